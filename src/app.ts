@@ -1,0 +1,26 @@
+import Koa from "koa";
+import { koaBody } from "koa-body";
+import type Router from "@koa/router";
+import type { AppDeps } from "./appDeps.ts";
+import { errorHandler } from "./http/errorHandler.ts";
+import { NotFoundError } from "./http/errors.ts";
+
+export type RouteFactory = (deps: AppDeps) => Router;
+
+/**
+ * The Koa application: one error handler at the top, JSON bodies, then every slice's router, then a
+ * 404 in the OpenAI error shape for anything no route took.
+ */
+export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
+  const app = new Koa({ proxy: true });
+  app.use(errorHandler(deps.logger));
+  app.use(koaBody({ json: true, jsonStrict: true, jsonLimit: "4mb", multipart: false, urlencoded: false, text: false }));
+  for (const factory of routeFactories) {
+    const router = factory(deps);
+    app.use(router.routes());
+  }
+  app.use(async (ctx) => {
+    throw new NotFoundError(`Unknown request URL: ${ctx.method} ${ctx.path}.`, { code: "unknown_url" });
+  });
+  return app;
+}

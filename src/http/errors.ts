@@ -1,0 +1,89 @@
+/**
+ * The one error vocabulary of the HTTP API. Every failure a client sees is an ApiError rendered by
+ * errorHandler into the OpenAI shape {"error": {"message", "type", "param", "code"}}.
+ */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly type: string;
+  readonly code: string | null;
+  readonly param: string | null;
+  /** Some bodies carry only message and type (the spec's subscription error). */
+  readonly bare: boolean;
+  readonly headers: Record<string, string>;
+  constructor(
+    status: number,
+    type: string,
+    message: string,
+    options: { code?: string | null; param?: string | null; bare?: boolean; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+    this.status = status;
+    this.type = type;
+    this.code = options.code ?? null;
+    this.param = options.param ?? null;
+    this.bare = options.bare ?? false;
+    this.headers = options.headers ?? {};
+  }
+}
+
+export class InvalidRequestError extends ApiError {
+  constructor(message: string, options: { param?: string | null; code?: string | null } = {}) {
+    super(400, "invalid_request_error", message, options);
+  }
+}
+
+export class AuthenticationError extends ApiError {
+  constructor(message: string, code = "invalid_session") {
+    super(401, "authentication_error", message, { code });
+  }
+}
+
+export class SubscriptionRequiredError extends ApiError {
+  constructor(message = "An active subscription is required to use the inference API.") {
+    super(402, "subscription_required", message, { bare: true });
+  }
+}
+
+export class ForbiddenError extends ApiError {
+  constructor(message = "Invalid or revoked API key.", code: string | null = "invalid_api_key") {
+    super(403, "Forbidden", message, { code });
+  }
+}
+
+export class NotFoundError extends ApiError {
+  constructor(message: string, options: { param?: string | null; code?: string | null } = {}) {
+    super(404, "invalid_request_error", message, { code: options.code ?? "not_found", param: options.param ?? null });
+  }
+}
+
+export class ConflictError extends ApiError {
+  constructor(message: string, options: { param?: string | null; code?: string | null } = {}) {
+    super(409, "invalid_request_error", message, { code: options.code ?? "conflict", param: options.param ?? null });
+  }
+}
+
+export class RateLimitError extends ApiError {
+  constructor(message: string, code: string) {
+    super(429, "rate_limit_exceeded", message, { code });
+  }
+}
+
+export class ModelUnavailableError extends ApiError {
+  constructor(message: string, code: string | null = "model_unavailable") {
+    super(503, "model_unavailable", message, { code });
+  }
+}
+
+export class InternalApiError extends ApiError {
+  constructor(message = "The server had an error while processing your request.") {
+    super(500, "api_error", message, { code: "internal_error" });
+  }
+}
+
+export type ErrorBody = { error: { message: string; type: string; param?: string | null; code?: string | null } };
+
+export function errorBody(error: ApiError): ErrorBody {
+  if (error.bare) return { error: { message: error.message, type: error.type } };
+  return { error: { message: error.message, type: error.type, param: error.param, code: error.code } };
+}

@@ -1,0 +1,50 @@
+import type { Context, Next } from "koa";
+import type { z } from "zod";
+import { InvalidRequestError } from "./errors.ts";
+
+type Source = "body" | "query" | "params";
+
+/** `messages[0].content` style path for a zod issue. */
+export function paramPath(path: readonly PropertyKey[]): string {
+  return path
+    .map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`))
+    .join("");
+}
+
+/** Turns the first zod issue into a 400 invalid_request_error naming the parameter. */
+export function invalidRequestFromZod(error: z.ZodError): InvalidRequestError {
+  const issue = error.issues[0]!;
+  if (issue.code === "unrecognized_keys") {
+    const prefix = issue.path.length ? `${paramPath(issue.path)}.` : "";
+    const keys = issue.keys.map((k) => `${prefix}${k}`);
+    return new InvalidRequestError(`Unrecognized request argument supplied: ${keys.join(", ")}`, {
+      param: keys[0]!,
+      code: "unknown_parameter",
+    });
+  }
+  const param = paramPath(issue.path);
+  if (issue.code === "invalid_type" && issue.input === undefined) {
+    return new InvalidRequestError(`Missing required parameter: '${param}'.`, { param: param || null, code: "missing_required_parameter" });
+  }
+  const where = param ? `Invalid '${param}': ` : "Invalid request body: ";
+  return new InvalidRequestError(`${where}${issue.message}`, { param: param || null, code: "invalid_value" });
+}
+
+/** Parses ctx.request.body / query / params with the schema; the result goes to ctx.state.<source>. */
+export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
+  const result = schema.safeParse(input);
+  if (!result.success) throw invalidRequestFromZod(result.error);
+  return result.data;
+}
+
+export function validate<S extends z.ZodType>(schema: S, source: Source = "body") {
+  return async function validateRequest(ctx: Context, next: Next): Promise<void> {
+    const input =
+      source === "body" ? (ctx.request as { body?: unknown }).body : source === "query" ? ctx.query : (ctx as { params?: unknown }).params;
+    if (source === "body" && (input === undefined || input === null || typeof input !== "object" || Array.isArray(input))) {
+      throw new InvalidRequestError("The request body must be a JSON object.", { code: "invalid_json" });
+    }
+    ctx.state[source] = parseWith(schema, input);
+    await next();
+  };
+}

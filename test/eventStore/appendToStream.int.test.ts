@@ -1,0 +1,92 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { withTransaction } from "../../src/db/withTransaction.ts";
+import { appendToStream, ConcurrencyError, readStream } from "../../src/eventStore/index.ts";
+import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+const event = (n: number) => ({ type: "Counted", data: { n } });
+
+describe("appendToStream", () => {
+  it("appends to a new stream and reads the events back in order", async () => {
+    const id = `test-${randomUUID()}`;
+    const result = await appendToStream(db.pool, id, "test", [event(1), event(2)], "no_stream");
+    expect(result).toEqual({ nextVersion: 2, appended: true });
+    const read = await readStream(db.pool, id);
+    expect(read.version).toBe(2);
+    expect(read.events.map((e) => [e.streamVersion, e.type, e.data])).toEqual([
+      [1, "Counted", { n: 1 }],
+      [2, "Counted", { n: 2 }],
+    ]);
+  });
+
+  it("refuses an append at a stale expected version and appends nothing", async () => {
+    const id = `test-${randomUUID()}`;
+    await appendToStream(db.pool, id, "test", [event(1)], "no_stream");
+    await expect(appendToStream(db.pool, id, "test", [event(2)], 0)).rejects.toBeInstanceOf(ConcurrencyError);
+    await expect(appendToStream(db.pool, id, "test", [event(2)], 2)).rejects.toBeInstanceOf(ConcurrencyError);
+    expect((await readStream(db.pool, id)).events).toHaveLength(1);
+  });
+
+  it("lets exactly one of two concurrent appends at the same expected version win", async () => {
+    const id = `test-${randomUUID()}`;
+    await appendToStream(db.pool, id, "test", [event(0)], "no_stream");
+    // Both transactions are open at once; the second blocks on the first's row lock, then sees the new version.
+    const attempt = (n: number) =>
+      withTransaction(db.pool, async (client) => {
+        const r = await appendToStream(client, id, "test", [event(n)], 1);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return r;
+      });
+    const results = await Promise.allSettled([attempt(1), attempt(2)]);
+    const won = results.filter((r) => r.status === "fulfilled");
+    const lost = results.filter((r) => r.status === "rejected");
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(1);
+    expect((lost[0] as PromiseRejectedResult).reason).toBeInstanceOf(ConcurrencyError);
+    const read = await readStream(db.pool, id);
+    expect(read.version).toBe(2);
+    expect(read.events).toHaveLength(2);
+  });
+
+  it("lets exactly one of two concurrent creations of the same stream win", async () => {
+    const id = `test-${randomUUID()}`;
+    const results = await Promise.allSettled([
+      appendToStream(db.pool, id, "test", [event(1)], "no_stream"),
+      appendToStream(db.pool, id, "test", [event(2)], "no_stream"),
+    ]);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    expect((await readStream(db.pool, id)).events).toHaveLength(1);
+  });
+
+  it("treats re-appending the same event id as a no-op", async () => {
+    const id = `test-${randomUUID()}`;
+    const eventId = randomUUID();
+    const first = await appendToStream(db.pool, id, "test", [{ ...event(1), eventId }], "no_stream");
+    const again = await appendToStream(db.pool, id, "test", [{ ...event(1), eventId }], "no_stream");
+    expect(first.appended).toBe(true);
+    expect(again).toEqual({ nextVersion: 1, appended: false });
+    expect((await readStream(db.pool, id)).events).toHaveLength(1);
+  });
+
+  it("appends with expected version 'any' whatever the stream holds", async () => {
+    const id = `test-${randomUUID()}`;
+    await appendToStream(db.pool, id, "test", [event(1)], "any");
+    const r = await appendToStream(db.pool, id, "test", [event(2), event(3)], "any");
+    expect(r.nextVersion).toBe(3);
+  });
+
+  it("stores metadata with each event", async () => {
+    const id = `test-${randomUUID()}`;
+    await appendToStream(db.pool, id, "test", [{ ...event(1), metadata: { correlationId: "c1", actor: "admin" } }], "no_stream");
+    const read = await readStream(db.pool, id);
+    expect(read.events[0]!.metadata).toEqual({ correlationId: "c1", actor: "admin" });
+  });
+});

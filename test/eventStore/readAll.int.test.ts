@@ -1,0 +1,93 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { withTransaction } from "../../src/db/withTransaction.ts";
+import { appendToStream, LOG_START, positionOf, readAll, type LogPosition, type RecordedEvent } from "../../src/eventStore/index.ts";
+import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+describe("readAll (gap-safe global reader)", () => {
+  it("does not return events of a transaction still in flight, nor skip them once it commits", async () => {
+    const stream = `slow-${randomUUID()}`;
+    let releaseSlow!: () => void;
+    const slowCanCommit = new Promise<void>((r) => (releaseSlow = r));
+    let slowAppended!: () => void;
+    const slowHasAppended = new Promise<void>((r) => (slowAppended = r));
+    const slow = withTransaction(db.pool, async (client) => {
+      await appendToStream(client, stream, "test", [{ type: "Slow", data: {} }], "no_stream");
+      slowAppended();
+      await slowCanCommit;
+    });
+    await slowHasAppended;
+    // A later, fast transaction commits while the slow one is still open.
+    await appendToStream(db.pool, `fast-${randomUUID()}`, "test", [{ type: "Fast", data: {} }], "no_stream");
+    const whileOpen = await readAll(db.pool, LOG_START);
+    expect(whileOpen.map((e) => e.type)).not.toContain("Fast");
+    expect(whileOpen.map((e) => e.type)).not.toContain("Slow");
+    releaseSlow();
+    await slow;
+    const after = await readAll(db.pool, LOG_START);
+    expect(after.map((e) => e.type)).toEqual(["Slow", "Fast"]);
+  });
+
+  it("reads every event exactly once, in commit-safe order, while 20 writers append (one held open for a second)", async () => {
+    const prefix = `w-${randomUUID()}`;
+    const seen: RecordedEvent[] = [];
+    let position: LogPosition = LOG_START;
+    // Skip what earlier tests wrote.
+    for (let batch = await readAll(db.pool, position); batch.length; batch = await readAll(db.pool, position)) {
+      position = positionOf(batch.at(-1)!);
+    }
+    let writersDone = false;
+    const reader = (async () => {
+      for (;;) {
+        const batch = await readAll(db.pool, position, 7);
+        for (const e of batch) {
+          seen.push(e);
+          position = positionOf(e);
+        }
+        if (batch.length === 0) {
+          if (writersDone) {
+            const tail = await readAll(db.pool, position, 7);
+            if (tail.length === 0) return;
+            continue;
+          }
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      }
+    })();
+    const writers = Array.from({ length: 20 }, (_, w) =>
+      withTransaction(db.pool, async (client) => {
+        for (let i = 0; i < 5; i++) {
+          await appendToStream(client, `${prefix}-${w}`, "test", [{ type: "Written", data: { w, i } }], i);
+          if (w === 0 && i === 0) await new Promise((r) => setTimeout(r, 1000));
+        }
+      }),
+    );
+    await Promise.all(writers);
+    writersDone = true;
+    await reader;
+
+    const mine = seen.filter((e) => e.streamId.startsWith(prefix));
+    expect(mine).toHaveLength(100);
+    expect(new Set(mine.map((e) => e.eventId)).size).toBe(100);
+    // Order is (transaction id, global position) ascending, and each stream's events come in version order.
+    for (let i = 1; i < seen.length; i++) {
+      const a = seen[i - 1]!;
+      const b = seen[i]!;
+      const ordered =
+        BigInt(a.transactionId) < BigInt(b.transactionId) ||
+        (a.transactionId === b.transactionId && BigInt(a.globalPosition) < BigInt(b.globalPosition));
+      expect(ordered).toBe(true);
+    }
+    for (let w = 0; w < 20; w++) {
+      expect(mine.filter((e) => e.streamId === `${prefix}-${w}`).map((e) => e.streamVersion)).toEqual([1, 2, 3, 4, 5]);
+    }
+  });
+});

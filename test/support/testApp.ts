@@ -1,0 +1,83 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createApp, type RouteFactory } from "../../src/app.ts";
+import type { AppDeps } from "../../src/appDeps.ts";
+import type { Clock } from "../../src/clock.ts";
+import { loadConfig, type Config } from "../../src/config.ts";
+import { silentLogger } from "../../src/observability/logger.ts";
+import { routeFactories } from "../../src/routes.ts";
+import { createTestDatabase, type TestDatabase } from "./testDatabase.ts";
+import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "./testRedis.ts";
+
+export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
+
+export type TestApp = {
+  baseUrl: string;
+  deps: AppDeps;
+  db: TestDatabase;
+  testRedis: TestRedis;
+  /** fetch against the app with JSON in and out. */
+  request(method: string, path: string, options?: { body?: unknown; token?: string; headers?: Record<string, string> }): Promise<TestResponse>;
+  close(): Promise<void>;
+};
+
+export type TestResponse = { status: number; headers: Headers; body: any; text: string };
+
+/** The real Koa app on an ephemeral port, with a fresh database and a unique Redis prefix. */
+export async function startTestApp(
+  options: { routes?: RouteFactory[]; clock?: Clock; env?: Record<string, string>; configure?: (config: Config) => Config } = {},
+): Promise<TestApp> {
+  const db = await createTestDatabase();
+  const testRedis = await createTestRedis();
+  let config = loadConfig({
+    DATABASE_URL: db.url,
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_PREFIX: testRedis.prefix,
+    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    PORT: "1",
+    ...options.env,
+  });
+  if (options.configure) config = options.configure(config);
+  const deps: AppDeps = {
+    config,
+    pool: db.pool,
+    redis: testRedis.redis,
+    clock: options.clock ?? { now: () => new Date() },
+    logger: silentLogger,
+  };
+  const app = createApp(deps, options.routes ?? routeFactories);
+  const server: Server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    baseUrl,
+    deps,
+    db,
+    testRedis,
+    async request(method, path, { body, token, headers } = {}) {
+      const response = await fetch(baseUrl + path, {
+        method,
+        headers: {
+          ...(body !== undefined ? { "content-type": "application/json" } : {}),
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...headers,
+        },
+        body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+      });
+      const text = await response.text();
+      let parsed: unknown = undefined;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: response.status, headers: response.headers, body: parsed, text };
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await testRedis.close();
+      await db.drop();
+    },
+  };
+}

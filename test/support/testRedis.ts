@@ -1,0 +1,25 @@
+import { randomBytes } from "node:crypto";
+import { createRedis, type Redis } from "../../src/messaging/createRedis.ts";
+
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+
+export type TestRedis = { redis: Redis; prefix: string; close(): Promise<void> };
+
+/** A Redis connection and a key prefix unique to one test file; close() deletes the prefix's keys. */
+export async function createTestRedis(): Promise<TestRedis> {
+  const prefix = `test-${randomBytes(5).toString("hex")}`;
+  const redis = createRedis(TEST_REDIS_URL);
+  return {
+    redis,
+    prefix,
+    async close() {
+      let cursor = "0";
+      do {
+        const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
+        cursor = next;
+        if (keys.length) await redis.del(...keys);
+      } while (cursor !== "0");
+      redis.disconnect();
+    },
+  };
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["src/**/*.test.ts", "workers/**/*.test.ts", "projections/**/*.test.ts", "tools/**/*.test.ts", "test/**/*.test.ts"],
+    globalSetup: ["test/support/globalSetup.ts"],
+    pool: "forks",
+    maxWorkers: 2,
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
