@@ -1,0 +1,32 @@
+import type { Pool } from "../db/createPool.ts";
+import { handleCommand, type HandleCommandResult } from "../eventStore/handleCommand.ts";
+import type { EventMetadata } from "../eventStore/types.ts";
+import { projectKeyRows } from "../keys/projectKeyRows.ts";
+import type { AccountCommand } from "./domain/accountCommands.ts";
+import { accountDecider } from "./domain/accountDecider.ts";
+import { ACCOUNT_STREAM_TYPE, accountStreamId, type AccountEvent } from "./domain/accountEvents.ts";
+import type { AccountState } from "./domain/accountState.ts";
+import { projectAccountRow } from "./projectAccountRow.ts";
+
+/**
+ * Runs a command on an account stream: decide, append, and update the inline read models
+ * (rm_accounts, rm_keys) in the same transaction, so the change is visible the moment it commits.
+ */
+export function executeAccountCommand(
+  pool: Pool,
+  accountId: string,
+  command: AccountCommand,
+  metadata: EventMetadata = {},
+): Promise<HandleCommandResult<AccountState, AccountEvent>> {
+  return handleCommand(pool, accountDecider, command, {
+    streamId: accountStreamId(accountId),
+    streamType: ACCOUNT_STREAM_TYPE,
+    metadata,
+    afterAppend: async (client, events) => {
+      for (const event of events) {
+        await projectAccountRow(client, event);
+        await projectKeyRows(client, event);
+      }
+    },
+  });
+}
