@@ -1,4 +1,4 @@
-import type { Pool } from "../db/createPool.ts";
+import type { Pool, PoolClient } from "../db/createPool.ts";
 import { handleCommand, type HandleCommandResult } from "../eventStore/handleCommand.ts";
 import type { EventMetadata } from "../eventStore/types.ts";
 import { projectKeyRows } from "../keys/projectKeyRows.ts";
@@ -7,6 +7,15 @@ import { accountDecider } from "./domain/accountDecider.ts";
 import { ACCOUNT_STREAM_TYPE, accountStreamId, type AccountEvent } from "./domain/accountEvents.ts";
 import type { AccountState } from "./domain/accountState.ts";
 import { projectAccountRow } from "./projectAccountRow.ts";
+
+export type ExecuteAccountCommandOptions = {
+  /**
+   * An extra step in the same transaction, after the events are appended and the read models updated
+   * (e.g. storing the password hash with AccountRegistered). Runs only when events were appended; if it
+   * throws, nothing of the command is committed.
+   */
+  afterAppend?: (client: PoolClient, events: AccountEvent[], state: AccountState) => Promise<void>;
+};
 
 /**
  * Runs a command on an account stream: decide, append, and update the inline read models
@@ -17,16 +26,18 @@ export function executeAccountCommand(
   accountId: string,
   command: AccountCommand,
   metadata: EventMetadata = {},
+  options: ExecuteAccountCommandOptions = {},
 ): Promise<HandleCommandResult<AccountState, AccountEvent>> {
   return handleCommand(pool, accountDecider, command, {
     streamId: accountStreamId(accountId),
     streamType: ACCOUNT_STREAM_TYPE,
     metadata,
-    afterAppend: async (client, events) => {
+    afterAppend: async (client, events, state) => {
       for (const event of events) {
         await projectAccountRow(client, event);
         await projectKeyRows(client, event);
       }
+      if (options.afterAppend) await options.afterAppend(client, events, state);
     },
   });
 }

@@ -23,7 +23,7 @@ export function invalidRequestFromZod(error: z.ZodError): InvalidRequestError {
     });
   }
   const param = paramPath(issue.path);
-  if (issue.code === "invalid_type" && issue.input === undefined) {
+  if (issue.code === "invalid_type" && (issue.input === undefined && /received undefined/.test(issue.message))) {
     return new InvalidRequestError(`Missing required parameter: '${param}'.`, { param: param || null, code: "missing_required_parameter" });
   }
   const where = param ? `Invalid '${param}': ` : "Invalid request body: ";

@@ -1,0 +1,96 @@
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { AccountIdSchema, EmailSchema } from "../accounts/accountSchemas.ts";
+import type { AccountSelector } from "../accounts/findAccount.ts";
+import { MonthlyBudgetChfSchema, SubscriptionStatusSchema } from "./adminSchemas.ts";
+import type { SubscriptionChange } from "./operatorActions.ts";
+
+export const ADMIN_USAGE = `Usage: npm run admin -- <command> [options]
+
+Commands:
+  find-account      (--email <email> | --account-id <uuid>)
+  set-subscription  (--email <email> | --account-id <uuid>) --status active|inactive [--budget-chf <number>]
+                    (without --budget-chf the monthly budget stays as it is)
+  help
+
+Connects to DATABASE_URL (migrating it first) and prints the account as JSON.`;
+
+export type AdminCommand =
+  | { command: "help" }
+  | { command: "find-account"; selector: AccountSelector }
+  | { command: "set-subscription"; selector: AccountSelector; change: SubscriptionChange };
+
+/** Bad command-line input: the CLI prints the message and the usage, and exits with status 2. */
+export class AdminUsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "AdminUsageError";
+  }
+}
+
+const DECIMAL = /^\d+(\.\d+)?$/;
+
+const OPTIONS = {
+  email: { type: "string" },
+  "account-id": { type: "string" },
+  status: { type: "string" },
+  "budget-chf": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** Flags as zod sees them: keys are the flag names, so an issue's path names the flag. */
+const SelectorFlagsSchema = z
+  .object({ email: EmailSchema.optional(), "account-id": AccountIdSchema.optional() })
+  .refine((f) => (f.email === undefined) !== (f["account-id"] === undefined), "give exactly one of --email or --account-id");
+
+const SetSubscriptionFlagsSchema = z.object({
+  status: SubscriptionStatusSchema,
+  "budget-chf": z
+    .string()
+    .regex(DECIMAL, "must be a number >= 0, e.g. 50 or 12.5")
+    .transform(Number)
+    .pipe(MonthlyBudgetChfSchema)
+    .optional(),
+});
+
+function parseFlags<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const flag = issue.path.length ? `--${String(issue.path[0])}: ` : "";
+  const message = issue.input === undefined && issue.path.length ? "is required" : issue.message;
+  throw new AdminUsageError(`${flag}${message}`);
+}
+
+function readArgs(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new AdminUsageError((error as Error).message);
+  }
+}
+
+/** Parses and validates `<command> [options]`; throws AdminUsageError for anything wrong. */
+export function parseAdminArgs(argv: string[]): AdminCommand {
+  const { values, positionals } = readArgs(argv);
+  const [command, ...extra] = positionals;
+  if (values.help || command === undefined || command === "help") return { command: "help" };
+  if (extra.length) throw new AdminUsageError(`unexpected argument: ${extra[0]}`);
+  const selectorFlags = parseFlags(SelectorFlagsSchema, { email: values.email, "account-id": values["account-id"] });
+  const selector: AccountSelector =
+    selectorFlags.email !== undefined ? { email: selectorFlags.email } : { accountId: selectorFlags["account-id"]! };
+  switch (command) {
+    case "find-account":
+      if (values.status !== undefined || values["budget-chf"] !== undefined) {
+        throw new AdminUsageError("find-account takes only --email or --account-id");
+      }
+      return { command, selector };
+    case "set-subscription": {
+      const flags = parseFlags(SetSubscriptionFlagsSchema, { status: values.status, "budget-chf": values["budget-chf"] });
+      const budget = flags["budget-chf"];
+      return { command, selector, change: { status: flags.status, ...(budget === undefined ? {} : { monthlyBudgetChf: budget }) } };
+    }
+    default:
+      throw new AdminUsageError(`unknown command: ${command}`);
+  }
+}

@@ -1,0 +1,48 @@
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { AdminUsageError, parseAdminArgs } from "./parseAdminArgs.ts";
+
+const id = "6f1c2a0e-4b7d-4c1e-9a53-0d2f7b8e9a10";
+
+describe("parseAdminArgs", () => {
+  it("parses find-account by email (normalised) or by account id", () => {
+    expect(parseAdminArgs(["find-account", "--email", " Ada@Example.CH "])).toEqual({ command: "find-account", selector: { email: "ada@example.ch" } });
+    expect(parseAdminArgs(["find-account", "--account-id", id.toUpperCase()])).toEqual({ command: "find-account", selector: { accountId: id } });
+  });
+
+  it("parses set-subscription with and without a budget", () => {
+    expect(parseAdminArgs(["set-subscription", "--email", "a@b.ch", "--status", "active", "--budget-chf", "12.5"])).toEqual({
+      command: "set-subscription",
+      selector: { email: "a@b.ch" },
+      change: { status: "active", monthlyBudgetChf: 12.5 },
+    });
+    expect(parseAdminArgs(["set-subscription", "--account-id", id, "--status", "inactive"])).toEqual({
+      command: "set-subscription",
+      selector: { accountId: id },
+      change: { status: "inactive" },
+    });
+  });
+
+  it("answers help for no command, `help` and --help", () => {
+    for (const argv of [[], ["help"], ["find-account", "--help"]]) expect(parseAdminArgs(argv)).toEqual({ command: "help" });
+  });
+
+  it.each([
+    [["set-subscription", "--email", "a@b.ch"], "--status: is required"],
+    [["set-subscription", "--email", "a@b.ch", "--status", "paused"], "--status"],
+    [["set-subscription", "--email", "a@b.ch", "--status", "active", "--budget-chf=-5"], "--budget-chf"],
+    [["set-subscription", "--email", "a@b.ch", "--status", "active", "--budget-chf", "lots"], "--budget-chf"],
+    [["set-subscription", "--email", "a@b.ch", "--status", "active", "--budget-chf", "2000000000"], "--budget-chf"],
+    [["set-subscription", "--status", "active"], "exactly one of --email or --account-id"],
+    [["find-account", "--email", "a@b.ch", "--account-id", randomUUID()], "exactly one of --email or --account-id"],
+    [["find-account", "--email", "a@b.ch", "--status", "active"], "find-account takes only"],
+    [["find-account", "--email", "not-an-email"], "--email"],
+    [["find-account", "--account-id", "42"], "--account-id"],
+    [["find-account", "--email", "a@b.ch", "--verbose"], "--verbose"],
+    [["find-account", "extra", "--email", "a@b.ch"], "unexpected argument: extra"],
+    [["delete-everything", "--email", "a@b.ch"], "unknown command: delete-everything"],
+  ])("refuses %j with a message naming the problem", (argv, mentions) => {
+    expect(() => parseAdminArgs(argv)).toThrow(AdminUsageError);
+    expect(() => parseAdminArgs(argv)).toThrow(mentions);
+  });
+});

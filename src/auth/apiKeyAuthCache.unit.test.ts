@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { ApiKeyAuthCache } from "./apiKeyAuthCache.ts";
+
+describe("ApiKeyAuthCache", () => {
+  const a = { accountId: "acc-a", keyId: "key-a" };
+  const b = { accountId: "acc-b", keyId: "key-b" };
+
+  it("serves an entry until its TTL passes", () => {
+    let now = 0;
+    const cache = new ApiKeyAuthCache({ ttlMs: 2000, nowMs: () => now });
+    cache.set("h1", a, cache.generation());
+    now = 1999;
+    expect(cache.get("h1")).toEqual(a);
+    now = 2000;
+    expect(cache.get("h1")).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  it("invalidates only the given account's entries", () => {
+    const cache = new ApiKeyAuthCache({ ttlMs: 2000 });
+    cache.set("h1", a, cache.generation());
+    cache.set("h2", b, cache.generation());
+    cache.invalidateAccount("acc-a");
+    expect(cache.get("h1")).toBeUndefined();
+    expect(cache.get("h2")).toEqual(b);
+  });
+
+  it("drops a write from a lookup that started before an invalidation", () => {
+    const cache = new ApiKeyAuthCache({ ttlMs: 2000 });
+    const before = cache.generation();
+    cache.invalidateAccount("acc-a");
+    cache.set("h1", a, before);
+    expect(cache.get("h1")).toBeUndefined();
+    cache.set("h1", a, cache.generation());
+    expect(cache.get("h1")).toEqual(a);
+    cache.clear();
+    expect(cache.get("h1")).toBeUndefined();
+  });
+
+  it("evicts the oldest entry when full", () => {
+    const cache = new ApiKeyAuthCache({ ttlMs: 2000, maxEntries: 2 });
+    cache.set("h1", a, cache.generation());
+    cache.set("h2", b, cache.generation());
+    cache.set("h3", a, cache.generation());
+    expect(cache.size).toBe(2);
+    expect(cache.get("h1")).toBeUndefined();
+    expect(cache.get("h3")).toEqual(a);
+  });
+});
