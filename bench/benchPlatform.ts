@@ -1,0 +1,182 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { executeAccountCommand } from "../src/accounts/executeAccountCommand.ts";
+import { createPool } from "../src/db/createPool.ts";
+import { createRedis } from "../src/messaging/createRedis.ts";
+import { chfToMicro } from "../src/money.ts";
+import { createSession } from "../src/sessions/sessionStore.ts";
+import { startChild, type Child } from "./childProcess.ts";
+import type { StreamTarget } from "./streamClient.ts";
+
+export type BenchPlatform = { target: StreamTarget; description: string; stop(): Promise<void> };
+
+export type BenchPlatformOptions = {
+  standInBaseUrl: string;
+  /** Streams the worker takes at once for the bench model (the registry's maxConcurrency). */
+  maxConcurrency: number;
+  /** From src/config.ts: where PostgreSQL and Redis are. A fresh database and Redis prefix are used. */
+  databaseUrl: string;
+  redisUrl: string;
+  /** true: API and worker as two processes (as in production); false: both roles in one process. */
+  separateProcesses: boolean;
+  /** Extra node flags for the platform processes (e.g. --cpu-prof). */
+  nodeArgs?: string[];
+};
+
+export const BENCH_MODEL = "bench-upstream";
+
+/**
+ * The real platform as child processes (`node src/main.ts --role api` and `--role worker`) on a fresh
+ * database and Redis prefix, with a temporary MODELS_CONFIG routing BENCH_MODEL to the stand-in through
+ * the upstream adapter, and an account (active subscription, large budget) whose API key is created
+ * through the key API. stop() ends the children and removes the database, the Redis keys and the file.
+ */
+export async function startBenchPlatform(options: BenchPlatformOptions): Promise<BenchPlatform> {
+  const suffix = randomBytes(5).toString("hex");
+  const dbUrl = new URL(options.databaseUrl);
+  dbUrl.pathname = `/inference_bench_${suffix}`;
+  const databaseUrl = dbUrl.toString();
+  const redisPrefix = `bench-${suffix}`;
+  const dir = await mkdtemp(path.join(tmpdir(), "inference-bench-"));
+  const modelsConfig = path.join(dir, "models.json");
+  await writeFile(modelsConfig, JSON.stringify(benchRegistry(options.standInBaseUrl, options.maxConcurrency), null, 2));
+  const port = await freePort();
+  const apiUrl = `http://127.0.0.1:${port}`;
+  const env = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: options.redisUrl,
+    REDIS_PREFIX: redisPrefix,
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    MODELS_CONFIG: modelsConfig,
+    LOG_LEVEL: "warn",
+  };
+  const children: Child[] = [];
+  let pool: pg.Pool | null = null;
+  const stop = async (): Promise<void> => {
+    for (const child of children.reverse()) await child.stop();
+    await pool?.end();
+    await dropDatabase(databaseUrl).catch(() => undefined);
+    await deleteRedisPrefix(options.redisUrl, redisPrefix).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const roles = options.separateProcesses ? [["api"], ["worker"]] : [["api", "worker"]];
+    for (const group of roles) {
+      // The first process creates and migrates the database; the next starts once it is up.
+      children.push(await startChild("src/main.ts", group.flatMap((role) => ["--role", role]), { env, timeoutMs: 60_000, ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}) }));
+      if (group.includes("api")) await waitFor(`${apiUrl}/healthz`, {}, (status) => status === 200, 60_000, "the API to answer /healthz", children);
+    }
+    pool = createPool(databaseUrl, 2);
+    const key = await createAccountAndKey(pool, apiUrl);
+    const auth = { authorization: `Bearer ${key}` };
+    await waitFor(`${apiUrl}/v1/models/${BENCH_MODEL}`, auth, (status) => status === 200, 60_000, `GET /v1/models/${BENCH_MODEL} to list the bench model (a live worker)`, children);
+    return {
+      target: { url: `${apiUrl}/v1/chat/completions`, headers: auth, model: BENCH_MODEL },
+      description: options.separateProcesses ? "platform: API and worker in two processes" : "platform: API and worker in one process",
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+function benchRegistry(standInBaseUrl: string, maxConcurrency: number) {
+  return {
+    price_table_version: "bench",
+    models: [
+      {
+        id: BENCH_MODEL,
+        owned_by: "bench",
+        engine: { type: "upstream", baseUrl: standInBaseUrl, model: "stand-in", maxConcurrency },
+        capabilities: { chat: true, completions: true },
+        context_length: 8192,
+        pricing: { input_per_million_chf: 0.1, output_per_million_chf: 0.4 },
+      },
+    ],
+  };
+}
+
+async function createAccountAndKey(pool: pg.Pool, apiUrl: string): Promise<string> {
+  const accountId = randomUUID();
+  const now = new Date();
+  const metadata = { actor: "bench", correlationId: randomUUID() };
+  await executeAccountCommand(pool, accountId, { type: "RegisterAccount", accountId, email: `bench-${accountId.slice(0, 8)}@example.test`, now }, metadata);
+  await executeAccountCommand(pool, accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: chfToMicro(1_000_000), now }, metadata);
+  const session = await createSession(pool, accountId, now, 3600_000);
+  const response = await fetch(`${apiUrl}/api/v1/accounts/user/api-keys/create/`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${session.token}` },
+    body: JSON.stringify({ name: "bench" }),
+  });
+  const body = (await response.json().catch(() => null)) as { key?: unknown } | null;
+  if (response.status !== 201 || typeof body?.key !== "string") throw new Error(`creating the bench API key answered ${response.status}`);
+  return body.key;
+}
+
+/** Polls url (GET) every 100 ms until accept(status), the deadline, or a platform process dying. */
+async function waitFor(
+  url: string,
+  headers: Record<string, string>,
+  accept: (status: number) => boolean,
+  timeoutMs: number,
+  what: string,
+  children: Child[],
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "no answer";
+  while (Date.now() < deadline) {
+    const dead = children.find((child) => child.process.exitCode !== null || child.process.signalCode !== null);
+    if (dead) throw new Error(`a platform process exited (${dead.process.exitCode ?? dead.process.signalCode}) while waiting for ${what}`);
+    try {
+      const response = await fetch(url, { headers, signal: AbortSignal.timeout(2_000) });
+      const text = await response.text();
+      if (accept(response.status)) return;
+      last = `${response.status} ${text.slice(0, 200)}`;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`gave up waiting for ${what} after ${timeoutMs} ms (last: ${last})`);
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function dropDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  url.pathname = "/postgres";
+  const client = new pg.Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+async function deleteRedisPrefix(redisUrl: string, prefix: string): Promise<void> {
+  const redis = createRedis(redisUrl);
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+}

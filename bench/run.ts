@@ -1,0 +1,124 @@
+import { availableParallelism, loadavg } from "node:os";
+import { parseArgs } from "node:util";
+import { loadConfig } from "../src/config.ts";
+import { UpstreamEngine } from "../workers/engines/upstream/upstreamEngine.ts";
+import { runAdapterStream } from "./adapterStream.ts";
+import { startBenchPlatform, type BenchPlatform } from "./benchPlatform.ts";
+import { startChild } from "./childProcess.ts";
+import { standInToken } from "./engineStandIn.ts";
+import { checkTargets, formatReport, type LevelResult } from "./report.ts";
+import { measureLevel, type BenchPath, type LevelPlan } from "./runLevel.ts";
+import { levelStats, type LevelStats } from "./stats.ts";
+import { runStream, type StreamTarget } from "./streamClient.ts";
+
+/**
+ * `npm run bench`: an OpenAI-compatible engine stand-in (its own process) with a fixed time to first
+ * token and inter-token delay, measured at each concurrency level, in one run, three ways:
+ * - direct: HTTP streaming straight to the stand-in;
+ * - adapter only: the upstream adapter (UpstreamEngine) in the bench process, to the stand-in;
+ * - platform: the real API and worker processes, the model routed to the stand-in by the adapter.
+ * Prints a markdown table, the added time, the ratios and the issue's targets. Exit code 1 if a target
+ * fails or the platform could not be started. Options: --tokens --ttft --itl --levels --requests
+ * --rounds --direct-only (no platform) --one-process (API and worker roles in one process) --skip-adapter
+ * --profile-dir <dir> (CPU profiles of the platform processes, written when they stop).
+ */
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      tokens: { type: "string", default: "32" },
+      ttft: { type: "string", default: "50" },
+      itl: { type: "string", default: "20" },
+      levels: { type: "string", default: "1,32,256" },
+      requests: { type: "string" },
+      rounds: { type: "string", default: "2" },
+      "direct-only": { type: "boolean", default: false },
+      "one-process": { type: "boolean", default: false },
+      "skip-adapter": { type: "boolean", default: false },
+      "profile-dir": { type: "string" },
+    },
+  });
+  const tokens = Number(values.tokens);
+  const ttftMs = Number(values.ttft);
+  const interTokenMs = Number(values.itl);
+  const levels = values.levels.split(",").map(Number);
+  const expected = Array.from({ length: tokens }, (_, i) => standInToken(i)).join("");
+  const planFor = (concurrency: number): LevelPlan => ({
+    concurrency,
+    requests: values.requests ? Number(values.requests) : Math.max(50, 2 * concurrency),
+    tokens,
+    expected,
+    timeoutMs: 60_000 + tokens * interTokenMs * 4,
+  });
+
+  const standIn = await startChild("bench/engineStandIn.ts", ["--tokens", String(tokens), "--ttft", String(ttftMs), "--itl", String(interTokenMs)], {
+    ready: (line) => line.startsWith("{"),
+    timeoutMs: 15_000,
+  });
+  const standInUrl = (JSON.parse(standIn.readyLine) as { baseUrl: string }).baseUrl;
+  const engine = new UpstreamEngine({ baseUrl: standInUrl, model: "stand-in", contextLength: 8192 });
+  let platform: BenchPlatform | null = null;
+  let platformProblem: string | null = null;
+  try {
+    const direct = httpPath("direct", { url: `${standInUrl}/chat/completions`, headers: {}, model: "stand-in" });
+    const adapter: BenchPath = { name: "adapter", runOne: (plan) => runAdapterStream(engine, plan.tokens, plan.expected, plan.timeoutMs) };
+    if (!values["direct-only"]) {
+      try {
+        const config = loadConfig(process.env);
+        platform = await startBenchPlatform({
+          standInBaseUrl: standInUrl,
+          maxConcurrency: Math.max(...levels),
+          databaseUrl: config.databaseUrl,
+          redisUrl: config.redisUrl,
+          separateProcesses: !values["one-process"],
+          ...(values["profile-dir"] ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${values["profile-dir"]}`] } : {}),
+        });
+      } catch (error) {
+        platformProblem = (error as Error).message;
+        process.stderr.write(`platform not started: ${platformProblem}\n`);
+      }
+    }
+    const load = loadavg()[0]!;
+    if (load > availableParallelism() / 2) {
+      process.stderr.write(`warning: load average ${load.toFixed(1)} on ${availableParallelism()} cores: other work competes with the bench, numbers will be noisy\n`);
+    }
+    const results: LevelResult[] = [];
+    for (const concurrency of levels) {
+      const plan = planFor(concurrency);
+      process.stderr.write(`${concurrency} streams:`);
+      const paths = [direct, ...(values["skip-adapter"] ? [] : [adapter]), ...(platform === null ? [] : [httpPath("platform", platform.target)])];
+      const runs = await measureLevel(paths, plan, Number(values.rounds), (text) => process.stderr.write(text));
+      const stats = (name: string): LevelStats | null => {
+        const run = runs.get(name);
+        return run === undefined ? null : levelStats(concurrency, run.samples, run.wallMs);
+      };
+      process.stderr.write(" done\n");
+      results.push({ concurrency, direct: stats("direct")!, adapter: stats("adapter"), platform: stats("platform") });
+    }
+    const setup =
+      `Stand-in: ${tokens} tokens per stream, TTFT ${ttftMs} ms, inter-token ${interTokenMs} ms; ` +
+      `closed loop, ${values.requests ?? "max(50, 2 x streams)"} requests per level and path in ${values.rounds} rounds (path order rotating), after a warm-up; ${availableParallelism()} cores, load average ${load.toFixed(1)} at start; ` +
+      `Node ${process.version}; ${platform?.description ?? "platform not run"}.`;
+    process.stdout.write(`${formatReport(results, setup)}\n`);
+    if (platform === null) {
+      process.stdout.write(`\nPlatform side not measured${platformProblem ? `: ${platformProblem}` : " (--direct-only)"}.\n`);
+      return values["direct-only"] ? 0 : 1;
+    }
+    return checkTargets(results).every((check) => check.pass) ? 0 : 1;
+  } finally {
+    await engine.close();
+    await platform?.stop().catch((error: unknown) => process.stderr.write(`platform stop failed: ${(error as Error).message}\n`));
+    await standIn.stop();
+  }
+}
+
+function httpPath(name: string, target: StreamTarget): BenchPath {
+  return { name, runOne: (plan) => runStream(target, plan.tokens, plan.expected, plan.timeoutMs) };
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`bench failed: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(2);
+  },
+);

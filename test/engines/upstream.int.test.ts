@@ -1,0 +1,231 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChatRequest, EngineDelta } from "../../workers/engines/engine.ts";
+import { UpstreamEngine } from "../../workers/engines/upstream/upstreamEngine.ts";
+import type { UpstreamEngineOptionsInput } from "../../workers/engines/upstream/upstreamEngineOptions.ts";
+import { chunk, startFakeUpstream, usageChunk, writeSse, type FakeUpstream } from "./upstreamFakeServer.ts";
+
+let upstream: FakeUpstream;
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+});
+afterAll(async () => {
+  await upstream.close();
+});
+
+const engineFor = (options: Partial<UpstreamEngineOptionsInput> = {}) =>
+  new UpstreamEngine({ baseUrl: upstream.baseUrl, model: "up-model", contextLength: 8192, ...options });
+
+const request = (overrides: Partial<ChatRequest> = {}): ChatRequest => ({
+  messages: [{ role: "user", content: "Hi" }],
+  maxTokens: 50,
+  temperature: 1,
+  topP: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  ...overrides,
+});
+
+async function chatCollect(engine: UpstreamEngine, req: ChatRequest = request(), signal = new AbortController().signal) {
+  const deltas: EngineDelta[] = [];
+  const result = await engine.chat(req, (delta) => deltas.push(delta), signal);
+  return { deltas, result };
+}
+
+const text = (deltas: EngineDelta[]) => deltas.map((d) => d.content ?? "").join("");
+
+describe("UpstreamEngine.chat streaming", () => {
+  it("relays content split anywhere across reads, skips keep-alives and takes usage from the final chunk", async () => {
+    const body =
+      ": keep-alive\n\n" +
+      chunk({ delta: { role: "assistant", content: "" } }) +
+      chunk({ delta: { content: "Grüezi " } }) +
+      chunk({ delta: { content: "mitenand 👋" } }).replace("\n\n", "\r\n\r\n") +
+      'data: {"id":"x","object":"chat.completion.chunk",\ndata: "choices":[{"index":0,"delta":{"content":"!"}}]}\n\n' +
+      chunk({ delta: {}, finish_reason: "stop" }) +
+      ": ping\n\n" +
+      usageChunk(11, 5) +
+      "data: [DONE]\n\n";
+    const raw = new TextEncoder().encode(body);
+    const pieces: Uint8Array[] = [];
+    // Cut inside JSON, inside the multi-byte characters and between CR and LF.
+    for (let i = 0; i < raw.length; i += 7) pieces.push(raw.subarray(i, i + 7));
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, pieces, 1);
+      res.end();
+    });
+    const { deltas, result } = await chatCollect(engineFor());
+    expect(text(deltas)).toBe("Grüezi mitenand 👋!");
+    expect(deltas.every((d) => d.content !== "")).toBe(true);
+    expect(result).toEqual({ finishReason: "stop", usage: { promptTokens: 11, completionTokens: 5, reasoningTokens: 0 } });
+  });
+
+  it("streams tool call deltas and finishes with tool_calls", async () => {
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [
+        chunk({ delta: { role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "get_weather", arguments: "" } }] } }),
+        chunk({ delta: { tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] } }),
+        chunk({ delta: { tool_calls: [{ index: 0, function: { arguments: '"Bern"}' } }] } }),
+        chunk({ delta: { tool_calls: [{ index: 1, id: "call_2", type: "function", function: { name: "get_time", arguments: "{}" } }] } }),
+        chunk({ delta: {}, finish_reason: "tool_calls" }),
+        usageChunk(40, 20),
+        "data: [DONE]\n\n",
+      ]);
+      res.end();
+    });
+    const { deltas, result } = await chatCollect(engineFor({ capabilities: { tools: true } }));
+    expect(deltas).toEqual([
+      { toolCalls: [{ index: 0, id: "call_1", type: "function", function: { name: "get_weather", arguments: "" } }] },
+      { toolCalls: [{ index: 0, function: { arguments: '{"city":' } }] },
+      { toolCalls: [{ index: 0, function: { arguments: '"Bern"}' } }] },
+      { toolCalls: [{ index: 1, id: "call_2", type: "function", function: { name: "get_time", arguments: "{}" } }] },
+    ]);
+    expect(result.finishReason).toBe("tool_calls");
+    expect(result.usage).toEqual({ promptTokens: 40, completionTokens: 20, reasoningTokens: 0 });
+  });
+
+  it("keeps reasoning_content (and Ollama's reasoning) apart from the answer, with the reported reasoning tokens", async () => {
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [
+        chunk({ delta: { role: "assistant", reasoning_content: "Let me think" } }),
+        chunk({ delta: { reasoning: " about it." } }),
+        chunk({ delta: { content: "42" } }),
+        chunk({ delta: {}, finish_reason: "length" }),
+        usageChunk(9, 30, 24),
+        "data: [DONE]\n\n",
+      ]);
+      res.end();
+    });
+    const { deltas, result } = await chatCollect(engineFor({ capabilities: { reasoning: true } }));
+    expect(deltas).toEqual([{ reasoning: "Let me think" }, { reasoning: " about it." }, { content: "42" }]);
+    expect(result).toEqual({ finishReason: "length", usage: { promptTokens: 9, completionTokens: 30, reasoningTokens: 24 } });
+  });
+
+  it("maps logprobs, filling in bytes a server leaves null", async () => {
+    const entry = { token: "Hi", logprob: -0.25, bytes: [72, 105], top_logprobs: [{ token: "Hi", logprob: -0.25, bytes: [72, 105] }, { token: "Yo", logprob: -1.5, bytes: null }] };
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [
+        chunk({ delta: { content: "Hi" }, logprobs: { content: [entry] } }),
+        chunk({ delta: { content: "ü" }, logprobs: { content: [{ token: "ü", logprob: -0.5 }] } }),
+        chunk({ delta: {}, finish_reason: "stop" }),
+        usageChunk(3, 2),
+        "data: [DONE]\n\n",
+      ]);
+      res.end();
+    });
+    const { deltas } = await chatCollect(engineFor({ capabilities: { logprobs: true } }), request({ logprobs: true, topLogprobs: 2 }));
+    expect(deltas).toEqual([
+      { content: "Hi", logprobs: [{ ...entry, top_logprobs: [entry.top_logprobs[0], { token: "Yo", logprob: -1.5, bytes: [89, 111] }] }] },
+      { content: "ü", logprobs: [{ token: "ü", logprob: -0.5, bytes: [195, 188], top_logprobs: [] }] },
+    ]);
+  });
+
+  it("estimates usage only when the upstream reports none", async () => {
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [chunk({ delta: { content: "abcdef" } }), chunk({ delta: { content: "ghi" }, finish_reason: "stop" }), "data: [DONE]\n\n"]);
+      res.end();
+    });
+    const { result } = await chatCollect(engineFor());
+    // prompt: 3 priming + 4 per message + ceil(2 bytes / 3); completion: max(2 deltas, ceil(9 bytes / 3)).
+    expect(result.usage).toEqual({ promptTokens: 8, completionTokens: 3, reasoningTokens: 0 });
+  });
+
+  it("complete() sends the prompt as one user message", async () => {
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [chunk({ delta: { content: " world" }, finish_reason: "stop" }), usageChunk(2, 1), "data: [DONE]\n\n"]);
+      res.end();
+    });
+    const deltas: EngineDelta[] = [];
+    const { messages: _, ...sampling } = request();
+    const result = await engineFor().complete({ ...sampling, prompt: "Hello" }, (d) => deltas.push(d), new AbortController().signal);
+    expect(text(deltas)).toBe(" world");
+    expect(result.usage.promptTokens).toBe(2);
+    expect(upstream.received.at(-1)?.body.messages).toEqual([{ role: "user", content: "Hello" }]);
+  });
+});
+
+describe("UpstreamEngine request body", () => {
+  it("passes every extended parameter and request.extra through unchanged, streaming with usage", async () => {
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [chunk({ delta: { content: "{}" }, finish_reason: "stop" }), usageChunk(1, 1), "data: [DONE]\n\n"]);
+      res.end();
+    });
+    const tools = [{ type: "function" as const, function: { name: "f", description: "d", parameters: { type: "object", properties: { a: { type: "integer" } } }, strict: true } }];
+    const responseFormat = { type: "json_schema" as const, json_schema: { name: "s", schema: { type: "object", properties: { a: { type: "string" } } }, strict: true } };
+    const messages: ChatRequest["messages"] = [
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "Call f" },
+      { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: '{"a":1}' } }] },
+      { role: "tool", content: "ok", tool_call_id: "c1" },
+    ];
+    const engine = engineFor({ apiKey: "sk-upstream-secret", capabilities: { reasoning: true, tools: true, jsonSchema: true, logprobs: true } });
+    await chatCollect(
+      engine,
+      request({
+        messages,
+        maxTokens: 321,
+        temperature: 0.2,
+        topP: 0.9,
+        seed: 42,
+        stop: ["END", "\n\n"],
+        presencePenalty: 0.5,
+        frequencyPenalty: -0.5,
+        logprobs: true,
+        topLogprobs: 3,
+        tools,
+        toolChoice: { type: "function", function: { name: "f" } },
+        parallelToolCalls: false,
+        responseFormat,
+        reasoningEffort: "low",
+        extra: { top_k: 20, chat_template_kwargs: { enable_thinking: true }, stream: false, model: "other" },
+      }),
+    );
+    const received = upstream.received.at(-1)!;
+    expect(received.method).toBe("POST");
+    expect(received.path).toBe("/v1/chat/completions");
+    expect(received.headers.authorization).toBe("Bearer sk-upstream-secret");
+    expect(received.headers["content-type"]).toBe("application/json");
+    expect(received.body).toEqual({
+      model: "up-model",
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+      max_completion_tokens: 321,
+      temperature: 0.2,
+      top_p: 0.9,
+      seed: 42,
+      stop: ["END", "\n\n"],
+      presence_penalty: 0.5,
+      frequency_penalty: -0.5,
+      logprobs: true,
+      top_logprobs: 3,
+      tools,
+      tool_choice: { type: "function", function: { name: "f" } },
+      parallel_tool_calls: false,
+      response_format: responseFormat,
+      reasoning_effort: "low",
+      top_k: 20,
+      chat_template_kwargs: { enable_thinking: true },
+    });
+  });
+
+  it("sends max_tokens to a non-reasoning model, no Authorization without a key, and omits unset options", async () => {
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [chunk({ delta: { content: "x" }, finish_reason: "stop" }), usageChunk(1, 1), "data: [DONE]\n\n"]);
+      res.end();
+    });
+    await chatCollect(engineFor());
+    const received = upstream.received.at(-1)!;
+    expect(received.headers.authorization).toBeUndefined();
+    expect(received.body).toEqual({
+      model: "up-model",
+      messages: [{ role: "user", content: "Hi" }],
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 50,
+      temperature: 1,
+      top_p: 1,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+    });
+  });
+});

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runAdapterStream } from "../../bench/adapterStream.ts";
+import { startEngineStandIn, standInToken, type EngineStandIn } from "../../bench/engineStandIn.ts";
+import { checkTargets } from "../../bench/report.ts";
+import { levelStats, percentile } from "../../bench/stats.ts";
+import { runStream } from "../../bench/streamClient.ts";
+import { UpstreamEngine } from "../../workers/engines/upstream/upstreamEngine.ts";
+
+/** The bench's engine stand-in, driven through the upstream adapter and the bench's HTTP client. */
+let standIn: EngineStandIn;
+beforeAll(async () => {
+  standIn = await startEngineStandIn({ tokens: 8, ttftMs: 5, interTokenMs: 1 });
+});
+afterAll(async () => {
+  await standIn.close();
+});
+
+const expectedText = (n: number) => Array.from({ length: n }, (_, i) => standInToken(i)).join("");
+
+describe("bench engine stand-in", () => {
+  it("streams max_tokens tokens with usage to 64 concurrent adapter chats", async () => {
+    const engine = new UpstreamEngine({ baseUrl: standIn.baseUrl, model: "stand-in", contextLength: 4096 });
+    const results = await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        let text = "";
+        const result = await engine.chat(
+          { messages: [{ role: "user", content: "go" }], maxTokens: 12, temperature: 1, topP: 1, presencePenalty: 0, frequencyPenalty: 0 },
+          (delta) => (text += delta.content ?? ""),
+          new AbortController().signal,
+        );
+        return { text, result };
+      }),
+    );
+    for (const { text, result } of results) {
+      expect(text).toBe(expectedText(12));
+      expect(result.finishReason).toBe("length");
+      expect(result.usage.completionTokens).toBe(12);
+      expect(result.usage.promptTokens).toBeGreaterThan(0);
+    }
+    await engine.close();
+  });
+
+  it("the bench clients see complete streams (HTTP direct and through the adapter)", async () => {
+    const http = await runStream({ url: `${standIn.baseUrl}/chat/completions`, headers: {}, model: "stand-in" }, 5, expectedText(5), 10_000);
+    expect(http).toMatchObject({ tokens: 5, complete: true, error: null });
+    const engine = new UpstreamEngine({ baseUrl: standIn.baseUrl, model: "stand-in", contextLength: 4096 });
+    expect(await runAdapterStream(engine, 5, expectedText(5), 10_000)).toMatchObject({ tokens: 5, complete: true, error: null });
+    await engine.close();
+  });
+});
+
+describe("bench statistics", () => {
+  it("nearest-rank percentiles", () => {
+    const values = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(percentile(values, 50)).toBe(50);
+    expect(percentile(values, 99)).toBe(99);
+    expect(percentile([7], 99)).toBe(7);
+    expect(percentile([], 50)).toBeNaN();
+  });
+
+  it("counts errors and short streams, and checks the issue's targets", () => {
+    const ok = { ttftMs: 10, totalMs: 100, tokens: 10, complete: true, error: null };
+    const direct = levelStats(256, [ok, ok], 1000);
+    const platform = levelStats(256, [ok, { ...ok, complete: false, tokens: 4 }, { ...ok, error: "HTTP 503" }], 1000);
+    expect(platform).toMatchObject({ requests: 3, errors: 1, short: 1, tokensPerSecond: 24, firstError: "HTTP 503" });
+    const checks = checkTargets([{ concurrency: 256, direct, adapter: null, platform }]);
+    expect(checks.map((c) => c.pass)).toEqual([false, true]);
+    const fast = levelStats(1, [{ ...ok, ttftMs: 12 }], 1000);
+    expect(checkTargets([{ concurrency: 1, direct: levelStats(1, [ok], 1000), adapter: null, platform: fast }]).map((c) => c.pass)).toEqual([true, true]);
+  });
+});

@@ -1,0 +1,128 @@
+import { EngineError } from "../engine.ts";
+import type { DeltaSink, EngineDelta, FinishReason, TokenLogprob, ToolCallDelta } from "../engine.ts";
+import type { SseEvent } from "./sseParser.ts";
+import { ChatChunkSchema, type ChatChunk, type Usage } from "./upstreamWire.ts";
+import { upstreamErrorDetail } from "./engineErrorFromResponse.ts";
+
+const encoder = new TextEncoder();
+
+/**
+ * Turns the SSE events of one streamed chat completion into EngineDeltas (choice 0 only: the adapter
+ * never asks for more than one) and remembers the finish reason, the upstream's usage and whether
+ * `[DONE]` arrived. Throws EngineError("internal") for an error reported inside the stream or a chunk
+ * that is not JSON.
+ */
+export class ChatStreamAccumulator {
+  readonly #onDelta: DeltaSink;
+  #finishReason: FinishReason | null = null;
+  #usage: Usage | null = null;
+  #done = false;
+  /** For the usage estimate when the upstream sends none. */
+  #contentBytes = 0;
+  #reasoningBytes = 0;
+  #deltaCount = 0;
+
+  constructor(onDelta: DeltaSink) {
+    this.#onDelta = onDelta;
+  }
+
+  get done(): boolean {
+    return this.#done;
+  }
+  get finishReason(): FinishReason | null {
+    return this.#finishReason;
+  }
+  get usage(): Usage | null {
+    return this.#usage;
+  }
+  get generated(): { contentBytes: number; reasoningBytes: number; deltaCount: number } {
+    return { contentBytes: this.#contentBytes, reasoningBytes: this.#reasoningBytes, deltaCount: this.#deltaCount };
+  }
+
+  /** Handles one event; returns true once the stream is complete (`[DONE]`). */
+  handle(event: SseEvent): boolean {
+    if (this.#done) return true;
+    const data = event.data.trim();
+    if (event.event === "error") throw new EngineError("internal", `upstream stream failed: ${upstreamErrorDetail(data).message ?? "error event"}`);
+    if (data === "[DONE]") {
+      this.#done = true;
+      return true;
+    }
+    if (data === "") return false;
+    let json: unknown;
+    try {
+      json = JSON.parse(data);
+    } catch {
+      throw new EngineError("internal", "upstream sent a stream chunk that is not JSON");
+    }
+    const parsed = ChatChunkSchema.safeParse(json);
+    if (!parsed.success) throw new EngineError("internal", `upstream sent an unexpected stream chunk: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+    this.#chunk(parsed.data, data);
+    return false;
+  }
+
+  #chunk(chunk: ChatChunk, raw: string): void {
+    if ((chunk.error !== undefined && chunk.error !== null) || chunk.object === "error") {
+      throw new EngineError("internal", `upstream stream failed: ${upstreamErrorDetail(raw).message ?? "error chunk"}`);
+    }
+    if (chunk.usage) this.#usage = chunk.usage;
+    for (const choice of chunk.choices ?? []) {
+      if ((choice.index ?? 0) !== 0) continue;
+      const delta: EngineDelta = {};
+      const content = choice.delta?.content;
+      if (content) {
+        delta.content = content;
+        this.#contentBytes += Buffer.byteLength(content);
+      }
+      const reasoning = choice.delta?.reasoning_content || choice.delta?.reasoning;
+      if (reasoning) {
+        delta.reasoning = reasoning;
+        this.#reasoningBytes += Buffer.byteLength(reasoning);
+      }
+      const toolCalls = choice.delta?.tool_calls;
+      if (toolCalls && toolCalls.length > 0) {
+        delta.toolCalls = toolCalls.map(toToolCallDelta);
+        for (const call of delta.toolCalls) this.#contentBytes += Buffer.byteLength((call.function?.name ?? "") + (call.function?.arguments ?? ""));
+      }
+      const logprobs = choice.logprobs?.content;
+      if (logprobs && logprobs.length > 0) delta.logprobs = logprobs.map(toTokenLogprob);
+      if (delta.content !== undefined || delta.reasoning !== undefined || delta.toolCalls !== undefined || delta.logprobs !== undefined) {
+        this.#deltaCount++;
+        this.#onDelta(delta);
+      }
+      if (choice.finish_reason) this.#finishReason = toFinishReason(choice.finish_reason);
+    }
+  }
+}
+
+type WireToolCall = NonNullable<NonNullable<NonNullable<ChatChunk["choices"]>[number]["delta"]>["tool_calls"]>[number];
+type WireLogprob = NonNullable<NonNullable<NonNullable<ChatChunk["choices"]>[number]["logprobs"]>["content"]>[number];
+
+function toToolCallDelta(call: WireToolCall, position: number): ToolCallDelta {
+  const out: ToolCallDelta = { index: call.index ?? position };
+  if (call.id) out.id = call.id;
+  if (call.type === "function") out.type = "function";
+  if (call.function) {
+    const fn: NonNullable<ToolCallDelta["function"]> = {};
+    if (typeof call.function.name === "string" && call.function.name !== "") fn.name = call.function.name;
+    if (typeof call.function.arguments === "string") fn.arguments = call.function.arguments;
+    out.function = fn;
+  }
+  return out;
+}
+
+function toTokenLogprob(entry: WireLogprob): TokenLogprob {
+  return {
+    token: entry.token,
+    logprob: entry.logprob,
+    bytes: entry.bytes ?? [...encoder.encode(entry.token)],
+    top_logprobs: (entry.top_logprobs ?? []).map((top) => ({ token: top.token, logprob: top.logprob, bytes: top.bytes ?? [...encoder.encode(top.token)] })),
+  };
+}
+
+/** `stop`, `length`, `tool_calls` as they are; the legacy `function_call` is a tool call; anything else (`content_filter`, `eos`, `abort`...) ends like a stop. */
+function toFinishReason(reason: string): FinishReason {
+  if (reason === "length") return "length";
+  if (reason === "tool_calls" || reason === "function_call") return "tool_calls";
+  return "stop";
+}

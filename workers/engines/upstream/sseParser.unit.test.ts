@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest";
+import { SseParser, type SseEvent } from "./sseParser.ts";
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+function parseInPieces(text: string, size: number): SseEvent[] {
+  const all = bytes(text);
+  const parser = new SseParser();
+  const events: SseEvent[] = [];
+  for (let i = 0; i < all.length; i += size) events.push(...parser.push(all.subarray(i, i + size)));
+  events.push(...parser.end());
+  return events;
+}
+
+describe("SseParser", () => {
+  const stream =
+    "\uFEFF: keep-alive\r\n\r\n" +
+    'data: {"a":"grüezi 👋"}\r\n\r\n' +
+    "event: error\ndata: first line\ndata:second line\n\n" +
+    ": ping\n" +
+    "id: 7\rdata: carriage\r\r" +
+    "retry: 10\nunknown: x\ndata\n\n" +
+    "data: [DONE]\n\n";
+  const expected: SseEvent[] = [
+    { event: "message", data: '{"a":"grüezi 👋"}', id: undefined },
+    { event: "error", data: "first line\nsecond line", id: undefined },
+    { event: "message", data: "carriage", id: "7" },
+    { event: "message", data: "", id: "7" },
+    { event: "message", data: "[DONE]", id: "7" },
+  ];
+
+  it("parses a stream with CRLF, CR and LF line ends, comments, multi-line data and fields", () => {
+    expect(parseInPieces(stream, 1 << 20)).toEqual(expected);
+  });
+
+  it("gives the same events however the bytes are split (inside lines, CRLF pairs and UTF-8 characters)", () => {
+    for (const size of [1, 2, 3, 5, 7, 13]) expect(parseInPieces(stream, size)).toEqual(expected);
+  });
+
+  it("dispatches a last event the server did not terminate with a blank line", () => {
+    expect(parseInPieces("data: [DONE]", 4)).toEqual([{ event: "message", data: "[DONE]", id: undefined }]);
+    expect(parseInPieces("data: x\r", 100)).toEqual([{ event: "message", data: "x", id: undefined }]);
+  });
+
+  it("dispatches nothing for comments and blank lines alone", () => {
+    expect(parseInPieces(": a\n\n\n: b\n\n", 3)).toEqual([]);
+  });
+});

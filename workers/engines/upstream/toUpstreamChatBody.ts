@@ -1,0 +1,36 @@
+import type { ChatRequest } from "../engine.ts";
+
+export type UpstreamChatBodyOptions = { model: string; reasoning: boolean };
+
+/**
+ * The OpenAI wire body for a chat request, streamed with usage. Every parameter of the request is passed
+ * through under its wire name; `extra` (backend-specific parameters such as `top_k`, `min_p`,
+ * `chat_template_kwargs`) goes in untouched, but cannot override the model, the messages or streaming,
+ * which this adapter relies on.
+ *
+ * The token bound was resolved by the API from max_tokens / max_completion_tokens. It is sent as
+ * `max_completion_tokens` to a reasoning model (where the bound includes the thinking) and as the more
+ * widely supported `max_tokens` otherwise; vLLM and SGLang treat both the same.
+ */
+export function toUpstreamChatBody(request: ChatRequest, options: UpstreamChatBodyOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...request.extra };
+  body.model = options.model;
+  body.messages = request.messages;
+  body.stream = true;
+  body.stream_options = { include_usage: true };
+  body[options.reasoning ? "max_completion_tokens" : "max_tokens"] = request.maxTokens;
+  body.temperature = request.temperature;
+  body.top_p = request.topP;
+  body.presence_penalty = request.presencePenalty;
+  body.frequency_penalty = request.frequencyPenalty;
+  if (request.seed !== undefined) body.seed = request.seed;
+  if (request.stop !== undefined && request.stop.length > 0) body.stop = request.stop;
+  if (request.logprobs !== undefined) body.logprobs = request.logprobs;
+  if (request.logprobs === true && request.topLogprobs !== undefined) body.top_logprobs = request.topLogprobs;
+  if (request.tools !== undefined && request.tools.length > 0) body.tools = request.tools;
+  if (request.toolChoice !== undefined) body.tool_choice = request.toolChoice;
+  if (request.parallelToolCalls !== undefined) body.parallel_tool_calls = request.parallelToolCalls;
+  if (request.responseFormat !== undefined) body.response_format = request.responseFormat;
+  if (request.reasoningEffort !== undefined) body.reasoning_effort = request.reasoningEffort;
+  return body;
+}
