@@ -1,0 +1,63 @@
+import type { ChatHistoryItem, ChatModelFunctions, ChatWrapper, Llama, LlamaGrammar, LlamaJsonSchemaGrammar, LlamaModel } from "node-llama-cpp";
+import { EngineError } from "../engine.ts";
+import type { ChatRequest } from "../engine.ts";
+import { forcedToolCall } from "./forcedToolCall.ts";
+import type { ForcedToolCall } from "./forcedToolCall.ts";
+import { toChatFunctions, toChatHistory } from "./toChatHistory.ts";
+import { toGbnfSchema } from "./toGbnfSchema.ts";
+
+/** What one chat job feeds LlamaChat: the history, and either functions (tool_choice auto) or a grammar. */
+export type ChatPlan = {
+  history: ChatHistoryItem[];
+  functions: ChatModelFunctions | undefined;
+  grammar: LlamaGrammar | undefined;
+  /** Set for json_schema: validates the finished output. */
+  schemaGrammar: LlamaJsonSchemaGrammar<never> | undefined;
+  jsonObject: boolean;
+  forced: ForcedToolCall | null;
+  maxParallelFunctionCalls: number;
+};
+
+export type ChatPlanDeps = { llama: Llama; model: LlamaModel; chatWrapper: ChatWrapper; jsonGrammar: () => Promise<LlamaGrammar> };
+
+export async function chatPlan(deps: ChatPlanDeps, request: ChatRequest): Promise<ChatPlan> {
+  const tools = request.toolChoice === "none" ? [] : (request.tools ?? []);
+  const parallel = request.parallelToolCalls ?? true;
+  const history = toChatHistory(request.messages);
+  const format = request.responseFormat;
+  if (tools.length > 0 && format !== undefined && format.type !== "text") {
+    throw new EngineError("invalid_request", "response_format cannot be combined with tools on this model", "response_format");
+  }
+  const forced = tools.length > 0 ? forcedToolCall(tools, request.toolChoice, parallel) : null;
+  const functions = tools.length > 0 ? toChatFunctions(tools) : undefined;
+  const base = { forced, maxParallelFunctionCalls: parallel ? 8 : 1, jsonObject: false, schemaGrammar: undefined };
+  if (forced !== null && functions !== undefined) {
+    // The tools are documented the way the chat wrapper documents them; the grammar forces the call.
+    const documented = deps.chatWrapper.addAvailableFunctionsSystemMessageToHistory(history, functions, { documentParams: true });
+    return { ...base, history: [...documented], functions: undefined, grammar: await schemaGrammar(deps, forced.schema, "tools") };
+  }
+  if (functions !== undefined) return { ...base, history, functions, grammar: undefined };
+  if (format?.type === "json_object") return { ...base, history, functions: undefined, grammar: await deps.jsonGrammar(), jsonObject: true };
+  if (format?.type === "json_schema") {
+    const grammar = await schemaGrammar(deps, toGbnfSchema(format.json_schema.schema ?? {}, "response_format"), "response_format");
+    return { ...base, history, functions: undefined, grammar, schemaGrammar: grammar };
+  }
+  return { ...base, history, functions: undefined, grammar: undefined };
+}
+
+async function schemaGrammar(deps: ChatPlanDeps, schema: object, param: string): Promise<LlamaJsonSchemaGrammar<never>> {
+  try {
+    return (await deps.llama.createGrammarForJsonSchema(schema as never)) as LlamaJsonSchemaGrammar<never>;
+  } catch (error) {
+    throw new EngineError("invalid_request", `Unsupported JSON schema: ${(error as Error).message}`, param);
+  }
+}
+
+/** The exact prompt tokens of a history, rendered by the chat wrapper (the model's chat template). */
+export function renderPromptTokens(deps: Pick<ChatPlanDeps, "model" | "chatWrapper">, history: ChatHistoryItem[], functions: ChatModelFunctions | undefined): number {
+  const state = deps.chatWrapper.generateContextState({
+    chatHistory: history,
+    ...(functions === undefined ? {} : { availableFunctions: functions, documentFunctionParams: true }),
+  });
+  return state.contextText.tokenize(deps.model.tokenizer).length;
+}

@@ -1,0 +1,253 @@
+import { readGgufFileInfo, resolvableChatWrapperTypeNames, resolveChatWrapper } from "node-llama-cpp";
+import type { ChatWrapper, LlamaLogLevel, ResolvableChatWrapperTypeName, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel } from "node-llama-cpp";
+import { EngineError } from "../engine.ts";
+import type {
+  ChatMessage,
+  ChatRequest,
+  DeltaSink,
+  EmbedResult,
+  Engine,
+  EngineCapabilities,
+  EngineResult,
+  TextRequest,
+  ToolDefinition,
+} from "../engine.ts";
+import { chatPlan, renderPromptTokens } from "./chatPlan.ts";
+import { createLlama } from "./createLlama.ts";
+import { embeddedEngineOptions, resolveThreads } from "./embeddedEngineOptions.ts";
+import type { EmbeddedEngineOptions, EmbeddedEngineOptionsInput } from "./embeddedEngineOptions.ts";
+import { MeanPooledEmbedder } from "./meanPooledEmbedder.ts";
+import { resolveModelChatWrapper } from "./resolveModelChatWrapper.ts";
+import { runChat } from "./runChat.ts";
+import { abortReason, SlotPool } from "./slotPool.ts";
+import { toChatFunctions, toChatHistory } from "./toChatHistory.ts";
+import { TokenLogprobs } from "./tokenLogprobs.ts";
+
+export type EmbeddedEngineDeps = {
+  /** The worker's shared llama.cpp binding (see createLlama); one is created per options.gpu when absent. */
+  llama?: Llama;
+  logger?: (level: LlamaLogLevel, message: string) => void;
+};
+
+type Loaded = {
+  options: EmbeddedEngineOptions;
+  threads: number;
+  llama: Llama;
+  model: LlamaModel;
+  context: LlamaContext;
+  pool: SlotPool<LlamaContextSequence>;
+  chatWrapper: ChatWrapper;
+  embedder: MeanPooledEmbedder;
+  logprobs: TokenLogprobs;
+};
+
+/** llama.cpp in-process (node-llama-cpp) over one GGUF file. The model and its contexts stay loaded until close(). */
+export class EmbeddedEngine implements Engine {
+  readonly #loaded: Loaded;
+  #jsonGrammar: Promise<LlamaGrammar> | null = null;
+  #closed = false;
+
+  constructor(loaded: Loaded) {
+    this.#loaded = loaded;
+  }
+
+  static async load(input: EmbeddedEngineOptionsInput, deps: EmbeddedEngineDeps = {}): Promise<EmbeddedEngine> {
+    const options = embeddedEngineOptions.parse(input);
+    const threads = resolveThreads(options);
+    const llama = deps.llama ?? (await createLlama({ gpu: options.gpu, ...(deps.logger === undefined ? {} : { logger: deps.logger }) }));
+    const metadataOverrides = await poolingOverride(options.modelPath);
+    const model = await llama
+      .loadModel({ modelPath: options.modelPath, gpuLayers: options.gpu === false ? 0 : "auto", ...(metadataOverrides === null ? {} : { metadataOverrides }) })
+      .catch((error: unknown) => {
+        throw new EngineError("unavailable", `Cannot load the model ${options.modelPath}: ${(error as Error).message}`);
+      });
+    try {
+      const contextSize = options.contextSize ?? Math.min(model.trainContextSize, 4096);
+      const context = await model.createContext({
+        contextSize,
+        sequences: options.maxConcurrency,
+        threads,
+        failedCreationRemedy: false,
+        ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+      });
+      const sequences = Array.from({ length: options.maxConcurrency }, () => context.getSequence());
+      const embedder = new MeanPooledEmbedder(model, { contextSize, threads });
+      const chatWrapper = chatWrapperFor(model, options.chatWrapper);
+      return new EmbeddedEngine({
+        options,
+        threads,
+        llama,
+        model,
+        context,
+        pool: new SlotPool(sequences),
+        chatWrapper,
+        embedder,
+        logprobs: new TokenLogprobs(model),
+      });
+    } catch (error) {
+      await model.dispose();
+      if (error instanceof EngineError) throw error;
+      throw new EngineError("unavailable", `Cannot prepare the model ${options.modelPath}: ${(error as Error).message}`);
+    }
+  }
+
+  /** Threads each evaluation uses. */
+  get threads(): number {
+    return this.#loaded.threads;
+  }
+
+  /** The chat wrapper (chat template) node-llama-cpp resolved for the model. */
+  get chatWrapper(): ChatWrapper {
+    return this.#loaded.chatWrapper;
+  }
+
+  get model(): LlamaModel {
+    return this.#loaded.model;
+  }
+
+  capabilities(): EngineCapabilities {
+    const enabled = this.#loaded.options.capabilities;
+    const on = (name: keyof typeof enabled, supported: boolean): boolean => supported && enabled[name] !== false;
+    return {
+      chat: on("chat", true),
+      completions: on("completions", true),
+      embeddings: on("embeddings", true),
+      tools: on("tools", true),
+      jsonSchema: on("jsonSchema", true),
+      logprobs: on("logprobs", true),
+      reasoning: on("reasoning", this.#hasThoughts()),
+      contextLength: this.#loaded.context.contextSize,
+    };
+  }
+
+  async chat(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
+    this.#ensureOpen();
+    this.#checkCapabilities(request, "chat");
+    return this.#generate(request, onDelta, signal);
+  }
+
+  /** A text completion: the prompt becomes one user message of the chat (the spec's conversion). */
+  async complete(request: TextRequest, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
+    this.#ensureOpen();
+    const { prompt, ...sampling } = request;
+    const chatRequest: ChatRequest = { ...sampling, messages: [{ role: "user", content: prompt }] };
+    this.#checkCapabilities(chatRequest, "completions");
+    return this.#generate(chatRequest, onDelta, signal);
+  }
+
+  async embed(texts: string[], signal: AbortSignal): Promise<EmbedResult> {
+    this.#ensureOpen();
+    if (!this.capabilities().embeddings) throw new EngineError("invalid_request", "This model does not serve embeddings", "model");
+    try {
+      return await this.#loaded.embedder.embed(texts, signal);
+    } catch (error) {
+      throw this.#mapError(error, signal, "input");
+    }
+  }
+
+  async countChatTokens(messages: ChatMessage[], tools?: ToolDefinition[]): Promise<number> {
+    this.#ensureOpen();
+    const functions = tools === undefined || tools.length === 0 ? undefined : toChatFunctions(tools);
+    return renderPromptTokens(this.#loaded, toChatHistory(messages), functions);
+  }
+
+  async countTokens(text: string): Promise<number> {
+    this.#ensureOpen();
+    return this.#loaded.model.tokenize(text).length;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#loaded.pool.close();
+    await this.#loaded.embedder.close();
+    await this.#loaded.context.dispose();
+    await this.#loaded.model.dispose();
+  }
+
+  async #generate(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
+    const loaded = this.#loaded;
+    try {
+      const plan = await chatPlan({ ...loaded, jsonGrammar: () => this.#getJsonGrammar() }, request);
+      const promptTokens = renderPromptTokens(loaded, plan.history, plan.functions);
+      const contextLength = loaded.context.contextSize;
+      if (promptTokens >= contextLength) {
+        throw new EngineError(
+          "invalid_request",
+          `This model's maximum context length is ${contextLength} tokens, however your messages resulted in ${promptTokens} tokens`,
+          "messages",
+        );
+      }
+      const deps = { ...loaded, thoughtBudget: this.#thoughtBudget(request) };
+      return await loaded.pool.use(signal, (sequence) => runChat(deps, sequence, request, { ...plan, promptTokens }, onDelta, signal));
+    } catch (error) {
+      throw this.#mapError(error, signal, "messages");
+    }
+  }
+
+  #thoughtBudget(request: ChatRequest): number | undefined {
+    if (!this.#hasThoughts()) return undefined;
+    if (!this.capabilities().reasoning) return 0;
+    return request.reasoningEffort === undefined ? undefined : this.#loaded.options.reasoningBudgets[request.reasoningEffort];
+  }
+
+  #hasThoughts(): boolean {
+    return this.#loaded.chatWrapper.settings.segments?.thought != null;
+  }
+
+  #checkCapabilities(request: ChatRequest, kind: "chat" | "completions"): void {
+    const capabilities = this.capabilities();
+    if (!capabilities[kind]) throw new EngineError("invalid_request", `This model does not serve ${kind}`, "model");
+    if ((request.tools?.length ?? 0) > 0 && request.toolChoice !== "none" && !capabilities.tools) {
+      throw new EngineError("invalid_request", "This model does not support tools", "tools");
+    }
+    if (request.responseFormat?.type === "json_schema" && !capabilities.jsonSchema) {
+      throw new EngineError("invalid_request", "This model does not support json_schema", "response_format");
+    }
+    if (request.logprobs === true && !capabilities.logprobs) {
+      throw new EngineError("invalid_request", "This model does not support logprobs", "logprobs");
+    }
+  }
+
+  #getJsonGrammar(): Promise<LlamaGrammar> {
+    this.#jsonGrammar ??= this.#loaded.llama.getGrammarFor("json");
+    return this.#jsonGrammar;
+  }
+
+  #ensureOpen(): void {
+    if (this.#closed) throw new EngineError("unavailable", "The engine is closed");
+  }
+
+  #mapError(error: unknown, signal: AbortSignal, param: string): unknown {
+    if (signal.aborted) return abortReason(signal);
+    if (error instanceof EngineError) return error;
+    if (error instanceof Error && error.name === "AbortError") return error;
+    const message = error instanceof Error ? error.message : String(error);
+    if (/context size|too small|context is full|exceeds/i.test(message)) return new EngineError("invalid_request", message, param);
+    return new EngineError("internal", message);
+  }
+}
+
+function chatWrapperFor(model: LlamaModel, choice: EmbeddedEngineOptions["chatWrapper"]): ChatWrapper {
+  if (choice === "auto") return resolveModelChatWrapper(model);
+  const type = choice.type as ResolvableChatWrapperTypeName;
+  if (!(resolvableChatWrapperTypeNames as readonly string[]).includes(type)) {
+    throw new EngineError("unavailable", `Unknown chat wrapper type "${choice.type}"`);
+  }
+  return resolveChatWrapper(model, {
+    type: type as never,
+    warningLogs: false,
+    ...(choice.settings === undefined ? {} : { customWrapperSettings: { [type]: choice.settings } }),
+  });
+}
+
+/** Mean pooling for models whose GGUF names no pooling type (llama.cpp would use the last token). */
+async function poolingOverride(modelPath: string): Promise<Record<string, { pooling_type: number }> | null> {
+  const info = await readGgufFileInfo(modelPath, { readTensorInfo: false, logWarnings: false }).catch((error: unknown) => {
+    throw new EngineError("unavailable", `Cannot read the model ${modelPath}: ${(error as Error).message}`);
+  });
+  const architecture = info.metadata.general.architecture;
+  const section = (info.metadata as unknown as Record<string, Record<string, unknown> | undefined>)[architecture];
+  if (section?.pooling_type !== undefined) return null;
+  return { [architecture]: { pooling_type: 1 } };
+}

@@ -1,0 +1,158 @@
+import { randomBytes } from "node:crypto";
+import { LlamaChat } from "node-llama-cpp";
+import type { ChatWrapper, LlamaChatResponse, LlamaChatResponseChunk, LlamaContextSequence, LlamaModel, LLamaChatGenerateResponseOptions, ChatModelFunctions } from "node-llama-cpp";
+import { EngineError } from "../engine.ts";
+import type { ChatRequest, DeltaSink, EngineResult, FinishReason, ToolCallDelta } from "../engine.ts";
+import type { ChatPlan } from "./chatPlan.ts";
+import { parseRequiredCalls } from "./forcedToolCall.ts";
+import { SampledTokenRecorder } from "./sampledTokenRecorder.ts";
+import type { TokenLogprobs } from "./tokenLogprobs.ts";
+
+export type RunChatDeps = {
+  model: LlamaModel;
+  chatWrapper: ChatWrapper;
+  logprobs: TokenLogprobs;
+  /** Thought-token budget, or undefined for node-llama-cpp's default. */
+  thoughtBudget: number | undefined;
+};
+
+/** Runs one chat job on a free sequence. The prompt size was checked by the caller. */
+export async function runChat(
+  deps: RunChatDeps,
+  sequence: LlamaContextSequence,
+  request: ChatRequest,
+  plan: ChatPlan & { promptTokens: number },
+  onDelta: DeltaSink,
+  signal: AbortSignal,
+): Promise<EngineResult> {
+  await sequence.clearHistory();
+  const withLogprobs = request.logprobs === true && plan.forced === null;
+  const recorder = new SampledTokenRecorder(sequence, withLogprobs);
+  const chat = new LlamaChat({ contextSequence: sequence, chatWrapper: deps.chatWrapper });
+  const toolCalls = new ToolCallStream(onDelta);
+  let reasoningTokens = 0;
+  let forcedText = "";
+  const maxTokens = Math.max(1, Math.min(request.maxTokens, sequence.contextSize - plan.promptTokens));
+  const onResponseChunk = (chunk: LlamaChatResponseChunk): void => {
+    if (chunk.type === "segment") {
+      reasoningTokens += chunk.tokens.length;
+      recorder.take(chunk.tokens);
+      if (chunk.text !== "") onDelta({ reasoning: chunk.text });
+      return;
+    }
+    if (plan.forced !== null) {
+      forcedText += chunk.text;
+      if (plan.forced.kind === "named") toolCalls.arguments(0, plan.forced.name, chunk.text);
+      return;
+    }
+    const logprobs = withLogprobs
+      ? recorder.take(chunk.tokens).map(({ token, probabilities }) => deps.logprobs.entry(token, probabilities, request.topLogprobs ?? 0))
+      : undefined;
+    if (chunk.text === "" && (logprobs === undefined || logprobs.length === 0)) return;
+    onDelta({ ...(chunk.text === "" ? {} : { content: chunk.text }), ...(logprobs === undefined || logprobs.length === 0 ? {} : { logprobs }) });
+  };
+  const penalize = request.presencePenalty !== 0 || request.frequencyPenalty !== 0;
+  const options: LLamaChatGenerateResponseOptions<ChatModelFunctions> = {
+    onResponseChunk,
+    signal,
+    maxTokens,
+    temperature: request.temperature,
+    topP: request.topP,
+    topK: numberExtra(request.extra, "top_k") ?? 0,
+    minP: numberExtra(request.extra, "min_p") ?? 0,
+    ...(request.seed === undefined ? {} : { seed: request.seed }),
+    // Stop sequences apply to text; they never cut a forced tool call's JSON.
+    ...(request.stop === undefined || request.stop.length === 0 || plan.forced !== null ? {} : { customStopTriggers: request.stop }),
+    repeatPenalty: penalize
+      ? { penalty: 1, presencePenalty: request.presencePenalty, frequencyPenalty: request.frequencyPenalty, lastTokens: 256, penalizeNewLine: true }
+      : false,
+    ...(deps.thoughtBudget === undefined ? {} : { budgets: { thoughtTokens: deps.thoughtBudget } }),
+  };
+  if (plan.functions !== undefined) {
+    options.functions = plan.functions;
+    options.documentFunctionParams = true;
+    options.maxParallelFunctionCalls = plan.maxParallelFunctionCalls;
+    options.onFunctionCallParamsChunk = (chunk) => toolCalls.arguments(chunk.callIndex, chunk.functionName, chunk.paramsChunk);
+  } else if (plan.grammar !== undefined) {
+    options.grammar = plan.grammar;
+  }
+  let response: LlamaChatResponse<ChatModelFunctions>;
+  try {
+    response = await chat.generateResponse(plan.history, options);
+  } finally {
+    recorder.uninstall();
+    chat.dispose({ disposeSequence: false });
+  }
+  const finishReason = finish(response, plan, toolCalls, forcedText);
+  return {
+    finishReason,
+    usage: { promptTokens: plan.promptTokens, completionTokens: recorder.sampledTokens, reasoningTokens },
+  };
+}
+
+function finish(response: LlamaChatResponse<ChatModelFunctions>, plan: ChatPlan, toolCalls: ToolCallStream, forcedText: string): FinishReason {
+  const stopReason = response.metadata.stopReason;
+  if (stopReason === "abort") throw new DOMException("This operation was aborted", "AbortError");
+  if (stopReason === "maxTokens") return "length";
+  if (plan.forced !== null) {
+    if (plan.forced.kind === "named") {
+      if (!toolCalls.started(0)) toolCalls.arguments(0, plan.forced.name, "{}");
+      return "tool_calls";
+    }
+    for (const [index, call] of parseRequiredCalls(forcedText, plan.forced.parallel).entries()) toolCalls.arguments(index, call.name, call.arguments);
+    return "tool_calls";
+  }
+  if (stopReason === "functionCalls" || (response.functionCalls?.length ?? 0) > 0) {
+    for (const [index, call] of (response.functionCalls ?? []).entries()) {
+      if (!toolCalls.started(index)) toolCalls.arguments(index, call.functionName, JSON.stringify(call.params ?? {}));
+    }
+    return "tool_calls";
+  }
+  // A stop sequence may cut the JSON short on purpose; only a natural end must be valid.
+  if (stopReason === "customStopTrigger") return "stop";
+  if (plan.schemaGrammar !== undefined) {
+    try {
+      plan.schemaGrammar.parse(response.response);
+    } catch (error) {
+      throw new EngineError("internal", `The model's output does not match the JSON schema: ${(error as Error).message}`);
+    }
+  } else if (plan.jsonObject) {
+    try {
+      JSON.parse(response.response);
+    } catch {
+      throw new EngineError("internal", "The model's output is not valid JSON");
+    }
+  }
+  return "stop";
+}
+
+/** Streams tool calls as OpenAI deltas: the first delta of a call carries its id and name. */
+class ToolCallStream {
+  readonly #onDelta: DeltaSink;
+  readonly #started = new Set<number>();
+
+  constructor(onDelta: DeltaSink) {
+    this.#onDelta = onDelta;
+  }
+
+  started(index: number): boolean {
+    return this.#started.has(index);
+  }
+
+  arguments(index: number, name: string, text: string): void {
+    let delta: ToolCallDelta;
+    if (this.#started.has(index)) {
+      if (text === "") return;
+      delta = { index, function: { arguments: text } };
+    } else {
+      this.#started.add(index);
+      delta = { index, id: `call_${randomBytes(12).toString("hex")}`, type: "function", function: { name, arguments: text } };
+    }
+    this.#onDelta({ toolCalls: [delta] });
+  }
+}
+
+function numberExtra(extra: Record<string, unknown> | undefined, key: string): number | undefined {
+  const value = extra?.[key];
+  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+}

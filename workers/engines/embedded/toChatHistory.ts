@@ -1,0 +1,90 @@
+import type { ChatHistoryItem, ChatModelFunctionCall, ChatModelFunctions, ChatModelResponse } from "node-llama-cpp";
+import { EngineError } from "../engine.ts";
+import type { ChatMessage, JsonSchema, ToolDefinition } from "../engine.ts";
+import { toGbnfSchema } from "./toGbnfSchema.ts";
+
+/**
+ * Converts OpenAI chat messages to node-llama-cpp's chat history. Tool results are attached to the assistant's
+ * function call they answer. The history always ends with a model item: the response the engine generates (after
+ * tool results, or after an assistant message, generation continues that same model response).
+ * No system message is added (node-llama-cpp's default system prompt is long enough to overflow small contexts).
+ */
+export function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
+  const history: ChatHistoryItem[] = [];
+  const callsById = new Map<string, ChatModelFunctionCall>();
+  for (const [index, message] of messages.entries()) {
+    const text = message.content ?? "";
+    if (message.role === "system") history.push({ type: "system", text });
+    else if (message.role === "user") history.push({ type: "user", text });
+    else if (message.role === "assistant") history.push(toModelItem(message, text, callsById, index));
+    else {
+      const call = message.tool_call_id === undefined ? undefined : callsById.get(message.tool_call_id);
+      if (call === undefined) {
+        throw new EngineError(
+          "invalid_request",
+          `messages[${index}]: a tool message must answer a tool call of an earlier assistant message (tool_call_id)`,
+          "messages",
+        );
+      }
+      call.result = parseMaybeJson(text);
+    }
+  }
+  const last = history.at(-1);
+  if (last === undefined || last.type !== "model") history.push({ type: "model", response: [] });
+  return history;
+}
+
+function toModelItem(
+  message: ChatMessage,
+  text: string,
+  callsById: Map<string, ChatModelFunctionCall>,
+  index: number,
+): ChatModelResponse {
+  const response: ChatModelResponse["response"] = [];
+  if (text !== "") response.push(text);
+  for (const toolCall of message.tool_calls ?? []) {
+    const call: ChatModelFunctionCall = {
+      type: "functionCall",
+      name: toolCall.function.name,
+      params: parseArguments(toolCall.function.arguments, index),
+      result: null,
+    };
+    callsById.set(toolCall.id, call);
+    response.push(call);
+  }
+  return { type: "model", response };
+}
+
+function parseArguments(text: string, index: number): unknown {
+  if (text.trim() === "") return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new EngineError("invalid_request", `messages[${index}]: tool call arguments are not valid JSON`, "messages");
+  }
+}
+
+function parseMaybeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Tools as node-llama-cpp functions (name -> description and parameter schema). */
+export function toChatFunctions(tools: ToolDefinition[]): ChatModelFunctions {
+  const functions: Record<string, ChatModelFunctions[string]> = {};
+  for (const tool of tools) {
+    functions[tool.function.name] = {
+      ...(tool.function.description === undefined ? {} : { description: tool.function.description }),
+      params: toolParams(tool.function.parameters),
+    };
+  }
+  return functions;
+}
+
+export function toolParams(parameters: JsonSchema | undefined): ChatModelFunctions[string]["params"] {
+  if (parameters === undefined) return { type: "object", properties: {} };
+  return toGbnfSchema(parameters, "tools");
+}
