@@ -1,0 +1,101 @@
+import { z } from "zod";
+import { samplingFields } from "../samplingSchemas.ts";
+
+const TextPartSchema = z.strictObject({ type: z.literal("text"), text: z.string() });
+/** Message content: a string or text parts (other part types, e.g. images, are not served). */
+const ContentSchema = z.union([z.string(), z.array(TextPartSchema)]);
+
+const FunctionNameSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, '_' or '-'");
+
+const ToolCallSchema = z.strictObject({
+  id: z.string().min(1),
+  type: z.literal("function"),
+  function: z.strictObject({ name: FunctionNameSchema, arguments: z.string() }),
+});
+
+export const ChatMessageSchema = z.discriminatedUnion("role", [
+  z.strictObject({ role: z.literal("system"), content: ContentSchema, name: z.string().optional() }),
+  z.strictObject({ role: z.literal("developer"), content: ContentSchema, name: z.string().optional() }),
+  z.strictObject({ role: z.literal("user"), content: ContentSchema, name: z.string().optional() }),
+  z.strictObject({
+    role: z.literal("assistant"),
+    content: ContentSchema.nullish(),
+    name: z.string().optional(),
+    tool_calls: z.array(ToolCallSchema).optional(),
+    reasoning_content: z.string().nullish(),
+    refusal: z.string().nullish(),
+  }),
+  z.strictObject({ role: z.literal("tool"), content: ContentSchema, tool_call_id: z.string().min(1) }),
+]);
+
+const JsonObjectSchema = z.record(z.string(), z.unknown());
+
+export const ToolSchema = z.strictObject({
+  type: z.literal("function"),
+  function: z.strictObject({
+    name: FunctionNameSchema,
+    description: z.string().optional(),
+    parameters: JsonObjectSchema.optional(),
+    strict: z.boolean().nullish(),
+  }),
+});
+
+export const ToolChoiceSchema = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.strictObject({ type: z.literal("function"), function: z.strictObject({ name: FunctionNameSchema }) }),
+]);
+
+export const ResponseFormatSchema = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("text") }),
+  z.strictObject({ type: z.literal("json_object") }),
+  z.strictObject({
+    type: z.literal("json_schema"),
+    json_schema: z.strictObject({
+      name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, '_' or '-'"),
+      description: z.string().optional(),
+      schema: JsonObjectSchema.optional(),
+      strict: z.boolean().nullish(),
+    }),
+  }),
+]);
+
+/** POST /v1/chat/completions (spec 4.1). Unknown top-level fields are refused, never dropped. */
+export const ChatCompletionRequestSchema = z
+  .strictObject({
+    ...samplingFields,
+    messages: z.array(ChatMessageSchema).min(1),
+    tools: z.array(ToolSchema).max(128).nullish(),
+    tool_choice: ToolChoiceSchema.nullish(),
+    parallel_tool_calls: z.boolean().nullish(),
+    reasoning_effort: z.enum(["low", "medium", "high"]).nullish(),
+    max_completion_tokens: z.number().int().min(1).nullish(),
+    response_format: ResponseFormatSchema.nullish(),
+    logprobs: z.boolean().nullish(),
+    top_logprobs: z.number().int().min(0).max(20).nullish(),
+  })
+  .superRefine((body, ctx) => {
+    if (body.top_logprobs !== null && body.top_logprobs !== undefined && body.logprobs !== true) {
+      ctx.addIssue({ code: "custom", path: ["top_logprobs"], message: "top_logprobs requires logprobs to be true." });
+    }
+    if (body.stream_options && body.stream !== true) {
+      ctx.addIssue({ code: "custom", path: ["stream_options"], message: "stream_options is only allowed when stream is true." });
+    }
+    const toolNames = new Set((body.tools ?? []).map((t) => t.function.name));
+    if (body.tool_choice && body.tool_choice !== "none" && toolNames.size === 0) {
+      ctx.addIssue({ code: "custom", path: ["tool_choice"], message: "tool_choice is only allowed when tools are specified." });
+    }
+    if (typeof body.tool_choice === "object" && body.tool_choice && toolNames.size && !toolNames.has(body.tool_choice.function.name)) {
+      ctx.addIssue({ code: "custom", path: ["tool_choice"], message: `tool_choice names '${body.tool_choice.function.name}', which is not in tools.` });
+    }
+    if (body.parallel_tool_calls !== null && body.parallel_tool_calls !== undefined && toolNames.size === 0) {
+      ctx.addIssue({ code: "custom", path: ["parallel_tool_calls"], message: "parallel_tool_calls is only allowed when tools are specified." });
+    }
+    body.messages.forEach((message, index) => {
+      if (message.role === "assistant" && (message.content === null || message.content === undefined) && !message.tool_calls?.length) {
+        ctx.addIssue({ code: "custom", path: ["messages", index, "content"], message: "an assistant message needs content or tool_calls." });
+      }
+    });
+  });
+
+export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
+export type ChatMessageInput = z.infer<typeof ChatMessageSchema>;

@@ -1,0 +1,71 @@
+import type { Context } from "koa";
+import type { AppDeps } from "../../appDeps.ts";
+import { InvalidRequestError } from "../../http/errors.ts";
+import type { EngineChatRequest } from "../../messaging/engineRequestSchemas.ts";
+import { newCompletionId } from "../completionId.ts";
+import { nullIfReleased } from "../run/inferenceGateway.ts";
+import { collectReply } from "../run/collectReply.ts";
+import { currentTraceparent } from "../run/currentTraceparent.ts";
+import { relayStream } from "../run/relayStream.ts";
+import { principalOf, requireInference } from "../requireInference.ts";
+import { resolveModel } from "../resolveModel.ts";
+import { stopList } from "../samplingSchemas.ts";
+import { SseResponse } from "../sse/sseResponse.ts";
+import { completionStreamFormat, textCompletionBody } from "./completionFormat.ts";
+import type { CompletionRequest } from "./completionRequestSchema.ts";
+
+export const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
+
+/** POST /v1/completions: the prompt becomes one user message of a chat, on the same queue path. */
+export function completionHandler(deps: AppDeps) {
+  return async function createCompletion(ctx: Context): Promise<void> {
+    const body = ctx.state.body as CompletionRequest;
+    const inference = requireInference(deps);
+    const model = resolveModel(inference.registry, body.model, "completions");
+    const maxTokens = body.max_tokens ?? COMPLETIONS_DEFAULT_MAX_TOKENS;
+    if (maxTokens >= model.context_length) {
+      throw new InvalidRequestError(`max_tokens is too large: ${maxTokens}. This model's context length is ${model.context_length} tokens.`, {
+        param: "max_tokens",
+        code: "invalid_value",
+      });
+    }
+    const prompt = typeof body.prompt === "string" ? body.prompt : body.prompt[0]!;
+    const stop = stopList(body.stop);
+    const request: EngineChatRequest = {
+      messages: [{ role: "user", content: prompt }],
+      maxTokens,
+      temperature: body.temperature ?? 1,
+      topP: body.top_p ?? 1,
+      presencePenalty: body.presence_penalty ?? 0,
+      frequencyPenalty: body.frequency_penalty ?? 0,
+      ...(body.seed != null ? { seed: body.seed } : {}),
+      ...(stop ? { stop } : {}),
+    };
+    const principal = principalOf(ctx);
+    const completionId = newCompletionId("cmpl");
+    const created = Math.floor(deps.clock.now().getTime() / 1000);
+    const traceparent = currentTraceparent();
+    const job = await inference.gateway.start({
+      completionId,
+      endpoint: "completions",
+      model: model.id,
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      created,
+      ...(traceparent ? { traceparent } : {}),
+      work: { kind: "chat", request },
+    });
+    const head = { id: completionId, created, model: model.id };
+    if (body.stream === true) {
+      const includeUsage = body.stream_options?.include_usage === true;
+      const sse = new SseResponse(ctx, () => job.release());
+      await relayStream(job, sse, completionStreamFormat({ ...head, includeUsage }), includeUsage);
+      return;
+    }
+    ctx.res.on("close", () => {
+      if (!ctx.res.writableFinished) job.release();
+    });
+    const collected = await collectReply(job).catch(nullIfReleased);
+    if (collected) ctx.body = textCompletionBody(head, collected);
+  };
+}

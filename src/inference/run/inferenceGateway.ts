@@ -1,0 +1,96 @@
+import type { CompletionJob } from "../../messaging/completionJob.ts";
+import type { CompletionFeed } from "../../messaging/completionFeed.ts";
+import type { CompletionQueues } from "../../messaging/completionQueues.ts";
+import type { DeltaMessage } from "../../messaging/deltaMessage.ts";
+import type { DeltaSubscriber } from "../../messaging/deltaSubscriber.ts";
+import type { WorkerPresence } from "../../messaging/workerPresence.ts";
+import { InternalApiError, ModelUnavailableError } from "../../http/errors.ts";
+
+/** Raised by RunningJob.next() after release(): the listener went away (client disconnect), not the job. */
+export class JobReleasedError extends Error {
+  constructor() {
+    super("stopped listening to the job");
+    this.name = "JobReleasedError";
+  }
+}
+
+/** For `.catch()` on a collected answer: the client went away (null), anything else is rethrown. */
+export function nullIfReleased(error: unknown): null {
+  if (error instanceof JobReleasedError) return null;
+  throw error;
+}
+
+export type GatewayTimeouts = { jobStartTimeoutMs: number; jobIdleTimeoutMs: number };
+
+/** A job a worker has started: its messages after `started`, in order. */
+export type RunningJob = {
+  completionId: string;
+  /** The next message; throws api_error when the job stays silent for the idle timeout. */
+  next(): Promise<DeltaMessage>;
+  /** Stops listening (client gone or answer complete); the job runs on. */
+  release(): void;
+};
+
+/**
+ * The API's side of the queue: checks that a worker serves the model, subscribes to the completion's
+ * deltas, enqueues the job and waits for a worker to start it.
+ */
+export class InferenceGateway {
+  readonly #presence: WorkerPresence;
+  readonly #queues: CompletionQueues;
+  readonly #subscriber: DeltaSubscriber;
+  readonly #timeouts: GatewayTimeouts;
+
+  constructor(deps: { presence: WorkerPresence; queues: CompletionQueues; subscriber: DeltaSubscriber; timeouts: GatewayTimeouts }) {
+    this.#presence = deps.presence;
+    this.#queues = deps.queues;
+    this.#subscriber = deps.subscriber;
+    this.#timeouts = deps.timeouts;
+  }
+
+  /**
+   * Enqueues the job and resolves once a worker started it. No live worker for the model, or the job not
+   * started within JOB_START_TIMEOUT_MS (it is then removed from the queue) -> 503 model_unavailable.
+   */
+  async start(job: CompletionJob): Promise<RunningJob> {
+    // The liveness check and the subscription are independent: one round trip instead of two.
+    const [live, opened] = await Promise.allSettled([this.#presence.isLive(job.model), this.#subscriber.open(job.completionId)]);
+    if (opened.status === "rejected") throw opened.reason;
+    const feed = opened.value;
+    try {
+      if (live.status === "rejected") throw live.reason;
+      if (!live.value) throw unavailable(job.model);
+      await this.#queues.enqueue(job);
+      await this.#awaitStart(feed, job);
+    } catch (error) {
+      feed.close();
+      throw error;
+    }
+    const idleMs = this.#timeouts.jobIdleTimeoutMs;
+    return {
+      completionId: job.completionId,
+      async next() {
+        const message = await feed.next(idleMs);
+        if (message) return message;
+        if (feed.closed) throw new JobReleasedError();
+        feed.close();
+        throw new InternalApiError("The model stopped answering.");
+      },
+      release: () => feed.close(),
+    };
+  }
+
+  async #awaitStart(feed: CompletionFeed, job: CompletionJob): Promise<void> {
+    const first = await feed.next(this.#timeouts.jobStartTimeoutMs);
+    if (first?.type === "started") return;
+    if (first) throw new InternalApiError("The worker answered out of order.");
+    if (await this.#queues.removeWaiting(job.model, job.completionId)) throw unavailable(job.model);
+    // A worker took the job just now: its `started` is on the way.
+    const late = await feed.next(this.#timeouts.jobIdleTimeoutMs);
+    if (late?.type !== "started") throw new InternalApiError("The worker did not start the job.");
+  }
+}
+
+function unavailable(model: string): ModelUnavailableError {
+  return new ModelUnavailableError(`The model '${model}' is temporarily unavailable. Retry after a short delay or use another model.`);
+}

@@ -1,0 +1,56 @@
+import { errorBody, InternalApiError } from "../../http/errors.ts";
+import { toApiError } from "../../http/errorHandler.ts";
+import type { SseResponse } from "../sse/sseResponse.ts";
+import { JobReleasedError, type RunningJob } from "./inferenceGateway.ts";
+import { jobErrorToApiError } from "./jobErrorToApiError.ts";
+import type { StreamFormat } from "./streamFormat.ts";
+
+/**
+ * Relays a running job to the client as SSE, one event per worker message (its sequence number as the
+ * event id). An error before any output throws (an ordinary HTTP error); after output it becomes an
+ * error event followed by `[DONE]`. A client that goes away only stops the relay: the job runs on.
+ */
+export async function relayStream(job: RunningJob, sse: SseResponse, format: StreamFormat, includeUsage: boolean): Promise<void> {
+  let first = true;
+  let lastSeq = 0;
+  try {
+    for (;;) {
+      const message = await job.next();
+      if (sse.clientGone) return;
+      lastSeq = message.seq;
+      switch (message.type) {
+        case "delta": {
+          const chunk = format.delta(message.delta, first);
+          if (chunk === null) break;
+          sse.event(message.seq, chunk);
+          first = false;
+          break;
+        }
+        case "finish":
+          sse.event(message.seq, format.finish(message.finishReason, first));
+          first = false;
+          break;
+        case "usage":
+          if (includeUsage) sse.event(message.seq, format.usage(message.usage));
+          sse.done();
+          return;
+        case "error": {
+          const error = jobErrorToApiError(message.error);
+          if (!sse.opened) throw error;
+          sse.event(message.seq, errorBody(error));
+          sse.done();
+          return;
+        }
+        default:
+          throw new InternalApiError("Unexpected message from the worker.");
+      }
+    }
+  } catch (error) {
+    if (error instanceof JobReleasedError || sse.clientGone) return;
+    if (!sse.opened) throw error;
+    sse.event(lastSeq + 1, errorBody(toApiError(error)));
+    sse.done();
+  } finally {
+    job.release();
+  }
+}

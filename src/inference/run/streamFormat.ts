@@ -1,0 +1,21 @@
+import type { EngineDeltaMessage, Usage } from "../../messaging/deltaMessage.ts";
+
+export type FinishReason = "stop" | "length" | "tool_calls";
+
+/** How one endpoint turns worker messages into its stream chunks (OpenAI wire format). */
+export type StreamFormat = {
+  /** The chunk for a delta (first: the first chunk of the stream), or null when it carries nothing to send. */
+  delta(delta: EngineDeltaMessage, first: boolean): unknown;
+  finish(reason: FinishReason, first: boolean): unknown;
+  usage(usage: Usage): unknown;
+};
+
+/** The usage object of the OpenAI wire format. */
+export function usageBody(usage: Usage, withReasoning: boolean) {
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.promptTokens + usage.completionTokens,
+    ...(withReasoning ? { completion_tokens_details: { reasoning_tokens: usage.reasoningTokens } } : {}),
+  };
+}

@@ -1,0 +1,25 @@
+import { z } from "zod";
+
+/** Request fields shared by chat and text completions, with the spec's ranges. */
+export const samplingFields = {
+  model: z.string().min(1),
+  max_tokens: z.number().int().min(1).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.strictObject({ include_usage: z.boolean().optional() }).nullish(),
+  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  seed: z.number().int().min(-(2 ** 53) + 1).max(2 ** 53 - 1).nullish(),
+  /** Only one choice per request is served. */
+  n: z.literal(1).nullish(),
+  /** End-user id for the caller's own tracking; accepted and not used. */
+  user: z.string().max(256).nullish(),
+};
+
+export function stopList(stop: string | string[] | null | undefined): string[] | undefined {
+  if (stop === null || stop === undefined) return undefined;
+  const list = typeof stop === "string" ? [stop] : stop;
+  return list.length ? list : undefined;
+}

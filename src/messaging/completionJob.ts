@@ -1,0 +1,32 @@
+import { z } from "zod";
+import { EngineChatRequestSchema } from "./engineRequestSchemas.ts";
+
+export const EndpointSchema = z.enum(["chat.completions", "completions", "embeddings"]);
+export type Endpoint = z.infer<typeof EndpointSchema>;
+
+export const CompletionWorkSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("chat"), request: EngineChatRequestSchema }),
+  z.object({ kind: z.literal("embeddings"), input: z.array(z.string()).min(1) }),
+]);
+export type CompletionWork = z.infer<typeof CompletionWorkSchema>;
+
+/**
+ * The data of a RunCompletion job. It carries ids, the request and the trace context, never a secret:
+ * the key is identified by its id only.
+ */
+export const CompletionJobSchema = z
+  .object({
+    completionId: z.string().min(1),
+    endpoint: EndpointSchema,
+    model: z.string().min(1),
+    accountId: z.string().min(1),
+    keyId: z.string().min(1),
+    /** Unix seconds, the `created` of the response. */
+    created: z.number().int(),
+    traceparent: z.string().optional(),
+    work: CompletionWorkSchema,
+  })
+  .strict();
+export type CompletionJob = z.infer<typeof CompletionJobSchema>;
+
+export const RUN_COMPLETION = "RunCompletion";

@@ -1,0 +1,56 @@
+import { z } from "zod";
+
+const TopLogprobSchema = z.object({ token: z.string(), logprob: z.number(), bytes: z.array(z.number()) });
+const TokenLogprobSchema = TopLogprobSchema.extend({ top_logprobs: z.array(TopLogprobSchema) });
+
+export const ToolCallDeltaSchema = z.object({
+  index: z.number().int(),
+  id: z.string().optional(),
+  type: z.literal("function").optional(),
+  function: z.object({ name: z.string().optional(), arguments: z.string().optional() }).optional(),
+});
+
+export const EngineDeltaSchema = z.object({
+  content: z.string().optional(),
+  reasoning: z.string().optional(),
+  toolCalls: z.array(ToolCallDeltaSchema).optional(),
+  logprobs: z.array(TokenLogprobSchema).optional(),
+});
+
+export const UsageSchema = z.object({
+  promptTokens: z.number().int().nonnegative(),
+  completionTokens: z.number().int().nonnegative(),
+  reasoningTokens: z.number().int().nonnegative(),
+});
+
+export const JobErrorSchema = z.object({
+  kind: z.enum(["invalid_request", "unavailable", "internal"]),
+  message: z.string(),
+  param: z.string().nullable(),
+});
+
+/**
+ * What a worker writes for one completion, in order, each with a sequence number (0, 1, 2, ...):
+ * `started` first, then `delta`s (or one `embeddings`), then `finish`, and last `usage` (after the usage is
+ * recorded); or `error` as the last message instead. `usage` and `error` are terminal.
+ */
+export const DeltaMessageSchema = z.discriminatedUnion("type", [
+  z.object({ seq: z.number().int(), type: z.literal("started") }),
+  z.object({ seq: z.number().int(), type: z.literal("delta"), delta: EngineDeltaSchema }),
+  z.object({ seq: z.number().int(), type: z.literal("embeddings"), embeddings: z.array(z.array(z.number())) }),
+  z.object({ seq: z.number().int(), type: z.literal("finish"), finishReason: z.enum(["stop", "length", "tool_calls"]) }),
+  z.object({ seq: z.number().int(), type: z.literal("usage"), usage: UsageSchema }),
+  z.object({ seq: z.number().int(), type: z.literal("error"), error: JobErrorSchema }),
+]);
+
+export type DeltaMessage = z.infer<typeof DeltaMessageSchema>;
+export type EngineDeltaMessage = z.infer<typeof EngineDeltaSchema>;
+export type JobError = z.infer<typeof JobErrorSchema>;
+export type Usage = z.infer<typeof UsageSchema>;
+
+/** Distributes Omit over the union, so a message can be built without its sequence number. */
+export type UnsequencedDeltaMessage = DeltaMessage extends infer M ? (M extends DeltaMessage ? Omit<M, "seq"> : never) : never;
+
+export function isTerminal(message: DeltaMessage): boolean {
+  return message.type === "usage" || message.type === "error";
+}

@@ -1,0 +1,96 @@
+import { z } from "zod";
+
+/** Model ids become BullMQ queue names and Redis key parts: no colons, no spaces. */
+export const ModelIdSchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._\-/]*$/, "letters, digits, '.', '_', '-' and '/' only");
+
+export const EmbeddedEngineConfigSchema = z
+  .object({
+    type: z.literal("embedded"),
+    /** GGUF file, relative to the registry file (or absolute). */
+    path: z.string().min(1),
+    threads: z.number().int().positive().optional(),
+    contextLength: z.number().int().min(16).optional(),
+    /** Jobs this model runs at once in one worker (also the BullMQ worker concurrency). */
+    maxConcurrency: z.number().int().positive().max(64).optional(),
+    gpu: z.union([z.boolean(), z.enum(["auto", "cuda", "vulkan", "metal"])]).optional(),
+  })
+  .strict();
+
+export const UpstreamEngineConfigSchema = z
+  .object({
+    type: z.literal("upstream"),
+    baseUrl: z.url(),
+    /** The model name the upstream server knows. */
+    model: z.string().min(1),
+    /** Name of the environment variable holding the upstream's API key (never the key itself). */
+    apiKeyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+    maxConcurrency: z.number().int().positive().max(1024).optional(),
+  })
+  .strict();
+
+export const EngineConfigSchema = z.discriminatedUnion("type", [EmbeddedEngineConfigSchema, UpstreamEngineConfigSchema]);
+
+export const ModelCapabilitiesSchema = z
+  .object({
+    chat: z.boolean().default(false),
+    completions: z.boolean().default(false),
+    embeddings: z.boolean().default(false),
+    tools: z.boolean().default(false),
+    json_schema: z.boolean().default(false),
+    logprobs: z.boolean().default(false),
+    reasoning: z.boolean().default(false),
+  })
+  .strict();
+
+/** CHF per million tokens, at most 6 decimals (so the price is a whole number of micro-CHF). */
+const PricePerMillionSchema = z
+  .number()
+  .nonnegative()
+  .max(1_000_000)
+  .refine((n) => Math.abs(n * 1e6 - Math.round(n * 1e6)) < 1e-6, "at most 6 decimals");
+
+export const ModelPricingSchema = z
+  .object({
+    input_per_million_chf: PricePerMillionSchema,
+    output_per_million_chf: PricePerMillionSchema,
+  })
+  .strict();
+
+export const ModelEntrySchema = z
+  .object({
+    id: ModelIdSchema,
+    owned_by: z.string().min(1),
+    /** Unix seconds shown as `created` in the models API. */
+    created: z.number().int().nonnegative().optional(),
+    engine: EngineConfigSchema,
+    capabilities: ModelCapabilitiesSchema,
+    context_length: z.number().int().positive(),
+    pricing: ModelPricingSchema,
+  })
+  .strict();
+
+export const RegistryFileSchema = z
+  .object({
+    price_table_version: z.string().min(1),
+    models: z.array(ModelEntrySchema).min(1),
+  })
+  .strict()
+  .superRefine((file, ctx) => {
+    const seen = new Set<string>();
+    file.models.forEach((model, index) => {
+      if (seen.has(model.id)) ctx.addIssue({ code: "custom", path: ["models", index, "id"], message: `duplicate model id "${model.id}"` });
+      seen.add(model.id);
+    });
+  });
+
+export type EmbeddedEngineConfig = z.infer<typeof EmbeddedEngineConfigSchema>;
+export type UpstreamEngineConfig = z.infer<typeof UpstreamEngineConfigSchema>;
+export type EngineConfig = z.infer<typeof EngineConfigSchema>;
+export type ModelCapabilities = z.infer<typeof ModelCapabilitiesSchema>;
+export type ModelPricing = z.infer<typeof ModelPricingSchema>;
+export type ModelEntry = z.infer<typeof ModelEntrySchema>;
+export type RegistryFile = z.infer<typeof RegistryFileSchema>;

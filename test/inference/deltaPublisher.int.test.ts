@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DeltaSubscriber } from "../../src/messaging/deltaSubscriber.ts";
+import { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
+import { CoalescingWindow } from "../../workers/completion/coalescingWindow.ts";
+import { DeltaPublisher } from "../../workers/completion/deltaPublisher.ts";
+import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
+
+describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
+  let testRedis: TestRedis;
+  let keys: InferenceKeys;
+  let subscriber: DeltaSubscriber;
+  beforeAll(async () => {
+    testRedis = await createTestRedis();
+    keys = new InferenceKeys(testRedis.prefix);
+    subscriber = new DeltaSubscriber(TEST_REDIS_URL, testRedis.redis, keys);
+  });
+  afterAll(async () => {
+    await subscriber?.close();
+    await testRedis?.close();
+  });
+
+  it("sends the first delta at once, merges the later ones of the window, and keeps order and replay", async () => {
+    const feed = await subscriber.open("c1");
+    let clock = 1000;
+    const publisher = new DeltaPublisher(testRedis.redis, keys, "c1", { window: new CoalescingWindow(60_000), replayTtlSeconds: 60, replayMaxLen: 100, now: () => clock });
+    publisher.send({ type: "started" });
+    publisher.delta({ content: "Hel" });
+    clock += 1;
+    publisher.delta({ content: "lo", toolCalls: [{ index: 0, id: "call_1", type: "function", function: { name: "f", arguments: "{" } }] });
+    publisher.delta({ content: " world", toolCalls: [{ index: 0, function: { arguments: "}" } }] });
+    publisher.send({ type: "finish", finishReason: "stop" });
+    publisher.send({ type: "usage", usage: { promptTokens: 3, completionTokens: 3, reasoningTokens: 0 } });
+    await publisher.close();
+
+    const received = [];
+    for (;;) {
+      const message = await feed.next(5_000);
+      if (!message) throw new Error("feed ended early");
+      received.push(message);
+      if (message.type === "usage") break;
+    }
+    expect(received).toEqual([
+      { seq: 0, type: "started" },
+      { seq: 1, type: "delta", delta: { content: "Hel" } },
+      { seq: 2, type: "delta", delta: { content: "lo world", toolCalls: [{ index: 0, id: "call_1", type: "function", function: { name: "f", arguments: "{}" } }] } },
+      { seq: 3, type: "finish", finishReason: "stop" },
+      { seq: 4, type: "usage", usage: { promptTokens: 3, completionTokens: 3, reasoningTokens: 0 } },
+    ]);
+    expect(await subscriber.replay("c1")).toEqual(received);
+    const ttl = await testRedis.redis.ttl(keys.replayStream("c1"));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60);
+    feed.close();
+    expect(subscriber.listening).toBe(0);
+  });
+
+
+  it("fills a gap in the sequence from the replay stream", async () => {
+    const feed = await subscriber.open("c2");
+    // Messages 0 and 1 reach only the replay stream (as if published while the subscriber reconnected).
+    await testRedis.redis.xadd(keys.replayStream("c2"), "*", "m", JSON.stringify({ seq: 0, type: "started" }));
+    await testRedis.redis.xadd(keys.replayStream("c2"), "*", "m", JSON.stringify({ seq: 1, type: "delta", delta: { content: "a" } }));
+    await testRedis.redis.publish(keys.deltaChannel("c2"), JSON.stringify({ seq: 2, type: "delta", delta: { content: "b" } }));
+    const seqs: number[] = [];
+    for (let i = 0; i < 3; i++) seqs.push((await feed.next(5_000))!.seq);
+    expect(seqs).toEqual([0, 1, 2]);
+    feed.close();
+  });
+});

@@ -1,0 +1,42 @@
+import type { Pool } from "../../src/db/createPool.ts";
+import type { UsageRecordedData } from "../../src/inference/usage/usageRecordedEvent.ts";
+
+export type RecordedUsage = { type: string; data: UsageRecordedData; metadata: Record<string, unknown> };
+
+/** The events of a completion's stream (`completion-<id>`). */
+export async function completionEvents(pool: Pool, completionId: string): Promise<RecordedUsage[]> {
+  const rows = await pool.query<{ event_type: string; data: UsageRecordedData; metadata: Record<string, unknown> }>(
+    "SELECT event_type, data, metadata FROM es_events WHERE stream_id = $1 ORDER BY stream_version",
+    [`completion-${completionId}`],
+  );
+  return rows.rows.map((r) => ({ type: r.event_type, data: r.data, metadata: r.metadata }));
+}
+
+/** Polls until the condition holds (for effects that land after the response, e.g. a job finishing after a disconnect). */
+export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export type SseEvent = { id: string | undefined; data: string };
+
+/** Parses a raw text/event-stream body into events (blank-line separated; id and data fields). */
+export function parseSse(text: string): SseEvent[] {
+  return text
+    .split("\n\n")
+    .filter((block) => block.trim() !== "")
+    .map((block) => {
+      let id: string | undefined;
+      const data: string[] = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("id: ")) id = line.slice(4);
+        else if (line.startsWith("data: ")) data.push(line.slice(6));
+      }
+      return { id, data: data.join("\n") };
+    });
+}

@@ -1,0 +1,159 @@
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestPlatform, TINY_CHAT, TINY_EMBED, TINY_PLAIN, type TestPlatform } from "../support/testPlatform.ts";
+import { completionEvents } from "./inferenceSteps.ts";
+
+describe("models, embeddings and auth through the openai SDK", () => {
+  let platform: TestPlatform;
+  let openai: OpenAI;
+  let accountId: string;
+  let keyId: string;
+  let key: string;
+  beforeAll(async () => {
+    platform = await startTestPlatform();
+    const created = await platform.createKey();
+    key = created.key;
+    openai = platform.openai(created.key);
+    accountId = created.account.accountId;
+    keyId = created.keyId;
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
+
+  it("lists the registry's models that have a live worker", async () => {
+    const page = await openai.models.list();
+    const ids = page.data.map((m) => m.id).sort();
+    expect(ids).toEqual([TINY_CHAT, TINY_EMBED, TINY_PLAIN].sort());
+    for (const model of page.data) {
+      expect(model.object).toBe("model");
+      expect(typeof model.created).toBe("number");
+    }
+    expect(page.data.find((m) => m.id === TINY_PLAIN)!.owned_by).toBe("test-lab");
+  });
+
+  it("retrieves one model, and answers 404 model_not_found for an unknown one", async () => {
+    const model = await openai.models.retrieve(TINY_CHAT);
+    expect(model).toEqual({ id: TINY_CHAT, object: "model", created: 1735689600, owned_by: "inference-platform" });
+    const error = await openai.models.retrieve("no-such-model").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    const apiError = error as InstanceType<typeof OpenAI.NotFoundError>;
+    expect(apiError.status).toBe(404);
+    expect(apiError.type).toBe("invalid_request_error");
+    expect(apiError.code).toBe("model_not_found");
+    expect(apiError.param).toBe("model");
+  });
+
+  it("embeds a string and an array of strings as floats, and records input-only usage", async () => {
+    const one = await openai.embeddings.create({ model: TINY_EMBED, input: "Hello there", encoding_format: "float" });
+    expect(one.object).toBe("list");
+    expect(one.model).toBe(TINY_EMBED);
+    expect(one.data).toHaveLength(1);
+    expect(one.data[0]!.object).toBe("embedding");
+    expect(one.data[0]!.index).toBe(0);
+    const vector = one.data[0]!.embedding;
+    expect(vector.length).toBeGreaterThan(8);
+    expect(vector.every((x) => Number.isFinite(x))).toBe(true);
+    expect(one.usage.prompt_tokens).toBeGreaterThan(0);
+    expect(one.usage.total_tokens).toBe(one.usage.prompt_tokens);
+
+    const many = await openai.embeddings.create({ model: TINY_EMBED, input: ["Hello there", "Something else entirely"], encoding_format: "float" });
+    expect(many.data.map((d) => d.index)).toEqual([0, 1]);
+    expect(many.data[0]!.embedding.length).toBe(vector.length);
+    many.data[0]!.embedding.forEach((x, i) => expect(x).toBeCloseTo(vector[i]!, 4));
+    expect(many.usage.prompt_tokens).toBeGreaterThan(one.usage.prompt_tokens);
+
+    const rows = await platform.deps.pool.query<{ stream_id: string; data: { promptTokens: number; completionTokens: number; costMicroChf: number; endpoint: string } }>(
+      "SELECT stream_id, data FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'endpoint' = 'embeddings' AND data->>'keyId' = $1 ORDER BY global_position",
+      [keyId],
+    );
+    expect(rows.rows.map((r) => r.data.promptTokens)).toEqual([one.usage.prompt_tokens, many.usage.prompt_tokens]);
+    for (const row of rows.rows) {
+      expect(row.stream_id).toMatch(/^completion-embd-/);
+      expect(row.data.completionTokens).toBe(0);
+      // 0.25 CHF per million input tokens, nothing for output
+      expect(row.data.costMicroChf).toBe(Math.floor((row.data.promptTokens * 250_000 + 500_000) / 1_000_000));
+    }
+    const events = await completionEvents(platform.deps.pool, rows.rows[0]!.stream_id.slice("completion-".length));
+    expect(events[0]!.data.accountId).toBe(accountId);
+  });
+
+  it("returns base64 float32 embeddings equal to the float ones (and the SDK's default decodes them)", async () => {
+    const floats = await openai.embeddings.create({ model: TINY_EMBED, input: "Base64 please", encoding_format: "float" });
+    const raw = await platform.request("POST", "/v1/embeddings", {
+      token: key,
+      body: { model: TINY_EMBED, input: "Base64 please", encoding_format: "base64" },
+    });
+    expect(raw.status).toBe(200);
+    const encoded = raw.body.data[0].embedding as string;
+    expect(typeof encoded).toBe("string");
+    const bytes = Buffer.from(encoded, "base64");
+    const decoded = Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
+    expect(decoded.length).toBe(floats.data[0]!.embedding.length);
+    decoded.forEach((x, i) => expect(x).toBeCloseTo(floats.data[0]!.embedding[i]!, 5));
+    // The SDK asks for base64 by default and decodes it itself.
+    const viaSdk = await openai.embeddings.create({ model: TINY_EMBED, input: "Base64 please" });
+    viaSdk.data[0]!.embedding.forEach((x, i) => expect(x).toBeCloseTo(floats.data[0]!.embedding[i]!, 5));
+  });
+
+  it("refuses embeddings on a chat-only model and chat on an embeddings-only model (400, param model)", async () => {
+    for (const call of [
+      () => openai.embeddings.create({ model: TINY_CHAT, input: "x" }),
+      () => openai.chat.completions.create({ model: TINY_EMBED, messages: [{ role: "user", content: "x" }] }),
+      () => openai.completions.create({ model: TINY_EMBED, prompt: "x" }),
+      () => openai.completions.create({ model: TINY_PLAIN, prompt: "x" }),
+    ]) {
+      const error = (await call().catch((e: unknown) => e)) as InstanceType<typeof OpenAI.BadRequestError>;
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error.type).toBe("invalid_request_error");
+      expect(error.param).toBe("model");
+    }
+  });
+
+  it("refuses empty input (400, param input)", async () => {
+    for (const input of ["", [], ["ok", ""]] as (string | string[])[]) {
+      const error = (await openai.embeddings.create({ model: TINY_EMBED, input }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.BadRequestError>;
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error.param?.startsWith("input")).toBe(true);
+    }
+  });
+
+  it("refuses input longer than the model's context (400, param input)", async () => {
+    const error = (await openai.embeddings
+      .create({ model: TINY_EMBED, input: "word ".repeat(3000) })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error.type).toBe("invalid_request_error");
+    expect(error.param).toBe("input");
+  });
+
+  it("answers 403 for an unknown or revoked key and 402 without a subscription, on every /v1 endpoint", async () => {
+    const unknown = platform.openai("sk-not-a-real-key");
+    for (const call of [
+      () => unknown.models.list(),
+      () => unknown.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "x" }] }),
+      () => unknown.embeddings.create({ model: TINY_EMBED, input: "x" }),
+    ]) {
+      const error = (await call().catch((e: unknown) => e)) as InstanceType<typeof OpenAI.PermissionDeniedError>;
+      expect(error).toBeInstanceOf(OpenAI.PermissionDeniedError);
+      expect(error.type).toBe("Forbidden");
+    }
+    const revoked = await platform.createKey();
+    const revoke = await platform.request("POST", `/api/v1/accounts/user/api-keys/${revoked.keyId}/revoke`, { token: revoked.account.sessionToken });
+    expect(revoke.status).toBeLessThan(300);
+    const revokedError = (await platform
+      .openai(revoked.key)
+      .chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "x" }] })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(revokedError.status).toBe(403);
+
+    const unsubscribed = await platform.createKey({ subscription: "inactive" });
+    const error = (await platform
+      .openai(unsubscribed.key)
+      .chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "x" }] })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(error.status).toBe(402);
+    expect(error.type).toBe("subscription_required");
+  });
+});

@@ -1,0 +1,69 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { UsageRecordedData } from "../../src/inference/usage/usageRecordedEvent.ts";
+import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
+import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+import { completionEvents } from "./inferenceSteps.ts";
+
+describe("UsageRecorder", () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it("records a completion's usage once: a retried job finds it already recorded", async () => {
+    const recorder = new UsageRecorder(db.pool);
+    const completionId = `chatcmpl-${randomUUID().replaceAll("-", "")}`;
+    const data: UsageRecordedData = {
+      completionId,
+      accountId: randomUUID(),
+      keyId: randomUUID(),
+      model: "m",
+      endpoint: "chat.completions",
+      promptTokens: 10,
+      completionTokens: 5,
+      reasoningTokens: 0,
+      costMicroChf: 3,
+      priceTableVersion: "v1",
+      outcome: "completed",
+      startedAt: new Date().toISOString(),
+      finishedAt: new Date().toISOString(),
+      traceId: null,
+    };
+    expect(await recorder.record(data, { actor: "worker", correlationId: completionId })).toBe("recorded");
+    expect(await recorder.record({ ...data, completionTokens: 7 }, { actor: "worker" })).toBe("already_recorded");
+    const both = await Promise.all([recorder.record(data, {}), recorder.record(data, {})]);
+    expect(both).toEqual(["already_recorded", "already_recorded"]);
+    const events = await completionEvents(db.pool, completionId);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.data.completionTokens).toBe(5);
+    expect(events[0]!.metadata).toMatchObject({ actor: "worker", correlationId: completionId });
+  });
+
+  it("lets only one of two concurrent first records win", async () => {
+    const recorder = new UsageRecorder(db.pool);
+    const completionId = `cmpl-${randomUUID().replaceAll("-", "")}`;
+    const base = {
+      completionId,
+      accountId: randomUUID(),
+      keyId: randomUUID(),
+      model: "m",
+      endpoint: "completions" as const,
+      promptTokens: 1,
+      completionTokens: 1,
+      reasoningTokens: 0,
+      costMicroChf: 0,
+      priceTableVersion: "v1",
+      outcome: "completed" as const,
+      startedAt: new Date().toISOString(),
+      finishedAt: new Date().toISOString(),
+      traceId: null,
+    };
+    const results = await Promise.all([recorder.record(base, {}), recorder.record({ ...base, promptTokens: 2 }, {})]);
+    expect(results.sort()).toEqual(["already_recorded", "recorded"]);
+    expect(await completionEvents(db.pool, completionId)).toHaveLength(1);
+  });
+});

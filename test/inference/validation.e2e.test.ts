@@ -1,0 +1,145 @@
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestPlatform, TINY_CHAT, TINY_EMBED, TINY_PLAIN, type TestPlatform } from "../support/testPlatform.ts";
+
+type BadRequest = InstanceType<typeof OpenAI.BadRequestError>;
+
+describe("validation errors: 400 invalid_request_error naming the param (openai SDK)", () => {
+  let platform: TestPlatform;
+  let openai: OpenAI;
+  let key: string;
+  beforeAll(async () => {
+    platform = await startTestPlatform();
+    key = (await platform.createKey()).key;
+    openai = platform.openai(key);
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
+
+  const user = [{ role: "user", content: "Hi" }];
+  const badChat = async (body: Record<string, unknown>): Promise<BadRequest> => {
+    const error = await openai.chat.completions.create(body as never).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((error as BadRequest).type).toBe("invalid_request_error");
+    return error as BadRequest;
+  };
+
+  it.each([
+    [{ messages: user }, "model"],
+    [{ model: TINY_CHAT }, "messages"],
+    [{ model: TINY_CHAT, messages: [] }, "messages"],
+    [{ model: TINY_CHAT, messages: [{ role: "wizard", content: "x" }] }, "messages[0].role"],
+    [{ model: TINY_CHAT, messages: [{ role: "user" }] }, "messages[0].content"],
+    [{ model: TINY_CHAT, messages: [{ role: "tool", content: "x" }] }, "messages[0].tool_call_id"],
+    [{ model: TINY_CHAT, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "http://x" } }] }] }, "messages[0].content"],
+    [{ model: TINY_CHAT, messages: user, temperature: 2.5 }, "temperature"],
+    [{ model: TINY_CHAT, messages: user, temperature: -0.1 }, "temperature"],
+    [{ model: TINY_CHAT, messages: user, top_p: 1.5 }, "top_p"],
+    [{ model: TINY_CHAT, messages: user, presence_penalty: 2.5 }, "presence_penalty"],
+    [{ model: TINY_CHAT, messages: user, frequency_penalty: -3 }, "frequency_penalty"],
+    [{ model: TINY_CHAT, messages: user, max_tokens: 0 }, "max_tokens"],
+    [{ model: TINY_CHAT, messages: user, max_tokens: 2.5 }, "max_tokens"],
+    [{ model: TINY_CHAT, messages: user, max_tokens: 5000 }, "max_tokens"],
+    [{ model: TINY_CHAT, messages: user, max_completion_tokens: 0 }, "max_completion_tokens"],
+    [{ model: TINY_CHAT, messages: user, logprobs: true, top_logprobs: 21 }, "top_logprobs"],
+    [{ model: TINY_CHAT, messages: user, top_logprobs: 2 }, "top_logprobs"],
+    [{ model: TINY_CHAT, messages: user, stream: "yes" }, "stream"],
+    [{ model: TINY_CHAT, messages: user, stream_options: { include_usage: true } }, "stream_options"],
+    [{ model: TINY_CHAT, messages: user, stop: ["a", "b", "c", "d", "e"] }, "stop"],
+    [{ model: TINY_CHAT, messages: user, seed: 1.5 }, "seed"],
+    [{ model: TINY_CHAT, messages: user, n: 2 }, "n"],
+    [{ model: TINY_CHAT, messages: user, tools: [{ type: "retrieval" }] }, "tools[0].type"],
+    [{ model: TINY_CHAT, messages: user, tools: [{ type: "function", function: { name: "bad name!" } }] }, "tools[0].function.name"],
+    [{ model: TINY_CHAT, messages: user, tool_choice: "auto" }, "tool_choice"],
+    [{ model: TINY_CHAT, messages: user, tools: [{ type: "function", function: { name: "f" } }], tool_choice: "sometimes" }, "tool_choice"],
+    [
+      { model: TINY_CHAT, messages: user, tools: [{ type: "function", function: { name: "f" } }], tool_choice: { type: "function", function: { name: "g" } } },
+      "tool_choice",
+    ],
+    [{ model: TINY_CHAT, messages: user, reasoning_effort: "extreme" }, "reasoning_effort"],
+    [{ model: TINY_CHAT, messages: user, response_format: { type: "xml" } }, "response_format.type"],
+    [{ model: TINY_CHAT, messages: user, response_format: { type: "json_schema" } }, "response_format.json_schema"],
+  ])("chat %j -> param %s", async (body, param) => {
+    const error = await badChat(body);
+    expect(error.param).toBe(param);
+    expect(error.message.length).toBeGreaterThan(0);
+  });
+
+  it("names unknown top-level fields instead of dropping them", async () => {
+    const error = await badChat({ model: TINY_CHAT, messages: user, temprature: 0.5 });
+    expect(error.param).toBe("temprature");
+    expect(error.code).toBe("unknown_parameter");
+    expect(error.message).toContain("temprature");
+  });
+
+  it("refuses an unknown model with code model_not_found", async () => {
+    const error = await badChat({ model: "gpt-unknown", messages: user });
+    expect(error.param).toBe("model");
+    expect(error.code).toBe("model_not_found");
+  });
+
+  it.each([
+    [{ tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: {} } } }] }, "tools"],
+    [{ response_format: { type: "json_schema", json_schema: { name: "s", schema: { type: "object" } } } }, "response_format"],
+    [{ response_format: { type: "json_object" } }, "response_format"],
+    [{ logprobs: true }, "logprobs"],
+    [{ reasoning_effort: "low" }, "reasoning_effort"],
+  ])("refuses extended parameters the model does not support: %j -> param %s", async (extra, param) => {
+    const error = await badChat({ model: TINY_PLAIN, messages: user, ...extra });
+    expect(error.param).toBe(param);
+    expect(error.code).toBe("unsupported_parameter");
+  });
+
+  it("accepts the extended parameters on a model that has them", async () => {
+    const reply = await openai.chat.completions.create({
+      model: TINY_CHAT,
+      messages: user as OpenAI.ChatCompletionMessageParam[],
+      max_completion_tokens: 5,
+      seed: 1,
+      logprobs: true,
+      top_logprobs: 0,
+      response_format: { type: "text" },
+      n: 1,
+      user: "end-user-1",
+      presence_penalty: 0.5,
+      frequency_penalty: 0.5,
+      top_p: 0.9,
+    });
+    expect(reply.choices[0]!.logprobs!.content!.every((t) => t.top_logprobs.length === 0)).toBe(true);
+  });
+
+  it.each([
+    [{ model: TINY_CHAT }, "prompt"],
+    [{ model: TINY_CHAT, prompt: "x", temperature: 3 }, "temperature"],
+    [{ model: TINY_CHAT, prompt: "x", max_tokens: 0 }, "max_tokens"],
+    [{ model: TINY_CHAT, prompt: "x", echo: true }, "echo"],
+    [{ model: TINY_CHAT, prompt: ["a", "b"] }, "prompt"],
+  ])("completions %j -> param %s", async (body, param) => {
+    const error = (await openai.completions.create(body as never).catch((e: unknown) => e)) as BadRequest;
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error.param).toBe(param);
+  });
+
+  it.each([
+    [{ input: "x" }, "model"],
+    [{ model: TINY_EMBED }, "input"],
+    [{ model: TINY_EMBED, input: 42 }, "input"],
+    [{ model: TINY_EMBED, input: "x", encoding_format: "int8" }, "encoding_format"],
+    [{ model: TINY_EMBED, input: "x", dimensions: 8 }, "dimensions"],
+  ])("embeddings %j -> param %s", async (body, param) => {
+    const error = (await openai.embeddings.create(body as never).catch((e: unknown) => e)) as BadRequest;
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error.param).toBe(param);
+  });
+
+  it("answers 400 for a body that is not JSON", async () => {
+    const response = await platform.request("POST", "/v1/chat/completions", {
+      token: key,
+      headers: { "content-type": "application/json" },
+      body: "{not json",
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.error.type).toBe("invalid_request_error");
+  });
+});

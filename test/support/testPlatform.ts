@@ -1,0 +1,118 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import OpenAI from "openai";
+import type { RouteFactory } from "../../src/app.ts";
+import type { AppDeps } from "../../src/appDeps.ts";
+import { createInferenceServices, type InferenceServices } from "../../src/inference/inferenceServices.ts";
+import { loadModelRegistry } from "../../src/models/registry/loadModelRegistry.ts";
+import type { ModelEntry } from "../../src/models/registry/modelRegistrySchema.ts";
+import type { RegisteredModel } from "../../src/models/registry/modelRegistry.ts";
+import { silentLogger } from "../../src/observability/logger.ts";
+import { routeFactories } from "../../src/routes.ts";
+import type { Engine } from "../../workers/engines/engine.ts";
+import { writeTinyModel, type TinyModelInfo } from "../../workers/engines/gguf/tinyModel.ts";
+import { startWorker, type RunningWorker } from "../../workers/startWorker.ts";
+import { createTestAccount, type TestAccount } from "./testAccounts.ts";
+import { startTestApp, type TestApp } from "./testApp.ts";
+
+export const TINY_CHAT = "tiny-chat";
+export const TINY_EMBED = "tiny-embed";
+export const TINY_PLAIN = "tiny-plain";
+
+/** Registry entries served by the tiny generated model (one engine, loaded once, threads 1). */
+export function tinyModelEntries(modelFile: string): ModelEntry[] {
+  const engine = { type: "embedded" as const, path: modelFile, threads: 1, contextLength: 1024, maxConcurrency: 2 };
+  const pricing = { input_per_million_chf: 0.5, output_per_million_chf: 1.5 };
+  const none = { chat: false, completions: false, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false };
+  return [
+    {
+      id: TINY_CHAT,
+      owned_by: "inference-platform",
+      created: 1735689600,
+      engine,
+      capabilities: { ...none, chat: true, completions: true, tools: true, json_schema: true, logprobs: true },
+      context_length: 1024,
+      pricing,
+    },
+    { id: TINY_EMBED, owned_by: "inference-platform", created: 1735689600, engine, capabilities: { ...none, embeddings: true }, context_length: 1024, pricing: { input_per_million_chf: 0.25, output_per_million_chf: 0 } },
+    /** Chat only: no tools, json_schema, logprobs or completions (for the capability errors). */
+    { id: TINY_PLAIN, owned_by: "test-lab", created: 1735689600, engine, capabilities: { ...none, chat: true }, context_length: 1024, pricing },
+  ];
+}
+
+export type TestPlatform = TestApp & {
+  tiny: TinyModelInfo;
+  dir: string;
+  inference: InferenceServices;
+  worker: RunningWorker | null;
+  startWorker(options?: { wrapEngine?: (model: RegisteredModel, engine: Engine) => Engine; models?: string[] }): Promise<RunningWorker>;
+  stopWorker(): Promise<void>;
+  /** An account with an active subscription (unless said otherwise) and a key made through the key API. */
+  createKey(options?: { subscription?: "active" | "inactive" }): Promise<{ account: TestAccount; key: string; keyId: string }>;
+  openai(key: string, options?: { maxRetries?: number }): OpenAI;
+};
+
+/**
+ * The real app (fresh database, unique Redis prefix) with its inference services, plus an in-process
+ * worker serving a registry in a temp dir that points at a freshly written tiny model.
+ */
+export async function startTestPlatform(
+  options: {
+    models?: (tinyModelFile: string) => ModelEntry[];
+    env?: Record<string, string>;
+    startWorker?: boolean;
+    wrapEngine?: (model: RegisteredModel, engine: Engine) => Engine;
+  } = {},
+): Promise<TestPlatform> {
+  const dir = await mkdtemp(path.join(tmpdir(), "inference-test-"));
+  const modelFile = path.join(dir, "tiny.gguf");
+  const tiny = await writeTinyModel(modelFile);
+  const registryFile = path.join(dir, "registry.json");
+  await writeFile(registryFile, JSON.stringify({ price_table_version: "test-1", models: (options.models ?? tinyModelEntries)(modelFile) }, null, 2));
+  const registry = await loadModelRegistry(registryFile);
+
+  let services: InferenceServices | null = null;
+  const servicesFor = (deps: AppDeps): InferenceServices => (services ??= createInferenceServices(deps, registry));
+  const routes: RouteFactory[] = routeFactories.map((factory) => (deps: AppDeps) => factory({ ...deps, inference: servicesFor(deps) }));
+  const app = await startTestApp({ routes, env: { MODELS_CONFIG: registryFile, WORKER_HEARTBEAT_MS: "500", ...options.env } });
+  const inference = services as InferenceServices | null;
+  if (!inference) throw new Error("the app did not build its routes");
+
+  const platform: TestPlatform = {
+    ...app,
+    tiny,
+    dir,
+    inference,
+    worker: null,
+    async startWorker(workerOptions = {}) {
+      if (platform.worker) throw new Error("a worker is already running");
+      const config = workerOptions.models ? { ...app.deps.config, workerModels: workerOptions.models } : app.deps.config;
+      const wrapEngine = workerOptions.wrapEngine ?? options.wrapEngine;
+      platform.worker = await startWorker({ config, pool: app.deps.pool, logger: silentLogger }, wrapEngine ? { wrapEngine } : {});
+      return platform.worker;
+    },
+    async stopWorker() {
+      const worker = platform.worker;
+      platform.worker = null;
+      await worker?.stop();
+    },
+    async createKey(keyOptions = {}) {
+      const account = await createTestAccount(app.deps.pool, { subscription: keyOptions.subscription ?? "active" });
+      const created = await app.request("POST", "/api/v1/accounts/user/api-keys/create", { token: account.sessionToken, body: { name: "test key" } });
+      if (created.status !== 201) throw new Error(`key creation failed: ${created.status} ${created.text}`);
+      return { account, key: created.body.key as string, keyId: created.body.id as string };
+    },
+    openai(key, clientOptions = {}) {
+      return new OpenAI({ baseURL: `${app.baseUrl}/v1`, apiKey: key, maxRetries: clientOptions.maxRetries ?? 0, timeout: 60_000 });
+    },
+    async close() {
+      await platform.stopWorker();
+      await inference.close();
+      await app.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  if (options.startWorker !== false) await platform.startWorker();
+  return platform;
+}

@@ -1,0 +1,69 @@
+import { Worker, type Job } from "bullmq";
+import { CompletionJobSchema, type CompletionJob } from "../../src/messaging/completionJob.ts";
+import type { Redis } from "../../src/messaging/createRedis.ts";
+import type { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
+import type { Logger } from "../../src/observability/logger.ts";
+import type { CompletionJobRunner } from "./completionJobRunner.ts";
+
+/** Jobs one BullMQ fetch loop serves: BullMQ fetches a loop's jobs one after the other. */
+const JOBS_PER_FETCH_LOOP = 16;
+
+/**
+ * The BullMQ consumer of one model's queue: parses each job's data and hands it to the runner. A high
+ * concurrency is split over several BullMQ workers (each with its own sequential fetch loop), so a
+ * burst of jobs is taken up in parallel rather than one Redis round trip after the other.
+ */
+export class CompletionWorker {
+  readonly modelId: string;
+  readonly #workers: Worker<CompletionJob>[];
+
+  constructor(options: {
+    modelId: string;
+    redis: Redis;
+    keys: InferenceKeys;
+    concurrency: number;
+    runner: CompletionJobRunner;
+    logger: Logger;
+  }) {
+    this.modelId = options.modelId;
+    const { runner, logger } = options;
+    const loops = Math.max(1, Math.ceil(options.concurrency / JOBS_PER_FETCH_LOOP));
+    const perLoop = Math.ceil(options.concurrency / loops);
+    this.#workers = Array.from({ length: loops }, () => {
+      const worker = new Worker<CompletionJob>(
+        options.keys.queueName(options.modelId),
+        async (job: Job<CompletionJob>, _token?: string, signal?: AbortSignal) => {
+          const parsed = CompletionJobSchema.safeParse(job.data);
+          if (!parsed.success) {
+            logger.error("invalid job data", { jobId: job.id, issues: parsed.error.issues.slice(0, 3) });
+            throw new Error("invalid job data");
+          }
+          await runner.run(parsed.data, signal ?? new AbortController().signal);
+        },
+        {
+          connection: options.redis,
+          prefix: options.keys.prefix,
+          concurrency: perLoop,
+          autorun: false,
+          // A job whose worker died is not re-run: its client already saw part of the output.
+          maxStalledCount: 0,
+          removeOnComplete: { count: 0 },
+          removeOnFail: { age: 3600, count: 1000 },
+        },
+      );
+      worker.on("error", (error) => logger.warn("queue worker error", { model: options.modelId, error }));
+      return worker;
+    });
+  }
+
+  /** Starts consuming and resolves once the worker is connected. */
+  async start(): Promise<void> {
+    for (const worker of this.#workers) void worker.run().catch(() => undefined);
+    await Promise.all(this.#workers.map((w) => w.waitUntilReady()));
+  }
+
+  /** Stops taking jobs and waits for the running ones to finish. */
+  async close(): Promise<void> {
+    await Promise.all(this.#workers.map((w) => w.close()));
+  }
+}

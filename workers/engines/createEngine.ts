@@ -1,0 +1,36 @@
+import type { Config } from "../../src/config.ts";
+import type { RegisteredModel } from "../../src/models/registry/modelRegistry.ts";
+import { EmbeddedEngine } from "./embedded/embeddedEngine.ts";
+import type { Engine } from "./engine.ts";
+import { UpstreamEngine } from "./upstream/upstreamEngine.ts";
+
+/** Builds (loads) the engine adapter a registry entry names. */
+export async function createEngine(model: RegisteredModel, config: Pick<Config, "secretFromEnv">): Promise<Engine> {
+  const engine = model.engine;
+  if (engine.type === "embedded") {
+    return EmbeddedEngine.load({
+      modelPath: engine.path,
+      ...(engine.gpu === undefined ? {} : { gpu: engine.gpu }),
+      ...(engine.threads === undefined ? {} : { threads: engine.threads }),
+      ...(engine.contextLength === undefined ? {} : { contextSize: engine.contextLength }),
+      ...(engine.maxConcurrency === undefined ? {} : { maxConcurrency: engine.maxConcurrency }),
+    });
+  }
+  const apiKey = engine.apiKeyEnv ? config.secretFromEnv(engine.apiKeyEnv) : undefined;
+  const c = model.capabilities;
+  return new UpstreamEngine({
+    baseUrl: engine.baseUrl,
+    model: engine.model,
+    ...(apiKey ? { apiKey } : {}),
+    contextLength: model.context_length,
+    capabilities: {
+      chat: c.chat,
+      completions: c.completions,
+      embeddings: c.embeddings,
+      tools: c.tools,
+      jsonSchema: c.json_schema,
+      logprobs: c.logprobs,
+      reasoning: c.reasoning,
+    },
+  });
+}

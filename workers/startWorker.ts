@@ -1,0 +1,115 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { Config } from "../src/config.ts";
+import type { Pool } from "../src/db/createPool.ts";
+import { createRedis } from "../src/messaging/createRedis.ts";
+import { InferenceKeys } from "../src/messaging/inferenceKeys.ts";
+import { WorkerPresence } from "../src/messaging/workerPresence.ts";
+import { loadModelRegistry } from "../src/models/registry/loadModelRegistry.ts";
+import type { RegisteredModel } from "../src/models/registry/modelRegistry.ts";
+import type { Logger } from "../src/observability/logger.ts";
+import { CompletionJobRunner } from "./completion/completionJobRunner.ts";
+import { CompletionWorker } from "./completion/completionWorker.ts";
+import { CoalescingWindow } from "./completion/coalescingWindow.ts";
+import { DeltaPublisher } from "./completion/deltaPublisher.ts";
+import { UsageRecorder } from "./completion/usageRecorder.ts";
+import { WorkerHeartbeat } from "./completion/workerHeartbeat.ts";
+import { createEngine } from "./engines/createEngine.ts";
+import type { Engine } from "./engines/engine.ts";
+import { EngineSet } from "./engines/engineSet.ts";
+
+export type WorkerContext = { config: Config; pool: Pool; logger: Logger };
+
+export type WorkerOptions = {
+  /** Replaces the engine adapters (tests wrap the real engine to make it fail). */
+  wrapEngine?: (model: RegisteredModel, engine: Engine) => Engine;
+  workerId?: string;
+};
+
+export type RunningWorker = { workerId: string; modelIds: string[]; stop(): Promise<void> };
+
+/**
+ * The worker role: loads the registry, loads each engine it serves once (WORKER_MODELS, default all),
+ * consumes each model's queue, and heartbeats the models into Redis once it is ready to take jobs.
+ * stop(): leave first (so the API answers 503 at once), then finish the running jobs, then unload.
+ */
+export async function startWorker({ config, pool, logger }: WorkerContext, options: WorkerOptions = {}): Promise<RunningWorker> {
+  const registry = await loadModelRegistry(config.modelsConfigPath);
+  const wanted = config.workerModels;
+  const unknown = (wanted ?? []).filter((id) => !registry.get(id));
+  if (unknown.length) throw new Error(`WORKER_MODELS names models the registry does not have: ${unknown.join(", ")}`);
+  const models = registry.all().filter((m) => !wanted || wanted.includes(m.id));
+  const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const keys = new InferenceKeys(config.redisPrefix);
+  const redis = createRedis(config.redisUrl);
+  const deltaRedis = createRedis(config.redisUrl, { autoPipelining: true });
+  const window = new CoalescingWindow(config.deltaCoalesceMs);
+  const engines = new EngineSet((model) => createEngine(model, config));
+  const usage = new UsageRecorder(pool);
+  const workers: CompletionWorker[] = [];
+  const heartbeat = new WorkerHeartbeat({
+    presence: new WorkerPresence(redis, keys),
+    workerId,
+    modelIds: models.map((m) => m.id),
+    intervalMs: config.workerHeartbeatMs,
+    logger,
+  });
+  try {
+    for (const model of models) {
+      const loaded = await engines.engineFor(model);
+      const engine = options.wrapEngine ? options.wrapEngine(model, loaded) : loaded;
+      warnOnCapabilityMismatch(model, engine, logger);
+      const runner = new CompletionJobRunner({
+        model,
+        engine,
+        usage,
+        publisherFor: (completionId) =>
+          new DeltaPublisher(deltaRedis, keys, completionId, {
+            window,
+            replayTtlSeconds: config.deltaReplayTtlSeconds,
+            replayMaxLen: config.deltaReplayMaxLen,
+          }),
+        now: () => new Date(),
+        logger: logger.child({ model: model.id }),
+      });
+      const worker = new CompletionWorker({ modelId: model.id, redis, keys, concurrency: EngineSet.concurrencyOf(model), runner, logger });
+      workers.push(worker);
+      await worker.start();
+    }
+    await heartbeat.start();
+  } catch (error) {
+    await Promise.all(workers.map((w) => w.close()));
+    await engines.close();
+    redis.disconnect();
+    deltaRedis.disconnect();
+    throw error;
+  }
+  logger.info("worker ready", { workerId, models: models.map((m) => m.id) });
+  return {
+    workerId,
+    modelIds: models.map((m) => m.id),
+    async stop() {
+      await heartbeat.stop();
+      await Promise.all(workers.map((w) => w.close()));
+      await engines.close();
+      redis.disconnect();
+      deltaRedis.disconnect();
+    },
+  };
+}
+
+function warnOnCapabilityMismatch(model: RegisteredModel, engine: Engine, logger: Logger): void {
+  const has = engine.capabilities();
+  const c = model.capabilities;
+  const claimed: [string, boolean, boolean][] = [
+    ["chat", c.chat, has.chat],
+    ["completions", c.completions, has.chat],
+    ["embeddings", c.embeddings, has.embeddings],
+    ["tools", c.tools, has.tools],
+    ["json_schema", c.json_schema, has.jsonSchema],
+    ["logprobs", c.logprobs, has.logprobs],
+    ["reasoning", c.reasoning, has.reasoning],
+  ];
+  const missing = claimed.filter(([, declared, supported]) => declared && !supported).map(([name]) => name);
+  if (missing.length) logger.warn("the registry declares capabilities the engine does not have", { model: model.id, missing });
+}
