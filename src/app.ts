@@ -4,6 +4,8 @@ import type Router from "@koa/router";
 import type { AppDeps } from "./appDeps.ts";
 import { errorHandler } from "./http/errorHandler.ts";
 import { NotFoundError } from "./http/errors.ts";
+import { traceRequests } from "./http/traceRequests.ts";
+import { requestId } from "./http/requestId.ts";
 
 export type RouteFactory = (deps: AppDeps) => Router;
 
@@ -13,6 +15,8 @@ export type RouteFactory = (deps: AppDeps) => Router;
  */
 export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   const app = new Koa({ proxy: true });
+  app.use(requestId());
+  app.use(traceRequests());
   app.use(errorHandler(deps.logger));
   app.use(koaBody({ json: true, jsonStrict: true, jsonLimit: "4mb", multipart: false, urlencoded: false, text: false }));
   for (const factory of routeFactories) {

@@ -51,6 +51,17 @@ const EnvSchema = z.object({
   SESSION_TTL_HOURS: intFromEnv(24 * 7).refine((n) => n > 0, "must be positive"),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).optional().default("info"),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+  PROJECTOR_POLL_MS: intFromEnv(100).refine((n) => n >= 10, "must be at least 10"),
+  PROJECTOR_BATCH_SIZE: intFromEnv(200).refine((n) => n > 0, "must be positive"),
+  BUDGET_HOLD_MAX_AGE_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
+  BUDGET_SWEEP_INTERVAL_S: intFromEnv(60),
+  JOB_START_TIMEOUT_MS: intFromEnv(10_000).refine((n) => n > 0, "must be positive"),
+  JOB_IDLE_TIMEOUT_MS: intFromEnv(300_000).refine((n) => n > 0, "must be positive"),
+  WORKER_MODELS: z.string().optional(),
+  WORKER_HEARTBEAT_MS: intFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
+  DELTA_COALESCE_MS: intFromEnv(4),
+  DELTA_REPLAY_TTL_S: intFromEnv(600).refine((n) => n > 0, "must be positive"),
+  DELTA_REPLAY_MAXLEN: intFromEnv(20_000).refine((n) => n > 0, "must be positive"),
 });
 
 export type Config = {
@@ -65,6 +76,30 @@ export type Config = {
   sessionTtlMs: number;
   logLevel: "debug" | "info" | "warn" | "error";
   otlpEndpoint: string | undefined;
+  /** Projector: wait between polls of the event log when it has nothing new. */
+  projectorPollMs: number;
+  /** Projector: events applied per transaction. */
+  projectorBatchSize: number;
+  /** A budget hold older than this is released by the sweeper (its job is gone). Exceed the longest queue wait + run. */
+  budgetHoldMaxAgeMs: number;
+  /** How often the projector role sweeps orphaned holds; 0 disables the sweeper. */
+  budgetSweepIntervalMs: number;
+  /** How long the API waits for a worker to start a job before answering 503 model_unavailable (and removing the job). */
+  jobStartTimeoutMs: number;
+  /** How long a started job may stay silent (no delta) before the API gives up on it with api_error. */
+  jobIdleTimeoutMs: number;
+  /** Model ids this worker serves; undefined = every model of the registry. */
+  workerModels: string[] | undefined;
+  /** Worker heartbeat period; a worker counts as live for three periods after its last beat. */
+  workerHeartbeatMs: number;
+  /** Later deltas of a completion are batched for this long (the first one never waits). */
+  deltaCoalesceMs: number;
+  /** Expiry of a completion's replay stream in Redis. */
+  deltaReplayTtlSeconds: number;
+  /** Approximate cap on the entries of a completion's replay stream. */
+  deltaReplayMaxLen: number;
+  /** Reads an environment variable named by the model registry (an upstream engine's `apiKeyEnv`). */
+  secretFromEnv: (name: string) => string | undefined;
 };
 
 export class ConfigError extends Error {
@@ -94,5 +129,23 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     sessionTtlMs: e.SESSION_TTL_HOURS * 3600_000,
     logLevel: e.LOG_LEVEL,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
+    projectorPollMs: e.PROJECTOR_POLL_MS,
+    projectorBatchSize: e.PROJECTOR_BATCH_SIZE,
+    budgetHoldMaxAgeMs: e.BUDGET_HOLD_MAX_AGE_S * 1000,
+    budgetSweepIntervalMs: e.BUDGET_SWEEP_INTERVAL_S * 1000,
+    jobStartTimeoutMs: e.JOB_START_TIMEOUT_MS,
+    jobIdleTimeoutMs: e.JOB_IDLE_TIMEOUT_MS,
+    workerModels: parseList(e.WORKER_MODELS),
+    workerHeartbeatMs: e.WORKER_HEARTBEAT_MS,
+    deltaCoalesceMs: e.DELTA_COALESCE_MS,
+    deltaReplayTtlSeconds: e.DELTA_REPLAY_TTL_S,
+    deltaReplayMaxLen: e.DELTA_REPLAY_MAXLEN,
+    secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
   };
+}
+
+/** "a, b,c" -> ["a", "b", "c"]; empty or absent -> undefined. */
+function parseList(value: string | undefined): string[] | undefined {
+  const items = (value ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  return items.length ? items : undefined;
 }

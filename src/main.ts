@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "./config.ts";
 import { createLogger } from "./observability/logger.ts";
+import { startTelemetry } from "./observability/telemetry.ts";
 import { DependencyUnavailableError } from "./startup/checkDependencies.ts";
 import { ROLE_NAMES, startPlatform, type RoleName } from "./startup/startPlatform.ts";
 
@@ -15,6 +16,7 @@ async function main(): Promise<void> {
   }
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel, { service: "inference-platform" });
+  const telemetry = startTelemetry({ otlpEndpoint: config.otlpEndpoint });
   const platform = await startPlatform(config, roles, logger);
   let stopping = false;
   const stop = async (signal: string) => {
@@ -22,6 +24,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info("shutting down", { signal });
     await platform.stop();
+    await telemetry.shutdown();
     process.exit(0);
   };
   process.on("SIGINT", () => void stop("SIGINT"));

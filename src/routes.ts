@@ -1,5 +1,15 @@
 import type { RouteFactory } from "./app.ts";
+import { accountRoutes } from "./accounts/accountRoutes.ts";
+import { adminRoutes } from "./admin/adminRoutes.ts";
+import { inferenceAuthRoutes } from "./auth/inferenceAuthRoutes.ts";
 import { healthRoutes } from "./health/healthRoutes.ts";
+import { usageRoutes } from "./usage/report/usageRoutes.ts";
+import { apiKeyRoutes } from "./keys/apiKeyRoutes.ts";
+import { modelsRoutes } from "./models/modelsRoutes.ts";
+import { inferenceRoutes } from "./inference/inferenceRoutes.ts";
 
-/** Every slice's router, in the order they are mounted. */
-export const routeFactories: RouteFactory[] = [healthRoutes];
+/**
+ * Every slice's router, in the order they are mounted. inferenceAuthRoutes guards every `/v1` path:
+ * keep it before any router that serves `/v1/*`.
+ */
+export const routeFactories: RouteFactory[] = [healthRoutes, accountRoutes, adminRoutes, apiKeyRoutes, inferenceAuthRoutes, modelsRoutes, inferenceRoutes, usageRoutes];

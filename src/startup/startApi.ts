@@ -1,14 +1,20 @@
 import { createServer, type Server } from "node:http";
 import { createApp } from "../app.ts";
 import type { AppDeps } from "../appDeps.ts";
+import { ApiKeyAuth } from "../auth/apiKeyAuth.ts";
 import { systemClock } from "../clock.ts";
 import { createRedis } from "../messaging/createRedis.ts";
+import { createInferenceServices } from "../inference/inferenceServices.ts";
+import { loadModelRegistry } from "../models/registry/loadModelRegistry.ts";
 import { routeFactories } from "../routes.ts";
 import type { RoleContext, RunningRole } from "./startPlatform.ts";
 
 export async function startApi({ config, pool, logger }: RoleContext): Promise<RunningRole> {
   const redis = createRedis(config.redisUrl);
-  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger };
+  const keyAuth = new ApiKeyAuth({ pool, redis, redisPrefix: config.redisPrefix, logger });
+  await keyAuth.start();
+  const inference = createInferenceServices({ config, redis }, await loadModelRegistry(config.modelsConfigPath));
+  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, keyAuth, inference };
   const app = createApp(deps, routeFactories);
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
@@ -21,6 +27,8 @@ export async function startApi({ config, pool, logger }: RoleContext): Promise<R
     async stop() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
+      await keyAuth.stop();
+      await inference.close();
       redis.disconnect();
     },
   };

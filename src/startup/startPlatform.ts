@@ -5,8 +5,10 @@ import { migrate } from "../db/migrate.ts";
 import type { Logger } from "../observability/logger.ts";
 import { checkPostgres, checkRedis } from "./checkDependencies.ts";
 import { startApi } from "./startApi.ts";
+import { startWorker } from "../../workers/startWorker.ts";
+import { startProjector } from "../../projections/startProjector.ts";
 
-export const ROLE_NAMES = ["api"] as const;
+export const ROLE_NAMES = ["api", "worker", "projector"] as const;
 export type RoleName = (typeof ROLE_NAMES)[number];
 
 export type RoleContext = { config: Config; pool: Pool; logger: Logger };
@@ -15,6 +17,8 @@ type RoleStarter = (context: RoleContext) => Promise<RunningRole>;
 
 const STARTERS: Record<RoleName, RoleStarter> = {
   api: startApi,
+  worker: (context) => startWorker(context),
+  projector: startProjector,
 };
 
 export type RunningPlatform = { stop(): Promise<void> };

@@ -1,13 +1,15 @@
+/** A model's prices as the model registry holds them: integer micro-CHF per million tokens. */
+export type ModelPrices = { inputMicroChfPerMillion: number; outputMicroChfPerMillion: number };
+
 /**
- * Cost of one request in integer micro-CHF: tokens x CHF per million tokens, rounded half-up to the
- * micro-CHF once per request. CHF per million tokens equals micro-CHF per token, so the exact value is
- * promptTokens * inputPrice + completionTokens * outputPrice micro-CHF; prices may have decimals,
- * so compute in integer nano-units to avoid float drift before the single rounding.
+ * The one cost function: the cost of one request in integer micro-CHF. Prices are integer micro-CHF
+ * per million tokens, so tokens x price is exact in micro-CHF x 1e-6; the sum is rounded half-up to the
+ * micro-CHF once per request. Reasoning tokens are part of completionTokens (output price);
+ * embeddings pass completionTokens 0.
  */
-export function costMicroChf(promptTokens: number, completionTokens: number, inputChfPerMillion: number, outputChfPerMillion: number): number {
-  const SCALE = 1_000_000n; // price decimals kept: up to 6
-  const inPrice = BigInt(Math.round(inputChfPerMillion * 1_000_000));
-  const outPrice = BigInt(Math.round(outputChfPerMillion * 1_000_000));
-  const scaled = BigInt(promptTokens) * inPrice + BigInt(completionTokens) * outPrice; // micro-CHF x SCALE
-  return Number((scaled + SCALE / 2n) / SCALE);
+export function costMicroChf(usage: { promptTokens: number; completionTokens: number }, prices: ModelPrices): number {
+  const scaled =
+    BigInt(usage.promptTokens) * BigInt(prices.inputMicroChfPerMillion) +
+    BigInt(usage.completionTokens) * BigInt(prices.outputMicroChfPerMillion);
+  return Number((scaled + 500_000n) / 1_000_000n);
 }

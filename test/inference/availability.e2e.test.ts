@@ -126,6 +126,19 @@ describe("availability and failures: 503 model_unavailable, 500 api_error, disco
       expect(thrown).toBeInstanceOf(OpenAI.APIError);
       expect(platform.tiny.greedyReply.startsWith(text)).toBe(true);
       expect(text.length).toBeGreaterThan(0);
+
+      // Tokens generated before the failure are charged: both failed streams recorded their prompt and output.
+      const charged = await eventually(async () => {
+        const rows = await platform.deps.pool.query<{ data: { outcome: string; promptTokens: number; completionTokens: number; costMicroChf: number } }>(
+          "SELECT data FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'outcome' = 'failed' AND (data->>'completionTokens')::int > 0",
+        );
+        return rows.rows.length === 2 ? rows.rows : undefined;
+      });
+      for (const { data } of charged) {
+        expect(data.promptTokens).toBeGreaterThan(0);
+        expect(data.completionTokens).toBeGreaterThanOrEqual(1);
+        expect(data.completionTokens).toBeLessThanOrEqual(3);
+      }
     } finally {
       await platform.stopWorker();
     }
@@ -151,7 +164,7 @@ describe("availability and failures: 503 model_unavailable, 500 api_error, disco
         return found.length ? found : undefined;
       });
       expect(events).toHaveLength(1);
-      expect(events[0]!.data.outcome).toBe("completed");
+      expect(events[0]!.data.outcome).toBe("finished");
       expect(events[0]!.data.completionTokens).toBeGreaterThan(0);
       await eventually(async () => (platform.inference.subscriber.listening === 0 ? true : undefined));
     } finally {

@@ -56,7 +56,7 @@ describe("POST /v1/chat/completions through the queue, worker and embedded engin
       completionTokens: usage.completion_tokens,
       reasoningTokens: 0,
       priceTableVersion: "test-1",
-      outcome: "completed",
+      outcome: "finished",
     });
     // 0.5 CHF/M in, 1.5 CHF/M out, rounded half-up once
     expect(event.data.costMicroChf).toBe(Math.floor((usage.prompt_tokens * 500_000 + usage.completion_tokens * 1_500_000 + 500_000) / 1_000_000));

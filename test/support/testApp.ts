@@ -2,8 +2,11 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp, type RouteFactory } from "../../src/app.ts";
 import type { AppDeps } from "../../src/appDeps.ts";
+import { ApiKeyAuth, type ApiKeyAuthOptions } from "../../src/auth/apiKeyAuth.ts";
 import type { Clock } from "../../src/clock.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
+import { createPool } from "../../src/db/createPool.ts";
+import { createRedis } from "../../src/messaging/createRedis.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { routeFactories } from "../../src/routes.ts";
 import { createTestDatabase, type TestDatabase } from "./testDatabase.ts";
@@ -25,10 +28,19 @@ export type TestResponse = { status: number; headers: Headers; body: any; text: 
 
 /** The real Koa app on an ephemeral port, with a fresh database and a unique Redis prefix. */
 export async function startTestApp(
-  options: { routes?: RouteFactory[]; clock?: Clock; env?: Record<string, string>; configure?: (config: Config) => Config } = {},
+  options: {
+    routes?: RouteFactory[];
+    clock?: Clock;
+    env?: Record<string, string>;
+    configure?: (config: Config) => Config;
+    /** Cache TTL / last-used flush interval of this app's ApiKeyAuth. */
+    keyAuth?: Pick<ApiKeyAuthOptions, "cacheTtlMs" | "lastUsedFlushIntervalMs">;
+    /** A second API instance on the same database and Redis prefix as `shareWith` (own pool, Redis, cache). */
+    shareWith?: TestApp;
+  } = {},
 ): Promise<TestApp> {
-  const db = await createTestDatabase();
-  const testRedis = await createTestRedis();
+  const db = options.shareWith ? sharedDatabase(options.shareWith.db) : await createTestDatabase();
+  const testRedis = options.shareWith ? sharedRedis(options.shareWith.testRedis) : await createTestRedis();
   let config = loadConfig({
     DATABASE_URL: db.url,
     REDIS_URL: TEST_REDIS_URL,
@@ -38,12 +50,15 @@ export async function startTestApp(
     ...options.env,
   });
   if (options.configure) config = options.configure(config);
+  const keyAuth = new ApiKeyAuth({ pool: db.pool, redis: testRedis.redis, redisPrefix: config.redisPrefix, logger: silentLogger, ...options.keyAuth });
+  await keyAuth.start();
   const deps: AppDeps = {
     config,
     pool: db.pool,
     redis: testRedis.redis,
     clock: options.clock ?? { now: () => new Date() },
     logger: silentLogger,
+    keyAuth,
   };
   const app = createApp(deps, options.routes ?? routeFactories);
   const server: Server = createServer(app.callback());
@@ -76,8 +91,19 @@ export async function startTestApp(
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await keyAuth.stop();
       await testRedis.close();
       await db.drop();
     },
   };
+}
+
+function sharedDatabase(db: TestDatabase): TestDatabase {
+  const pool = createPool(db.url, 20);
+  return { name: db.name, url: db.url, pool, drop: () => pool.end() };
+}
+
+function sharedRedis(other: TestRedis): TestRedis {
+  const redis = createRedis(TEST_REDIS_URL);
+  return { redis, prefix: other.prefix, close: async () => redis.disconnect() };
 }

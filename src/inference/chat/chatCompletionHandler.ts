@@ -1,5 +1,6 @@
 import type { Context } from "koa";
 import type { AppDeps } from "../../appDeps.ts";
+import { admitWithHold } from "../../usage/budget/admitWithHold.ts";
 import { newCompletionId } from "../completionId.ts";
 import { nullIfReleased } from "../run/inferenceGateway.ts";
 import { collectReply } from "../run/collectReply.ts";
@@ -23,16 +24,19 @@ export function chatCompletionHandler(deps: AppDeps) {
     const completionId = newCompletionId("chatcmpl");
     const created = Math.floor(deps.clock.now().getTime() / 1000);
     const traceparent = currentTraceparent();
-    const job = await inference.gateway.start({
-      completionId,
-      endpoint: "chat.completions",
-      model: model.id,
-      accountId: principal.accountId,
-      keyId: principal.keyId,
-      created,
-      ...(traceparent ? { traceparent } : {}),
-      work: { kind: "chat", request },
-    });
+    // Admission: hold the worst-case cost on the monthly budget (429 / 402), released if the job never runs.
+    const job = await admitWithHold(deps, { completionId, accountId: principal.accountId, work: { kind: "chat", request }, model }, () =>
+      inference.gateway.start({
+        completionId,
+        endpoint: "chat.completions",
+        model: model.id,
+        accountId: principal.accountId,
+        keyId: principal.keyId,
+        created,
+        ...(traceparent ? { traceparent } : {}),
+        work: { kind: "chat", request },
+      }),
+    );
     const head = { id: completionId, created, model: model.id, reasoning: model.capabilities.reasoning };
     if (body.stream === true) {
       const includeUsage = body.stream_options?.include_usage === true;

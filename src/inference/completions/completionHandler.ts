@@ -1,5 +1,6 @@
 import type { Context } from "koa";
 import type { AppDeps } from "../../appDeps.ts";
+import { admitWithHold } from "../../usage/budget/admitWithHold.ts";
 import { InvalidRequestError } from "../../http/errors.ts";
 import type { EngineChatRequest } from "../../messaging/engineRequestSchemas.ts";
 import { newCompletionId } from "../completionId.ts";
@@ -45,16 +46,19 @@ export function completionHandler(deps: AppDeps) {
     const completionId = newCompletionId("cmpl");
     const created = Math.floor(deps.clock.now().getTime() / 1000);
     const traceparent = currentTraceparent();
-    const job = await inference.gateway.start({
-      completionId,
-      endpoint: "completions",
-      model: model.id,
-      accountId: principal.accountId,
-      keyId: principal.keyId,
-      created,
-      ...(traceparent ? { traceparent } : {}),
-      work: { kind: "chat", request },
-    });
+    // Admission: hold the worst-case cost on the monthly budget (429 / 402), released if the job never runs.
+    const job = await admitWithHold(deps, { completionId, accountId: principal.accountId, work: { kind: "chat", request }, model }, () =>
+      inference.gateway.start({
+        completionId,
+        endpoint: "completions",
+        model: model.id,
+        accountId: principal.accountId,
+        keyId: principal.keyId,
+        created,
+        ...(traceparent ? { traceparent } : {}),
+        work: { kind: "chat", request },
+      }),
+    );
     const head = { id: completionId, created, model: model.id };
     if (body.stream === true) {
       const includeUsage = body.stream_options?.include_usage === true;

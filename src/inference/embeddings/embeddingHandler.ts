@@ -1,5 +1,6 @@
 import type { Context } from "koa";
 import type { AppDeps } from "../../appDeps.ts";
+import { admitWithHold } from "../../usage/budget/admitWithHold.ts";
 import { newCompletionId } from "../completionId.ts";
 import { nullIfReleased } from "../run/inferenceGateway.ts";
 import { collectEmbeddings } from "../run/collectReply.ts";
@@ -18,16 +19,19 @@ export function embeddingHandler(deps: AppDeps) {
     const principal = principalOf(ctx);
     const completionId = newCompletionId("embd");
     const traceparent = currentTraceparent();
-    const job = await inference.gateway.start({
-      completionId,
-      endpoint: "embeddings",
-      model: model.id,
-      accountId: principal.accountId,
-      keyId: principal.keyId,
-      created: Math.floor(deps.clock.now().getTime() / 1000),
-      ...(traceparent ? { traceparent } : {}),
-      work: { kind: "embeddings", input },
-    });
+    // Admission: hold the worst-case cost on the monthly budget (429 / 402), released if the job never runs.
+    const job = await admitWithHold(deps, { completionId, accountId: principal.accountId, work: { kind: "embeddings", input }, model }, () =>
+      inference.gateway.start({
+        completionId,
+        endpoint: "embeddings",
+        model: model.id,
+        accountId: principal.accountId,
+        keyId: principal.keyId,
+        created: Math.floor(deps.clock.now().getTime() / 1000),
+        ...(traceparent ? { traceparent } : {}),
+        work: { kind: "embeddings", input },
+      }),
+    );
     ctx.res.on("close", () => {
       if (!ctx.res.writableFinished) job.release();
     });

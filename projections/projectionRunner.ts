@@ -1,0 +1,138 @@
+import type { Pool, PoolClient } from "../src/db/createPool.ts";
+import { positionOf, readAll } from "../src/eventStore/readAll.ts";
+import type { Logger } from "../src/observability/logger.ts";
+import { advanceCheckpoint, readCheckpoint } from "./checkpoint.ts";
+import type { Projection } from "./projection.ts";
+
+export type ProjectionRunnerOptions = {
+  pool: Pool;
+  logger: Logger;
+  projections: Projection[];
+  /** Events per transaction. */
+  batchSize: number;
+  /** Wait between polls when the log has nothing new (and between lock attempts while standing by). */
+  pollIntervalMs: number;
+};
+
+/** First key of the two-key advisory locks held by active projection instances (second: hashtext(name)). */
+const PROJECTION_LOCK_SPACE = 727_100;
+
+/**
+ * Follows the event log and keeps each projection's read model up to date.
+ *
+ * - One loop per projection. A loop first takes the projection's PostgreSQL advisory lock on a dedicated
+ *   connection (pg_try_advisory_lock): one instance is active per projection, the others stand by and
+ *   retry every poll interval; if the active one dies its connection closes, the lock is freed and a
+ *   stand-by takes over.
+ * - The active loop reads the log after its checkpoint with the gap-safe reader (readAll: ordered by
+ *   (transaction_id, global_position), only transactions older than every one still in flight), applies
+ *   the batch and moves the checkpoint with compare-and-set, all in ONE transaction on the locked
+ *   connection: a crash at any moment leaves either the whole batch with its checkpoint or neither, so
+ *   every event is applied exactly once.
+ * - It polls (every pollIntervalMs when idle, immediately while there is a backlog). No LISTEN/NOTIFY:
+ *   a NOTIFY per append would serialise every committing transaction on the notification queue lock,
+ *   and one indexed query per poll interval is cheap; the default 100 ms keeps read models well within
+ *   a second of the log.
+ */
+export class ProjectionRunner {
+  readonly #options: ProjectionRunnerOptions;
+  readonly #stop = new AbortController();
+  #loops: Promise<void>[] = [];
+
+  constructor(options: ProjectionRunnerOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    if (this.#loops.length) return;
+    this.#loops = this.#options.projections.map((projection) => this.#run(projection));
+  }
+
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await Promise.all(this.#loops);
+    this.#loops = [];
+  }
+
+  /**
+   * Applies at most one batch of new events to the projection on `client` (which should hold the
+   * projection's lock). Returns the number of events read (0: caught up, or lost a race and rolled back).
+   */
+  async step(client: PoolClient, projection: Projection): Promise<number> {
+    await client.query("BEGIN");
+    try {
+      const from = await readCheckpoint(client, projection.name);
+      const events = await readAll(client, from, this.#options.batchSize);
+      if (events.length === 0) {
+        await client.query("COMMIT");
+        return 0;
+      }
+      for (const event of events) await projection.apply(client, event);
+      if (!(await advanceCheckpoint(client, projection.name, from, positionOf(events.at(-1)!)))) {
+        await client.query("ROLLBACK");
+        return 0;
+      }
+      await client.query("COMMIT");
+      return events.length;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async #run(projection: Projection): Promise<void> {
+    const { pool, logger, pollIntervalMs } = this.#options;
+    const log = logger.child({ projection: projection.name });
+    const signal = this.#stop.signal;
+    const onConnectionError = (error: Error) => log.warn("projection connection lost", { error });
+    while (!signal.aborted) {
+      let client: PoolClient | null = null;
+      try {
+        client = await pool.connect();
+        // A checked-out client whose connection drops emits 'error'; without a listener that would crash
+        // the process. The next query fails too and the catch below recovers.
+        client.on("error", onConnectionError);
+        const locked = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked", [
+          PROJECTION_LOCK_SPACE,
+          projection.name,
+        ]);
+        if (!locked.rows[0]!.locked) {
+          client.off("error", onConnectionError);
+          client.release();
+          client = null;
+          await sleep(pollIntervalMs, signal);
+          continue;
+        }
+        log.info("projection active");
+        while (!signal.aborted) {
+          const applied = await this.step(client, projection);
+          if (applied === 0) await sleep(pollIntervalMs, signal);
+        }
+        await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [PROJECTION_LOCK_SPACE, projection.name]);
+        client.off("error", onConnectionError);
+        client.release();
+        client = null;
+      } catch (error) {
+        log.error("projection failed; retrying", { error: error as Error });
+        // Destroy the connection: a broken one must not return to the pool, and closing it frees the lock.
+        client?.off("error", onConnectionError);
+        client?.release(error as Error);
+        client = null;
+        await sleep(Math.max(pollIntervalMs, 1000), signal);
+      }
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

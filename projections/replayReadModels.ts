@@ -1,0 +1,144 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { AccountEventSchema } from "../src/accounts/domain/accountEvents.ts";
+import { projectAccountRow } from "../src/accounts/projectAccountRow.ts";
+import type { Pool, PoolClient } from "../src/db/createPool.ts";
+import { recordedEventFromRow, EVENT_COLUMNS, type EventRow } from "../src/eventStore/recordedEventFromRow.ts";
+import type { LogPosition } from "../src/eventStore/readAll.ts";
+import type { RecordedEvent } from "../src/eventStore/types.ts";
+import { projectKeyRows } from "../src/keys/projectKeyRows.ts";
+import { billingPeriod } from "../src/usage/budget/billingPeriod.ts";
+import { readCheckpoint } from "./checkpoint.ts";
+import type { Projection } from "./projection.ts";
+import { usageRecordedFrom } from "./usageRecordedFrom.ts";
+
+export type ModelDifference = {
+  model: string;
+  liveRows: number;
+  rebuiltRows: number;
+  /** Rows in the live table that the rebuild does not have (up to `sampleSize`). */
+  onlyLive: Record<string, unknown>[];
+  /** Rows of the rebuild that the live table does not have (up to `sampleSize`). */
+  onlyRebuilt: Record<string, unknown>[];
+};
+
+export type ReplayReport = { eventsRead: number; models: ModelDifference[]; differences: number };
+
+/** An inline read model (updated in the same transaction as its events) and the columns derived from events. */
+type InlineModel = { table: string; columns: string[]; apply: (db: PoolClient, event: RecordedEvent) => Promise<void> };
+
+const INLINE_MODELS: InlineModel[] = [
+  {
+    table: "rm_accounts",
+    columns: ["account_id", "email", "subscription_status", "monthly_budget_micro_chf", "created_at"],
+    apply: async (db, event) => {
+      const parsed = AccountEventSchema.safeParse({ type: event.type, data: event.data });
+      if (parsed.success) await projectAccountRow(db, parsed.data);
+    },
+  },
+  {
+    table: "rm_keys",
+    columns: ["key_id", "account_id", "name", "key_hash", "last4", "status", "created_at", "revoked_at"],
+    apply: async (db, event) => {
+      const parsed = AccountEventSchema.safeParse({ type: event.type, data: event.data });
+      if (parsed.success) await projectKeyRows(db, parsed.data);
+    },
+  },
+];
+
+const compareKey = (p: LogPosition) => [BigInt(p.transactionId), BigInt(p.globalPosition)] as const;
+function atOrBefore(event: RecordedEvent, checkpoint: LogPosition): boolean {
+  const [et, eg] = compareKey({ transactionId: event.transactionId, globalPosition: event.globalPosition });
+  const [ct, cg] = compareKey(checkpoint);
+  return et < ct || (et === ct && eg <= cg);
+}
+
+/**
+ * Rebuilds every read model from the event log into fresh tables of a scratch schema and compares them
+ * with the live ones. Everything happens in ONE repeatable-read transaction that is rolled back at the
+ * end (nothing is left behind), so the live tables, the checkpoints and the log are read at one instant:
+ * - projected models (projections/) are rebuilt from the events up to their live checkpoint;
+ * - inline models (rm_accounts, rm_keys) from every account event, compared on their event-derived columns;
+ * - rm_budget.spent_micro_chf equals the sum of UsageRecorded costs per account and billing period
+ *   (UTC month of finishedAt); held and budget are not history and are not compared.
+ */
+export async function replayReadModels(pool: Pool, projections: Projection[], options: { sampleSize?: number; batchSize?: number } = {}): Promise<ReplayReport> {
+  const sampleSize = options.sampleSize ?? 20;
+  const batchSize = options.batchSize ?? 1000;
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ WRITE");
+    const live = (await client.query<{ s: string }>("SELECT current_schema() AS s")).rows[0]!.s;
+    const checkpoints = new Map<string, LogPosition>();
+    for (const p of projections) checkpoints.set(p.name, await readCheckpoint(client, p.name));
+
+    const scratch = `replay_${randomBytes(6).toString("hex")}`;
+    const q = (schema: string, table: string) => `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`;
+    await client.query(`CREATE SCHEMA ${pg.escapeIdentifier(scratch)}`);
+    const tables = [...projections.flatMap((p) => p.tables), ...INLINE_MODELS.map((m) => m.table)];
+    for (const table of tables) await client.query(`CREATE TABLE ${q(scratch, table)} (LIKE ${q(live, table)} INCLUDING ALL)`);
+    await client.query(`CREATE TABLE ${q(scratch, "budget_spent")} (account_id uuid, period_start date, spent_micro_chf bigint, PRIMARY KEY (account_id, period_start))`);
+    await client.query(`SET LOCAL search_path = ${pg.escapeIdentifier(scratch)}, ${pg.escapeIdentifier(live)}`);
+
+    let eventsRead = 0;
+    let after: LogPosition = { transactionId: "0", globalPosition: "0" };
+    for (;;) {
+      const rows = await client.query<EventRow>(
+        `SELECT ${EVENT_COLUMNS} FROM ${q(live, "es_events")}
+          WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)
+          ORDER BY transaction_id, global_position LIMIT $3`,
+        [after.transactionId, after.globalPosition, batchSize],
+      );
+      if (rows.rows.length === 0) break;
+      for (const row of rows.rows) {
+        const event = recordedEventFromRow(row);
+        eventsRead++;
+        for (const p of projections) if (atOrBefore(event, checkpoints.get(p.name)!)) await p.apply(client, event);
+        for (const m of INLINE_MODELS) await m.apply(client, event);
+        const usage = usageRecordedFrom(event);
+        if (usage) {
+          await client.query(
+            `INSERT INTO ${q(scratch, "budget_spent")} AS b VALUES ($1::uuid, $2::date, $3::bigint)
+             ON CONFLICT (account_id, period_start) DO UPDATE SET spent_micro_chf = b.spent_micro_chf + EXCLUDED.spent_micro_chf`,
+            [usage.accountId, billingPeriod(new Date(usage.finishedAt)).start, usage.costMicroChf],
+          );
+        }
+        after = { transactionId: event.transactionId, globalPosition: event.globalPosition };
+      }
+    }
+
+    const checks: { model: string; live: string; rebuilt: string }[] = [
+      ...projections.flatMap((p) => p.tables.map((t) => ({ model: t, live: `SELECT * FROM ${q(live, t)}`, rebuilt: `SELECT * FROM ${q(scratch, t)}` }))),
+      ...INLINE_MODELS.map((m) => {
+        const cols = m.columns.map((c) => pg.escapeIdentifier(c)).join(", ");
+        return { model: m.table, live: `SELECT ${cols} FROM ${q(live, m.table)}`, rebuilt: `SELECT ${cols} FROM ${q(scratch, m.table)}` };
+      }),
+      {
+        model: "rm_budget.spent_micro_chf",
+        live: `SELECT account_id, period_start, spent_micro_chf FROM ${q(live, "rm_budget")} WHERE spent_micro_chf <> 0`,
+        rebuilt: `SELECT account_id, period_start, spent_micro_chf FROM ${q(scratch, "budget_spent")} WHERE spent_micro_chf <> 0`,
+      },
+    ];
+    const models: ModelDifference[] = [];
+    for (const check of checks) models.push(await compare(client, check, sampleSize));
+    return { eventsRead, models, differences: models.filter((m) => m.onlyLive.length || m.onlyRebuilt.length).length };
+  } finally {
+    await client.query("ROLLBACK").catch(() => undefined);
+    client.release();
+  }
+}
+
+async function compare(client: PoolClient, check: { model: string; live: string; rebuilt: string }, sampleSize: number): Promise<ModelDifference> {
+  const count = async (sql: string) => Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM (${sql}) x`)).rows[0]!.n);
+  const diff = async (a: string, b: string) =>
+    (await client.query<{ row: Record<string, unknown> }>(`SELECT to_jsonb(d) AS row FROM ((${a}) EXCEPT ALL (${b})) d LIMIT $1`, [sampleSize])).rows.map(
+      (r) => r.row,
+    );
+  return {
+    model: check.model,
+    liveRows: await count(check.live),
+    rebuiltRows: await count(check.rebuilt),
+    onlyLive: await diff(check.live, check.rebuilt),
+    onlyRebuilt: await diff(check.rebuilt, check.live),
+  };
+}

@@ -1,0 +1,35 @@
+import { systemClock } from "../src/clock.ts";
+import type { RoleContext, RunningRole } from "../src/startup/startPlatform.ts";
+import { HoldSweeper } from "../src/usage/budget/holdSweeper.ts";
+import { allProjections } from "./allProjections.ts";
+import { ProjectionRunner } from "./projectionRunner.ts";
+
+/**
+ * The projector role: runs every projection (one active instance per projection across processes,
+ * the others stand by) and the sweeper of orphaned budget holds.
+ */
+export async function startProjector({ config, pool, logger }: RoleContext): Promise<RunningRole> {
+  const runner = new ProjectionRunner({
+    pool,
+    logger,
+    projections: allProjections,
+    batchSize: config.projectorBatchSize,
+    pollIntervalMs: config.projectorPollMs,
+  });
+  const sweeper = new HoldSweeper({
+    pool,
+    clock: systemClock,
+    logger,
+    maxHoldAgeMs: config.budgetHoldMaxAgeMs,
+    intervalMs: config.budgetSweepIntervalMs,
+  });
+  runner.start();
+  sweeper.start();
+  logger.info("projector started", { projections: allProjections.map((p) => p.name) });
+  return {
+    async stop() {
+      await sweeper.stop();
+      await runner.stop();
+    },
+  };
+}

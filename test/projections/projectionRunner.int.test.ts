@@ -1,0 +1,109 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { silentLogger } from "../../src/observability/logger.ts";
+import { settleUsage } from "../../src/usage/budget/settleUsage.ts";
+import type { UsageRecorded } from "../../src/usage/usageRecordedEvent.ts";
+import { allProjections } from "../../projections/allProjections.ts";
+import { readCheckpoint } from "../../projections/checkpoint.ts";
+import { ProjectionRunner } from "../../projections/projectionRunner.ts";
+import { replayReadModels } from "../../projections/replayReadModels.ts";
+import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+import { createBudgetedAccount, usageEvent } from "../usage/usageFixtures.ts";
+import { eventually, expectedUsage, liveUsage } from "./usageExpectations.ts";
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+const runner = () => new ProjectionRunner({ pool: db.pool, logger: silentLogger, projections: allProjections, batchSize: 7, pollIntervalMs: 20 });
+
+describe("projection runner", () => {
+  it("projects UsageRecorded into the key and account read models, with the figures a hand computation gives", async () => {
+    const accountId = await createBudgetedAccount(db.pool, 1_000_000);
+    const keyA = randomUUID();
+    const keyB = randomUUID();
+    // Two keys, two models, two days (one event just before midnight UTC, one just after).
+    const events: UsageRecorded["data"][] = [
+      usageEvent({ accountId, keyId: keyA, model: "m1", promptTokens: 12, completionTokens: 30, reasoningTokens: 5, costMicroChf: 41, finishedAt: "2025-05-01T10:00:00.000Z" }).data,
+      usageEvent({ accountId, keyId: keyA, model: "m1", promptTokens: 8, completionTokens: 2, reasoningTokens: 0, costMicroChf: 7, finishedAt: "2025-05-01T23:59:59.999Z" }).data,
+      usageEvent({ accountId, keyId: keyA, model: "m2", promptTokens: 100, completionTokens: 0, reasoningTokens: 0, costMicroChf: 10, finishedAt: "2025-05-02T00:00:00.000Z", endpoint: "embeddings" }).data,
+      usageEvent({ accountId, keyId: keyB, model: "m1", promptTokens: 3, completionTokens: 4, reasoningTokens: 1, costMicroChf: 1, finishedAt: "2025-05-01T12:00:00.000Z", outcome: "cancelled" }).data,
+    ];
+    const r = runner();
+    r.start();
+    try {
+      for (const data of events) await settleUsage(db.pool, { type: "UsageRecorded", data });
+      const expected = expectedUsage(events);
+      // Hand computation of the key read model, written out.
+      expect(expected.keyDays.find((k) => k.key_id === keyA && k.day === "2025-05-01")).toMatchObject({
+        requests: 2, prompt_tokens: 20, completion_tokens: 32, reasoning_tokens: 5, cost_micro_chf: 48, last_used_at: "2025-05-01T23:59:59.999Z",
+      });
+      const appended = Date.now();
+      expect(await eventually(async () => JSON.stringify(await liveUsage(db.pool, [accountId])) === JSON.stringify(expected))).toBe(true);
+      // No timing assertion; the latency is only reported.
+      process.stdout.write(`usage visible in read models ${Date.now() - appended} ms after the last append\n`);
+      expect(await liveUsage(db.pool, [accountId])).toEqual(expected);
+      // (keyA, 05-01, m1) x2, (keyA, 05-02, m2), (keyB, 05-01, m1)
+      expect(expected.accountDays).toHaveLength(3);
+      expect(expected.accountDays.find((a) => a.key_id === keyA && a.model === "m1")).toMatchObject({ requests: 2, cost_micro_chf: 48 });
+    } finally {
+      await r.stop();
+    }
+  });
+
+  it("runs one active instance per projection; a stand-by takes over when it stops, and nothing is applied twice", async () => {
+    const accountId = await createBudgetedAccount(db.pool, 1_000_000);
+    const first = runner();
+    const second = runner();
+    first.start();
+    second.start();
+    const events: UsageRecorded["data"][] = [];
+    try {
+      for (let i = 0; i < 40; i++) {
+        const e = usageEvent({ accountId, keyId: i % 2 ? "k-odd" : "k-even", model: `m${i % 3}`, promptTokens: i, completionTokens: 2 * i, costMicroChf: i + 1 }).data;
+        events.push(e);
+        await settleUsage(db.pool, { type: "UsageRecorded", data: e });
+        if (i === 20) await first.stop(); // whichever was active, the other one goes on (or already was)
+      }
+      const expected = expectedUsage(events);
+      expect(await eventually(async () => JSON.stringify(await liveUsage(db.pool, [accountId])) === JSON.stringify(expected))).toBe(true);
+      // Only one holder of each projection lock at a time.
+      const locks = await db.pool.query(
+        `SELECT count(*)::int AS n FROM pg_locks
+          WHERE locktype = 'advisory' AND classid = 727100 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      );
+      expect(locks.rows[0].n).toBeLessThanOrEqual(allProjections.length);
+    } finally {
+      await first.stop();
+      await second.stop();
+    }
+    for (const p of allProjections) expect((await readCheckpoint(db.pool, p.name)).globalPosition).not.toBe("0");
+  });
+
+  it("rebuilds every read model from the log equal to the live ones, and reports a tampered row", async () => {
+    const report = await replayReadModels(db.pool, allProjections);
+    expect(report.eventsRead).toBeGreaterThan(40);
+    expect(report.models.map((m) => m.model)).toEqual([
+      "rm_key_usage_daily", "rm_account_usage_daily", "rm_accounts", "rm_keys", "rm_budget.spent_micro_chf",
+    ]);
+    expect(report.models.filter((m) => m.onlyLive.length || m.onlyRebuilt.length)).toEqual([]);
+    expect(report.differences).toBe(0);
+    expect(report.models.find((m) => m.model === "rm_key_usage_daily")!.liveRows).toBeGreaterThan(0);
+
+    await db.pool.query("UPDATE rm_account_usage_daily SET cost_micro_chf = cost_micro_chf + 1 WHERE key_id = 'k-odd' AND model = 'm1'");
+    const tampered = await replayReadModels(db.pool, allProjections);
+    expect(tampered.differences).toBe(1);
+    const diff = tampered.models.find((m) => m.model === "rm_account_usage_daily")!;
+    expect(diff.onlyLive).toHaveLength(1);
+    expect(diff.onlyRebuilt).toHaveLength(1);
+    expect(Number(diff.onlyLive[0]!.cost_micro_chf) - Number(diff.onlyRebuilt[0]!.cost_micro_chf)).toBe(1);
+    await db.pool.query("UPDATE rm_account_usage_daily SET cost_micro_chf = cost_micro_chf - 1 WHERE key_id = 'k-odd' AND model = 'm1'");
+    // The scratch schema was rolled back.
+    const schemas = await db.pool.query("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'replay_%'");
+    expect(schemas.rowCount).toBe(0);
+  });
+});

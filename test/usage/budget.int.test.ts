@@ -1,0 +1,166 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readStream } from "../../src/eventStore/readStream.ts";
+import { silentLogger } from "../../src/observability/logger.ts";
+import { budgetRefusalError } from "../../src/usage/budget/budgetRefusalError.ts";
+import { HoldSweeper } from "../../src/usage/budget/holdSweeper.ts";
+import { placeHold } from "../../src/usage/budget/placeHold.ts";
+import { releaseHold } from "../../src/usage/budget/releaseHold.ts";
+import { settleUsage } from "../../src/usage/budget/settleUsage.ts";
+import { completionStreamId, UsageRecordedSchema } from "../../src/usage/usageRecordedEvent.ts";
+import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+import { budgetRow, createBudgetedAccount, openHolds, setBudget, usageEvent } from "./usageFixtures.ts";
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+const CHF_0_01 = 10_000;
+const CHF_0_0001 = 100;
+
+/** One request's life: admission hold, then (if admitted) the job's settle with its actual cost. */
+async function flow(accountId: string, now: Date, actualCost: number) {
+  const completionId = randomUUID();
+  const hold = await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: CHF_0_0001, now });
+  if (!hold.ok) return { admitted: false as const, reason: hold.reason };
+  await new Promise((r) => setTimeout(r, Math.random() * 20));
+  await settleUsage(db.pool, usageEvent({ accountId, completionId, costMicroChf: actualCost, finishedAt: now.toISOString() }));
+  return { admitted: true as const, completionId };
+}
+
+async function recordedCosts(completionIds: string[]): Promise<number> {
+  let total = 0;
+  for (const id of completionIds) {
+    const stream = await readStream(db.pool, completionStreamId(id));
+    expect(stream.events).toHaveLength(1);
+    total += UsageRecordedSchema.parse(stream.events[0]).data.costMicroChf;
+  }
+  return total;
+}
+
+describe("monthly budget holds", () => {
+  it("admits at most CHF 0.01 / CHF 0.0001 = 100 of 200 concurrent requests, records spend <= budget and leaves no hold", async () => {
+    const now = new Date();
+    const accountId = await createBudgetedAccount(db.pool, CHF_0_01);
+    const results = await Promise.all(Array.from({ length: 200 }, () => flow(accountId, now, CHF_0_0001)));
+    const admitted = results.filter((r) => r.admitted);
+    const refused = results.filter((r) => !r.admitted);
+    expect(admitted.length).toBeLessThanOrEqual(100);
+    expect(admitted.length).toBe(100); // every admitted request costs its whole hold, so exactly the budget is used
+    expect(refused.every((r) => r.reason === "monthly_budget_exceeded")).toBe(true);
+    const row = await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01");
+    const recorded = await recordedCosts(admitted.map((r) => r.completionId!));
+    expect(row).toEqual({ budget: CHF_0_01, spent: recorded, held: 0 });
+    expect(recorded).toBeLessThanOrEqual(CHF_0_01);
+    expect(await openHolds(db.pool, accountId)).toBe(0);
+  });
+
+  it("with actual costs below the holds, spend still never passes the budget", async () => {
+    const now = new Date();
+    const accountId = await createBudgetedAccount(db.pool, CHF_0_01);
+    const results = await Promise.all(
+      Array.from({ length: 200 }, () => flow(accountId, now, Math.floor(Math.random() * (CHF_0_0001 + 1)))),
+    );
+    const admitted = results.filter((r) => r.admitted);
+    const row = await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01");
+    const recorded = await recordedCosts(admitted.map((r) => r.completionId!));
+    expect(row!.spent).toBe(recorded);
+    expect(row!.spent).toBeLessThanOrEqual(CHF_0_01);
+    expect(row!.held).toBe(0);
+    expect(await openHolds(db.pool, accountId)).toBe(0);
+  });
+
+  it("resets at the start of the next calendar month (UTC) and says so in the refusal", async () => {
+    const endOfJanuary = new Date("2025-01-31T23:59:59.999Z");
+    const accountId = await createBudgetedAccount(db.pool, 200);
+    expect((await flow(accountId, endOfJanuary, 200)).admitted).toBe(true);
+    const refused = await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 1, now: endOfJanuary });
+    expect(refused.ok).toBe(false);
+    if (refused.ok) return;
+    expect(refused.period).toEqual({ start: "2025-01-01", end: "2025-01-31", nextStart: "2025-02-01" });
+    const error = budgetRefusalError(refused);
+    expect(error.status).toBe(429);
+    expect(error.type).toBe("rate_limit_exceeded");
+    expect(error.code).toBe("monthly_budget_exceeded");
+    expect(error.message).toContain("2025-02-01");
+    expect(error.headers).not.toHaveProperty("Retry-After");
+
+    const february = await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 200, now: new Date("2025-02-01T00:00:00.000Z") });
+    expect(february.ok).toBe(true);
+    expect(await budgetRow(db.pool, accountId, "2025-01-01")).toEqual({ budget: 200, spent: 200, held: 0 });
+    expect(await budgetRow(db.pool, accountId, "2025-02-01")).toEqual({ budget: 200, spent: 0, held: 200 });
+  });
+
+  it("takes a budget or subscription change into account on the next request", async () => {
+    const now = new Date();
+    const accountId = await createBudgetedAccount(db.pool, 100);
+    expect((await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 100, now })).ok).toBe(true);
+    expect((await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 100, now })).ok).toBe(false);
+    await setBudget(db.pool, accountId, 300);
+    expect((await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 200, now })).ok).toBe(true);
+    await setBudget(db.pool, accountId, 250);
+    const lowered = await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 1, now });
+    expect(lowered).toMatchObject({ ok: false, reason: "monthly_budget_exceeded", budgetMicroChf: 250, heldMicroChf: 300 });
+    await setBudget(db.pool, accountId, 1000, "inactive");
+    const cancelled = await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 1, now });
+    expect(cancelled).toMatchObject({ ok: false, reason: "subscription_required" });
+    if (!cancelled.ok) expect(budgetRefusalError(cancelled).status).toBe(402);
+    const unknown = await placeHold(db.pool, { holdId: randomUUID(), accountId: randomUUID(), amountMicroChf: 0, now });
+    expect(unknown).toMatchObject({ ok: false, reason: "subscription_required" });
+  });
+
+  it("charges a completion once, however often (and however concurrently) it is settled", async () => {
+    const now = new Date();
+    const accountId = await createBudgetedAccount(db.pool, CHF_0_01);
+    const completionId = randomUUID();
+    expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 500, now })).ok).toBe(true);
+    const event = usageEvent({ accountId, completionId, costMicroChf: 321, finishedAt: now.toISOString() });
+    const [a, b] = await Promise.all([settleUsage(db.pool, event), settleUsage(db.pool, event)]);
+    expect([a.recorded, b.recorded].sort()).toEqual([false, true]);
+    const third = await settleUsage(db.pool, event);
+    expect(third).toEqual({ recorded: false, releasedMicroChf: null });
+    expect(await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01")).toEqual({ budget: CHF_0_01, spent: 321, held: 0 });
+    expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(1);
+  });
+
+  it("releases the hold of a request that is refused or fails before running, once", async () => {
+    const now = new Date();
+    const accountId = await createBudgetedAccount(db.pool, 1000);
+    const holdId = randomUUID();
+    expect((await placeHold(db.pool, { holdId, accountId, amountMicroChf: 700, now })).ok).toBe(true);
+    expect(await releaseHold(db.pool, holdId)).toBe(700);
+    expect(await releaseHold(db.pool, holdId)).toBeNull();
+    expect(await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01")).toEqual({ budget: 1000, spent: 0, held: 0 });
+    expect((await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 1000, now })).ok).toBe(true);
+  });
+
+  it("sweeps holds older than the maximum age and keeps younger ones", async () => {
+    const t0 = new Date("2025-03-10T12:00:00.000Z");
+    const accountId = await createBudgetedAccount(db.pool, 1000);
+    const old = randomUUID();
+    const young = randomUUID();
+    expect((await placeHold(db.pool, { holdId: old, accountId, amountMicroChf: 300, now: t0 })).ok).toBe(true);
+    expect((await placeHold(db.pool, { holdId: young, accountId, amountMicroChf: 200, now: new Date(t0.getTime() + 50_000) })).ok).toBe(true);
+    const sweeper = new HoldSweeper({
+      pool: db.pool,
+      clock: { now: () => new Date(t0.getTime() + 61_000) },
+      logger: silentLogger,
+      maxHoldAgeMs: 60_000,
+      intervalMs: 0,
+    });
+    // Other tests of this file left older holds (e.g. February 2025): they are swept too.
+    expect(await sweeper.sweepOnce()).toBeGreaterThanOrEqual(1);
+    const left = await db.pool.query<{ hold_id: string }>("SELECT hold_id FROM budget_holds WHERE account_id = $1", [accountId]);
+    expect(left.rows.map((r) => r.hold_id)).toEqual([young]);
+    expect(await budgetRow(db.pool, accountId, "2025-03-01")).toEqual({ budget: 1000, spent: 0, held: 200 });
+    // The late job of the swept hold still settles and is charged.
+    const settled = await settleUsage(db.pool, usageEvent({ accountId, completionId: old, costMicroChf: 250, finishedAt: "2025-03-10T12:02:00.000Z" }));
+    expect(settled).toEqual({ recorded: true, releasedMicroChf: null });
+    expect(await budgetRow(db.pool, accountId, "2025-03-01")).toEqual({ budget: 1000, spent: 250, held: 200 });
+    await sweeper.stop();
+  });
+});
