@@ -1,9 +1,11 @@
 import type { CompletionJob } from "../../src/messaging/completionJob.ts";
 import type { JobError, Usage } from "../../src/messaging/deltaMessage.ts";
-import { costMicroChf } from "../../src/inference/usage/costMicroChf.ts";
+import { costMicroChf } from "../../src/usage/costMicroChf.ts";
 import type { RegisteredModel } from "../../src/models/registry/modelRegistry.ts";
 import type { Logger } from "../../src/observability/logger.ts";
-import { EngineError, type Engine } from "../engines/engine.ts";
+import { context, propagation, SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { platformTracer } from "../../src/observability/telemetry.ts";
+import { EngineError, type ChatRequest, type Engine, type EngineDelta } from "../engines/engine.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
 import type { UsageRecorder } from "./usageRecorder.ts";
 
@@ -21,8 +23,9 @@ const NO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, reasoningTokens:
 /**
  * Runs one RunCompletion job: `started`, the engine's deltas (coalesced) or embeddings, `finish`, then the
  * usage is recorded in PostgreSQL and `usage` closes the feed; an engine failure records a failed
- * outcome (nothing charged) and closes the feed with `error`. Nobody listening (a client that went away)
- * changes nothing: the job runs to its end and its usage is recorded.
+ * outcome, charging the tokens generated before it (counted by the engine), and closes the feed with
+ * `error`. Nobody listening (a client that went away) changes nothing: the job runs to its end and its
+ * usage is recorded. Each job runs in a `RunCompletion` span continuing the request's trace.
  */
 export class CompletionJobRunner {
   readonly #deps: CompletionJobRunnerDeps;
@@ -31,17 +34,51 @@ export class CompletionJobRunner {
     this.#deps = deps;
   }
 
-  async run(job: CompletionJob, signal: AbortSignal): Promise<void> {
+  run(job: CompletionJob, signal: AbortSignal): Promise<void> {
+    const parent = propagation.extract(context.active(), job.traceparent ? { traceparent: job.traceparent } : {});
+    return context.with(parent, () =>
+      platformTracer().startActiveSpan(
+        "RunCompletion",
+        { kind: SpanKind.CONSUMER, attributes: { "inference.model": job.model, "inference.endpoint": job.endpoint, "inference.completion_id": job.completionId } },
+        async (span) => {
+          try {
+            await this.#run(job, signal);
+          } catch (error) {
+            span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
+            throw error;
+          } finally {
+            span.end();
+          }
+        },
+      ),
+    );
+  }
+
+  async #run(job: CompletionJob, signal: AbortSignal): Promise<void> {
     const { engine, model, logger } = this.#deps;
+    const generated = { content: "", reasoning: "" };
+    const collect = (delta: EngineDelta) => {
+      generated.content += (delta.content ?? "") + (delta.toolCalls ?? []).map((c) => c.function?.arguments ?? "").join("");
+      generated.reasoning += delta.reasoning ?? "";
+    };
     const publisher = this.#deps.publisherFor(job.completionId);
     const startedAt = this.#deps.now();
     publisher.send({ type: "started" });
     let usage: Usage = NO_USAGE;
     let failure: JobError | null = null;
+    let finishReason: string | null = null;
     try {
       if (job.work.kind === "chat") {
-        const result = await engine.chat(job.work.request, (delta) => publisher.delta(delta), signal);
+        const result = await engine.chat(
+          job.work.request,
+          (delta) => {
+            collect(delta);
+            publisher.delta(delta);
+          },
+          signal,
+        );
         publisher.send({ type: "finish", finishReason: result.finishReason });
+        finishReason = result.finishReason;
         usage = result.usage;
       } else {
         const result = await engine.embed(job.work.input, signal);
@@ -52,7 +89,7 @@ export class CompletionJobRunner {
       failure = toJobError(error);
       if (failure.kind === "internal") logger.error("engine failed", { completionId: job.completionId, model: job.model, error: error as Error });
     }
-    const charged = failure ? NO_USAGE : usage;
+    const charged = failure ? await this.#usageBeforeFailure(job, generated) : usage;
     try {
       await this.#deps.usage.record(
         {
@@ -66,7 +103,7 @@ export class CompletionJobRunner {
           reasoningTokens: charged.reasoningTokens,
           costMicroChf: costMicroChf(charged, model),
           priceTableVersion: model.priceTableVersion,
-          outcome: failure ? "failed" : "completed",
+          outcome: failure ? "failed" : finishReason === "length" ? "length" : "finished",
           startedAt: startedAt.toISOString(),
           finishedAt: this.#deps.now().toISOString(),
           traceId: traceIdOf(job.traceparent),
@@ -79,6 +116,25 @@ export class CompletionJobRunner {
     }
     publisher.send(failure ? { type: "error", error: failure } : { type: "usage", usage });
     await publisher.close();
+  }
+
+  /** Tokens a failed chat job had generated (and its prompt), so they are charged; 0 when nothing came out. */
+  async #usageBeforeFailure(job: CompletionJob, generated: { content: string; reasoning: string }): Promise<Usage> {
+    if (job.work.kind !== "chat" || generated.content + generated.reasoning === "") return NO_USAGE;
+    const request: ChatRequest = job.work.request;
+    try {
+      const { engine } = this.#deps;
+      const reasoningTokens = generated.reasoning ? await engine.countTokens(generated.reasoning) : 0;
+      const contentTokens = generated.content ? await engine.countTokens(generated.content) : 0;
+      return {
+        promptTokens: await engine.countChatTokens(request.messages, request.tools),
+        completionTokens: contentTokens + reasoningTokens,
+        reasoningTokens,
+      };
+    } catch (error) {
+      this.#deps.logger.warn("could not count the tokens of a failed job", { completionId: job.completionId, error: error as Error });
+      return NO_USAGE;
+    }
   }
 }
 
