@@ -5,7 +5,7 @@ ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 # CPU-only: --omit=optional skips node-llama-cpp's GPU variants (~640 MB); the CPU binding
 # (@node-llama-cpp/linux-x64) is a regular dependency. On CUDA hosts install @node-llama-cpp/linux-x64-cuda too.
-RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
+RUN npm install --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 COPY src ./src
 COPY workers ./workers
 COPY projections ./projections

@@ -1,17 +1,15 @@
 import type { Context } from "koa";
 import type { AppDeps } from "../../appDeps.ts";
-import { admitWithHold } from "../../usage/budget/admitWithHold.ts";
 import { InvalidRequestError } from "../../http/errors.ts";
 import type { EngineChatRequest } from "../../messaging/engineRequestSchemas.ts";
-import { newCompletionId } from "../completionId.ts";
 import { nullIfReleased } from "../run/inferenceGateway.ts";
 import { collectReply } from "../run/collectReply.ts";
-import { currentTraceparent } from "../run/currentTraceparent.ts";
 import { relayStream } from "../run/relayStream.ts";
-import { principalOf, requireInference } from "../requireInference.ts";
+import { requireInference } from "../requireInference.ts";
 import { resolveModel } from "../resolveModel.ts";
 import { stopList } from "../samplingSchemas.ts";
 import { SseResponse } from "../sse/sseResponse.ts";
+import { releaseOnDisconnect, startInferenceJob } from "../startInferenceJob.ts";
 import { completionStreamFormat, textCompletionBody } from "./completionFormat.ts";
 import type { CompletionRequest } from "./completionRequestSchema.ts";
 
@@ -42,23 +40,12 @@ export function completionHandler(deps: AppDeps) {
       ...(body.seed != null ? { seed: body.seed } : {}),
       ...(stop ? { stop } : {}),
     };
-    const principal = principalOf(ctx);
-    const completionId = newCompletionId("cmpl");
-    const created = Math.floor(deps.clock.now().getTime() / 1000);
-    const traceparent = currentTraceparent();
-    // Admission: hold the worst-case cost on the monthly budget (429 / 402), released if the job never runs.
-    const job = await admitWithHold(deps, { completionId, accountId: principal.accountId, work: { kind: "chat", request }, model }, () =>
-      inference.gateway.start({
-        completionId,
-        endpoint: "completions",
-        model: model.id,
-        accountId: principal.accountId,
-        keyId: principal.keyId,
-        created,
-        ...(traceparent ? { traceparent } : {}),
-        work: { kind: "chat", request },
-      }),
-    );
+    const { job, completionId, created } = await startInferenceJob(deps, inference, ctx, {
+      model,
+      endpoint: "completions",
+      idPrefix: "cmpl",
+      work: { kind: "chat", request },
+    });
     const head = { id: completionId, created, model: model.id };
     if (body.stream === true) {
       const includeUsage = body.stream_options?.include_usage === true;
@@ -66,9 +53,7 @@ export function completionHandler(deps: AppDeps) {
       await relayStream(job, sse, completionStreamFormat({ ...head, includeUsage }), includeUsage);
       return;
     }
-    ctx.res.on("close", () => {
-      if (!ctx.res.writableFinished) job.release();
-    });
+    releaseOnDisconnect(ctx, job);
     const collected = await collectReply(job).catch(nullIfReleased);
     if (collected) ctx.body = textCompletionBody(head, collected);
   };
