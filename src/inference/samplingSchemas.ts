@@ -23,3 +23,25 @@ export function stopList(stop: string | string[] | null | undefined): string[] |
   const list = typeof stop === "string" ? [stop] : stop;
   return list.length ? list : undefined;
 }
+
+type SamplingBody = {
+  temperature?: number | null;
+  top_p?: number | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  seed?: number | null;
+  stop?: string | string[] | null;
+};
+
+/** The engine's sampling parameters from the shared request fields, with the spec's defaults. */
+export function samplingParams(body: SamplingBody) {
+  const stop = stopList(body.stop);
+  return {
+    temperature: body.temperature ?? 1,
+    topP: body.top_p ?? 1,
+    presencePenalty: body.presence_penalty ?? 0,
+    frequencyPenalty: body.frequency_penalty ?? 0,
+    ...(body.seed != null ? { seed: body.seed } : {}),
+    ...(stop ? { stop } : {}),
+  };
+}

@@ -2,7 +2,7 @@ import { InvalidRequestError } from "../../http/errors.ts";
 import type { EngineChatRequest } from "../../messaging/engineRequestSchemas.ts";
 import type { RegisteredModel } from "../../models/registry/modelRegistry.ts";
 import { unsupportedParameter } from "../resolveModel.ts";
-import { stopList } from "../samplingSchemas.ts";
+import { samplingParams } from "../samplingSchemas.ts";
 import type { ChatCompletionRequest, ChatMessageInput } from "./chatCompletionRequestSchema.ts";
 
 export const CHAT_DEFAULT_MAX_TOKENS = 150;
@@ -32,16 +32,10 @@ export function toEngineChatRequest(body: ChatCompletionRequest, model: Register
       code: "invalid_value",
     });
   }
-  const stop = stopList(body.stop);
   return {
     messages: body.messages.map(toEngineMessage),
     maxTokens,
-    temperature: body.temperature ?? 1,
-    topP: body.top_p ?? 1,
-    presencePenalty: body.presence_penalty ?? 0,
-    frequencyPenalty: body.frequency_penalty ?? 0,
-    ...(body.seed != null ? { seed: body.seed } : {}),
-    ...(stop ? { stop } : {}),
+    ...samplingParams(body),
     ...(body.logprobs === true ? { logprobs: true, ...(body.top_logprobs != null ? { topLogprobs: body.top_logprobs } : {}) } : {}),
     ...(hasTools ? { tools: body.tools!.map((t) => ({ type: "function" as const, function: withoutNulls(t.function) })) } : {}),
     ...(body.tool_choice ? { toolChoice: body.tool_choice } : {}),

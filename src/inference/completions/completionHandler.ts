@@ -7,7 +7,7 @@ import { collectReply } from "../run/collectReply.ts";
 import { relayStream } from "../run/relayStream.ts";
 import { requireInference } from "../requireInference.ts";
 import { resolveModel } from "../resolveModel.ts";
-import { stopList } from "../samplingSchemas.ts";
+import { samplingParams } from "../samplingSchemas.ts";
 import { SseResponse } from "../sse/sseResponse.ts";
 import { releaseOnDisconnect, startInferenceJob } from "../startInferenceJob.ts";
 import { completionStreamFormat, textCompletionBody } from "./completionFormat.ts";
@@ -29,17 +29,7 @@ export function completionHandler(deps: AppDeps) {
       });
     }
     const prompt = typeof body.prompt === "string" ? body.prompt : body.prompt[0]!;
-    const stop = stopList(body.stop);
-    const request: EngineChatRequest = {
-      messages: [{ role: "user", content: prompt }],
-      maxTokens,
-      temperature: body.temperature ?? 1,
-      topP: body.top_p ?? 1,
-      presencePenalty: body.presence_penalty ?? 0,
-      frequencyPenalty: body.frequency_penalty ?? 0,
-      ...(body.seed != null ? { seed: body.seed } : {}),
-      ...(stop ? { stop } : {}),
-    };
+    const request: EngineChatRequest = { messages: [{ role: "user", content: prompt }], maxTokens, ...samplingParams(body) };
     const { job, completionId, created } = await startInferenceJob(deps, inference, ctx, {
       model,
       endpoint: "completions",
