@@ -54,6 +54,33 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
     expect(subscriber.listening).toBe(0);
   });
 
+  it("flushes the later deltas of every completion from the worker's one flush loop, without a terminal message", async () => {
+    const window = new CoalescingWindow(1);
+    const ids = ["loop-a", "loop-b"];
+    const feeds = await Promise.all(ids.map((id) => subscriber.open(id)));
+    const publishers = ids.map((id) => new DeltaPublisher(testRedis.redis, keys, id, { window, replayTtlSeconds: 60, replayMaxLen: 100 }));
+    for (const [i, publisher] of publishers.entries()) {
+      publisher.send({ type: "started" });
+      publisher.delta({ content: `first-${i}` });
+      publisher.delta({ content: " second" });
+      publisher.delta({ content: " third" });
+    }
+    for (const [i, feed] of feeds.entries()) {
+      const received = [];
+      let text = "";
+      while (text !== `first-${i} second third`) {
+        const message = await feed.next(5_000);
+        if (!message) throw new Error("the flush loop did not write the pending deltas");
+        received.push(message);
+        if (message.type === "delta") text += message.delta.content ?? "";
+      }
+      expect(received[0]).toEqual({ seq: 0, type: "started" });
+      expect(received[1]).toEqual({ seq: 1, type: "delta", delta: { content: `first-${i}` } });
+      expect(received.map((m) => m.seq)).toEqual(received.map((_, n) => n));
+      feed.close();
+    }
+    await Promise.all(publishers.map((p) => p.close()));
+  });
 
   it("fills a gap in the sequence from the replay stream", async () => {
     const feed = await subscriber.open("c2");

@@ -2,7 +2,7 @@ import type { Redis } from "../../src/messaging/createRedis.ts";
 import type { DeltaMessage, UnsequencedDeltaMessage } from "../../src/messaging/deltaMessage.ts";
 import type { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
 import type { EngineDelta } from "../engines/engine.ts";
-import type { CoalescingWindow } from "./coalescingWindow.ts";
+import type { CoalescingWindow, PendingFlush } from "./coalescingWindow.ts";
 import { mergeDeltas } from "./mergeDeltas.ts";
 
 export type DeltaPublisherOptions = {
@@ -17,13 +17,13 @@ export type DeltaPublisherOptions = {
  * Writes one completion's messages to Redis, numbered 0, 1, 2, ...: PUBLISH to the completion's channel
  * for live listeners plus XADD to its capped, expiring replay stream, in one pipeline per message.
  *
- * Deltas are coalesced with a leading-edge throttle: a delta that comes a window or more after the
- * last write goes out at once (so the first token is never held back); later ones are merged and
- * written together when the window closes, so Redis is not written once per token under load.
- * Commands go out on an auto-pipelining connection: one socket write per event-loop tick for all
- * completions of the worker, without building a pipeline object per message.
+ * The first delta goes out at once (the first token is never held back). Later deltas are merged and
+ * left to the worker's one flush loop (CoalescingWindow), which writes them once the completion's
+ * window has passed since its last write, together with the due deltas of every other completion, in
+ * the same event-loop tick: commands go out on an auto-pipelining connection, so that is one socket
+ * write for all of them, and Redis is not written once per token and completion under load.
  */
-export class DeltaPublisher {
+export class DeltaPublisher implements PendingFlush {
   readonly #redis: Redis;
   readonly #channel: string;
   readonly #stream: string;
@@ -31,7 +31,7 @@ export class DeltaPublisher {
   #seq = 0;
   #lastWrite = Number.NEGATIVE_INFINITY;
   #pending: EngineDelta | null = null;
-  #timer: NodeJS.Timeout | null = null;
+  #deltas = 0;
   #writes: Promise<unknown>[] = [];
   #failure: Error | null = null;
   #closed = false;
@@ -54,26 +54,31 @@ export class DeltaPublisher {
       mergeDeltas(this.#pending, delta);
       return;
     }
-    const now = this.#options.now();
-    const wait = this.#lastWrite + this.#options.window.currentMs() - now;
-    if (wait <= 0) {
-      this.#write({ type: "delta", delta: mergeDeltas({}, delta) });
-      this.#lastWrite = now;
+    if (this.#deltas === 0 || this.#options.window.currentMs() === 0) {
+      this.#writeDelta(mergeDeltas({}, delta));
       return;
     }
     this.#pending = mergeDeltas({}, delta);
-    this.#timer = setTimeout(() => this.flush(), wait);
+    this.#options.window.schedule(this);
   }
 
   /** Writes the merged pending deltas now. */
   flush(): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
     const pending = this.#pending;
     if (!pending) return;
     this.#pending = null;
-    this.#write({ type: "delta", delta: pending });
-    this.#lastWrite = this.#options.now();
+    this.#options.window.unschedule(this);
+    this.#writeDelta(pending);
+  }
+
+  /** Called by the worker's flush loop: writes the pending deltas once the window passed since the last write. */
+  flushIfDue(): boolean {
+    if (!this.#pending) return true;
+    if (this.#options.now() - this.#lastWrite < this.#options.window.currentMs()) return false;
+    const pending = this.#pending;
+    this.#pending = null;
+    this.#writeDelta(pending);
+    return true;
   }
 
   /** Any other message: pending deltas go first, so order is kept. */
@@ -91,6 +96,12 @@ export class DeltaPublisher {
     this.#writes = [];
     await Promise.all(writes);
     if (this.#failure) throw this.#failure;
+  }
+
+  #writeDelta(delta: EngineDelta): void {
+    this.#deltas += 1;
+    this.#lastWrite = this.#options.now();
+    this.#write({ type: "delta", delta });
   }
 
   #write(message: UnsequencedDeltaMessage): void {

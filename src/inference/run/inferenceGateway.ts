@@ -53,7 +53,6 @@ export class InferenceGateway {
    * started within JOB_START_TIMEOUT_MS (it is then removed from the queue) -> 503 model_unavailable.
    */
   async start(job: CompletionJob): Promise<RunningJob> {
-process.stderr.write(`T G0 ${job.completionId} ${(performance.timeOrigin+performance.now()).toFixed(2)}\n`);
     // The liveness check and the subscription are independent: one round trip instead of two.
     const [live, opened] = await Promise.allSettled([this.#presence.isLive(job.model), this.#subscriber.open(job.completionId)]);
     if (opened.status === "rejected") throw opened.reason;
@@ -61,14 +60,12 @@ process.stderr.write(`T G0 ${job.completionId} ${(performance.timeOrigin+perform
     try {
       if (live.status === "rejected") throw live.reason;
       if (!live.value) throw unavailable(job.model);
-process.stderr.write(`T G1 ${job.completionId} ${(performance.timeOrigin+performance.now()).toFixed(2)}\n`);
-      await this.#queues.enqueue(job);process.stderr.write(`T G2 ${job.completionId} ${(performance.timeOrigin+performance.now()).toFixed(2)}\n`);
+      await this.#queues.enqueue(job);
       await this.#awaitStart(feed, job);
     } catch (error) {
       feed.close();
       throw error;
     }
-process.stderr.write(`T G3 ${job.completionId} ${(performance.timeOrigin+performance.now()).toFixed(2)}\n`);
     const idleMs = this.#timeouts.jobIdleTimeoutMs;
     return {
       completionId: job.completionId,

@@ -22,7 +22,6 @@ export async function relayStream(job: RunningJob, sse: SseResponse, format: Str
         case "delta": {
           const chunk = format.delta(message.delta, first);
           if (chunk === null) break;
-if (first) process.stderr.write(`T R1 ${job.completionId} ${(performance.timeOrigin+performance.now()).toFixed(2)}\n`);
           sse.event(message.seq, chunk);
           first = false;
           break;
