@@ -127,6 +127,19 @@ describe("monthly budget holds", () => {
     expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(1);
   });
 
+  it("settles a request admitted at the end of a month and finished in the next: hold released there, cost charged here", async () => {
+    const accountId = await createBudgetedAccount(db.pool, CHF_0_01);
+    const completionId = randomUUID();
+    const admittedAt = new Date("2026-03-31T23:59:59.500Z");
+    expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 700, now: admittedAt })).ok).toBe(true);
+    expect(await budgetRow(db.pool, accountId, "2026-03-01")).toEqual({ budget: CHF_0_01, spent: 0, held: 700 });
+    const settled = await settleUsage(db.pool, usageEvent({ accountId, completionId, costMicroChf: 250, finishedAt: "2026-04-01T00:00:01.000Z" }));
+    expect(settled).toEqual({ recorded: true, releasedMicroChf: 700 });
+    expect(await budgetRow(db.pool, accountId, "2026-03-01")).toEqual({ budget: CHF_0_01, spent: 0, held: 0 });
+    expect(await budgetRow(db.pool, accountId, "2026-04-01")).toEqual({ budget: CHF_0_01, spent: 250, held: 0 });
+    expect(await openHolds(db.pool, accountId)).toBe(0);
+  });
+
   it("releases the hold of a request that is refused or fails before running, once", async () => {
     const now = new Date();
     const accountId = await createBudgetedAccount(db.pool, 1000);

@@ -5,7 +5,6 @@ import { ConcurrencyError } from "../../eventStore/concurrencyError.ts";
 import type { EventMetadata } from "../../eventStore/types.ts";
 import { COMPLETION_STREAM_TYPE, completionStreamId, UsageRecordedSchema, type UsageRecorded } from "../usageRecordedEvent.ts";
 import { billingPeriod } from "./billingPeriod.ts";
-import { releaseHold } from "./releaseHold.ts";
 
 export type SettleResult = {
   /** False when the completion was already recorded: nothing was appended or charged. */
@@ -40,16 +39,35 @@ export async function settleUsage(pool: Pool, event: UsageRecorded, metadata: Ev
       if (error instanceof ConcurrencyError) return { recorded: false, releasedMicroChf: null };
       throw error;
     }
-    const releasedMicroChf = await releaseHold(client, data.completionId);
-    await client.query(
-      `INSERT INTO rm_budget AS b (account_id, period_start, budget_micro_chf, spent_micro_chf, held_micro_chf, updated_at)
-       SELECT $1::uuid, $2::date,
-              COALESCE((SELECT monthly_budget_micro_chf FROM rm_accounts WHERE account_id = $1::uuid), 0),
-              $3::bigint, 0, now()
-       ON CONFLICT (account_id, period_start) DO UPDATE
-          SET spent_micro_chf = b.spent_micro_chf + EXCLUDED.spent_micro_chf, updated_at = EXCLUDED.updated_at`,
-      [data.accountId, period.start, data.costMicroChf],
+    // Release the hold and charge the cost in ONE statement, issued last: the account's budget row (which
+    // every request of the account updates) stays locked only for the commit, not the whole transaction.
+    const settled = await client.query<{ released: string | null; hold_period: string | null }>(
+      `WITH h AS (
+         DELETE FROM budget_holds WHERE hold_id = $4 RETURNING period_start, amount_micro_chf
+       ), charged AS (
+         INSERT INTO rm_budget AS b (account_id, period_start, budget_micro_chf, spent_micro_chf, held_micro_chf, updated_at)
+         SELECT $1::uuid, $2::date,
+                COALESCE((SELECT monthly_budget_micro_chf FROM rm_accounts WHERE account_id = $1::uuid), 0),
+                $3::bigint, 0, now()
+         ON CONFLICT (account_id, period_start) DO UPDATE
+            SET spent_micro_chf = b.spent_micro_chf + EXCLUDED.spent_micro_chf,
+                held_micro_chf = b.held_micro_chf - COALESCE((SELECT amount_micro_chf FROM h WHERE h.period_start = b.period_start), 0),
+                updated_at = EXCLUDED.updated_at
+         RETURNING 1
+       )
+       SELECT (SELECT amount_micro_chf FROM h) AS released, (SELECT period_start::text FROM h) AS hold_period,
+              (SELECT count(*) FROM charged) AS charged_rows`,
+      [data.accountId, period.start, data.costMicroChf, data.completionId],
     );
+    const row = settled.rows[0]!;
+    const releasedMicroChf = row.released === null ? null : Number(row.released);
+    if (row.hold_period !== null && row.hold_period !== period.start) {
+      // Admitted in one month, finished in the next: the hold sits on the earlier period's row.
+      await client.query(
+        "UPDATE rm_budget SET held_micro_chf = held_micro_chf - $3, updated_at = now() WHERE account_id = $1 AND period_start = $2::date",
+        [data.accountId, row.hold_period, releasedMicroChf],
+      );
+    }
     return { recorded: true, releasedMicroChf };
   });
 }
