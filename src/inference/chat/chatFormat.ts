@@ -1,6 +1,6 @@
 import type { EngineDeltaMessage, Usage } from "../../messaging/deltaMessage.ts";
 import type { CollectedReply } from "../run/collectReply.ts";
-import { usageBody, type FinishReason, type StreamFormat } from "../run/streamFormat.ts";
+import { chunkBuilder, usageBody, type FinishReason, type StreamFormat } from "../run/streamFormat.ts";
 
 type Head = { id: string; created: number; model: string; reasoning: boolean; includeUsage: boolean };
 
@@ -33,16 +33,7 @@ export function chatCompletionBody(head: Omit<Head, "includeUsage">, collected: 
 }
 
 export function chatStreamFormat(head: Head): StreamFormat {
-  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
-    id: head.id,
-    object: "chat.completion.chunk" as const,
-    created: head.created,
-    model: head.model,
-    system_fingerprint: null,
-    choices,
-    ...(head.includeUsage ? { usage: null } : {}),
-    ...extra,
-  });
+  const chunk = chunkBuilder("chat.completion.chunk", head);
   return {
     delta(delta: EngineDeltaMessage, first: boolean) {
       const out: Record<string, unknown> = first ? { role: "assistant" } : {};

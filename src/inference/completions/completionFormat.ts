@@ -1,6 +1,6 @@
 import type { EngineDeltaMessage, Usage } from "../../messaging/deltaMessage.ts";
 import type { CollectedReply } from "../run/collectReply.ts";
-import { usageBody, type FinishReason, type StreamFormat } from "../run/streamFormat.ts";
+import { chunkBuilder, usageBody, type FinishReason, type StreamFormat } from "../run/streamFormat.ts";
 
 type Head = { id: string; created: number; model: string; includeUsage: boolean };
 
@@ -18,16 +18,7 @@ export function textCompletionBody(head: Omit<Head, "includeUsage">, collected: 
 }
 
 export function completionStreamFormat(head: Head): StreamFormat {
-  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
-    id: head.id,
-    object: "text_completion" as const,
-    created: head.created,
-    model: head.model,
-    system_fingerprint: null,
-    choices,
-    ...(head.includeUsage ? { usage: null } : {}),
-    ...extra,
-  });
+  const chunk = chunkBuilder("text_completion", head);
   return {
     delta(delta: EngineDeltaMessage) {
       if (!delta.content) return null;

@@ -19,3 +19,22 @@ export function usageBody(usage: Usage, withReasoning: boolean) {
     ...(withReasoning ? { completion_tokens_details: { reasoning_tokens: usage.reasoningTokens } } : {}),
   };
 }
+
+export type StreamHead = { id: string; created: number; model: string; includeUsage: boolean };
+
+/**
+ * The chunk builder of one stream: every chunk carries the completion's id, object type, created and
+ * model, and `usage: null` when the client asked for a final usage chunk (stream_options.include_usage).
+ */
+export function chunkBuilder(object: "chat.completion.chunk" | "text_completion", head: StreamHead) {
+  return (choices: unknown[], extra: Record<string, unknown> = {}) => ({
+    id: head.id,
+    object,
+    created: head.created,
+    model: head.model,
+    system_fingerprint: null,
+    choices,
+    ...(head.includeUsage ? { usage: null } : {}),
+    ...extra,
+  });
+}
