@@ -7,6 +7,7 @@ import pg from "pg";
 import { executeAccountCommand } from "../src/accounts/executeAccountCommand.ts";
 import { createPool } from "../src/db/createPool.ts";
 import { createRedis } from "../src/messaging/createRedis.ts";
+import { deleteKeysByPrefix } from "../src/messaging/deleteKeysByPrefix.ts";
 import { chfToMicro } from "../src/money.ts";
 import { createSession } from "../src/sessions/sessionStore.ts";
 import { startChild, type Child } from "./childProcess.ts";
@@ -170,12 +171,7 @@ async function dropDatabase(databaseUrl: string): Promise<void> {
 async function deleteRedisPrefix(redisUrl: string, prefix: string): Promise<void> {
   const redis = createRedis(redisUrl);
   try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== "0");
+    await deleteKeysByPrefix(redis, prefix);
   } finally {
     redis.disconnect();
   }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { createRedis, type Redis } from "../../src/messaging/createRedis.ts";
+import { deleteKeysByPrefix } from "../../src/messaging/deleteKeysByPrefix.ts";
 
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -13,12 +14,7 @@ export async function createTestRedis(): Promise<TestRedis> {
     redis,
     prefix,
     async close() {
-      let cursor = "0";
-      do {
-        const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
-        cursor = next;
-        if (keys.length) await redis.del(...keys);
-      } while (cursor !== "0");
+      await deleteKeysByPrefix(redis, prefix);
       redis.disconnect();
     },
   };
