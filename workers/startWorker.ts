@@ -12,6 +12,7 @@ import { CompletionJobRunner } from "./completion/completionJobRunner.ts";
 import { CompletionWorker } from "./completion/completionWorker.ts";
 import { CoalescingWindow } from "./completion/coalescingWindow.ts";
 import { DeltaPublisher } from "./completion/deltaPublisher.ts";
+import { ReplyBatcher } from "./completion/replyBatcher.ts";
 import { UsageRecorder } from "./completion/usageRecorder.ts";
 import { WorkerHeartbeat } from "./completion/workerHeartbeat.ts";
 import { createEngine } from "./engines/createEngine.ts";
@@ -44,6 +45,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
   const redis = createRedis(config.redisUrl);
   const deltaRedis = createRedis(config.redisUrl, { autoPipelining: true });
   const window = new CoalescingWindow(config.deltaCoalesceMs);
+  const replies = new ReplyBatcher(deltaRedis);
   const engines = new EngineSet((model) => createEngine(model, config));
   const usage = new UsageRecorder(pool);
   const workers: CompletionWorker[] = [];
@@ -63,9 +65,10 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
         model,
         engine,
         usage,
-        publisherFor: (completionId) =>
-          new DeltaPublisher(deltaRedis, keys, completionId, {
+        publisherFor: (job) =>
+          new DeltaPublisher(deltaRedis, keys, job, {
             window,
+            replies,
             replayTtlSeconds: config.deltaReplayTtlSeconds,
             replayMaxLen: config.deltaReplayMaxLen,
           }),

@@ -24,6 +24,8 @@ export const CompletionJobSchema = z
     /** Unix seconds, the `created` of the response. */
     created: z.number().int(),
     traceparent: z.string().optional(),
+    /** The reply channel of the API process waiting for the answer (InferenceKeys.replyChannel). */
+    replyTo: z.string().min(1),
     work: CompletionWorkSchema,
   })
   .strict();

@@ -1,24 +1,37 @@
+import { randomUUID } from "node:crypto";
 import { createRedis, type Redis } from "./createRedis.ts";
 import { CompletionFeed } from "./completionFeed.ts";
-import { DeltaMessageSchema, type DeltaMessage } from "./deltaMessage.ts";
+import type { DeltaMessage } from "./deltaMessage.ts";
 import type { InferenceKeys } from "./inferenceKeys.ts";
+import { decodeDeltaMessage, decodeReplyBatch } from "./replyBatch.ts";
 
 /**
- * The one Redis subscriber connection of an API process. Each running completion has a feed; incoming
- * messages are dispatched to it by channel. Never one connection per request.
+ * The one Redis subscriber connection of an API process, subscribed once to the process's own reply
+ * channel (`replyTo`, carried by every job this process enqueues). Workers publish batches of messages
+ * of many completions there; each message is dispatched to its completion's feed. Nothing is
+ * subscribed or unsubscribed per request: opening a feed costs no Redis round trip.
  */
 export class DeltaSubscriber {
+  /** The channel workers publish this process's replies to. */
+  readonly replyTo: string;
+  /** Resolves once Redis confirmed the subscription (rejects if it failed): await it before enqueueing. */
+  readonly ready: Promise<void>;
   readonly #subscriber: Redis;
   readonly #commands: Redis;
   readonly #keys: InferenceKeys;
   readonly #feeds = new Map<string, CompletionFeed>();
 
   /** `commands` is a normal connection (for replay reads); the subscriber connection is created here. */
-  constructor(redisUrl: string, commands: Redis, keys: InferenceKeys) {
+  constructor(redisUrl: string, commands: Redis, keys: InferenceKeys, listenerId: string = randomUUID()) {
     this.#subscriber = createRedis(redisUrl);
     this.#commands = commands;
     this.#keys = keys;
-    this.#subscriber.on("message", (channel: string, text: string) => this.#dispatch(channel, text));
+    this.replyTo = keys.replyChannel(listenerId);
+    this.#subscriber.on("message", (_channel: string, text: string) => this.#dispatch(text));
+    // ioredis subscribes again by itself after a reconnect; what was published meanwhile is refilled
+    // from the replay streams by the feeds (a gap in the sequence, or silence).
+    this.ready = this.#subscriber.subscribe(this.replyTo).then(() => undefined);
+    this.ready.catch(() => undefined);
   }
 
   /** Number of completions being listened to (for tests and metrics). */
@@ -26,24 +39,16 @@ export class DeltaSubscriber {
     return this.#feeds.size;
   }
 
-  /** Subscribes to a completion's channel; resolves once Redis confirmed, so nothing published later is missed. */
-  async open(completionId: string): Promise<CompletionFeed> {
-    const channel = this.#keys.deltaChannel(completionId);
+  /** Starts collecting a completion's messages (call before enqueueing its job, after `ready`). */
+  open(completionId: string): CompletionFeed {
     const feed = new CompletionFeed(
       completionId,
       (id) => this.replay(id),
       () => {
-        if (this.#feeds.get(channel) === feed) this.#feeds.delete(channel);
-        this.#subscriber.unsubscribe(channel).catch(() => undefined);
+        if (this.#feeds.get(completionId) === feed) this.#feeds.delete(completionId);
       },
     );
-    this.#feeds.set(channel, feed);
-    try {
-      await this.#subscriber.subscribe(channel);
-    } catch (error) {
-      feed.close();
-      throw error;
-    }
+    this.#feeds.set(completionId, feed);
     return feed;
   }
 
@@ -53,7 +58,7 @@ export class DeltaSubscriber {
     const messages: DeltaMessage[] = [];
     for (const [, fields] of entries) {
       const json = fields[fields.indexOf("m") + 1];
-      const parsed = json === undefined ? undefined : parseMessage(json);
+      const parsed = json === undefined ? undefined : decodeDeltaMessage(json);
       if (parsed) messages.push(parsed);
     }
     return messages;
@@ -64,19 +69,7 @@ export class DeltaSubscriber {
     this.#subscriber.disconnect();
   }
 
-  #dispatch(channel: string, text: string): void {
-    const feed = this.#feeds.get(channel);
-    if (!feed) return;
-    const message = parseMessage(text);
-    if (message) feed.push(message);
-  }
-}
-
-function parseMessage(text: string): DeltaMessage | undefined {
-  try {
-    const result = DeltaMessageSchema.safeParse(JSON.parse(text));
-    return result.success ? result.data : undefined;
-  } catch {
-    return undefined;
+  #dispatch(text: string): void {
+    for (const { completionId, message } of decodeReplyBatch(text)) this.#feeds.get(completionId)?.push(message);
   }
 }

@@ -19,19 +19,13 @@ export class InferenceKeys {
     return `${this.prefix}:workers:${modelId}`;
   }
 
-  /** Pub/sub channel carrying a completion's live delta messages. */
-  deltaChannel(completionId: string): string {
-    return `${this.prefix}:deltas:${completionId}`;
+  /** Pub/sub channel of one API process: workers publish the messages of the jobs it enqueued there. */
+  replyChannel(listenerId: string): string {
+    return `${this.prefix}:replies:${listenerId}`;
   }
 
   /** Capped, expiring stream with the same messages, for replay (Last-Event-ID) and gap filling. */
   replayStream(completionId: string): string {
     return `${this.prefix}:replay:${completionId}`;
-  }
-
-  /** Channel pattern prefix, to recover the completion id from a channel name. */
-  completionIdOfChannel(channel: string): string | undefined {
-    const head = `${this.prefix}:deltas:`;
-    return channel.startsWith(head) ? channel.slice(head.length) : undefined;
   }
 }

@@ -3,16 +3,21 @@ import { DeltaSubscriber } from "../../src/messaging/deltaSubscriber.ts";
 import { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
 import { CoalescingWindow } from "../../workers/completion/coalescingWindow.ts";
 import { DeltaPublisher } from "../../workers/completion/deltaPublisher.ts";
+import { ReplyBatcher } from "../../workers/completion/replyBatcher.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 
 describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
   let testRedis: TestRedis;
   let keys: InferenceKeys;
   let subscriber: DeltaSubscriber;
+  let replies: ReplyBatcher;
+  const job = (completionId: string) => ({ completionId, replyTo: subscriber.replyTo });
   beforeAll(async () => {
     testRedis = await createTestRedis();
     keys = new InferenceKeys(testRedis.prefix);
     subscriber = new DeltaSubscriber(TEST_REDIS_URL, testRedis.redis, keys);
+    await subscriber.ready;
+    replies = new ReplyBatcher(testRedis.redis);
   });
   afterAll(async () => {
     await subscriber?.close();
@@ -20,9 +25,9 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
   });
 
   it("sends the first delta at once, merges the later ones of the window, and keeps order and replay", async () => {
-    const feed = await subscriber.open("c1");
+    const feed = subscriber.open("c1");
     let clock = 1000;
-    const publisher = new DeltaPublisher(testRedis.redis, keys, "c1", { window: new CoalescingWindow(60_000), replayTtlSeconds: 60, replayMaxLen: 100, now: () => clock });
+    const publisher = new DeltaPublisher(testRedis.redis, keys, job("c1"), { window: new CoalescingWindow(60_000), replies, replayTtlSeconds: 60, replayMaxLen: 100, now: () => clock });
     publisher.send({ type: "started" });
     publisher.delta({ content: "Hel" });
     clock += 1;
@@ -57,8 +62,8 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
   it("flushes the later deltas of every completion from the worker's one flush loop, without a terminal message", async () => {
     const window = new CoalescingWindow(1);
     const ids = ["loop-a", "loop-b"];
-    const feeds = await Promise.all(ids.map((id) => subscriber.open(id)));
-    const publishers = ids.map((id) => new DeltaPublisher(testRedis.redis, keys, id, { window, replayTtlSeconds: 60, replayMaxLen: 100 }));
+    const feeds = ids.map((id) => subscriber.open(id));
+    const publishers = ids.map((id) => new DeltaPublisher(testRedis.redis, keys, job(id), { window, replies, replayTtlSeconds: 60, replayMaxLen: 100 }));
     for (const [i, publisher] of publishers.entries()) {
       publisher.send({ type: "started" });
       publisher.delta({ content: `first-${i}` });
@@ -83,14 +88,48 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
   });
 
   it("fills a gap in the sequence from the replay stream", async () => {
-    const feed = await subscriber.open("c2");
+    const feed = subscriber.open("c2");
     // Messages 0 and 1 reach only the replay stream (as if published while the subscriber reconnected).
     await testRedis.redis.xadd(keys.replayStream("c2"), "*", "m", JSON.stringify({ seq: 0, type: "started" }));
     await testRedis.redis.xadd(keys.replayStream("c2"), "*", "m", JSON.stringify({ seq: 1, type: "delta", delta: { content: "a" } }));
-    await testRedis.redis.publish(keys.deltaChannel("c2"), JSON.stringify({ seq: 2, type: "delta", delta: { content: "b" } }));
+    await testRedis.redis.publish(subscriber.replyTo, JSON.stringify([["c2", { seq: 2, type: "delta", delta: { content: "b" } }]]));
     const seqs: number[] = [];
     for (let i = 0; i < 3; i++) seqs.push((await feed.next(5_000))!.seq);
     expect(seqs).toEqual([0, 1, 2]);
     feed.close();
+  });
+
+  it("sends what is written in one event-loop turn for one API process as one PUBLISH, and only to that process", async () => {
+    const other = new DeltaSubscriber(TEST_REDIS_URL, testRedis.redis, keys);
+    const raw = testRedis.redis.duplicate();
+    try {
+      await other.ready;
+      const payloads: string[] = [];
+      raw.on("message", (_channel: string, text: string) => payloads.push(text));
+      await raw.subscribe(subscriber.replyTo);
+      const window = new CoalescingWindow(0);
+      const mine = ["turn-a", "turn-b", "turn-c"].map((id) => ({ id, feed: subscriber.open(id) }));
+      const theirs = other.open("turn-x");
+      const publishers = mine.map(({ id }) => new DeltaPublisher(testRedis.redis, keys, job(id), { window, replies, replayTtlSeconds: 60, replayMaxLen: 100 }));
+      const foreign = new DeltaPublisher(testRedis.redis, keys, { completionId: "turn-x", replyTo: other.replyTo }, { window, replies, replayTtlSeconds: 60, replayMaxLen: 100 });
+      for (const publisher of [...publishers, foreign]) {
+        publisher.send({ type: "started" });
+        publisher.delta({ content: "one" });
+      }
+      await Promise.all([...publishers, foreign].map((p) => p.close()));
+      for (const { feed } of mine) {
+        expect(await feed.next(5_000)).toEqual({ seq: 0, type: "started" });
+        expect(await feed.next(5_000)).toEqual({ seq: 1, type: "delta", delta: { content: "one" } });
+        feed.close();
+      }
+      expect(await theirs.next(5_000)).toEqual({ seq: 0, type: "started" });
+      theirs.close();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(payloads).toHaveLength(1);
+      expect((JSON.parse(payloads[0]!) as [string, unknown][]).map(([id]) => id)).toEqual(["turn-a", "turn-a", "turn-b", "turn-b", "turn-c", "turn-c"]);
+    } finally {
+      raw.disconnect();
+      await other.close();
+    }
   });
 });

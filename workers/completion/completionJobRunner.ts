@@ -13,7 +13,7 @@ export type CompletionJobRunnerDeps = {
   model: RegisteredModel;
   engine: Engine;
   usage: UsageRecorder;
-  publisherFor: (completionId: string) => DeltaPublisher;
+  publisherFor: (job: { completionId: string; replyTo: string }) => DeltaPublisher;
   now: () => Date;
   logger: Logger;
 };
@@ -61,7 +61,7 @@ export class CompletionJobRunner {
       generated.content += (delta.content ?? "") + (delta.toolCalls ?? []).map((c) => c.function?.arguments ?? "").join("");
       generated.reasoning += delta.reasoning ?? "";
     };
-    const publisher = this.#deps.publisherFor(job.completionId);
+    const publisher = this.#deps.publisherFor(job);
     const startedAt = this.#deps.now();
     publisher.send({ type: "started" });
     let usage: Usage = NO_USAGE;

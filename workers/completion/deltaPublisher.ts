@@ -4,18 +4,22 @@ import type { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
 import type { EngineDelta } from "../engines/engine.ts";
 import type { CoalescingWindow, PendingFlush } from "./coalescingWindow.ts";
 import { mergeDeltas } from "./mergeDeltas.ts";
+import type { ReplyBatcher } from "./replyBatcher.ts";
 
 export type DeltaPublisherOptions = {
   /** The coalescing window, shared by the worker's publishers (it widens under load). */
   window: CoalescingWindow;
+  /** The worker's one live-message writer (one PUBLISH per API process and event-loop turn). */
+  replies: ReplyBatcher;
   replayTtlSeconds: number;
   replayMaxLen: number;
   now?: () => number;
 };
 
 /**
- * Writes one completion's messages to Redis, numbered 0, 1, 2, ...: PUBLISH to the completion's channel
- * for live listeners plus XADD to its capped, expiring replay stream, in one pipeline per message.
+ * Writes one completion's messages to Redis, numbered 0, 1, 2, ...: to the reply channel of the API
+ * process that enqueued the job, for live listening (batched with every other message of the same
+ * event-loop turn by the ReplyBatcher), plus XADD to the completion's capped, expiring replay stream.
  *
  * The first delta goes out at once (the first token is never held back). Later deltas are merged and
  * left to the worker's one flush loop (CoalescingWindow), which writes them once the completion's
@@ -25,7 +29,8 @@ export type DeltaPublisherOptions = {
  */
 export class DeltaPublisher implements PendingFlush {
   readonly #redis: Redis;
-  readonly #channel: string;
+  readonly #completionId: string;
+  readonly #replyTo: string;
   readonly #stream: string;
   readonly #options: Required<DeltaPublisherOptions>;
   #seq = 0;
@@ -36,10 +41,11 @@ export class DeltaPublisher implements PendingFlush {
   #failure: Error | null = null;
   #closed = false;
 
-  constructor(redis: Redis, keys: InferenceKeys, completionId: string, options: DeltaPublisherOptions) {
+  constructor(redis: Redis, keys: InferenceKeys, job: { completionId: string; replyTo: string }, options: DeltaPublisherOptions) {
     this.#redis = redis;
-    this.#channel = keys.deltaChannel(completionId);
-    this.#stream = keys.replayStream(completionId);
+    this.#completionId = job.completionId;
+    this.#replyTo = job.replyTo;
+    this.#stream = keys.replayStream(job.completionId);
     this.#options = { now: () => performance.now(), ...options };
     options.window.opened();
   }
@@ -109,7 +115,7 @@ export class DeltaPublisher implements PendingFlush {
     const json = JSON.stringify(sequenced);
     const redis = this.#redis;
     const commands: Promise<unknown>[] = [
-      redis.publish(this.#channel, json),
+      this.#options.replies.send(this.#replyTo, this.#completionId, json),
       redis.xadd(this.#stream, "MAXLEN", "~", String(this.#options.replayMaxLen), "*", "m", json),
     ];
     // The expiry is (re)set on the first and last messages and now and then between, not on every delta.

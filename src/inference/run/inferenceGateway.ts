@@ -49,18 +49,19 @@ export class InferenceGateway {
   }
 
   /**
-   * Enqueues the job and resolves once a worker started it. No live worker for the model, or the job not
-   * started within JOB_START_TIMEOUT_MS (it is then removed from the queue) -> 503 model_unavailable.
+   * Enqueues the job (with this process's reply channel) and resolves once a worker started it. No live
+   * worker for the model, or the job not started within JOB_START_TIMEOUT_MS (it is then removed from
+   * the queue) -> 503 model_unavailable.
    */
-  async start(job: CompletionJob): Promise<RunningJob> {
-    // The liveness check and the subscription are independent: one round trip instead of two.
-    const [live, opened] = await Promise.allSettled([this.#presence.isLive(job.model), this.#subscriber.open(job.completionId)]);
-    if (opened.status === "rejected") throw opened.reason;
-    const feed = opened.value;
+  async start(request: Omit<CompletionJob, "replyTo">): Promise<RunningJob> {
+    await this.#subscriber.ready;
+    const job: CompletionJob = { ...request, replyTo: this.#subscriber.replyTo };
+    const feed = this.#subscriber.open(job.completionId);
     try {
-      if (live.status === "rejected") throw live.reason;
-      if (!live.value) throw unavailable(job.model);
-      await this.#queues.enqueue(job);
+      // The liveness check and the enqueue go out together (one round trip, not two). Without a live
+      // worker the job is taken back off the queue; if a worker appeared and took it meanwhile, it runs.
+      const [live] = await Promise.all([this.#presence.isLive(job.model), this.#queues.enqueue(job)]);
+      if (!live && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
       await this.#awaitStart(feed, job);
     } catch (error) {
       feed.close();

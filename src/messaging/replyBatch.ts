@@ -1,0 +1,46 @@
+import { DeltaMessageSchema, type DeltaMessage } from "./deltaMessage.ts";
+
+/**
+ * The payload of one PUBLISH on an API process's reply channel: the messages of any number of
+ * completions, in the order the worker wrote them, as a JSON array of `[completionId, message]` pairs.
+ * Workers batch everything due for one API process in one event-loop turn into one such payload, so
+ * Redis and the API handle one message per turn instead of one per token and completion.
+ */
+export type ReplyEntry = { completionId: string; message: DeltaMessage };
+
+/** One pair from an already serialised message (the same JSON text goes to the replay stream). */
+export function encodeReplyEntry(completionId: string, messageJson: string): string {
+  return `[${JSON.stringify(completionId)},${messageJson}]`;
+}
+
+export function encodeReplyBatch(entries: string[]): string {
+  return `[${entries.join(",")}]`;
+}
+
+/** The valid entries of a payload; malformed ones (and a malformed payload) are skipped. */
+export function decodeReplyBatch(text: string): ReplyEntry[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(parsed)) return [];
+  const entries: ReplyEntry[] = [];
+  for (const pair of parsed) {
+    if (!Array.isArray(pair) || typeof pair[0] !== "string") continue;
+    const message = DeltaMessageSchema.safeParse(pair[1]);
+    if (message.success) entries.push({ completionId: pair[0], message: message.data });
+  }
+  return entries;
+}
+
+/** A message of the replay stream (one JSON text per entry). */
+export function decodeDeltaMessage(text: string): DeltaMessage | undefined {
+  try {
+    const result = DeltaMessageSchema.safeParse(JSON.parse(text));
+    return result.success ? result.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
