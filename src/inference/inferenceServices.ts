@@ -1,4 +1,5 @@
 import type { Config } from "../config.ts";
+import { createPool, type Pool } from "../db/createPool.ts";
 import { CompletionQueues } from "../messaging/completionQueues.ts";
 import type { Redis } from "../messaging/createRedis.ts";
 import { DeltaSubscriber } from "../messaging/deltaSubscriber.ts";
@@ -16,6 +17,12 @@ export type InferenceServices = {
   presence: WorkerPresence;
   gateway: InferenceGateway;
   subscriber: DeltaSubscriber;
+  /**
+   * Connections for budget admission (holds), committing without waiting for the WAL flush: a hold is
+   * short-lived bookkeeping that the sweeper and settle can do without, and the budget row it updates
+   * is locked for the commit, so a flush per hold would serialise every admission of an account.
+   */
+  holdPool: Pool;
   close(): Promise<void>;
 };
 
@@ -25,6 +32,7 @@ export function createInferenceServices(deps: { config: Config; redis: Redis }, 
   const presence = new WorkerPresence(redis, keys);
   const queues = new CompletionQueues(redis, keys);
   const subscriber = new DeltaSubscriber(config.redisUrl, redis, keys);
+  const holdPool = createPool(config.databaseUrl, 10, { synchronousCommit: false });
   const gateway = new InferenceGateway({
     presence,
     queues,
@@ -36,9 +44,11 @@ export function createInferenceServices(deps: { config: Config; redis: Redis }, 
     presence,
     gateway,
     subscriber,
+    holdPool,
     async close() {
       await subscriber.close();
       await queues.close();
+      await holdPool.end();
     },
   };
 }

@@ -27,7 +27,7 @@ export async function startInferenceJob(
   const completionId = newCompletionId(options.idPrefix);
   const created = Math.floor(deps.clock.now().getTime() / 1000);
   const traceparent = currentTraceparent();
-  const job = await admitWithHold(deps, { completionId, accountId: principal.accountId, work, model }, () =>
+  const job = await admitWithHold({ pool: inference.holdPool, clock: deps.clock }, { completionId, accountId: principal.accountId, work, model }, () =>
     inference.gateway.start({
       completionId,
       endpoint,

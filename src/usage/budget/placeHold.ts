@@ -25,6 +25,24 @@ export type HoldRefused = {
 
 export type PlaceHoldResult = HoldPlaced | HoldRefused;
 
+const PLACE_HOLD_SQL = `WITH admitted AS (
+    INSERT INTO rm_budget AS b (account_id, period_start, budget_micro_chf, spent_micro_chf, held_micro_chf, updated_at)
+    SELECT a.account_id, $2::date, a.monthly_budget_micro_chf, 0, $3::bigint, $4::timestamptz
+      FROM rm_accounts a
+     WHERE a.account_id = $1::uuid
+       AND a.subscription_status = 'active'
+       AND $3::bigint <= a.monthly_budget_micro_chf
+    ON CONFLICT (account_id, period_start) DO UPDATE
+       SET held_micro_chf = b.held_micro_chf + EXCLUDED.held_micro_chf,
+           budget_micro_chf = EXCLUDED.budget_micro_chf,
+           updated_at = EXCLUDED.updated_at
+     WHERE b.spent_micro_chf + b.held_micro_chf + EXCLUDED.held_micro_chf <= EXCLUDED.budget_micro_chf
+    RETURNING b.account_id, b.period_start
+  )
+  INSERT INTO budget_holds (hold_id, account_id, period_start, amount_micro_chf, created_at)
+  SELECT $5, account_id, period_start, $3::bigint, $4::timestamptz FROM admitted
+  RETURNING hold_id`;
+
 /**
  * Admission: holds the request's worst-case cost on the account's budget for the billing period of
  * `now`, with ONE conditional statement, so concurrent admissions can never pass the budget together:
@@ -43,26 +61,12 @@ export async function placeHold(db: Queryable, input: PlaceHoldInput): Promise<P
   const { holdId, accountId, amountMicroChf, now } = input;
   if (!Number.isSafeInteger(amountMicroChf) || amountMicroChf < 0) throw new RangeError("amountMicroChf must be a non-negative integer");
   const period = billingPeriod(now);
-  const placed = await db.query(
-    `WITH admitted AS (
-       INSERT INTO rm_budget AS b (account_id, period_start, budget_micro_chf, spent_micro_chf, held_micro_chf, updated_at)
-       SELECT a.account_id, $2::date, a.monthly_budget_micro_chf, 0, $3::bigint, $4::timestamptz
-         FROM rm_accounts a
-        WHERE a.account_id = $1::uuid
-          AND a.subscription_status = 'active'
-          AND $3::bigint <= a.monthly_budget_micro_chf
-       ON CONFLICT (account_id, period_start) DO UPDATE
-          SET held_micro_chf = b.held_micro_chf + EXCLUDED.held_micro_chf,
-              budget_micro_chf = EXCLUDED.budget_micro_chf,
-              updated_at = EXCLUDED.updated_at
-        WHERE b.spent_micro_chf + b.held_micro_chf + EXCLUDED.held_micro_chf <= EXCLUDED.budget_micro_chf
-       RETURNING b.account_id, b.period_start
-     )
-     INSERT INTO budget_holds (hold_id, account_id, period_start, amount_micro_chf, created_at)
-     SELECT $5, account_id, period_start, $3::bigint, $4::timestamptz FROM admitted
-     RETURNING hold_id`,
-    [accountId, period.start, amountMicroChf, now.toISOString(), holdId],
-  );
+  // A named statement: parsed and planned once per connection, not on every admission.
+  const placed = await db.query({
+    name: "place-budget-hold",
+    text: PLACE_HOLD_SQL,
+    values: [accountId, period.start, amountMicroChf, now.toISOString(), holdId],
+  });
   if (placed.rowCount) return { ok: true, holdId, period };
 
   // Refused: read the figures for the message (not part of the decision).
