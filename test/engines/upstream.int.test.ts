@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatRequest, EngineDelta } from "../../workers/engines/engine.ts";
 import { UpstreamEngine } from "../../workers/engines/upstream/upstreamEngine.ts";
 import type { UpstreamEngineOptionsInput } from "../../workers/engines/upstream/upstreamEngineOptions.ts";
-import { chunk, startFakeUpstream, usageChunk, writeSse, type FakeUpstream } from "./upstreamFakeServer.ts";
+import { chunk, pause, startFakeUpstream, usageChunk, writeSse, type FakeUpstream } from "./upstreamFakeServer.ts";
 
 let upstream: FakeUpstream;
 beforeAll(async () => {
@@ -227,5 +227,53 @@ describe("UpstreamEngine request body", () => {
       presence_penalty: 0,
       frequency_penalty: 0,
     });
+  });
+});
+
+describe("UpstreamEngine connection pool", () => {
+  const answer = [chunk({ delta: { content: "ok" }, finish_reason: "stop" }), usageChunk(1, 1), "data: [DONE]\n\n"];
+
+  it("answers at [DONE] without waiting for the end of the body, then reuses the drained connection", async () => {
+    const ports: number[] = [];
+    let ended = false;
+    upstream.handle(async (_req, res, req) => {
+      ports.push(req.socket.remotePort!);
+      await writeSse(res, answer, 1);
+      await pause(150);
+      ended = true;
+      res.end();
+    });
+    const engine = engineFor();
+    const { deltas } = await chatCollect(engine);
+    expect(text(deltas)).toBe("ok");
+    expect(ended).toBe(false);
+    for (let i = 0; i < 2; i++) {
+      await pause(250); // the body has ended and its socket is back in the pool
+      await chatCollect(engine);
+    }
+    expect(ports).toHaveLength(3);
+    expect(new Set(ports).size).toBe(1);
+    await engine.close();
+  });
+
+  it("sends a request again on a new connection when the server drops the pooled one it was sent on", async () => {
+    const seen = new Set<unknown>();
+    upstream.handle(async (_req, res, req) => {
+      if (seen.has(req.socket)) {
+        req.socket.destroy(); // as when the server closes an idle keep-alive connection we just reused
+        return;
+      }
+      seen.add(req.socket);
+      await writeSse(res, answer);
+      res.end();
+    });
+    const engine = engineFor();
+    await chatCollect(engine);
+    await pause(20);
+    const before = upstream.received.length;
+    const { deltas } = await chatCollect(engine);
+    expect(text(deltas)).toBe("ok");
+    expect(upstream.received.length - before).toBe(2);
+    await engine.close();
   });
 });

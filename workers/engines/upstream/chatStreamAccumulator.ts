@@ -3,6 +3,7 @@ import type { DeltaSink, EngineDelta, FinishReason, TokenLogprob, ToolCallDelta 
 import type { SseEvent } from "./sseParser.ts";
 import { ChatChunkSchema, type ChatChunk, type Usage } from "./upstreamWire.ts";
 import { upstreamErrorDetail } from "./engineErrorFromResponse.ts";
+import { plainChatChunk } from "./plainChatChunk.ts";
 
 const encoder = new TextEncoder();
 
@@ -55,9 +56,7 @@ export class ChatStreamAccumulator {
     } catch {
       throw new EngineError("internal", "upstream sent a stream chunk that is not JSON");
     }
-    const parsed = ChatChunkSchema.safeParse(json);
-    if (!parsed.success) throw new EngineError("internal", `upstream sent an unexpected stream chunk: ${parsed.error.issues[0]?.message ?? "invalid"}`);
-    this.#chunk(parsed.data, data);
+    this.#chunk(plainChatChunk(json) ?? validChunk(json), data);
     return false;
   }
 
@@ -93,6 +92,13 @@ export class ChatStreamAccumulator {
       if (choice.finish_reason) this.#finishReason = toFinishReason(choice.finish_reason);
     }
   }
+}
+
+/** Any chunk that is not a plain delta (see plainChatChunk.ts), checked against the full schema. */
+function validChunk(json: unknown): ChatChunk {
+  const parsed = ChatChunkSchema.safeParse(json);
+  if (!parsed.success) throw new EngineError("internal", `upstream sent an unexpected stream chunk: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+  return parsed.data;
 }
 
 type WireToolCall = NonNullable<NonNullable<NonNullable<ChatChunk["choices"]>[number]["delta"]>["tool_calls"]>[number];

@@ -1,3 +1,4 @@
+import { StringDecoder } from "node:string_decoder";
 import { describe, expect, it } from "vitest";
 import { SseParser, type SseEvent } from "./sseParser.ts";
 
@@ -9,6 +10,17 @@ function parseInPieces(text: string, size: number): SseEvent[] {
   const events: SseEvent[] = [];
   for (let i = 0; i < all.length; i += size) events.push(...parser.push(all.subarray(i, i + size)));
   events.push(...parser.end());
+  return events;
+}
+
+/** The same pieces decoded the way a node:http response with setEncoding("utf8") delivers them. */
+function parseTextInPieces(text: string, size: number): SseEvent[] {
+  const all = Buffer.from(text);
+  const decoder = new StringDecoder("utf8");
+  const parser = new SseParser();
+  const events: SseEvent[] = [];
+  for (let i = 0; i < all.length; i += size) events.push(...parser.pushText(decoder.write(all.subarray(i, i + size))));
+  events.push(...parser.pushText(decoder.end()), ...parser.end());
   return events;
 }
 
@@ -35,6 +47,11 @@ describe("SseParser", () => {
 
   it("gives the same events however the bytes are split (inside lines, CRLF pairs and UTF-8 characters)", () => {
     for (const size of [1, 2, 3, 5, 7, 13]) expect(parseInPieces(stream, size)).toEqual(expected);
+  });
+
+  it("gives the same events from decoded text (pushText), dropping the BOM however it is split", () => {
+    for (const size of [1, 2, 3, 5, 7, 13, 1 << 20]) expect(parseTextInPieces(stream, size)).toEqual(expected);
+    expect(parseTextInPieces("\uFEFFdata: x\n\n", 1)).toEqual([{ event: "message", data: "x", id: undefined }]);
   });
 
   it("dispatches a last event the server did not terminate with a blank line", () => {

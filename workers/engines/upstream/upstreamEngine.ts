@@ -11,27 +11,30 @@ import type {
   ToolDefinition,
 } from "../engine.ts";
 import { ChatStreamAccumulator } from "./chatStreamAccumulator.ts";
-import { engineErrorFromResponse } from "./engineErrorFromResponse.ts";
 import { estimateChatTokens, estimateTokens } from "./estimateTokens.ts";
 import { parseEmbeddings } from "./parseEmbeddings.ts";
-import { SseParser } from "./sseParser.ts";
+import { relayChatStream } from "./relayChatStream.ts";
 import { toEngineUsage } from "./toEngineUsage.ts";
 import { toUpstreamChatBody } from "./toUpstreamChatBody.ts";
 import { UpstreamCall } from "./upstreamCall.ts";
+import { readText, UpstreamHttp } from "./upstreamHttp.ts";
 import { upstreamEngineOptions, type UpstreamEngineOptions, type UpstreamEngineOptionsInput } from "./upstreamEngineOptions.ts";
 
 /**
  * An engine served by any OpenAI-compatible HTTP server (vLLM, SGLang, TGI, llama.cpp server, Ollama),
- * through Node's fetch. Chat is always streamed from the upstream with `stream_options.include_usage`,
- * so deltas are relayed as they come and usage is the upstream's own count.
+ * through node:http with a keep-alive connection pool (see upstreamHttp.ts). Chat is always streamed
+ * from the upstream with `stream_options.include_usage`, so deltas are relayed as they come and usage
+ * is the upstream's own count.
  */
 export class UpstreamEngine implements Engine {
   readonly #options: UpstreamEngineOptions;
+  readonly #http: UpstreamHttp;
   readonly #inFlight = new Set<UpstreamCall>();
   #closed = false;
 
   constructor(options: UpstreamEngineOptionsInput) {
     this.#options = upstreamEngineOptions.parse(options);
+    this.#http = new UpstreamHttp(this.#options.baseUrl, this.#options.apiKey);
   }
 
   capabilities(): EngineCapabilities {
@@ -43,39 +46,20 @@ export class UpstreamEngine implements Engine {
     const call = this.#open(signal);
     let draining = false;
     try {
-      const response = await this.#post(call, "/chat/completions", body);
-      const stream = response.body;
-      if (stream === null) throw new EngineError("internal", "upstream answered without a body");
-      const reader = stream.getReader();
-      const parser = new SseParser();
+      const answer = await this.#http.post(call, "/chat/completions", body);
       const accumulator = new ChatStreamAccumulator(onDelta);
-      try {
-        for (;;) {
-          let read: Awaited<ReturnType<typeof reader.read>>;
-          try {
-            read = await reader.read();
-          } catch (error) {
-            throw call.toError(error, "stream");
-          }
-          call.touch();
-          const events = read.done ? parser.end() : parser.push(read.value);
-          // handle() throws EngineError for an error inside the stream; onDelta's own errors pass as they are.
-          for (const event of events) if (accumulator.handle(event)) break;
-          if (accumulator.done || read.done) break;
-        }
-      } catch (error) {
-        void reader.cancel().catch(() => undefined);
-        throw error;
-      }
+      await relayChatStream(call, answer, accumulator);
       call.throwIfAborted();
       if (!accumulator.done && accumulator.finishReason === null) {
         throw new EngineError("internal", "upstream ended the stream before the completion finished");
       }
-      if (accumulator.done) {
-        // Read the rest of the body (normally just the end of the chunked encoding) without holding the
-        // result back, so the connection goes back to the pool instead of being torn down.
+      if (!answer.response.readableEnded) {
+        // `[DONE]` came before the end of the body (normally just the end of the chunked encoding):
+        // answer now, and release the call once relayChatStream has read the rest, so the connection
+        // goes back to the pool instead of being torn down.
         draining = true;
-        void this.#drain(reader, call);
+        const release = (): void => this.#release(call);
+        answer.response.once("end", release).once("close", release);
       }
       return {
         finishReason: accumulator.finishReason ?? "stop",
@@ -96,14 +80,8 @@ export class UpstreamEngine implements Engine {
     if (texts.length === 0) return { embeddings: [], promptTokens: 0 };
     const call = this.#open(signal);
     try {
-      const response = await this.#post(call, "/embeddings", { model: this.#options.model, input: texts });
-      let text: string;
-      try {
-        text = await response.text();
-      } catch (error) {
-        throw call.toError(error, "stream");
-      }
-      return parseEmbeddings(text, texts);
+      const answer = await this.#http.post(call, "/embeddings", { model: this.#options.model, input: texts });
+      return parseEmbeddings(await readText(call, answer, "stream"), texts);
     } finally {
       this.#release(call);
     }
@@ -119,10 +97,11 @@ export class UpstreamEngine implements Engine {
     return estimateTokens(text);
   }
 
-  /** Ends every exchange in flight (they fail as unavailable) and refuses new ones. */
+  /** Ends every exchange in flight (they fail as unavailable), closes the pooled connections and refuses new ones. */
   async close(): Promise<void> {
     this.#closed = true;
     for (const call of this.#inFlight) call.close();
+    this.#http.close();
   }
 
   #open(signal: AbortSignal): UpstreamCall {
@@ -136,39 +115,5 @@ export class UpstreamEngine implements Engine {
   #release(call: UpstreamCall): void {
     call.dispose();
     this.#inFlight.delete(call);
-  }
-
-  async #post(call: UpstreamCall, path: string, body: unknown): Promise<Response> {
-    const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream, application/json" };
-    if (this.#options.apiKey !== undefined) headers.authorization = `Bearer ${this.#options.apiKey}`;
-    call.touch();
-    let response: Response;
-    try {
-      response = await fetch(this.#options.baseUrl + path, { method: "POST", headers, body: JSON.stringify(body), signal: call.signal });
-    } catch (error) {
-      throw call.toError(error, "connect");
-    }
-    if (response.ok) return response;
-    let text = "";
-    try {
-      text = await response.text();
-    } catch (error) {
-      throw call.toError(error, "connect");
-    }
-    throw engineErrorFromResponse(response.status, text);
-  }
-
-  async #drain(reader: ReadableStreamDefaultReader<Uint8Array>, call: UpstreamCall): Promise<void> {
-    try {
-      for (;;) {
-        const { done } = await reader.read();
-        if (done) return;
-        call.touch();
-      }
-    } catch {
-      // The answer is already complete; a connection that breaks now costs nothing.
-    } finally {
-      this.#release(call);
-    }
   }
 }

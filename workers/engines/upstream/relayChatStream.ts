@@ -1,0 +1,50 @@
+import type { ChatStreamAccumulator } from "./chatStreamAccumulator.ts";
+import { SseParser, type SseEvent } from "./sseParser.ts";
+import type { UpstreamCall } from "./upstreamCall.ts";
+import type { UpstreamAnswer } from "./upstreamHttp.ts";
+
+/**
+ * Feeds the SSE body of a streamed chat to the accumulator chunk by chunk, straight from the socket's
+ * 'data' events (no async iteration: a promise per chunk is what made fetch expensive). Resolves once
+ * the accumulator is done (`[DONE]`) or the body ends; the caller decides whether what came is a
+ * complete answer.
+ *
+ * After `[DONE]` the listener stays: it reads the rest of the body (normally just the end of the
+ * chunked encoding) and keeps touching the call, so the response ends and its socket goes back to the
+ * pool; the caller releases the call on the response's 'end' / 'close'.
+ *
+ * Rejects with the accumulator's EngineError for an error inside the stream, with the delta sink's
+ * own error unchanged, and with an internal error when the connection breaks or stalls.
+ */
+export function relayChatStream(call: UpstreamCall, { request, response }: UpstreamAnswer, accumulator: ChatStreamAccumulator): Promise<void> {
+  const parser = new SseParser();
+  return call.wait<void>("stream", (settle) => {
+    const feed = (events: SseEvent[]): void => {
+      try {
+        for (const event of events) {
+          // The delta sink may have aborted the call or closed the engine: relay nothing more.
+          if (settle.settled) return;
+          if (accumulator.handle(event)) break;
+        }
+      } catch (error) {
+        settle.rethrow(error);
+        return;
+      }
+      if (accumulator.done) settle.done();
+    };
+    // The response's StringDecoder keeps a character split across reads whole (see SseParser.pushText).
+    response.setEncoding("utf8");
+    response.on("data", (text: string) => {
+      call.touch();
+      if (!settle.settled) feed(parser.pushText(text));
+    });
+    response.on("end", () => {
+      if (settle.settled) return;
+      feed(parser.end());
+      settle.done();
+    });
+    response.on("error", settle.fail);
+    response.on("close", () => settle.fail(new Error("connection closed before the end of the stream")));
+    request.on("error", settle.fail);
+  });
+}
