@@ -34,6 +34,8 @@ export class ApiKeyAuth {
   readonly lastUsed: KeyLastUsedRecorder;
   readonly #options: ApiKeyAuthOptions;
   readonly #subscriber: AuthInvalidationSubscriber;
+  /** Key hashes whose background refresh is in flight (one at a time per key). */
+  readonly #refreshing = new Set<string>();
 
   constructor(options: ApiKeyAuthOptions) {
     this.#options = options;
@@ -56,7 +58,14 @@ export class ApiKeyAuth {
   async authenticate(secret: string): Promise<ApiKeyAuthResult> {
     const keyHash = apiKeyHash(secret);
     const cached = this.cache.get(keyHash);
-    if (cached) return { outcome: "authorized", principal: cached };
+    if (cached) {
+      if (this.cache.dueForRefresh(keyHash)) this.#refreshInBackground(keyHash);
+      return { outcome: "authorized", principal: cached };
+    }
+    return this.#lookup(keyHash);
+  }
+
+  async #lookup(keyHash: string): Promise<ApiKeyAuthResult> {
     const generation = this.cache.generation();
     const found = await lookupApiKey(this.#options.pool, keyHash);
     if (!found || !found.keyActive) return { outcome: "forbidden" };
@@ -64,6 +73,18 @@ export class ApiKeyAuth {
     const principal = { accountId: found.accountId, keyId: found.keyId };
     this.cache.set(keyHash, principal, generation);
     return { outcome: "authorized", principal };
+  }
+
+  /** Re-reads a cached key off the request path: renews it, or drops it when it lost access. */
+  #refreshInBackground(keyHash: string): void {
+    if (this.#refreshing.has(keyHash)) return;
+    this.#refreshing.add(keyHash);
+    this.#lookup(keyHash)
+      .then((result) => {
+        if (result.outcome !== "authorized") this.cache.delete(keyHash);
+      })
+      .catch((error: unknown) => this.#options.logger.warn("background key refresh failed", { error: error as Error }))
+      .finally(() => this.#refreshing.delete(keyHash));
   }
 
   /**

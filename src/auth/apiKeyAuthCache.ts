@@ -9,7 +9,7 @@ export type ApiKeyAuthCacheOptions = {
   nowMs?: () => number;
 };
 
-type Entry = { principal: CachedPrincipal; expiresAtMs: number };
+type Entry = { principal: CachedPrincipal; expiresAtMs: number; refreshAtMs: number };
 
 /**
  * Short-lived in-process cache of authorised keys, keyed by the SHA-256 of the secret. Only keys that
@@ -59,7 +59,23 @@ export class ApiKeyAuthCache {
       const oldest = this.#entries.keys().next();
       if (!oldest.done) this.#entries.delete(oldest.value);
     }
-    this.#entries.set(keyHash, { principal, expiresAtMs: this.#nowMs() + this.#ttlMs });
+    const now = this.#nowMs();
+    this.#entries.set(keyHash, { principal, expiresAtMs: now + this.#ttlMs, refreshAtMs: now + this.#ttlMs / 2 });
+  }
+
+  /**
+   * True once an entry has lived half its TTL: the caller re-reads it in the background (refresh-ahead),
+   * so a key in steady use is served from the cache without ever waiting for the database, while the
+   * entry still expires at its TTL if the refresh does not confirm it.
+   */
+  dueForRefresh(keyHash: string): boolean {
+    const entry = this.#entries.get(keyHash);
+    return entry !== undefined && entry.refreshAtMs <= this.#nowMs();
+  }
+
+  /** Drops one entry (a background refresh found the key no longer authorised). */
+  delete(keyHash: string): void {
+    this.#entries.delete(keyHash);
   }
 
   invalidateAccount(accountId: string): void {

@@ -46,4 +46,21 @@ describe("ApiKeyAuthCache", () => {
     expect(cache.get("h1")).toBeUndefined();
     expect(cache.get("h3")).toEqual(a);
   });
+
+  it("is due for refresh after half its TTL, and renewed by the next set", () => {
+    let now = 0;
+    const cache = new ApiKeyAuthCache({ ttlMs: 2000, nowMs: () => now });
+    cache.set("h1", a, cache.generation());
+    now = 999;
+    expect(cache.dueForRefresh("h1")).toBe(false);
+    now = 1000;
+    expect(cache.dueForRefresh("h1")).toBe(true);
+    cache.set("h1", a, cache.generation());
+    expect(cache.dueForRefresh("h1")).toBe(false);
+    now = 2999;
+    expect(cache.get("h1")).toEqual(a);
+    cache.delete("h1");
+    expect(cache.get("h1")).toBeUndefined();
+    expect(cache.dueForRefresh("h1")).toBe(false);
+  });
 });

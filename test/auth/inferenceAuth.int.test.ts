@@ -105,4 +105,29 @@ describe("cache safety net", () => {
       await shortTtl.close();
     }
   });
+
+  it("re-reads a key in use in the background after half its TTL: the request is served from the cache, the change applies right after", async () => {
+    const ttlMs = 2_000;
+    const app = await startTestApp({ keyAuth: { cacheTtlMs: ttlMs } });
+    try {
+      const account = await createTestAccount(app.db.pool);
+      const key = await createKey(app, account.sessionToken);
+      const cachedAt = performance.now();
+      expect((await app.request("GET", "/v1/models", { token: key.key })).status).toBe(200);
+      // A change whose invalidation message was lost: only the refresh can notice it.
+      await setTestSubscription(app.db.pool, account.accountId, "inactive");
+      await new Promise((r) => setTimeout(r, ttlMs / 2 + 100));
+      // Due for refresh: answered from the cache at once, the refresh runs behind it.
+      expect((await app.request("GET", "/v1/models", { token: key.key })).status).toBe(200);
+      let status = 0;
+      while (status !== 402 && performance.now() - cachedAt < ttlMs - 200) {
+        await new Promise((r) => setTimeout(r, 10));
+        status = (await app.request("GET", "/v1/models", { token: key.key })).status;
+      }
+      // Refused before the entry's TTL ran out: the background refresh dropped it.
+      expect(status).toBe(402);
+    } finally {
+      await app.close();
+    }
+  });
 });
