@@ -59,7 +59,7 @@ function atOrBefore(event: RecordedEvent, checkpoint: LogPosition): boolean {
  * end (nothing is left behind), so the live tables, the checkpoints and the log are read at one instant:
  * - projected models (projections/) are rebuilt from the events up to their live checkpoint;
  * - inline models (rm_accounts, rm_keys) from every account event, compared on their event-derived columns;
- * - rm_budget.spent_micro_chf equals the sum of UsageRecorded costs per account and billing period
+ * - rm_budget.spent_micro_chf (plus settled holds not folded yet) equals the sum of UsageRecorded costs per account and billing period
  *   (UTC month of finishedAt); held and budget are not history and are not compared.
  */
 export async function replayReadModels(pool: Pool, projections: Projection[], options: { sampleSize?: number; batchSize?: number } = {}): Promise<ReplayReport> {
@@ -115,7 +115,12 @@ export async function replayReadModels(pool: Pool, projections: Projection[], op
       }),
       {
         model: "rm_budget.spent_micro_chf",
-        live: `SELECT account_id, period_start, spent_micro_chf FROM ${q(live, "rm_budget")} WHERE spent_micro_chf <> 0`,
+        // A settled hold not yet folded into rm_budget (settleUsage) is spent too.
+        live: `SELECT account_id, period_start, sum(spent)::bigint AS spent_micro_chf FROM (
+                 SELECT account_id, period_start, spent_micro_chf AS spent FROM ${q(live, "rm_budget")}
+                 UNION ALL
+                 SELECT account_id, settled_period, settled_cost_micro_chf FROM ${q(live, "budget_holds")} WHERE settled_at IS NOT NULL
+               ) s GROUP BY account_id, period_start HAVING sum(spent) <> 0`,
         rebuilt: `SELECT account_id, period_start, spent_micro_chf FROM ${q(scratch, "budget_spent")} WHERE spent_micro_chf <> 0`,
       },
     ];

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../src/config.ts";
-import type { Pool } from "../src/db/createPool.ts";
+import { createPool, type Pool } from "../src/db/createPool.ts";
 import { createRedis } from "../src/messaging/createRedis.ts";
 import { InferenceKeys } from "../src/messaging/inferenceKeys.ts";
 import { WorkerPresence } from "../src/messaging/workerPresence.ts";
@@ -47,7 +47,9 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
   const window = new CoalescingWindow(config.deltaCoalesceMs);
   const replies = new ReplyBatcher(deltaRedis);
   const engines = new EngineSet((model) => createEngine(model, config));
-  const usage = new UsageRecorder(pool);
+  // The budget half of each settle commits without waiting for the WAL flush (see settleUsage).
+  const foldPool = createPool(config.databaseUrl, 10, { synchronousCommit: false });
+  const usage = new UsageRecorder(pool, { foldPool });
   const workers: CompletionWorker[] = [];
   const heartbeat = new WorkerHeartbeat({
     presence: new WorkerPresence(redis, keys),
@@ -85,6 +87,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
     await engines.close();
     redis.disconnect();
     deltaRedis.disconnect();
+    await foldPool.end();
     throw error;
   }
   logger.info("worker ready", { workerId, models: models.map((m) => m.id) });
@@ -97,6 +100,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
       await engines.close();
       redis.disconnect();
       deltaRedis.disconnect();
+      await foldPool.end();
     },
   };
 }

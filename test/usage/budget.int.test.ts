@@ -6,7 +6,8 @@ import { budgetRefusalError } from "../../src/usage/budget/budgetRefusalError.ts
 import { HoldSweeper } from "../../src/usage/budget/holdSweeper.ts";
 import { placeHold } from "../../src/usage/budget/placeHold.ts";
 import { releaseHold } from "../../src/usage/budget/releaseHold.ts";
-import { settleUsage } from "../../src/usage/budget/settleUsage.ts";
+import { foldSettledHold } from "../../src/usage/budget/foldSettledHold.ts";
+import { recordUsage, settleUsage } from "../../src/usage/budget/settleUsage.ts";
 import { completionStreamId, UsageRecordedSchema } from "../../src/usage/usageRecordedEvent.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { budgetRow, createBudgetedAccount, openHolds, setBudget, usageEvent } from "./usageFixtures.ts";
@@ -175,5 +176,55 @@ describe("monthly budget holds", () => {
     expect(settled).toEqual({ recorded: true, releasedMicroChf: null });
     expect(await budgetRow(db.pool, accountId, "2025-03-01")).toEqual({ budget: 1000, spent: 250, held: 200 });
     await sweeper.stop();
+  });
+
+  it("admits while another request's usage is being recorded: the durable half of a settle does not lock the budget row", async () => {
+    const now = new Date();
+    const accountId = await createBudgetedAccount(db.pool, CHF_0_01);
+    const completionId = randomUUID();
+    expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 500, now })).ok).toBe(true);
+    const recording = await db.pool.connect();
+    try {
+      await recording.query("BEGIN");
+      // The usage is written but not committed (as during a slow disk flush).
+      expect(await recordUsage(recording, usageEvent({ accountId, completionId, costMicroChf: 321, finishedAt: now.toISOString() }))).toEqual({
+        recorded: true,
+        releasedMicroChf: 500,
+      });
+      const admission = placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 100, now });
+      const timeout = new Promise<"blocked">((resolve) => setTimeout(() => resolve("blocked"), 2_000));
+      const admitted = await Promise.race([admission, timeout]);
+      expect(admitted).toMatchObject({ ok: true });
+      await recording.query("COMMIT");
+    } finally {
+      recording.release();
+    }
+    // Until folded, the settled hold still counts its worst case; the fold charges the actual cost.
+    const period = now.toISOString().slice(0, 8) + "01";
+    expect(await budgetRow(db.pool, accountId, period)).toEqual({ budget: CHF_0_01, spent: 0, held: 600 });
+    expect(await foldSettledHold(db.pool, completionId)).toBe(500);
+    expect(await foldSettledHold(db.pool, completionId)).toBeNull();
+    expect(await budgetRow(db.pool, accountId, period)).toEqual({ budget: CHF_0_01, spent: 321, held: 100 });
+  });
+
+  it("folds a settled hold whose fold was lost (a crash between the two halves) from the sweeper, and never releases it uncharged", async () => {
+    const t0 = new Date("2025-05-10T12:00:00.000Z");
+    const accountId = await createBudgetedAccount(db.pool, 1000);
+    const completionId = randomUUID();
+    expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 400, now: t0 })).ok).toBe(true);
+    await recordUsage(db.pool, usageEvent({ accountId, completionId, costMicroChf: 150, finishedAt: t0.toISOString() }));
+    // The hold is settled but not folded: releasing it would drop the charge, so releaseHold refuses.
+    expect(await releaseHold(db.pool, completionId)).toBeNull();
+    expect(await budgetRow(db.pool, accountId, "2025-05-01")).toEqual({ budget: 1000, spent: 0, held: 400 });
+    const sweeper = new HoldSweeper({
+      pool: db.pool,
+      clock: { now: () => new Date(Date.now() + 11_000) },
+      logger: silentLogger,
+      maxHoldAgeMs: 10 * 365 * 24 * 3600_000,
+      intervalMs: 0,
+    });
+    expect(await sweeper.sweepOnce()).toBeGreaterThanOrEqual(1);
+    expect(await budgetRow(db.pool, accountId, "2025-05-01")).toEqual({ budget: 1000, spent: 150, held: 0 });
+    expect(await openHolds(db.pool, accountId)).toBe(0);
   });
 });

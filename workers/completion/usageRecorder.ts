@@ -12,10 +12,13 @@ import { settleUsage } from "../../src/usage/budget/settleUsage.ts";
  */
 export class UsageRecorder {
   readonly #pool: Pool;
+  readonly #foldPool: Pool;
   readonly #retries: number;
 
-  constructor(pool: Pool, options: { retries?: number } = {}) {
+  /** `foldPool`: connections with synchronous_commit off, for the budget half of the settle (settleUsage). */
+  constructor(pool: Pool, options: { retries?: number; foldPool?: Pool } = {}) {
     this.#pool = pool;
+    this.#foldPool = options.foldPool ?? pool;
     this.#retries = options.retries ?? 3;
   }
 
@@ -23,7 +26,7 @@ export class UsageRecorder {
     const event: UsageRecorded = { type: "UsageRecorded", data: UsageRecordedDataSchema.parse(data) };
     for (let attempt = 0; ; attempt++) {
       try {
-        const result = await settleUsage(this.#pool, event, metadata);
+        const result = await settleUsage(this.#pool, event, metadata, this.#foldPool);
         return result.recorded ? "recorded" : "already_recorded";
       } catch (error) {
         if (attempt >= this.#retries) throw error;

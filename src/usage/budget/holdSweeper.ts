@@ -1,6 +1,7 @@
 import type { Clock } from "../../clock.ts";
 import type { Pool } from "../../db/createPool.ts";
 import type { Logger } from "../../observability/logger.ts";
+import { foldSettledHold } from "./foldSettledHold.ts";
 import { releaseHold } from "./releaseHold.ts";
 
 export type HoldSweeperOptions = {
@@ -14,6 +15,11 @@ export type HoldSweeperOptions = {
    * longer exists.
    */
   maxHoldAgeMs: number;
+  /**
+   * A hold settled longer ago than this and still not folded lost its fold (a crash between the two
+   * halves of settleUsage) and is folded by the sweeper (default 10 s; a fold normally follows at once).
+   */
+  settledFoldAfterMs?: number;
   /** How often to sweep; 0 disables the timer (sweepOnce() still works). */
   intervalMs: number;
   /** Holds released per statement batch. */
@@ -21,7 +27,8 @@ export type HoldSweeperOptions = {
 };
 
 /**
- * Releases holds whose job is gone, judged by age only (simple and safe: no coupling to BullMQ's job
+ * Folds settled holds whose fold was lost (foldSettledHold: the cost is charged), and releases unsettled
+ * holds whose job is gone, judged by age only (simple and safe: no coupling to BullMQ's job
  * storage, and releasing a hold never loses money: the settle of a late job still charges the actual
  * cost). Each hold is released by its own statement (releaseHold), so the sweeper never holds locks on
  * several budget rows at once and cannot deadlock with admissions or settles.
@@ -52,23 +59,39 @@ export class HoldSweeper {
     await this.#running.catch(() => 0);
   }
 
-  /** Releases every hold older than maxHoldAgeMs; returns how many were released. */
+  /**
+   * Folds every settled hold older than settledFoldAfterMs, then releases every unsettled hold older
+   * than maxHoldAgeMs; returns how many holds were folded or released.
+   */
   async sweepOnce(): Promise<number> {
     const { pool, clock, logger, maxHoldAgeMs } = this.#options;
-    const cutoff = new Date(clock.now().getTime() - maxHoldAgeMs);
-    const batchSize = this.#options.batchSize ?? 500;
-    let released = 0;
-    for (;;) {
-      const expired = await pool.query<{ hold_id: string }>(
-        "SELECT hold_id FROM budget_holds WHERE created_at < $1 ORDER BY created_at LIMIT $2",
-        [cutoff.toISOString(), batchSize],
-      );
-      for (const { hold_id } of expired.rows) {
-        if ((await releaseHold(pool, hold_id)) !== null) released++;
-      }
-      if (expired.rows.length < batchSize) break;
-    }
+    const now = clock.now().getTime();
+    const folded = await this.#each(
+      "SELECT hold_id FROM budget_holds WHERE settled_at < $1 ORDER BY settled_at LIMIT $2",
+      new Date(now - (this.#options.settledFoldAfterMs ?? 10_000)),
+      (holdId) => foldSettledHold(pool, holdId),
+    );
+    if (folded) logger.warn("folded settled budget holds whose fold was lost", { folded });
+    const cutoff = new Date(now - maxHoldAgeMs);
+    const released = await this.#each(
+      "SELECT hold_id FROM budget_holds WHERE created_at < $1 AND settled_at IS NULL ORDER BY created_at LIMIT $2",
+      cutoff,
+      (holdId) => releaseHold(pool, holdId),
+    );
     if (released) logger.warn("released orphaned budget holds", { released, olderThan: cutoff.toISOString() });
-    return released;
+    return folded + released;
+  }
+
+  /** Runs `apply` on each hold the query selects, in batches; counts those it changed (non-null). */
+  async #each(query: string, before: Date, apply: (holdId: string) => Promise<number | null>): Promise<number> {
+    const batchSize = this.#options.batchSize ?? 500;
+    let changed = 0;
+    for (;;) {
+      const batch = await this.#options.pool.query<{ hold_id: string }>(query, [before.toISOString(), batchSize]);
+      for (const { hold_id } of batch.rows) {
+        if ((await apply(hold_id)) !== null) changed++;
+      }
+      if (batch.rows.length < batchSize) return changed;
+    }
   }
 }

@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { Pool } from "../../db/createPool.ts";
+import type { Queryable } from "../../eventStore/types.ts";
 import type { EventMetadata } from "../../eventStore/types.ts";
 import { COMPLETION_STREAM_TYPE, completionStreamId, UsageRecordedSchema, type UsageRecorded } from "../usageRecordedEvent.ts";
 import { billingPeriod } from "./billingPeriod.ts";
+import { foldSettledHold } from "./foldSettledHold.ts";
 
 export type SettleResult = {
   /** False when the completion was already recorded: nothing was appended or charged. */
@@ -12,28 +14,35 @@ export type SettleResult = {
 };
 
 /**
- * Records the usage of a finished job and settles its budget, in ONE statement (so one round trip and
- * one implicit transaction, committed durably):
- * 1. appends UsageRecorded as version 1 of `completion-<id>`, expected version "no_stream": the stream
- *    row is inserted with ON CONFLICT DO NOTHING, and everything below depends on that insert, so a job
- *    that runs or settles twice finds the stream and changes nothing (recorded: false);
- * 2. releases the request's hold (hold id = completion id);
- * 3. charges the actual cost to the billing period of `finishedAt` (the same UTC month the usage read
- *    models count it in); a hold placed in an earlier month is taken off that month's row.
+ * Records the usage of a finished job and settles its budget, in two statements:
  *
- * It writes es_streams / es_events itself instead of calling appendToStream (same columns, same
- * semantics for this single-event, no-stream case), because that takes five round trips inside a
- * transaction, and settling runs once per request: the round trips were most of the worker's database
- * time, and the budget row stayed locked across them.
- * A cost can pass the budget only when the hold was swept before the job finished, or when a request
- * admitted at the end of a month finishes in the next one; admission refuses further requests then.
+ * 1. recordUsage (durable, on `pool`): appends UsageRecorded as version 1 of `completion-<id>` and marks
+ *    the request's hold as settled with the actual cost (a hold that is gone, swept or never placed, is
+ *    recreated as a settled hold of amount 0), in ONE statement. The stream row is inserted with ON
+ *    CONFLICT DO NOTHING and the rest depends on it: a job that settles twice changes nothing the
+ *    second time (recorded: false).
+ * 2. foldSettledHold (on `foldPool`, whose commits do not wait for the WAL flush): releases the hold
+ *    and charges the cost to the billing period of `finishedAt`.
+ *
+ * The split keeps the account's budget row, which every admission of the account updates, out of the
+ * durable commit: a disk flush (hundreds of milliseconds when the disk stalls) never holds up
+ * admissions. Until the fold, the hold's worst-case amount still counts as held, so the budget is never
+ * understated; a fold lost in a crash is redone by the sweeper. The fold runs even when the usage was
+ * already recorded, so a retried settle completes a fold that failed.
  */
-export async function settleUsage(pool: Pool, event: UsageRecorded, metadata: EventMetadata = {}): Promise<SettleResult> {
+export async function settleUsage(pool: Pool, event: UsageRecorded, metadata: EventMetadata = {}, foldPool: Pool = pool): Promise<SettleResult> {
+  const recorded = await recordUsage(pool, event, metadata);
+  await foldSettledHold(foldPool, event.data.completionId);
+  return recorded;
+}
+
+/** Step 1 of settleUsage: the usage event and the settled mark, in one durable statement. */
+export async function recordUsage(db: Queryable, event: UsageRecorded, metadata: EventMetadata = {}): Promise<SettleResult> {
   const { data } = UsageRecordedSchema.parse(event);
   const period = billingPeriod(new Date(data.finishedAt));
-  const settled = await pool.query<{ recorded: boolean; released: string | null }>({
-    name: "settle-usage",
-    text: SETTLE_SQL,
+  const recorded = await db.query<{ recorded: boolean; held: string | null }>({
+    name: "record-usage",
+    text: RECORD_USAGE_SQL,
     values: [
       completionStreamId(data.completionId),
       COMPLETION_STREAM_TYPE,
@@ -46,17 +55,18 @@ export async function settleUsage(pool: Pool, event: UsageRecorded, metadata: Ev
       data.costMicroChf,
     ],
   });
-  const row = settled.rows[0]!;
-  return { recorded: row.recorded, releasedMicroChf: row.released === null ? null : Number(row.released) };
+  const row = recorded.rows[0]!;
+  return { recorded: row.recorded, releasedMicroChf: row.held === null ? null : Number(row.held) };
 }
 
 /**
  * $1 stream id, $2 stream type, $3 event id, $4 data, $5 metadata, $6 hold id, $7 account id,
- * $8 period start of finishedAt, $9 cost (micro-CHF). Data-modifying CTEs run once each and see the same
- * snapshot; `stream` is empty when the completion was already recorded, which turns every other part
- * into a no-op. `charged` and `released_earlier` touch different rm_budget rows (different periods).
+ * $8 period start of finishedAt, $9 cost (micro-CHF). Writes es_streams / es_events itself instead of
+ * calling appendToStream (same columns and semantics for this single-event, no-stream case): that takes
+ * five round trips in a transaction, and this runs once per request. `held` is the amount of the hold
+ * the request had (null when it had none, and a settled hold of amount 0 was created instead).
  */
-const SETTLE_SQL = `
+const RECORD_USAGE_SQL = `
 WITH stream AS (
   INSERT INTO es_streams (stream_id, stream_type, version) VALUES ($1, $2, 1)
   ON CONFLICT (stream_id) DO NOTHING
@@ -65,27 +75,15 @@ WITH stream AS (
   INSERT INTO es_events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
   SELECT stream_id, 1, $3::uuid, 'UsageRecorded', 1, $4::jsonb, $5::jsonb FROM stream
   RETURNING 1
-), h AS (
-  DELETE FROM budget_holds WHERE hold_id = $6 AND EXISTS (SELECT 1 FROM stream)
-  RETURNING period_start, amount_micro_chf
-), charged AS (
-  INSERT INTO rm_budget AS b (account_id, period_start, budget_micro_chf, spent_micro_chf, held_micro_chf, updated_at)
-  SELECT $7::uuid, $8::date,
-         COALESCE((SELECT monthly_budget_micro_chf FROM rm_accounts WHERE account_id = $7::uuid), 0),
-         $9::bigint, 0, now()
-   WHERE EXISTS (SELECT 1 FROM stream)
-  ON CONFLICT (account_id, period_start) DO UPDATE
-     SET spent_micro_chf = b.spent_micro_chf + EXCLUDED.spent_micro_chf,
-         held_micro_chf = b.held_micro_chf - COALESCE((SELECT amount_micro_chf FROM h WHERE h.period_start = b.period_start), 0),
-         updated_at = EXCLUDED.updated_at
-  RETURNING 1
-), released_earlier AS (
-  UPDATE rm_budget b
-     SET held_micro_chf = b.held_micro_chf - h.amount_micro_chf, updated_at = now()
-    FROM h
-   WHERE b.account_id = $7::uuid AND b.period_start = h.period_start AND h.period_start <> $8::date
-  RETURNING 1
+), settled AS (
+  INSERT INTO budget_holds (hold_id, account_id, period_start, amount_micro_chf, created_at, settled_cost_micro_chf, settled_period, settled_at)
+  SELECT $6, $7::uuid, $8::date, 0, now(), $9::bigint, $8::date, now() FROM stream
+  ON CONFLICT (hold_id) DO UPDATE
+     SET settled_cost_micro_chf = EXCLUDED.settled_cost_micro_chf,
+         settled_period = EXCLUDED.settled_period,
+         settled_at = EXCLUDED.settled_at
+  RETURNING (xmax = 0) AS created, amount_micro_chf
 )
 SELECT EXISTS (SELECT 1 FROM stream) AS recorded,
-       (SELECT amount_micro_chf FROM h) AS released,
-       (SELECT count(*) FROM appended) + (SELECT count(*) FROM charged) + (SELECT count(*) FROM released_earlier) AS written`;
+       (SELECT CASE WHEN created THEN NULL ELSE amount_micro_chf END FROM settled) AS held,
+       (SELECT count(*) FROM appended) AS appended`;
