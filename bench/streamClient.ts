@@ -1,3 +1,4 @@
+import http from "node:http";
 import { SseParser } from "../workers/engines/upstream/sseParser.ts";
 
 export type StreamTarget = {
@@ -20,55 +21,93 @@ export type StreamSample = {
 };
 
 /**
- * One streamed chat completion against a target, timed from just before fetch. Parses the SSE stream
- * with the upstream adapter's parser and every chunk with JSON.parse, as a client would.
+ * The bench's HTTP client: node:http with one keep-alive agent (not fetch), because the load generator
+ * shares the machine's two cores with whatever it measures: fetch (undici and WHATWG streams) costs
+ * about twice the CPU per streamed chunk, CPU taken from the platform under test. Both paths, direct and
+ * platform, use this same client.
  */
-export async function runStream(target: StreamTarget, tokens: number, expected: string, timeoutMs: number): Promise<StreamSample> {
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+
+/**
+ * One streamed chat completion against a target, timed from just before the request is sent. Parses
+ * the SSE stream with the upstream adapter's parser and every chunk with JSON.parse, as a client would.
+ */
+export function runStream(target: StreamTarget, tokens: number, expected: string, timeoutMs: number): Promise<StreamSample> {
   const start = performance.now();
-  let ttftMs = Number.NaN;
-  let content = "";
-  let done = false;
-  try {
-    const response = await fetch(target.url, {
+  const body = JSON.stringify({
+    model: target.model,
+    messages: [{ role: "user", content: "Count for me." }],
+    max_tokens: tokens,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  return new Promise<StreamSample>((resolve) => {
+    let ttftMs = Number.NaN;
+    let content = "";
+    let done = false;
+    let settled = false;
+    const finish = (sample: StreamSample) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(sample);
+    };
+    const request = http.request(target.url, {
       method: "POST",
-      headers: { "content-type": "application/json", ...target.headers },
-      body: JSON.stringify({
-        model: target.model,
-        messages: [{ role: "user", content: "Count for me." }],
-        max_tokens: tokens,
-        stream: true,
-        stream_options: { include_usage: true },
-      }),
-      signal: AbortSignal.timeout(timeoutMs),
+      agent,
+      headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...target.headers },
     });
-    if (!response.ok || response.body === null) {
-      const text = await response.text().catch(() => "");
-      return failed(start, `HTTP ${response.status}: ${text.slice(0, 200)}`);
-    }
-    const parser = new SseParser();
-    const reader = response.body.getReader();
-    for (;;) {
-      const { done: ended, value } = await reader.read();
-      const events = ended ? parser.end() : parser.push(value);
-      for (const event of events) {
-        if (event.data === "[DONE]") {
-          done = true;
-          continue;
-        }
-        const chunk = JSON.parse(event.data) as { error?: unknown; choices?: Array<{ delta?: { content?: string | null } }> };
-        if (chunk.error !== undefined) return failed(start, `stream error: ${event.data.slice(0, 200)}`);
-        const piece = chunk.choices?.[0]?.delta?.content ?? "";
-        if (piece !== "" && Number.isNaN(ttftMs)) ttftMs = performance.now() - start;
-        content += piece;
+    const timer = setTimeout(() => {
+      request.destroy();
+      finish(failed(start, `timed out after ${timeoutMs} ms`));
+    }, timeoutMs);
+    request.setNoDelay(true);
+    request.on("error", (error) => finish(failed(start, error.message)));
+    request.on("response", (response) => {
+      response.setEncoding("utf8");
+      if (response.statusCode !== 200) {
+        let text = "";
+        response.on("data", (part: string) => (text += part));
+        response.on("end", () => finish(failed(start, `HTTP ${response.statusCode}: ${text.slice(0, 200)}`)));
+        return;
       }
-      if (ended) break;
-    }
-  } catch (error) {
-    return failed(start, (error as Error).message);
-  }
-  const totalMs = performance.now() - start;
-  const received = content.split(" t").length - 1;
-  return { ttftMs, totalMs, tokens: received, complete: done && content === expected, error: null };
+      const parser = new SseParser();
+      const handle = (events: { data: string }[]): void => {
+        for (const event of events) {
+          if (event.data === "[DONE]") {
+            done = true;
+            continue;
+          }
+          const chunk = JSON.parse(event.data) as { error?: unknown; choices?: Array<{ delta?: { content?: string | null } }> };
+          if (chunk.error !== undefined) {
+            request.destroy();
+            finish(failed(start, `stream error: ${event.data.slice(0, 200)}`));
+            return;
+          }
+          const piece = chunk.choices?.[0]?.delta?.content ?? "";
+          if (piece !== "" && Number.isNaN(ttftMs)) ttftMs = performance.now() - start;
+          content += piece;
+        }
+      };
+      response.on("data", (text: string) => {
+        try {
+          handle(parser.pushText(text));
+        } catch (error) {
+          request.destroy();
+          finish(failed(start, (error as Error).message));
+        }
+      });
+      response.on("end", () => {
+        handle(parser.end());
+        const totalMs = performance.now() - start;
+        const received = content.split(" t").length - 1;
+        finish({ ttftMs, totalMs, tokens: received, complete: done && content === expected, error: null });
+      });
+      response.on("error", (error) => finish(failed(start, error.message)));
+      response.on("close", () => finish(failed(start, "connection closed before the end of the stream")));
+    });
+    request.end(body);
+  });
 }
 
 function failed(start: number, error: string): StreamSample {
