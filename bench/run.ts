@@ -44,7 +44,7 @@ async function main(): Promise<number> {
   const expected = Array.from({ length: tokens }, (_, i) => standInToken(i)).join("");
   const planFor = (concurrency: number): LevelPlan => ({
     concurrency,
-    requests: values.requests ? Number(values.requests) : Math.max(50, 2 * concurrency),
+    requests: values.requests ? Number(values.requests) : Math.max(100, 2 * concurrency),
     tokens,
     expected,
     timeoutMs: 60_000 + tokens * interTokenMs * 4,
@@ -96,7 +96,7 @@ async function main(): Promise<number> {
     }
     const setup =
       `Stand-in: ${tokens} tokens per stream, TTFT ${ttftMs} ms, inter-token ${interTokenMs} ms; ` +
-      `closed loop, ${values.requests ?? "max(50, 2 x streams)"} requests per level and path in ${values.rounds} rounds (path order rotating), after a warm-up; ${availableParallelism()} cores, load average ${load.toFixed(1)} at start; ` +
+      `closed loop, ${values.requests ?? "max(100, 2 x streams)"} requests per level and path in ${values.rounds} rounds (path order rotating), after a warm-up; ${availableParallelism()} cores, load average ${load.toFixed(1)} at start; ` +
       `Node ${process.version}; ${platform?.description ?? "platform not run"}.`;
     process.stdout.write(`${formatReport(results, setup)}\n`);
     if (platform === null) {
