@@ -1,7 +1,7 @@
 import type { Redis } from "../../src/messaging/createRedis.ts";
 import { encodeReplyBatch, encodeReplyEntry } from "../../src/messaging/replyBatch.ts";
 
-type Batch = { entries: string[]; sent: Promise<void> | null; resolve: () => void; reject: (error: unknown) => void };
+type Batch = { entries: string[]; sent: Promise<void>; resolve: () => void; reject: (error: unknown) => void };
 
 /**
  * The worker's one writer of live messages: everything written for one API process (reply channel)
@@ -36,7 +36,7 @@ export class ReplyBatcher {
       this.#scheduled = true;
       setImmediate(() => this.#flush());
     }
-    return batch.sent!;
+    return batch.sent;
   }
 
   #flush(): void {

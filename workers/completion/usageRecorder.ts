@@ -6,9 +6,10 @@ import { settleUsage } from "../../src/usage/budget/settleUsage.ts";
 /**
  * Records a finished job's usage and settles its budget hold: settleUsage appends UsageRecorded to
  * `completion-<id>` with expected version "no_stream" (the stream exists only once, so a job that runs
- * again, retried or stalled, can never record, and so charge, twice), releases the request's hold and
- * charges the actual cost, all in one transaction. Transient database errors are retried a few times
- * (safe: a retry after a commit finds the stream and changes nothing).
+ * again, retried or stalled, can never record, and so charge, twice) and marks the request's hold
+ * settled in one durable statement, then folds the hold into the budget (releases it, charges the actual
+ * cost). Transient database errors are retried a few times (safe: a retry finds the stream, records
+ * nothing again and only completes a fold that did not happen).
  */
 export class UsageRecorder {
   readonly #pool: Pool;

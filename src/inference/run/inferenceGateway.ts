@@ -60,8 +60,12 @@ export class InferenceGateway {
     try {
       // The liveness check and the enqueue go out together (one round trip, not two). Without a live
       // worker the job is taken back off the queue; if a worker appeared and took it meanwhile, it runs.
-      const [live] = await Promise.all([this.#presence.isLive(job.model), this.#queues.enqueue(job)]);
-      if (!live && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
+      // A failed liveness check (the job is already queued) is not a verdict: the start timeout decides.
+      const [live, enqueued] = await Promise.allSettled([this.#presence.isLive(job.model), this.#queues.enqueue(job)]);
+      if (enqueued.status === "rejected") throw enqueued.reason;
+      if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) {
+        throw unavailable(job.model);
+      }
       await this.#awaitStart(feed, job);
     } catch (error) {
       feed.close();
