@@ -12,6 +12,7 @@ import { CompletionJobRunner } from "./completion/completionJobRunner.ts";
 import { CompletionWorker } from "./completion/completionWorker.ts";
 import { CoalescingWindow } from "./completion/coalescingWindow.ts";
 import { DeltaPublisher } from "./completion/deltaPublisher.ts";
+import { JobCancellations } from "./completion/jobCancellations.ts";
 import { ReplyBatcher } from "./completion/replyBatcher.ts";
 import { UsageRecorder } from "./completion/usageRecorder.ts";
 import { WorkerHeartbeat } from "./completion/workerHeartbeat.ts";
@@ -50,6 +51,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
   // The budget half of each settle commits without waiting for the WAL flush (see settleUsage).
   const foldPool = createPool(config.databaseUrl, 10, { synchronousCommit: false });
   const usage = new UsageRecorder(pool, { foldPool });
+  const cancellations = new JobCancellations(config.redisUrl, keys);
   const workers: CompletionWorker[] = [];
   const heartbeat = new WorkerHeartbeat({
     presence: new WorkerPresence(redis, keys),
@@ -76,13 +78,16 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
           }),
         now: () => new Date(),
         logger: logger.child({ model: model.id }),
+        cancellations,
       });
       const worker = new CompletionWorker({ modelId: model.id, redis, keys, concurrency: EngineSet.concurrencyOf(model), runner, logger });
       workers.push(worker);
       await worker.start();
     }
+    await cancellations.ready;
     await heartbeat.start();
   } catch (error) {
+    cancellations.close();
     await Promise.all(workers.map((w) => w.close()));
     await engines.close();
     redis.disconnect();
@@ -98,6 +103,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
       await heartbeat.stop();
       await Promise.all(workers.map((w) => w.close()));
       await engines.close();
+      cancellations.close();
       redis.disconnect();
       deltaRedis.disconnect();
       await foldPool.end();

@@ -6,6 +6,7 @@ import { DeltaSubscriber } from "../messaging/deltaSubscriber.ts";
 import { InferenceKeys } from "../messaging/inferenceKeys.ts";
 import { WorkerPresence } from "../messaging/workerPresence.ts";
 import type { ModelRegistry } from "../models/registry/modelRegistry.ts";
+import { SpeculationPolicy } from "../usage/budget/speculationPolicy.ts";
 import { InferenceGateway } from "./run/inferenceGateway.ts";
 
 /**
@@ -23,6 +24,8 @@ export type InferenceServices = {
    * is locked for the commit, so a flush per hold would serialise every admission of an account.
    */
   holdPool: Pool;
+  /** When admission may place the hold and enqueue the job at the same time (per API process). */
+  speculation: SpeculationPolicy;
   close(): Promise<void>;
 };
 
@@ -45,6 +48,7 @@ export function createInferenceServices(deps: { config: Config; redis: Redis }, 
     gateway,
     subscriber,
     holdPool,
+    speculation: new SpeculationPolicy(),
     async close() {
       await subscriber.close();
       await queues.close();

@@ -1,6 +1,6 @@
 import type { Context } from "koa";
 import type { AppDeps } from "../appDeps.ts";
-import type { CompletionWork, Endpoint } from "../messaging/completionJob.ts";
+import type { CompletionJob, CompletionWork, Endpoint } from "../messaging/completionJob.ts";
 import type { RegisteredModel } from "../models/registry/modelRegistry.ts";
 import { admitWithHold } from "../usage/budget/admitWithHold.ts";
 import { newCompletionId } from "./completionId.ts";
@@ -13,8 +13,9 @@ export type StartedInferenceJob = { job: RunningJob; completionId: string; creat
 
 /**
  * The common path of every inference endpoint after validation: a completion id, admission (hold the
- * worst-case cost on the monthly budget: 429 / 402, released if the job never runs), then the job on
- * the model's queue carrying ids, the request and the trace context (never a secret).
+ * worst-case cost on the monthly budget: 429 / 402, released if the job never runs) and the job on the
+ * model's queue carrying ids, the request and the trace context (never a secret), the two at the same
+ * time when admitWithHold may speculate.
  */
 export async function startInferenceJob(
   deps: AppDeps,
@@ -27,18 +28,21 @@ export async function startInferenceJob(
   const completionId = newCompletionId(options.idPrefix);
   const created = Math.floor(deps.clock.now().getTime() / 1000);
   const traceparent = currentTraceparent();
-  const job = await admitWithHold({ pool: inference.holdPool, clock: deps.clock }, { completionId, accountId: principal.accountId, work, model }, () =>
-    inference.gateway.start({
-      completionId,
-      endpoint,
-      model: model.id,
-      accountId: principal.accountId,
-      keyId: principal.keyId,
-      created,
-      ...(traceparent ? { traceparent } : {}),
-      work,
-    }),
-  );
+  const request: Omit<CompletionJob, "replyTo"> = {
+    completionId,
+    endpoint,
+    model: model.id,
+    accountId: principal.accountId,
+    keyId: principal.keyId,
+    created,
+    ...(traceparent ? { traceparent } : {}),
+    work,
+  };
+  const admission = { pool: inference.holdPool, clock: deps.clock, policy: inference.speculation };
+  const job = await admitWithHold(admission, { completionId, accountId: principal.accountId, work, model }, {
+    start: (speculative) => inference.gateway.start(speculative ? { ...request, speculative } : request),
+    cancel: () => inference.gateway.cancel(model.id, completionId),
+  });
   return { job, completionId, created };
 }
 

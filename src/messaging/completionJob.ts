@@ -26,6 +26,11 @@ export const CompletionJobSchema = z
     traceparent: z.string().optional(),
     /** The reply channel of the API process waiting for the answer (InferenceKeys.replyChannel). */
     replyTo: z.string().min(1),
+    /**
+     * Enqueued while the budget hold was still being placed (speculative admission): the worker records
+     * the usage only once the hold is there, and not at all if the admission was refused.
+     */
+    speculative: z.boolean().optional(),
     work: CompletionWorkSchema,
   })
   .strict();

@@ -45,6 +45,15 @@ export class CompletionQueues {
     return (await this.queue(modelId).remove(completionId)) === 1;
   }
 
+  /**
+   * Cancels a job whose admission was refused: takes it off the queue, or, when a worker already runs
+   * it, tells the workers (InferenceKeys.cancelChannel; the one running it aborts it and charges nothing).
+   */
+  async cancel(modelId: string, completionId: string): Promise<void> {
+    if (await this.removeWaiting(modelId, completionId)) return;
+    await this.#redis.publish(this.#keys.cancelChannel(), completionId);
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.#queues.values()].map((q) => q.close()));
     this.#queues.clear();

@@ -52,6 +52,11 @@ export class DeltaSubscriber {
     return feed;
   }
 
+  /** Closes a completion's feed, if it is open (its reader gets no more messages). */
+  stopListening(completionId: string): void {
+    this.#feeds.get(completionId)?.close();
+  }
+
   /** Every message of a completion still in its replay stream, in order. */
   async replay(completionId: string): Promise<DeltaMessage[]> {
     const entries = await this.#commands.xrange(this.#keys.replayStream(completionId), "-", "+");

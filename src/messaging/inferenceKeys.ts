@@ -24,6 +24,11 @@ export class InferenceKeys {
     return `${this.prefix}:replies:${listenerId}`;
   }
 
+  /** Pub/sub channel every worker listens on: completion ids of jobs the API cancelled (admission refused). */
+  cancelChannel(): string {
+    return `${this.prefix}:cancel`;
+  }
+
   /** Capped, expiring stream with the same messages, for replay (Last-Event-ID) and gap filling. */
   replayStream(completionId: string): string {
     return `${this.prefix}:replay:${completionId}`;

@@ -2,7 +2,9 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { UsageRecordedData } from "../../src/inference/usage/usageRecordedEvent.ts";
 import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
+import { placeHold } from "../../src/usage/budget/placeHold.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+import { createBudgetedAccount } from "../usage/usageFixtures.ts";
 import { completionEvents } from "./inferenceSteps.ts";
 
 describe("UsageRecorder", () => {
@@ -65,5 +67,55 @@ describe("UsageRecorder", () => {
     const results = await Promise.all([recorder.record(base, {}), recorder.record({ ...base, promptTokens: 2 }, {})]);
     expect(results.sort()).toEqual(["already_recorded", "recorded"]);
     expect(await completionEvents(db.pool, completionId)).toHaveLength(1);
+  });
+
+  describe("a speculatively admitted job", () => {
+    const usageOf = (accountId: string, completionId: string): UsageRecordedData => ({
+      completionId,
+      accountId,
+      keyId: randomUUID(),
+      model: "m",
+      endpoint: "chat.completions",
+      promptTokens: 3,
+      completionTokens: 4,
+      reasoningTokens: 0,
+      costMicroChf: 9,
+      priceTableVersion: "v1",
+      outcome: "finished",
+      startedAt: new Date().toISOString(),
+      finishedAt: new Date().toISOString(),
+      traceId: null,
+    });
+
+    it("waits for its hold (placed after the job finished) and then records", async () => {
+      const recorder = new UsageRecorder(db.pool);
+      const accountId = await createBudgetedAccount(db.pool, 1000);
+      const completionId = randomUUID();
+      const recording = recorder.record(usageOf(accountId, completionId), {}, { speculative: true, admissionDecidedBy: new Date(Date.now() + 30_000) });
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      expect(await completionEvents(db.pool, completionId)).toHaveLength(0);
+      expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 50, now: new Date(), speculative: true })).ok).toBe(true);
+      expect(await recording).toBe("recorded");
+      expect(await completionEvents(db.pool, completionId)).toHaveLength(1);
+    });
+
+    it("records nothing when the admission was refused", async () => {
+      const recorder = new UsageRecorder(db.pool);
+      const accountId = await createBudgetedAccount(db.pool, 10);
+      const completionId = randomUUID();
+      const recording = recorder.record(usageOf(accountId, completionId), {}, { speculative: true, admissionDecidedBy: new Date(Date.now() + 30_000) });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 50, now: new Date(), speculative: true })).ok).toBe(false);
+      expect(await recording).toBe("refused");
+      expect(await completionEvents(db.pool, completionId)).toHaveLength(0);
+    });
+
+    it("charges like any job once the admission should long have been decided and no hold is there (lost in a crash)", async () => {
+      const recorder = new UsageRecorder(db.pool);
+      const accountId = await createBudgetedAccount(db.pool, 1000);
+      const completionId = randomUUID();
+      expect(await recorder.record(usageOf(accountId, completionId), {}, { speculative: true, admissionDecidedBy: new Date(Date.now() - 1) })).toBe("recorded");
+      expect(await completionEvents(db.pool, completionId)).toHaveLength(1);
+    });
   });
 });

@@ -123,7 +123,7 @@ describe("monthly budget holds", () => {
     const [a, b] = await Promise.all([settleUsage(db.pool, event), settleUsage(db.pool, event)]);
     expect([a.recorded, b.recorded].sort()).toEqual([false, true]);
     const third = await settleUsage(db.pool, event);
-    expect(third).toEqual({ recorded: false, releasedMicroChf: null });
+    expect(third).toEqual({ recorded: false, releasedMicroChf: null, admission: "admitted" });
     expect(await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01")).toEqual({ budget: CHF_0_01, spent: 321, held: 0 });
     expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(1);
   });
@@ -135,7 +135,7 @@ describe("monthly budget holds", () => {
     expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 700, now: admittedAt })).ok).toBe(true);
     expect(await budgetRow(db.pool, accountId, "2026-03-01")).toEqual({ budget: CHF_0_01, spent: 0, held: 700 });
     const settled = await settleUsage(db.pool, usageEvent({ accountId, completionId, costMicroChf: 250, finishedAt: "2026-04-01T00:00:01.000Z" }));
-    expect(settled).toEqual({ recorded: true, releasedMicroChf: 700 });
+    expect(settled).toEqual({ recorded: true, releasedMicroChf: 700, admission: "admitted" });
     expect(await budgetRow(db.pool, accountId, "2026-03-01")).toEqual({ budget: CHF_0_01, spent: 0, held: 0 });
     expect(await budgetRow(db.pool, accountId, "2026-04-01")).toEqual({ budget: CHF_0_01, spent: 250, held: 0 });
     expect(await openHolds(db.pool, accountId)).toBe(0);
@@ -173,7 +173,7 @@ describe("monthly budget holds", () => {
     expect(await budgetRow(db.pool, accountId, "2025-03-01")).toEqual({ budget: 1000, spent: 0, held: 200 });
     // The late job of the swept hold still settles and is charged.
     const settled = await settleUsage(db.pool, usageEvent({ accountId, completionId: old, costMicroChf: 250, finishedAt: "2025-03-10T12:02:00.000Z" }));
-    expect(settled).toEqual({ recorded: true, releasedMicroChf: null });
+    expect(settled).toEqual({ recorded: true, releasedMicroChf: null, admission: "admitted" });
     expect(await budgetRow(db.pool, accountId, "2025-03-01")).toEqual({ budget: 1000, spent: 250, held: 200 });
     await sweeper.stop();
   });
@@ -190,6 +190,7 @@ describe("monthly budget holds", () => {
       expect(await recordUsage(recording, usageEvent({ accountId, completionId, costMicroChf: 321, finishedAt: now.toISOString() }))).toEqual({
         recorded: true,
         releasedMicroChf: 500,
+        admission: "admitted",
       });
       const admission = placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 100, now });
       const timeout = new Promise<"blocked">((resolve) => setTimeout(() => resolve("blocked"), 2_000));
@@ -226,5 +227,63 @@ describe("monthly budget holds", () => {
     expect(await sweeper.sweepOnce()).toBeGreaterThanOrEqual(1);
     expect(await budgetRow(db.pool, accountId, "2025-05-01")).toEqual({ budget: 1000, spent: 150, held: 0 });
     expect(await openHolds(db.pool, accountId)).toBe(0);
+  });
+});
+
+describe("speculative admission (hold placed while the job is already queued)", () => {
+  it("returns the budget left after a hold, for the speculation policy", async () => {
+    const accountId = await createBudgetedAccount(db.pool, 1000);
+    const now = new Date();
+    expect(await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 300, now })).toMatchObject({ ok: true, remainingMicroChf: 700 });
+    expect(await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 200, now, speculative: true })).toMatchObject({ ok: true, remainingMicroChf: 500 });
+  });
+
+  it("records nothing while the admission is undecided, and charges once the hold is there", async () => {
+    const now = new Date();
+    const accountId = await createBudgetedAccount(db.pool, 1000);
+    const completionId = randomUUID();
+    const event = usageEvent({ accountId, completionId, costMicroChf: 120, finishedAt: now.toISOString() });
+    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({ recorded: false, releasedMicroChf: null, admission: "pending" });
+    expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(0);
+    expect(await openHolds(db.pool, accountId)).toBe(0);
+
+    expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 400, now, speculative: true })).ok).toBe(true);
+    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({ recorded: true, releasedMicroChf: 400, admission: "admitted" });
+    expect(await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01")).toEqual({ budget: 1000, spent: 120, held: 0 });
+    // Settled twice (the hold is folded and gone by now): found recorded, not pending, not charged again.
+    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({ recorded: false, releasedMicroChf: null, admission: "admitted" });
+    expect(await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01")).toEqual({ budget: 1000, spent: 120, held: 0 });
+  });
+
+  it("never charges a job whose speculative admission was refused, even when its settle insists", async () => {
+    const now = new Date();
+    const accountId = await createBudgetedAccount(db.pool, 100);
+    const completionId = randomUUID();
+    const refused = await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 500, now, speculative: true });
+    expect(refused).toMatchObject({ ok: false, reason: "monthly_budget_exceeded" });
+    const marks = await db.pool.query("SELECT count(*)::int AS n FROM refused_holds WHERE hold_id = $1", [completionId]);
+    expect(marks.rows[0].n).toBe(1);
+    // A careful (non-speculative) refusal leaves no mark: its job was never queued.
+    await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 500, now });
+    const all = await db.pool.query("SELECT count(*)::int AS n FROM refused_holds");
+    expect(all.rows[0].n).toBe(1);
+
+    const event = usageEvent({ accountId, completionId, costMicroChf: 80, finishedAt: now.toISOString() });
+    for (const requireAdmission of [true, false]) {
+      expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission })).toEqual({ recorded: false, releasedMicroChf: null, admission: "refused" });
+    }
+    expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(0);
+    expect(await openHolds(db.pool, accountId)).toBe(0);
+    expect(await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01")).toBeNull();
+  });
+
+  it("the sweeper deletes refusals after a day", async () => {
+    const accountId = await createBudgetedAccount(db.pool, 1);
+    const holdId = randomUUID();
+    await placeHold(db.pool, { holdId, accountId, amountMicroChf: 5, now: new Date("2025-06-01T00:00:00.000Z"), speculative: true });
+    const sweeper = new HoldSweeper({ pool: db.pool, clock: { now: () => new Date("2025-06-02T00:00:01.000Z") }, logger: silentLogger, maxHoldAgeMs: 3600_000, intervalMs: 0 });
+    await sweeper.sweepOnce();
+    const left = await db.pool.query("SELECT count(*)::int AS n FROM refused_holds WHERE hold_id = $1", [holdId]);
+    expect(left.rows[0].n).toBe(0);
   });
 });

@@ -7,6 +7,7 @@ import { context, propagation, SpanKind, SpanStatusCode } from "@opentelemetry/a
 import { platformTracer } from "../../src/observability/telemetry.ts";
 import { EngineError, type ChatRequest, type Engine, type EngineDelta } from "../engines/engine.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
+import type { JobCancellations, TrackedJob } from "./jobCancellations.ts";
 import type { UsageRecorder } from "./usageRecorder.ts";
 
 export type CompletionJobRunnerDeps = {
@@ -16,7 +17,16 @@ export type CompletionJobRunnerDeps = {
   publisherFor: (job: { completionId: string; replyTo: string }) => DeltaPublisher;
   now: () => Date;
   logger: Logger;
+  /** Cancels from the API (speculative admissions refused); without it, jobs cannot be cancelled. */
+  cancellations?: JobCancellations;
 };
+
+/**
+ * A speculatively admitted job's hold statement was sent before the job was queued; when its settle
+ * still finds neither the hold nor a refusal this long after the job started, the hold was lost (a
+ * database crash) or swept, and the usage is charged like any other job's.
+ */
+const ADMISSION_DECIDED_WITHIN_MS = 30_000;
 
 const NO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, reasoningTokens: 0 };
 
@@ -41,12 +51,14 @@ export class CompletionJobRunner {
         "RunCompletion",
         { kind: SpanKind.CONSUMER, attributes: { "inference.model": job.model, "inference.endpoint": job.endpoint, "inference.completion_id": job.completionId } },
         async (span) => {
+          const tracked = this.#deps.cancellations?.track(job.completionId);
           try {
-            await this.#run(job, signal);
+            await this.#run(job, tracked ? AbortSignal.any([signal, tracked.signal]) : signal, tracked);
           } catch (error) {
             span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
             throw error;
           } finally {
+            tracked?.done();
             span.end();
           }
         },
@@ -54,7 +66,7 @@ export class CompletionJobRunner {
     );
   }
 
-  async #run(job: CompletionJob, signal: AbortSignal): Promise<void> {
+  async #run(job: CompletionJob, signal: AbortSignal, tracked: TrackedJob | undefined): Promise<void> {
     const { engine, model, logger } = this.#deps;
     const generated = { content: "", reasoning: "" };
     const collect = (delta: EngineDelta) => {
@@ -87,11 +99,18 @@ export class CompletionJobRunner {
       }
     } catch (error) {
       failure = toJobError(error);
-      if (failure.kind === "internal") logger.error("engine failed", { completionId: job.completionId, model: job.model, error: error as Error });
+      if (failure.kind === "internal" && !tracked?.cancelled) logger.error("engine failed", { completionId: job.completionId, model: job.model, error: error as Error });
+    }
+    if (tracked?.cancelled) {
+      // Its admission was refused: the API answered 429 / 402 and listens no more; nothing is charged.
+      logger.info("job cancelled: admission refused", { completionId: job.completionId, model: job.model });
+      await publisher.close();
+      return;
     }
     const charged = failure ? await this.#usageBeforeFailure(job, generated) : usage;
+    let recorded: Awaited<ReturnType<UsageRecorder["record"]>> | null = null;
     try {
-      await this.#deps.usage.record(
+      recorded = await this.#deps.usage.record(
         {
           completionId: job.completionId,
           accountId: job.accountId,
@@ -109,10 +128,16 @@ export class CompletionJobRunner {
           traceId: traceIdOf(job.traceparent),
         },
         { correlationId: job.completionId, actor: "worker", ...(job.traceparent ? { traceparent: job.traceparent } : {}) },
+        job.speculative ? { speculative: true, admissionDecidedBy: new Date(startedAt.getTime() + ADMISSION_DECIDED_WITHIN_MS) } : {},
       );
     } catch (error) {
       logger.error("could not record usage", { completionId: job.completionId, error: error as Error });
       failure ??= { kind: "internal", message: "The usage of this request could not be recorded.", param: null };
+    }
+    if (recorded === "refused") {
+      logger.info("admission refused while the job ran: nothing charged", { completionId: job.completionId, model: job.model });
+      await publisher.close();
+      return;
     }
     publisher.send(failure ? { type: "error", error: failure } : { type: "usage", usage });
     await publisher.close();

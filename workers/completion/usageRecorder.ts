@@ -1,7 +1,20 @@
 import type { Pool } from "../../src/db/createPool.ts";
 import type { EventMetadata } from "../../src/eventStore/types.ts";
 import { UsageRecordedDataSchema, type UsageRecorded, type UsageRecordedData } from "../../src/inference/usage/usageRecordedEvent.ts";
-import { settleUsage } from "../../src/usage/budget/settleUsage.ts";
+import { settleUsage, type SettleResult } from "../../src/usage/budget/settleUsage.ts";
+
+export type RecordOutcome = "recorded" | "already_recorded" | "refused";
+
+export type RecordOptions = {
+  /**
+   * The job was admitted speculatively (queued while its hold was being placed). Its usage is recorded
+   * once the hold is there and never when the admission was refused. Until `admissionDecidedBy` neither
+   * may be there yet (the hold statement is still on its way): the recorder waits. After it, a hold that
+   * is still missing was lost (a crash) or swept: the usage is charged as for any other job.
+   */
+  speculative?: boolean;
+  admissionDecidedBy?: Date;
+};
 
 /**
  * Records a finished job's usage and settles its budget hold: settleUsage appends UsageRecorded to
@@ -15,20 +28,33 @@ export class UsageRecorder {
   readonly #pool: Pool;
   readonly #foldPool: Pool;
   readonly #retries: number;
+  readonly #now: () => Date;
 
   /** `foldPool`: connections with synchronous_commit off, for the budget half of the settle (settleUsage). */
-  constructor(pool: Pool, options: { retries?: number; foldPool?: Pool } = {}) {
+  constructor(pool: Pool, options: { retries?: number; foldPool?: Pool; now?: () => Date } = {}) {
     this.#pool = pool;
     this.#foldPool = options.foldPool ?? pool;
     this.#retries = options.retries ?? 3;
+    this.#now = options.now ?? (() => new Date());
   }
 
-  async record(data: UsageRecordedData, metadata: EventMetadata): Promise<"recorded" | "already_recorded"> {
+  async record(data: UsageRecordedData, metadata: EventMetadata, options: RecordOptions = {}): Promise<RecordOutcome> {
     const event: UsageRecorded = { type: "UsageRecorded", data: UsageRecordedDataSchema.parse(data) };
+    let pause = 5;
+    for (;;) {
+      const decided = !options.speculative || (options.admissionDecidedBy !== undefined && this.#now() >= options.admissionDecidedBy);
+      const result = await this.#settle(event, metadata, !decided);
+      if (result.admission === "refused") return "refused";
+      if (result.admission === "admitted") return result.recorded ? "recorded" : "already_recorded";
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      pause = Math.min(pause * 2, 250);
+    }
+  }
+
+  async #settle(event: UsageRecorded, metadata: EventMetadata, requireAdmission: boolean): Promise<SettleResult> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const result = await settleUsage(this.#pool, event, metadata, this.#foldPool);
-        return result.recorded ? "recorded" : "already_recorded";
+        return await settleUsage(this.#pool, event, metadata, this.#foldPool, { requireAdmission });
       } catch (error) {
         if (attempt >= this.#retries) throw error;
         await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));

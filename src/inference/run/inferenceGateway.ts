@@ -85,6 +85,15 @@ export class InferenceGateway {
     };
   }
 
+  /**
+   * Stops a job that start() enqueued but that must not run (its speculative admission was refused):
+   * stops listening to it, then takes it off the queue or has its worker abort it.
+   */
+  async cancel(model: string, completionId: string): Promise<void> {
+    this.#subscriber.stopListening(completionId);
+    await this.#queues.cancel(model, completionId);
+  }
+
   async #awaitStart(feed: CompletionFeed, job: CompletionJob): Promise<void> {
     const first = await feed.next(this.#timeouts.jobStartTimeoutMs);
     if (first?.type === "started") return;

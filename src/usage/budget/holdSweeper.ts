@@ -26,6 +26,9 @@ export type HoldSweeperOptions = {
   batchSize?: number;
 };
 
+/** How long the refusal of a speculative admission is kept for its job's settle (a day). */
+const REFUSALS_KEPT_MS = 24 * 3600_000;
+
 /**
  * Folds settled holds whose fold was lost (foldSettledHold: the cost is charged), and releases unsettled
  * holds whose job is gone, judged by age only (simple and safe: no coupling to BullMQ's job
@@ -61,7 +64,8 @@ export class HoldSweeper {
 
   /**
    * Folds every settled hold older than settledFoldAfterMs, then releases every unsettled hold older
-   * than maxHoldAgeMs; returns how many holds were folded or released.
+   * than maxHoldAgeMs, then deletes refusals of speculative admissions older than a day; returns how
+   * many holds were folded or released.
    */
   async sweepOnce(): Promise<number> {
     const { pool, clock, logger, maxHoldAgeMs } = this.#options;
@@ -79,6 +83,8 @@ export class HoldSweeper {
       (holdId) => releaseHold(pool, holdId),
     );
     if (released) logger.warn("released orphaned budget holds", { released, olderThan: cutoff.toISOString() });
+    // A refusal is looked at only by the settle of its job, which comes within minutes.
+    await pool.query("DELETE FROM refused_holds WHERE refused_at < $1", [new Date(now - REFUSALS_KEPT_MS).toISOString()]);
     return folded + released;
   }
 

@@ -8,9 +8,20 @@ export type PlaceHoldInput = {
   /** Worst-case cost of the request (worstCaseCostMicroChf). */
   amountMicroChf: number;
   now: Date;
+  /**
+   * The job may already be queued (speculative admission): a refusal is then recorded in refused_holds
+   * by the same statement, so the worker knows not to charge it.
+   */
+  speculative?: boolean;
 };
 
-export type HoldPlaced = { ok: true; holdId: string; period: BillingPeriod };
+export type HoldPlaced = {
+  ok: true;
+  holdId: string;
+  period: BillingPeriod;
+  /** Budget left in the period after this hold (budget - spent - held), for the speculation policy. */
+  remainingMicroChf: number;
+};
 
 export type HoldRefused = {
   ok: false;
@@ -37,11 +48,18 @@ const PLACE_HOLD_SQL = `WITH admitted AS (
            budget_micro_chf = EXCLUDED.budget_micro_chf,
            updated_at = EXCLUDED.updated_at
      WHERE b.spent_micro_chf + b.held_micro_chf + EXCLUDED.held_micro_chf <= EXCLUDED.budget_micro_chf
-    RETURNING b.account_id, b.period_start
+    RETURNING b.account_id, b.period_start, b.budget_micro_chf - b.spent_micro_chf - b.held_micro_chf AS remaining
+  ), placed AS (
+    INSERT INTO budget_holds (hold_id, account_id, period_start, amount_micro_chf, created_at)
+    SELECT $5, account_id, period_start, $3::bigint, $4::timestamptz FROM admitted
+    RETURNING hold_id
+  ), refused AS (
+    INSERT INTO refused_holds (hold_id, refused_at)
+    SELECT $5, $4::timestamptz WHERE $6::boolean AND NOT EXISTS (SELECT 1 FROM admitted)
+    ON CONFLICT (hold_id) DO NOTHING
+    RETURNING hold_id
   )
-  INSERT INTO budget_holds (hold_id, account_id, period_start, amount_micro_chf, created_at)
-  SELECT $5, account_id, period_start, $3::bigint, $4::timestamptz FROM admitted
-  RETURNING hold_id`;
+  SELECT (SELECT remaining FROM admitted) AS remaining, (SELECT count(*) FROM placed) AS placed, (SELECT count(*) FROM refused) AS refused`;
 
 /**
  * Admission: holds the request's worst-case cost on the account's budget for the billing period of
@@ -52,7 +70,8 @@ const PLACE_HOLD_SQL = `WITH admitted AS (
  * - the period row is created on the first admission of the month (usage resets at the month start);
  * - an existing row is updated only if spent + held + hold <= budget (ON CONFLICT DO UPDATE ... WHERE
  *   evaluates on the row locked at its latest committed version);
- * - the hold itself is recorded in budget_holds by the same statement, keyed by the completion id.
+ * - the hold itself is recorded in budget_holds by the same statement, keyed by the completion id;
+ * - a speculative admission that is refused is recorded in refused_holds by the same statement.
  *
  * Returns the refusal with the figures the error message needs; budgetRefusalError() turns it into the
  * 429 / 402 ApiError.
@@ -62,12 +81,13 @@ export async function placeHold(db: Queryable, input: PlaceHoldInput): Promise<P
   if (!Number.isSafeInteger(amountMicroChf) || amountMicroChf < 0) throw new RangeError("amountMicroChf must be a non-negative integer");
   const period = billingPeriod(now);
   // A named statement: parsed and planned once per connection, not on every admission.
-  const placed = await db.query({
-    name: "place-budget-hold",
+  const placed = await db.query<{ remaining: string | null; placed: string }>({
+    name: "place-budget-hold-v2",
     text: PLACE_HOLD_SQL,
-    values: [accountId, period.start, amountMicroChf, now.toISOString(), holdId],
+    values: [accountId, period.start, amountMicroChf, now.toISOString(), holdId, input.speculative === true],
   });
-  if (placed.rowCount) return { ok: true, holdId, period };
+  const row = placed.rows[0]!;
+  if (Number(row.placed) === 1) return { ok: true, holdId, period, remainingMicroChf: Number(row.remaining) };
 
   // Refused: read the figures for the message (not part of the decision).
   const figures = await db.query<{ subscription_status: string; budget: string; spent: string | null; held: string | null }>(
@@ -77,14 +97,14 @@ export async function placeHold(db: Queryable, input: PlaceHoldInput): Promise<P
       WHERE a.account_id = $1::uuid`,
     [accountId, period.start],
   );
-  const row = figures.rows[0];
+  const figure = figures.rows[0];
   return {
     ok: false,
-    reason: row && row.subscription_status === "active" ? "monthly_budget_exceeded" : "subscription_required",
+    reason: figure && figure.subscription_status === "active" ? "monthly_budget_exceeded" : "subscription_required",
     period,
     amountMicroChf,
-    budgetMicroChf: Number(row?.budget ?? 0),
-    spentMicroChf: Number(row?.spent ?? 0),
-    heldMicroChf: Number(row?.held ?? 0),
+    budgetMicroChf: Number(figure?.budget ?? 0),
+    spentMicroChf: Number(figure?.spent ?? 0),
+    heldMicroChf: Number(figure?.held ?? 0),
   };
 }

@@ -7,10 +7,26 @@ import { billingPeriod } from "./billingPeriod.ts";
 import { foldSettledHold } from "./foldSettledHold.ts";
 
 export type SettleResult = {
-  /** False when the completion was already recorded: nothing was appended or charged. */
+  /** False when the completion was already recorded, or not recorded because of `admission`. */
   recorded: boolean;
   /** The hold released (null if none was open). */
   releasedMicroChf: number | null;
+  /**
+   * What the settle found of the request's admission: "refused" (a speculative admission's refusal is
+   * recorded: nothing was recorded or charged), "pending" (only with `requireAdmission`: neither the
+   * hold nor a refusal is there yet, nothing was recorded, ask again) or "admitted".
+   */
+  admission: "admitted" | "refused" | "pending";
+};
+
+export type RecordUsageOptions = {
+  /**
+   * The job was admitted speculatively (enqueued while its hold was being placed) and its admission may
+   * not be decided yet: record only once its hold is there. Without it, a missing hold (swept, or lost
+   * in a crash) is recreated as a settled hold of amount 0 and the usage is charged. A refused
+   * admission is never recorded either way.
+   */
+  requireAdmission?: boolean;
 };
 
 /**
@@ -30,18 +46,24 @@ export type SettleResult = {
  * understated; a fold lost in a crash is redone by the sweeper. The fold runs even when the usage was
  * already recorded, so a retried settle completes a fold that failed.
  */
-export async function settleUsage(pool: Pool, event: UsageRecorded, metadata: EventMetadata = {}, foldPool: Pool = pool): Promise<SettleResult> {
-  const recorded = await recordUsage(pool, event, metadata);
-  await foldSettledHold(foldPool, event.data.completionId);
+export async function settleUsage(
+  pool: Pool,
+  event: UsageRecorded,
+  metadata: EventMetadata = {},
+  foldPool: Pool = pool,
+  options: RecordUsageOptions = {},
+): Promise<SettleResult> {
+  const recorded = await recordUsage(pool, event, metadata, options);
+  if (recorded.admission === "admitted") await foldSettledHold(foldPool, event.data.completionId);
   return recorded;
 }
 
 /** Step 1 of settleUsage: the usage event and the settled mark, in one durable statement. */
-export async function recordUsage(db: Queryable, event: UsageRecorded, metadata: EventMetadata = {}): Promise<SettleResult> {
+export async function recordUsage(db: Queryable, event: UsageRecorded, metadata: EventMetadata = {}, options: RecordUsageOptions = {}): Promise<SettleResult> {
   const { data } = UsageRecordedSchema.parse(event);
   const period = billingPeriod(new Date(data.finishedAt));
-  const recorded = await db.query<{ recorded: boolean; held: string | null }>({
-    name: "record-usage",
+  const recorded = await db.query<{ recorded: boolean; held: string | null; hold_seen: boolean; refused: boolean }>({
+    name: "record-usage-v2",
     text: RECORD_USAGE_SQL,
     values: [
       completionStreamId(data.completionId),
@@ -53,22 +75,30 @@ export async function recordUsage(db: Queryable, event: UsageRecorded, metadata:
       data.accountId,
       period.start,
       data.costMicroChf,
+      options.requireAdmission === true,
     ],
   });
   const row = recorded.rows[0]!;
-  return { recorded: row.recorded, releasedMicroChf: row.held === null ? null : Number(row.held) };
+  const admission = row.refused ? "refused" : row.hold_seen || !options.requireAdmission ? "admitted" : "pending";
+  return { recorded: row.recorded, releasedMicroChf: row.held === null ? null : Number(row.held), admission };
 }
 
 /**
  * $1 stream id, $2 stream type, $3 event id, $4 data, $5 metadata, $6 hold id, $7 account id,
- * $8 period start of finishedAt, $9 cost (micro-CHF). Writes es_streams / es_events itself instead of
+ * $8 period start of finishedAt, $9 cost (micro-CHF), $10 require the hold (nothing is written unless
+ * the hold exists or the usage was already recorded). A recorded refusal (only speculative admissions
+ * have one) always blocks the write; `hold_seen` / `refused` say what was found. Writes es_streams / es_events itself instead of
  * calling appendToStream (same columns and semantics for this single-event, no-stream case): that takes
  * five round trips in a transaction, and this runs once per request. `held` is the amount of the hold
  * the request had (null when it had none, and a settled hold of amount 0 was created instead).
  */
 const RECORD_USAGE_SQL = `
-WITH stream AS (
-  INSERT INTO es_streams (stream_id, stream_type, version) VALUES ($1, $2, 1)
+WITH admission AS (
+  SELECT EXISTS (SELECT 1 FROM budget_holds WHERE hold_id = $6) OR EXISTS (SELECT 1 FROM es_streams WHERE stream_id = $1) AS hold_seen,
+         EXISTS (SELECT 1 FROM refused_holds WHERE hold_id = $6) AS refused
+), stream AS (
+  INSERT INTO es_streams (stream_id, stream_type, version)
+  SELECT $1, $2, 1 FROM admission WHERE NOT refused AND (hold_seen OR NOT $10::boolean)
   ON CONFLICT (stream_id) DO NOTHING
   RETURNING stream_id
 ), appended AS (
@@ -86,4 +116,6 @@ WITH stream AS (
 )
 SELECT EXISTS (SELECT 1 FROM stream) AS recorded,
        (SELECT CASE WHEN created THEN NULL ELSE amount_micro_chf END FROM settled) AS held,
-       (SELECT count(*) FROM appended) AS appended`;
+       (SELECT count(*) FROM appended) AS appended,
+       (SELECT hold_seen FROM admission) AS hold_seen,
+       (SELECT refused FROM admission) AS refused`;

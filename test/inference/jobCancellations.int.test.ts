@@ -1,0 +1,84 @@
+import { Worker } from "bullmq";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CompletionQueues } from "../../src/messaging/completionQueues.ts";
+import { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
+import { JobCancellations, JobCancelledError } from "../../workers/completion/jobCancellations.ts";
+import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
+
+describe("JobCancellations (real Redis pub/sub)", () => {
+  let redis: TestRedis;
+  let keys: InferenceKeys;
+  let cancellations: JobCancellations;
+  let queues: CompletionQueues;
+  beforeAll(async () => {
+    redis = await createTestRedis();
+    keys = new InferenceKeys(redis.prefix);
+    cancellations = new JobCancellations(TEST_REDIS_URL, keys);
+    await cancellations.ready;
+    queues = new CompletionQueues(redis.redis, keys);
+  });
+  afterAll(async () => {
+    cancellations?.close();
+    await queues?.close();
+    await redis?.close();
+  });
+
+  const aborted = (signal: AbortSignal) =>
+    new Promise<unknown>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("not aborted within 2 s")), 2_000);
+      signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve(signal.reason);
+      });
+    });
+
+  it("aborts a job a worker is running when the API cancels it", async () => {
+    const seen: { cancelled: boolean; reason: unknown }[] = [];
+    const connection = redis.redis.duplicate();
+    const worker = new Worker(
+      keys.queueName("m1"),
+      async (job) => {
+        const tracked = cancellations.track(job.id!);
+        try {
+          const reason = await aborted(tracked.signal);
+          seen.push({ cancelled: tracked.cancelled, reason });
+        } finally {
+          tracked.done();
+        }
+      },
+      { connection, prefix: keys.prefix },
+    );
+    try {
+      const queue = queues.queue("m1");
+      await queue.add("RunCompletion", { completionId: "cmpl-running" } as never, { jobId: "cmpl-running" });
+      for (let i = 0; i < 100 && (await queue.getJobState("cmpl-running")) !== "active"; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(await queue.getJobState("cmpl-running")).toBe("active");
+      await queues.cancel("m1", "cmpl-running");
+      for (let i = 0; i < 100 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(seen).toHaveLength(1);
+      expect(seen[0]!.cancelled).toBe(true);
+      expect(seen[0]!.reason).toBeInstanceOf(JobCancelledError);
+    } finally {
+      await worker.close();
+      connection.disconnect();
+    }
+  });
+
+  it("aborts a job as it starts when its cancel came first", async () => {
+    await redis.redis.publish(keys.cancelChannel(), "cmpl-early");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(cancellations.track("cmpl-early").cancelled).toBe(true);
+    expect(cancellations.track("cmpl-other").cancelled).toBe(false);
+  });
+
+  it("takes a job that no worker took yet off the queue instead of publishing", async () => {
+    const queue = queues.queue("m2");
+    await queue.add("RunCompletion", { completionId: "cmpl-waiting" } as never, { jobId: "cmpl-waiting" });
+    const job = cancellations.track("cmpl-waiting");
+    await queues.cancel("m2", "cmpl-waiting");
+    expect(await queue.getJob("cmpl-waiting")).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(job.cancelled).toBe(false);
+    job.done();
+  });
+});
