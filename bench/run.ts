@@ -6,8 +6,8 @@ import { runAdapterStream } from "./adapterStream.ts";
 import { startBenchPlatform, type BenchPlatform } from "./benchPlatform.ts";
 import { startChild } from "./childProcess.ts";
 import { standInToken } from "./engineStandIn.ts";
-import { checkTargets, formatReport, type LevelResult } from "./report.ts";
-import { measureLevel, type BenchPath, type LevelPlan } from "./runLevel.ts";
+import { checkTargets, formatReport, type Arrival, type LevelResult } from "./report.ts";
+import { measureLevel, warmUpJit, type BenchPath, type LevelPlan } from "./runLevel.ts";
 import { levelStats, type LevelStats } from "./stats.ts";
 import { runStream, type StreamTarget } from "./streamClient.ts";
 
@@ -20,7 +20,9 @@ import { runStream, type StreamTarget } from "./streamClient.ts";
  * Prints a markdown table, the added time, the ratios and the issue's targets. Exit code 1 if a target
  * fails or the platform could not be started. Options: --tokens --ttft --itl --levels --requests
  * --rounds --direct-only (no platform) --one-process (API and worker roles in one process) --skip-adapter
- * --profile-dir <dir> (CPU profiles of the platform processes, written when they stop).
+ * --profile-dir <dir> (CPU profiles of the platform processes, written when they stop) --arrivals
+ * (steady,burst: how the clients' streams start, see LevelPlan.spreadMs) --warm-up (streams per path
+ * before measuring).
  */
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -35,6 +37,8 @@ async function main(): Promise<number> {
       "one-process": { type: "boolean", default: false },
       "skip-adapter": { type: "boolean", default: false },
       "profile-dir": { type: "string" },
+      arrivals: { type: "string", default: "steady,burst" },
+      "warm-up": { type: "string", default: "128" },
     },
   });
   const tokens = Number(values.tokens);
@@ -42,12 +46,15 @@ async function main(): Promise<number> {
   const interTokenMs = Number(values.itl);
   const levels = values.levels.split(",").map(Number);
   const expected = Array.from({ length: tokens }, (_, i) => standInToken(i)).join("");
-  const planFor = (concurrency: number): LevelPlan => ({
+  const arrivals = values.arrivals.split(",") as Arrival[];
+  const streamMs = ttftMs + (tokens - 1) * interTokenMs;
+  const planFor = (concurrency: number, arrival: Arrival): LevelPlan => ({
     concurrency,
     requests: values.requests ? Number(values.requests) : Math.max(100, 2 * concurrency),
     tokens,
     expected,
     timeoutMs: 60_000 + tokens * interTokenMs * 4,
+    spreadMs: arrival === "steady" ? streamMs : 0,
   });
 
   const standIn = await startChild("bench/engineStandIn.ts", ["--tokens", String(tokens), "--ttft", String(ttftMs), "--itl", String(interTokenMs)], {
@@ -82,21 +89,30 @@ async function main(): Promise<number> {
       process.stderr.write(`warning: load average ${load.toFixed(1)} on ${availableParallelism()} cores: other work competes with the bench, numbers will be noisy\n`);
     }
     const results: LevelResult[] = [];
+    const paths = [direct, ...(values["skip-adapter"] ? [] : [adapter]), ...(platform === null ? [] : [httpPath("platform", platform.target)])];
+    process.stderr.write("JIT warm-up:");
+    await warmUpJit(paths, planFor(32, "burst"), Number(values["warm-up"]), (text) => process.stderr.write(text));
+    process.stderr.write(" done\n");
     for (const concurrency of levels) {
-      const plan = planFor(concurrency);
-      process.stderr.write(`${concurrency} streams:`);
-      const paths = [direct, ...(values["skip-adapter"] ? [] : [adapter]), ...(platform === null ? [] : [httpPath("platform", platform.target)])];
-      const runs = await measureLevel(paths, plan, Number(values.rounds), (text) => process.stderr.write(text));
-      const stats = (name: string): LevelStats | null => {
-        const run = runs.get(name);
-        return run === undefined ? null : levelStats(concurrency, run.samples, run.wallMs);
-      };
-      process.stderr.write(" done\n");
-      results.push({ concurrency, direct: stats("direct")!, adapter: stats("adapter"), platform: stats("platform") });
+      // One stream at a time arrives the same way either way: measured once.
+      for (const arrival of concurrency === 1 ? arrivals.slice(0, 1) : arrivals) {
+        const plan = planFor(concurrency, arrival);
+        process.stderr.write(`${concurrency} streams, ${arrival}:`);
+        const runs = await measureLevel(paths, plan, Number(values.rounds), (text) => process.stderr.write(text));
+        const stats = (name: string): LevelStats | null => {
+          const run = runs.get(name);
+          return run === undefined ? null : levelStats(concurrency, run.samples, run.wallMs);
+        };
+        process.stderr.write(" done\n");
+        results.push({ concurrency, arrival: concurrency === 1 ? "steady" : arrival, direct: stats("direct")!, adapter: stats("adapter"), platform: stats("platform") });
+      }
     }
     const setup =
       `Stand-in: ${tokens} tokens per stream, TTFT ${ttftMs} ms, inter-token ${interTokenMs} ms; ` +
-      `closed loop, ${values.requests ?? "max(100, 2 x streams)"} requests per level and path in ${values.rounds} rounds (path order rotating), after a warm-up; ${availableParallelism()} cores, load average ${load.toFixed(1)} at start; ` +
+      `closed loop, ${values.requests ?? "max(100, 2 x streams)"} requests per level and path in ${values.rounds} rounds (path order rotating), ` +
+      `after a JIT warm-up of ${values["warm-up"]} streams per path and one stream per client; ` +
+      `arrivals: steady = the clients' first streams spread evenly over one stream (${streamMs} ms), burst = all clients at once; ` +
+      `${availableParallelism()} cores, load average ${load.toFixed(1)} at start; ` +
       `Node ${process.version}; ${platform?.description ?? "platform not run"}.`;
     process.stdout.write(`${formatReport(results, setup)}\n`);
     if (platform === null) {

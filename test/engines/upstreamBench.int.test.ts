@@ -63,9 +63,14 @@ describe("bench statistics", () => {
     const direct = levelStats(256, [ok, ok], 1000);
     const platform = levelStats(256, [ok, { ...ok, complete: false, tokens: 4 }, { ...ok, error: "HTTP 503" }], 1000);
     expect(platform).toMatchObject({ requests: 3, errors: 1, short: 1, tokensPerSecond: 24, firstError: "HTTP 503" });
-    const checks = checkTargets([{ concurrency: 256, direct, adapter: null, platform }]);
+    const checks = checkTargets([{ concurrency: 256, arrival: "burst", direct, adapter: null, platform }]);
     expect(checks.map((c) => c.pass)).toEqual([false, true]);
     const fast = levelStats(1, [{ ...ok, ttftMs: 12 }], 1000);
-    expect(checkTargets([{ concurrency: 1, direct: levelStats(1, [ok], 1000), adapter: null, platform: fast }]).map((c) => c.pass)).toEqual([true, true]);
+    expect(checkTargets([{ concurrency: 1, arrival: "steady", direct: levelStats(1, [ok], 1000), adapter: null, platform: fast }]).map((c) => c.pass)).toEqual([true, true]);
+    // The time-to-first-token targets are judged with steady arrivals; a burst is reported, not judged.
+    const slow = levelStats(32, [{ ...ok, ttftMs: 60 }], 1000);
+    const at32 = (arrival: "steady" | "burst") => checkTargets([{ concurrency: 32, arrival, direct: levelStats(32, [ok], 1000), adapter: null, platform: slow }]);
+    expect(at32("steady").map((c) => c.pass)).toEqual([false, false]);
+    expect(at32("burst")).toEqual([]);
   });
 });

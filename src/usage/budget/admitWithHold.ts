@@ -42,9 +42,11 @@ export async function admitWithHold<T extends { release(): void }>(deps: Admissi
     now,
   };
   const speculative = deps.policy.maySpeculate(input.accountId, hold.amountMicroChf, now);
-  const holding = placeHold(deps.pool, { ...hold, speculative });
+  // Speculative: the enqueue goes out first, the hold right behind it (the first token needs the job
+  // on its way to a worker; the hold's answer is needed only before anything is sent to the client).
   const starting = speculative ? job.start(true) : null;
   starting?.catch(() => undefined);
+  const holding = placeHold(deps.pool, { ...hold, speculative });
   try {
     const placed = await holding;
     deps.policy.observe(input.accountId, placed, now);
