@@ -40,7 +40,7 @@ export async function startInferenceJob(
   };
   const admission = { pool: inference.holdPool, clock: deps.clock, policy: inference.speculation };
   const job = await admitWithHold(admission, { completionId, accountId: principal.accountId, work, model }, {
-    start: (speculative) => inference.gateway.start(speculative ? { ...request, speculative } : request),
+    start: (speculative, onQueued) => inference.gateway.start(speculative ? { ...request, speculative } : request, onQueued),
     cancel: () => inference.gateway.cancel(model.id, completionId),
   });
   return { job, completionId, created };

@@ -75,7 +75,15 @@ export class CompletionJobRunner {
     };
     const publisher = this.#deps.publisherFor(job);
     const startedAt = this.#deps.now();
-    publisher.send({ type: "started" });
+    // `started` goes out once the engine call has been made (its request is on the wire first), and in
+    // any case before the job's first other message.
+    let announced = false;
+    const announce = () => {
+      if (announced) return;
+      announced = true;
+      publisher.send({ type: "started" });
+    };
+    setImmediate(announce);
     let usage: Usage = NO_USAGE;
     let failure: JobError | null = null;
     let finishReason: string | null = null;
@@ -84,16 +92,19 @@ export class CompletionJobRunner {
         const result = await engine.chat(
           job.work.request,
           (delta) => {
+            announce();
             collect(delta);
             publisher.delta(delta);
           },
           signal,
         );
+        announce();
         publisher.send({ type: "finish", finishReason: result.finishReason });
         finishReason = result.finishReason;
         usage = result.usage;
       } else {
         const result = await engine.embed(job.work.input, signal);
+        announce();
         publisher.send({ type: "embeddings", embeddings: result.embeddings });
         usage = { promptTokens: result.promptTokens, completionTokens: 0, reasoningTokens: 0 };
       }
@@ -139,6 +150,7 @@ export class CompletionJobRunner {
       await publisher.close();
       return;
     }
+    announce();
     publisher.send(failure ? { type: "error", error: failure } : { type: "usage", usage });
     await publisher.close();
   }

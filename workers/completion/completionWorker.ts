@@ -29,7 +29,7 @@ export class CompletionWorker {
     const { runner, logger } = options;
     const loops = Math.max(1, Math.ceil(options.concurrency / JOBS_PER_FETCH_LOOP));
     const perLoop = Math.ceil(options.concurrency / loops);
-    this.#workers = Array.from({ length: loops }, () => {
+    this.#workers = Array.from({ length: loops }, (_, loop) => {
       const worker = new Worker<CompletionJob>(
         options.keys.queueName(options.modelId),
         async (job: Job<CompletionJob>, _token?: string, signal?: AbortSignal) => {
@@ -47,6 +47,8 @@ export class CompletionWorker {
           autorun: false,
           // A job whose worker died is not re-run: its client already saw part of the output.
           maxStalledCount: 0,
+          // The loops share the queue: one looking for stalled jobs (a Lua script every 30 s) is enough.
+          skipStalledCheck: loop > 0,
           removeOnComplete: { count: 0 },
           removeOnFail: { age: 3600, count: 1000 },
         },

@@ -49,11 +49,12 @@ export class InferenceGateway {
   }
 
   /**
-   * Enqueues the job (with this process's reply channel) and resolves once a worker started it. No live
+   * Enqueues the job (with this process's reply channel; `onQueued` is called once Redis acknowledged
+   * it) and resolves once a worker started it. No live
    * worker for the model, or the job not started within JOB_START_TIMEOUT_MS (it is then removed from
    * the queue) -> 503 model_unavailable.
    */
-  async start(request: Omit<CompletionJob, "replyTo">): Promise<RunningJob> {
+  async start(request: Omit<CompletionJob, "replyTo">, onQueued?: () => void): Promise<RunningJob> {
     await this.#subscriber.ready;
     const job: CompletionJob = { ...request, replyTo: this.#subscriber.replyTo };
     const feed = this.#subscriber.open(job.completionId);
@@ -63,6 +64,7 @@ export class InferenceGateway {
       // A failed liveness check (the job is already queued) is not a verdict: the start timeout decides.
       const [live, enqueued] = await Promise.allSettled([this.#presence.isLive(job.model), this.#queues.enqueue(job)]);
       if (enqueued.status === "rejected") throw enqueued.reason;
+      onQueued?.();
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) {
         throw unavailable(job.model);
       }

@@ -13,7 +13,8 @@ export type AdmissionDeps = { pool: Pool; clock: Clock; policy: SpeculationPolic
 
 /** How admission drives the job: start it (enqueue, wait for a worker), or cancel it once enqueued. */
 export type AdmittedStart<T extends { release(): void }> = {
-  start(speculative: boolean): Promise<T>;
+  /** `onQueued` is called once Redis acknowledged the enqueue (before a worker started the job). */
+  start(speculative: boolean, onQueued?: () => void): Promise<T>;
   /** Takes a speculatively started job off the queue, or has its worker abort it. */
   cancel(): Promise<void>;
 };
@@ -24,10 +25,10 @@ export type AdmittedStart<T extends { release(): void }> = {
  * before the hold is placed. Two ways, chosen by the SpeculationPolicy:
  *
  * - careful: hold first, then start;
- * - speculative (the account's last hold left ample budget): hold and start at the same time, which
- *   takes the hold's database round trip off the way to the first token. If the hold is refused (or
- *   fails), the job is cancelled; the refusal is recorded by the hold statement itself, so the worker
- *   never charges it even if the cancel comes too late.
+ * - speculative (the account's last hold left ample budget): enqueue first, hold once the job is
+ *   queued, which takes the hold's database round trip off the way to the first token. If the hold is
+ *   refused (or fails), the job is cancelled; the refusal is recorded by the hold statement itself, so
+ *   the worker never charges it even if the cancel comes too late.
  *
  * When the start fails with model_unavailable the job never ran, so the hold is released at once;
  * after any other failure the job may still run and settle, and the hold is left to its settle or to
@@ -41,28 +42,51 @@ export async function admitWithHold<T extends { release(): void }>(deps: Admissi
     amountMicroChf: jobHoldMicroChf(input.work, input.model),
     now,
   };
-  const speculative = deps.policy.maySpeculate(input.accountId, hold.amountMicroChf, now);
-  // Speculative: the enqueue goes out first, the hold right behind it (the first token needs the job
-  // on its way to a worker; the hold's answer is needed only before anything is sent to the client).
-  const starting = speculative ? job.start(true) : null;
-  starting?.catch(() => undefined);
-  const holding = placeHold(deps.pool, { ...hold, speculative });
+  if (deps.policy.maySpeculate(input.accountId, hold.amountMicroChf, now)) return admitSpeculatively(deps, hold, job);
+  const placed = await placeHold(deps.pool, hold).catch((error: unknown) => {
+    deps.policy.forget(input.accountId);
+    throw error;
+  });
+  deps.policy.observe(input.accountId, placed, now);
+  if (!placed.ok) throw budgetRefusalError(placed);
   try {
-    const placed = await holding;
-    deps.policy.observe(input.accountId, placed, now);
+    return await job.start(false);
+  } catch (error) {
+    if (error instanceof ModelUnavailableError) await releaseHold(deps.pool, input.completionId).catch(() => null);
+    throw error;
+  }
+}
+
+/**
+ * The job first, the hold as soon as Redis acknowledged the enqueue: the database round trip then runs
+ * while a worker picks the job up and the engine works on the first token, instead of before them.
+ * (Not later than that: a refusal must not wait for a free worker.) Nothing is sent to the client
+ * before the hold is placed. A job whose hold is refused or fails is cancelled (never charged: the
+ * refusal is recorded with the hold statement, and a cancelled job records no usage).
+ */
+async function admitSpeculatively<T extends { release(): void }>(deps: AdmissionDeps, hold: PlaceHoldInput, job: AdmittedStart<T>): Promise<T> {
+  let queued!: () => void;
+  const enqueued = new Promise<void>((resolve) => {
+    queued = resolve;
+  });
+  const starting = job.start(true, () => queued());
+  starting.catch(() => undefined);
+  // A start that fails before its job was queued: nothing was held, nothing runs.
+  await Promise.race([enqueued, starting]);
+  try {
+    const placed = await placeHold(deps.pool, { ...hold, speculative: true });
+    deps.policy.observe(hold.accountId, placed, hold.now);
     if (!placed.ok) throw budgetRefusalError(placed);
   } catch (error) {
-    deps.policy.forget(input.accountId);
-    if (starting) {
-      await job.cancel().catch(() => undefined);
-      void starting.then((started) => started.release(), () => undefined);
-    }
+    deps.policy.forget(hold.accountId);
+    await job.cancel().catch(() => undefined);
+    void starting.then((started) => started.release(), () => undefined);
     throw error;
   }
   try {
-    return await (starting ?? job.start(false));
+    return await starting;
   } catch (error) {
-    if (error instanceof ModelUnavailableError) await releaseHold(deps.pool, input.completionId).catch(() => null);
+    if (error instanceof ModelUnavailableError) await releaseHold(deps.pool, hold.holdId).catch(() => null);
     throw error;
   }
 }
