@@ -10,6 +10,7 @@ import { createRedis } from "../src/messaging/createRedis.ts";
 import { deleteKeysByPrefix } from "../src/messaging/deleteKeysByPrefix.ts";
 import { chfToMicro } from "../src/money.ts";
 import { createSession } from "../src/sessions/sessionStore.ts";
+import { SERVICE_NODE_FLAGS } from "../src/startup/serviceNodeFlags.ts";
 import { startChild, type Child } from "./childProcess.ts";
 import type { StreamTarget } from "./streamClient.ts";
 
@@ -69,7 +70,7 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
     const roles = options.separateProcesses ? [["api"], ["worker"]] : [["api", "worker"]];
     for (const group of roles) {
       // The first process creates and migrates the database; the next starts once it is up.
-      children.push(await startChild("src/main.ts", group.flatMap((role) => ["--role", role]), { env, timeoutMs: 60_000, ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}) }));
+      children.push(await startChild("src/main.ts", group.flatMap((role) => ["--role", role]), { env, timeoutMs: 60_000, nodeArgs: [...SERVICE_NODE_FLAGS, ...(options.nodeArgs ?? [])] }));
       if (group.includes("api")) await waitFor(`${apiUrl}/healthz`, {}, (status) => status === 200, 60_000, "the API to answer /healthz", children);
     }
     pool = createPool(databaseUrl, 2);
