@@ -85,9 +85,11 @@ describe("budgets and usage end to end (openai SDK, queue, worker, projector)", 
     const cost = costMicroChf({ promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens }, { inputMicroChfPerMillion: 500_000, outputMicroChfPerMillion: 1_500_000 });
     const costChf = cost / 1_000_000;
 
+    // Two projections (per key, per account) with their own checkpoints: wait for both.
     const projected = await eventually(async () => {
       const res = await platform.request("GET", `/api/v1/accounts/user/api-keys/${keyId}/`, { token: account.sessionToken });
-      return res.body?.usage?.total_requests === 1;
+      const report = await platform.request("GET", "/api/v1/accounts/user/usage?group_by=key", { token: account.sessionToken });
+      return res.body?.usage?.total_requests === 1 && report.body?.total?.requests === 1;
     });
     expect(projected).toBe(true);
     const keyRes = await platform.request("GET", `/api/v1/accounts/user/api-keys/${keyId}/`, { token: account.sessionToken });
