@@ -8,7 +8,7 @@ import { platformTracer } from "../../src/observability/telemetry.ts";
 import { EngineError, type ChatRequest, type Engine, type EngineDelta } from "../engines/engine.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
 import type { JobCancellations, TrackedJob } from "./jobCancellations.ts";
-import type { UsageRecorder } from "./usageRecorder.ts";
+import type { RecordOutcome, UsageRecorder } from "./usageRecorder.ts";
 
 export type CompletionJobRunnerDeps = {
   model: RegisteredModel;
@@ -35,7 +35,9 @@ const NO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, reasoningTokens:
  * usage is recorded in PostgreSQL and `usage` closes the feed; an engine failure records a failed
  * outcome, charging the tokens generated before it (counted by the engine), and closes the feed with
  * `error`. Nobody listening (a client that went away) changes nothing: the job runs to its end and its
- * usage is recorded. Each job runs in a `RunCompletion` span continuing the request's trace.
+ * usage is recorded. A job the API cancels (its speculative admission was refused) is aborted and
+ * records nothing, and a speculative job's usage waits for its hold (UsageRecorder). Each job runs in
+ * a `RunCompletion` span continuing the request's trace.
  */
 export class CompletionJobRunner {
   readonly #deps: CompletionJobRunnerDeps;
@@ -119,7 +121,7 @@ export class CompletionJobRunner {
       return;
     }
     const charged = failure ? await this.#usageBeforeFailure(job, generated) : usage;
-    let recorded: Awaited<ReturnType<UsageRecorder["record"]>> | null = null;
+    let recorded: RecordOutcome | null = null;
     try {
       recorded = await this.#deps.usage.record(
         {
