@@ -24,7 +24,7 @@ export type InferenceServices = {
    * is locked for the commit, so a flush per hold would serialise every admission of an account.
    */
   holdPool: Pool;
-  /** When admission may place the hold and enqueue the job at the same time (per API process). */
+  /** When admission may enqueue the job before its hold is placed (speculative admission; per API process). */
   speculation: SpeculationPolicy;
   close(): Promise<void>;
 };

@@ -14,8 +14,8 @@ export type StartedInferenceJob = { job: RunningJob; completionId: string; creat
 /**
  * The common path of every inference endpoint after validation: a completion id, admission (hold the
  * worst-case cost on the monthly budget: 429 / 402, released if the job never runs) and the job on the
- * model's queue carrying ids, the request and the trace context (never a secret), the two at the same
- * time when admitWithHold may speculate.
+ * model's queue carrying ids, the request and the trace context (never a secret); the job first and
+ * the hold right after it when admitWithHold may speculate.
  */
 export async function startInferenceJob(
   deps: AppDeps,

@@ -40,7 +40,10 @@ export class CompletionQueues {
     });
   }
 
-  /** Removes a job that no worker has taken yet; false when it is already running (locked) or gone. */
+  /**
+   * Removes a job that no worker has taken yet: true when it was removed or is gone (finished and
+   * removed: BullMQ answers 1 for a job it does not have), false when a worker runs it (locked).
+   */
   async removeWaiting(modelId: string, completionId: string): Promise<boolean> {
     return (await this.queue(modelId).remove(completionId)) === 1;
   }

@@ -2,22 +2,24 @@ import Router from "@koa/router";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AppDeps } from "../../src/appDeps.ts";
-import { placeHoldOrThrow } from "../../src/usage/budget/placeHoldOrThrow.ts";
+import { budgetRefusalError } from "../../src/usage/budget/budgetRefusalError.ts";
+import { placeHold } from "../../src/usage/budget/placeHold.ts";
 import { startTestApp, type TestApp } from "../support/testApp.ts";
 import { createBudgetedAccount, setBudget } from "./usageFixtures.ts";
 
 const NOW = new Date("2025-08-31T22:00:00.000Z");
 
-/** A stand-in inference handler: admission exactly as the real handlers wire it, then 200. */
+/** A stand-in inference handler: a hold, refused with budgetRefusalError as admitWithHold does, then 200. */
 function admissionRoutes(deps: AppDeps): Router {
   const router = new Router();
   router.post("/test/admit/:accountId/:amount", async (ctx) => {
-    const hold = await placeHoldOrThrow(deps.pool, {
+    const hold = await placeHold(deps.pool, {
       holdId: randomUUID(),
       accountId: ctx.params.accountId!,
       amountMicroChf: Number(ctx.params.amount),
       now: deps.clock.now(),
     });
+    if (!hold.ok) throw budgetRefusalError(hold);
     ctx.body = { hold_id: hold.holdId };
   });
   return router;

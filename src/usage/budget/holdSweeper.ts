@@ -83,7 +83,7 @@ export class HoldSweeper {
       (holdId) => releaseHold(pool, holdId),
     );
     if (released) logger.warn("released orphaned budget holds", { released, olderThan: cutoff.toISOString() });
-    // A refusal is looked at only by the settle of its job, which comes within minutes.
+    // A refusal is looked at only by the settle of its job, which comes when the job ends.
     await pool.query("DELETE FROM refused_holds WHERE refused_at < $1", [new Date(now - REFUSALS_KEPT_MS).toISOString()]);
     return folded + released;
   }
