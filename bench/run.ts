@@ -5,6 +5,7 @@ import { UpstreamEngine } from "../workers/engines/upstream/upstreamEngine.ts";
 import { runAdapterStream } from "./adapterStream.ts";
 import { startBenchPlatform, type BenchPlatform } from "./benchPlatform.ts";
 import { startChild } from "./childProcess.ts";
+import { startQueueFloor, type QueueFloor } from "./queueFloor.ts";
 import { standInToken } from "./engineStandIn.ts";
 import { checkTargets, formatReport, type Arrival, type LevelResult } from "./report.ts";
 import { measureLevel, warmUpJit, type BenchPath, type LevelPlan } from "./runLevel.ts";
@@ -13,16 +14,18 @@ import { runStream, type StreamTarget } from "./streamClient.ts";
 
 /**
  * `npm run bench`: an OpenAI-compatible engine stand-in (its own process) with a fixed time to first
- * token and inter-token delay, measured at each concurrency level, in one run, three ways:
+ * token and inter-token delay, measured at each concurrency level, in one run, three ways (four at 1 stream):
  * - direct: HTTP streaming straight to the stand-in;
  * - adapter only: the upstream adapter (UpstreamEngine) in the bench process, to the stand-in;
+ * - queue floor (1 stream only; --skip-floor): the platform's architecture without the product
+ *   (bench/queueFloorRoles.ts), what the architecture alone costs on this machine;
  * - platform: the real API and worker processes, the model routed to the stand-in by the adapter.
  * Prints a markdown table, the added time, the ratios and the issue's targets. Exit code 1 if a target
  * fails or the platform could not be started. Options: --tokens --ttft --itl --levels --requests
  * --rounds --direct-only (no platform) --one-process (API and worker roles in one process) --skip-adapter
  * --profile-dir <dir> (CPU profiles of the platform processes, written when they stop) --arrivals
  * (steady,burst: how the clients' streams start, see LevelPlan.spreadMs) --warm-up (streams per path
- * before measuring).
+ * before measuring, default 1024) --skip-floor.
  */
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -38,7 +41,8 @@ async function main(): Promise<number> {
       "skip-adapter": { type: "boolean", default: false },
       "profile-dir": { type: "string" },
       arrivals: { type: "string", default: "steady,burst" },
-      "warm-up": { type: "string", default: "128" },
+      "warm-up": { type: "string", default: "1024" },
+      "skip-floor": { type: "boolean", default: false },
     },
   });
   const tokens = Number(values.tokens);
@@ -65,6 +69,7 @@ async function main(): Promise<number> {
   const engine = new UpstreamEngine({ baseUrl: standInUrl, model: "stand-in", contextLength: 8192 });
   let platform: BenchPlatform | null = null;
   let platformProblem: string | null = null;
+  let floor: QueueFloor | null = null;
   try {
     const direct = httpPath("direct", { url: `${standInUrl}/chat/completions`, headers: {}, model: "stand-in" });
     const adapter: BenchPath = { name: "adapter", runOne: (plan) => runAdapterStream(engine, plan.tokens, plan.expected, plan.timeoutMs) };
@@ -73,7 +78,8 @@ async function main(): Promise<number> {
         const config = loadConfig(process.env);
         platform = await startBenchPlatform({
           standInBaseUrl: standInUrl,
-          maxConcurrency: Math.max(...levels),
+          // At least the JIT warm-up's 32 streams at a time, so that no warm-up stream waits for a slot.
+          maxConcurrency: Math.max(32, ...levels),
           databaseUrl: config.databaseUrl,
           redisUrl: config.redisUrl,
           separateProcesses: !values["one-process"],
@@ -84,27 +90,32 @@ async function main(): Promise<number> {
         process.stderr.write(`platform not started: ${platformProblem}\n`);
       }
     }
+    if (!values["direct-only"] && !values["skip-floor"] && levels.includes(1)) {
+      floor = await startQueueFloor({ engineBaseUrl: standInUrl, redisUrl: loadConfig(process.env).redisUrl, concurrency: 32 });
+    }
     const load = loadavg()[0]!;
     if (load > availableParallelism() / 2) {
       process.stderr.write(`warning: load average ${load.toFixed(1)} on ${availableParallelism()} cores: other work competes with the bench, numbers will be noisy\n`);
     }
     const results: LevelResult[] = [];
+    const floorPaths = floor === null ? [] : [httpPath("queue floor", floor.target)];
     const paths = [direct, ...(values["skip-adapter"] ? [] : [adapter]), ...(platform === null ? [] : [httpPath("platform", platform.target)])];
     process.stderr.write("JIT warm-up:");
-    await warmUpJit(paths, planFor(32, "burst"), Number(values["warm-up"]), (text) => process.stderr.write(text));
+    await warmUpJit([...paths, ...floorPaths], planFor(32, "burst"), Number(values["warm-up"]), (text) => process.stderr.write(text));
     process.stderr.write(" done\n");
     for (const concurrency of levels) {
       // One stream at a time arrives the same way either way: measured once.
       for (const arrival of concurrency === 1 ? arrivals.slice(0, 1) : arrivals) {
         const plan = planFor(concurrency, arrival);
         process.stderr.write(`${concurrency} streams, ${arrival}:`);
-        const runs = await measureLevel(paths, plan, Number(values.rounds), (text) => process.stderr.write(text));
+        // The queue floor is context for the 1-stream targets: measured at that level only.
+        const runs = await measureLevel(concurrency === 1 ? [...paths, ...floorPaths] : paths, plan, Number(values.rounds), (text) => process.stderr.write(text));
         const stats = (name: string): LevelStats | null => {
           const run = runs.get(name);
           return run === undefined ? null : levelStats(concurrency, run.samples, run.wallMs);
         };
         process.stderr.write(" done\n");
-        results.push({ concurrency, arrival: concurrency === 1 ? "steady" : arrival, direct: stats("direct")!, adapter: stats("adapter"), platform: stats("platform") });
+        results.push({ concurrency, arrival: concurrency === 1 ? "steady" : arrival, direct: stats("direct")!, adapter: stats("adapter"), floor: stats("queue floor"), platform: stats("platform") });
       }
     }
     const setup =
@@ -122,6 +133,7 @@ async function main(): Promise<number> {
     return checkTargets(results).every((check) => check.pass) ? 0 : 1;
   } finally {
     await engine.close();
+    await floor?.stop().catch((error: unknown) => process.stderr.write(`queue floor stop failed: ${(error as Error).message}\n`));
     await platform?.stop().catch((error: unknown) => process.stderr.write(`platform stop failed: ${(error as Error).message}\n`));
     await standIn.stop();
   }

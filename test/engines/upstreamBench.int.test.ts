@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAdapterStream } from "../../bench/adapterStream.ts";
 import { startEngineStandIn, standInToken, type EngineStandIn } from "../../bench/engineStandIn.ts";
-import { checkTargets } from "../../bench/report.ts";
+import { startQueueFloor } from "../../bench/queueFloor.ts";
+import { checkTargets, formatReport } from "../../bench/report.ts";
 import { levelStats, percentile } from "../../bench/stats.ts";
 import { runStream } from "../../bench/streamClient.ts";
 import { UpstreamEngine } from "../../workers/engines/upstream/upstreamEngine.ts";
@@ -49,6 +50,23 @@ describe("bench engine stand-in", () => {
   });
 });
 
+describe("bench queue floor", () => {
+  it("relays the stand-in's stream through BullMQ, a worker process and Redis, and is reported next to the platform", async () => {
+    const floor = await startQueueFloor({ engineBaseUrl: standIn.baseUrl, redisUrl: process.env.REDIS_URL ?? "redis://127.0.0.1:6379", concurrency: 4 });
+    try {
+      const samples = await Promise.all(Array.from({ length: 4 }, () => runStream(floor.target, 6, expectedText(6), 10_000)));
+      for (const sample of samples) expect(sample).toMatchObject({ tokens: 6, complete: true, error: null });
+      const stats = levelStats(1, samples, 1000);
+      const report = formatReport([{ concurrency: 1, arrival: "steady", direct: stats, adapter: null, floor: stats, platform: stats }], "setup");
+      expect(report).toContain("| 1 | steady | queue floor | 4 | 0 | 0 |");
+      // Context only: the targets are the platform's.
+      expect(checkTargets([{ concurrency: 1, arrival: "steady", direct: stats, adapter: null, floor: stats, platform: null }])).toEqual([]);
+    } finally {
+      await floor.stop();
+    }
+  });
+});
+
 describe("bench statistics", () => {
   it("nearest-rank percentiles", () => {
     const values = Array.from({ length: 100 }, (_, i) => i + 1);
@@ -63,13 +81,13 @@ describe("bench statistics", () => {
     const direct = levelStats(256, [ok, ok], 1000);
     const platform = levelStats(256, [ok, { ...ok, complete: false, tokens: 4 }, { ...ok, error: "HTTP 503" }], 1000);
     expect(platform).toMatchObject({ requests: 3, errors: 1, short: 1, tokensPerSecond: 24, firstError: "HTTP 503" });
-    const checks = checkTargets([{ concurrency: 256, arrival: "burst", direct, adapter: null, platform }]);
+    const checks = checkTargets([{ concurrency: 256, arrival: "burst", direct, adapter: null, floor: null, platform }]);
     expect(checks.map((c) => c.pass)).toEqual([false, true]);
     const fast = levelStats(1, [{ ...ok, ttftMs: 12 }], 1000);
-    expect(checkTargets([{ concurrency: 1, arrival: "steady", direct: levelStats(1, [ok], 1000), adapter: null, platform: fast }]).map((c) => c.pass)).toEqual([true, true]);
+    expect(checkTargets([{ concurrency: 1, arrival: "steady", direct: levelStats(1, [ok], 1000), adapter: null, floor: null, platform: fast }]).map((c) => c.pass)).toEqual([true, true]);
     // The time-to-first-token targets are judged with steady arrivals; a burst is reported, not judged.
     const slow = levelStats(32, [{ ...ok, ttftMs: 60 }], 1000);
-    const at32 = (arrival: "steady" | "burst") => checkTargets([{ concurrency: 32, arrival, direct: levelStats(32, [ok], 1000), adapter: null, platform: slow }]);
+    const at32 = (arrival: "steady" | "burst") => checkTargets([{ concurrency: 32, arrival, direct: levelStats(32, [ok], 1000), adapter: null, floor: null, platform: slow }]);
     expect(at32("steady").map((c) => c.pass)).toEqual([false, false]);
     expect(at32("burst")).toEqual([]);
   });
