@@ -90,7 +90,8 @@ async function main(): Promise<number> {
         process.stderr.write(`platform not started: ${platformProblem}\n`);
       }
     }
-    if (!values["direct-only"] && !values["skip-floor"] && levels.includes(1)) {
+    // Context for the platform's 1-stream numbers: only next to a platform that started.
+    if (platform !== null && !values["skip-floor"] && levels.includes(1)) {
       floor = await startQueueFloor({ engineBaseUrl: standInUrl, redisUrl: loadConfig(process.env).redisUrl, concurrency: 32 });
     }
     const load = loadavg()[0]!;
