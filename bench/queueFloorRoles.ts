@@ -71,8 +71,10 @@ async function worker(redisUrl: string, prefix: string, engineUrl: string, concu
         { host: target.hostname, port: target.port, path: target.pathname, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
         (response) => {
           response.setEncoding("utf8");
-          response.on("data", (chunk: string) => void publisher.publish(data.replyTo, JSON.stringify([id, chunk])));
-          response.on("end", () => void publisher.publish(data.replyTo, JSON.stringify([id, null])).then(() => resolve(), reject));
+          // Commands on one connection are answered in order: the end marker's reply settles them all.
+          response.on("data", (chunk: string) => void publisher.publish(data.replyTo, JSON.stringify([id, chunk])).catch(() => undefined));
+          response.on("end", () => publisher.publish(data.replyTo, JSON.stringify([id, null])).then(() => resolve(), reject));
+          response.on("error", reject);
         },
       );
       request.on("error", reject);

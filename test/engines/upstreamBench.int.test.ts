@@ -6,6 +6,7 @@ import { checkTargets, formatReport } from "../../bench/report.ts";
 import { levelStats, percentile } from "../../bench/stats.ts";
 import { runStream } from "../../bench/streamClient.ts";
 import { UpstreamEngine } from "../../workers/engines/upstream/upstreamEngine.ts";
+import { TEST_REDIS_URL } from "../support/testRedis.ts";
 
 /** The bench's engine stand-in, driven through the upstream adapter and the bench's HTTP client. */
 let standIn: EngineStandIn;
@@ -52,7 +53,7 @@ describe("bench engine stand-in", () => {
 
 describe("bench queue floor", () => {
   it("relays the stand-in's stream through BullMQ, a worker process and Redis, and is reported next to the platform", async () => {
-    const floor = await startQueueFloor({ engineBaseUrl: standIn.baseUrl, redisUrl: process.env.REDIS_URL ?? "redis://127.0.0.1:6379", concurrency: 4 });
+    const floor = await startQueueFloor({ engineBaseUrl: standIn.baseUrl, redisUrl: TEST_REDIS_URL, concurrency: 4 });
     try {
       const samples = await Promise.all(Array.from({ length: 4 }, () => runStream(floor.target, 6, expectedText(6), 10_000)));
       for (const sample of samples) expect(sample).toMatchObject({ tokens: 6, complete: true, error: null });
