@@ -10,6 +10,7 @@ import { inferenceRoutes } from "./inference/inferenceRoutes.ts";
 
 /**
  * Every slice's router, in the order they are mounted. inferenceAuthRoutes guards every `/v1` path:
- * keep it before any router that serves `/v1/*`.
+ * keep it before any router that serves `/v1/*`. The `/v1` routers come first because they carry
+ * nearly all the traffic: every router a request passes matches its path against each of its routes.
  */
-export const routeFactories: RouteFactory[] = [healthRoutes, accountRoutes, adminRoutes, apiKeyRoutes, inferenceAuthRoutes, modelsRoutes, inferenceRoutes, usageRoutes];
+export const routeFactories: RouteFactory[] = [inferenceAuthRoutes, inferenceRoutes, modelsRoutes, healthRoutes, accountRoutes, adminRoutes, apiKeyRoutes, usageRoutes];

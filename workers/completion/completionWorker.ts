@@ -5,13 +5,16 @@ import type { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
 import type { Logger } from "../../src/observability/logger.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";
 
-/** Jobs one BullMQ fetch loop serves: BullMQ fetches a loop's jobs one after the other. */
-const JOBS_PER_FETCH_LOOP = 16;
-
 /**
- * The BullMQ consumer of one model's queue: parses each job's data and hands it to the runner. A high
- * concurrency is split over several BullMQ workers (each with its own sequential fetch loop), so a
- * burst of jobs is taken up in parallel rather than one Redis round trip after the other.
+ * The BullMQ consumer of one model's queue: parses each job's data and hands it to the runner.
+ *
+ * One BullMQ worker (one fetch loop, one blocking Redis connection) per job the model may run at once,
+ * each with concurrency 1. A BullMQ worker whose concurrency allows another job fetches again right
+ * after a job arrived and starts the arrived job only once that fetch has answered: with one worker of
+ * concurrency 16, every job reaching an idle worker waited for a `moveToActive` round trip to Redis
+ * (which found nothing) before its engine call. At concurrency 1 nothing is fetched while a job runs,
+ * so it starts at once; and a burst is taken up by many loops in parallel, not one Redis round trip
+ * after the other. The price is one Redis connection per slot (256 for a model that runs 256 streams).
  */
 export class CompletionWorker {
   readonly modelId: string;
@@ -22,13 +25,12 @@ export class CompletionWorker {
     redis: Redis;
     keys: InferenceKeys;
     concurrency: number;
-    runner: CompletionJobRunner;
+    runner: Pick<CompletionJobRunner, "run">;
     logger: Logger;
   }) {
     this.modelId = options.modelId;
     const { runner, logger } = options;
-    const loops = Math.max(1, Math.ceil(options.concurrency / JOBS_PER_FETCH_LOOP));
-    const perLoop = Math.ceil(options.concurrency / loops);
+    const loops = Math.max(1, options.concurrency);
     this.#workers = Array.from({ length: loops }, (_, loop) => {
       const worker = new Worker<CompletionJob>(
         options.keys.queueName(options.modelId),
@@ -43,7 +45,7 @@ export class CompletionWorker {
         {
           connection: options.redis,
           prefix: options.keys.prefix,
-          concurrency: perLoop,
+          concurrency: 1,
           autorun: false,
           // A job whose worker died is not re-run: its client already saw part of the output.
           maxStalledCount: 0,

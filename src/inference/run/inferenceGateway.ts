@@ -59,10 +59,15 @@ export class InferenceGateway {
     const job: CompletionJob = { ...request, replyTo: this.#subscriber.replyTo };
     const feed = this.#subscriber.open(job.completionId);
     try {
-      // The liveness check and the enqueue go out together (one round trip, not two). Without a live
-      // worker the job is taken back off the queue; if a worker appeared and took it meanwhile, it runs.
-      // A failed liveness check (the job is already queued) is not a verdict: the start timeout decides.
-      const [live, enqueued] = await Promise.allSettled([this.#presence.isLive(job.model), this.#queues.enqueue(job)]);
+      // The enqueue goes out first: it starts the way to the first token. The liveness check follows
+      // right behind it, once BullMQ has written the job (setImmediate runs after the enqueue's
+      // synchronous steps and microtasks), so Redis does not answer it before taking the job; both are
+      // in flight together. Without a live worker the job is taken back off the queue; if a worker
+      // appeared and took it meanwhile, it runs. A failed liveness check (the job is already queued) is
+      // not a verdict: the start timeout decides.
+      const enqueuing = this.#queues.enqueue(job);
+      const checking = new Promise<boolean>((resolve, reject) => setImmediate(() => this.#presence.isLive(job.model).then(resolve, reject)));
+      const [live, enqueued] = await Promise.allSettled([checking, enqueuing]);
       if (enqueued.status === "rejected") throw enqueued.reason;
       onQueued?.();
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) {
