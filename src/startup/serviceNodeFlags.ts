@@ -14,7 +14,7 @@
  * the worker's major collections paused up to 32 ms. Measured with `npm run bench` in one session
  * (32 streams: two alternating runs each; 256 streams: one run each): 32-stream steady added TTFT
  * p99 +28.8 / +18.0 ms without -> +7.6 / +10.4 ms with; 256 streams steady TTFT p50 +55.8 -> +21.8
- * ms, burst +203 -> +136 ms and 0.66x -> 0.71x of the direct tokens/s. On a machine with many idle cores the parallel collector may do better: measure
- * before changing it there.
+ * ms, burst +203 -> +136 ms and 0.66x -> 0.71x of the direct tokens/s. On a machine with many idle
+ * cores the parallel collector may do better: measure before changing it there.
  */
 export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=4", "--single-threaded-gc"] as const;
