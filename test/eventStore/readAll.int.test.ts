@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withTransaction } from "../../src/db/withTransaction.ts";
 import { appendToStream, LOG_START, positionOf, readAll, type LogPosition, type RecordedEvent } from "../../src/eventStore/index.ts";
+import { eventually } from "../support/eventually.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 
 let db: TestDatabase;
@@ -32,7 +33,12 @@ describe("readAll (gap-safe global reader)", () => {
     expect(whileOpen.map((e) => e.type)).not.toContain("Slow");
     releaseSlow();
     await slow;
-    const after = await readAll(db.pool, LOG_START);
+    // Both become readable once every older transaction has ended. Transaction ids are cluster-wide, so
+    // a transaction another test file (another database) holds open delays them too: poll until they show.
+    const after = await eventually(async () => {
+      const events = await readAll(db.pool, LOG_START);
+      return events.some((e) => e.type === "Fast") ? events : undefined;
+    });
     expect(after.map((e) => e.type)).toEqual(["Slow", "Fast"]);
   });
 
@@ -44,23 +50,22 @@ describe("readAll (gap-safe global reader)", () => {
     for (let batch = await readAll(db.pool, position); batch.length; batch = await readAll(db.pool, position)) {
       position = positionOf(batch.at(-1)!);
     }
-    let writersDone = false;
+    // The reader stops once it has seen all 100 events, or 20 s after the writers finished (events
+    // can stay unreadable after their commit while an older transaction, even in another database,
+    // is still open); then one more read must bring nothing of ours (no event twice).
+    let writersDoneAt: number | null = null;
+    const mineSeen = () => seen.filter((e) => e.streamId.startsWith(prefix)).length;
     const reader = (async () => {
-      for (;;) {
+      while (mineSeen() < 100 && (writersDoneAt === null || Date.now() - writersDoneAt < 20_000)) {
         const batch = await readAll(db.pool, position, 7);
         for (const e of batch) {
           seen.push(e);
           position = positionOf(e);
         }
-        if (batch.length === 0) {
-          if (writersDone) {
-            const tail = await readAll(db.pool, position, 7);
-            if (tail.length === 0) return;
-            continue;
-          }
-          await new Promise((r) => setTimeout(r, 5));
-        }
+        if (batch.length === 0) await new Promise((r) => setTimeout(r, 5));
       }
+      const tail = await readAll(db.pool, position);
+      seen.push(...tail.filter((e) => e.streamId.startsWith(prefix)));
     })();
     const writers = Array.from({ length: 20 }, (_, w) =>
       withTransaction(db.pool, async (client) => {
@@ -71,7 +76,7 @@ describe("readAll (gap-safe global reader)", () => {
       }),
     );
     await Promise.all(writers);
-    writersDone = true;
+    writersDoneAt = Date.now();
     await reader;
 
     const mine = seen.filter((e) => e.streamId.startsWith(prefix));

@@ -12,16 +12,7 @@ export async function completionEvents(pool: Pool, completionId: string): Promis
   return rows.rows.map((r) => ({ type: r.event_type, data: r.data, metadata: r.metadata }));
 }
 
-/** Polls until the condition holds (for effects that land after the response, e.g. a job finishing after a disconnect). */
-export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export { eventually } from "../support/eventually.ts";
 
 export type SseEvent = { id: string | undefined; data: string };
 
