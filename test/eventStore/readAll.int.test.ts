@@ -33,7 +33,7 @@ describe("readAll (gap-safe global reader)", () => {
     expect(whileOpen.map((e) => e.type)).not.toContain("Slow");
     releaseSlow();
     await slow;
-    // Both become readable once every older transaction has ended. Transaction ids are cluster-wide, so
+    // Both become readable once every older transaction has ended. Transaction ids are server-wide, so
     // a transaction another test file (another database) holds open delays them too: poll until they show.
     const after = await eventually(async () => {
       const events = await readAll(db.pool, LOG_START);

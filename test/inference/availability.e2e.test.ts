@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
 import { startTestPlatform, TINY_CHAT, TINY_EMBED, TINY_PLAIN, type TestPlatform } from "../support/testPlatform.ts";
 import { failingEngine } from "./failingEngine.ts";
-import { completionEvents, eventually, parseSse } from "./inferenceSteps.ts";
+import { eventually } from "../support/eventually.ts";
+import { completionEvents, parseSse } from "./inferenceSteps.ts";
 
 describe("availability and failures: 503 model_unavailable, 500 api_error, disconnects", () => {
   let platform: TestPlatform;

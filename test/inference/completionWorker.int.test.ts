@@ -5,7 +5,7 @@ import { createRedis, type Redis } from "../../src/messaging/createRedis.ts";
 import { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { CompletionWorker } from "../../workers/completion/completionWorker.ts";
-import { eventually } from "./inferenceSteps.ts";
+import { eventually } from "../support/eventually.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 
 const MODEL = "worker-test-model";

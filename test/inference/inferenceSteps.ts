@@ -12,8 +12,6 @@ export async function completionEvents(pool: Pool, completionId: string): Promis
   return rows.rows.map((r) => ({ type: r.event_type, data: r.data, metadata: r.metadata }));
 }
 
-export { eventually } from "../support/eventually.ts";
-
 export type SseEvent = { id: string | undefined; data: string };
 
 /** Parses a raw text/event-stream body into events (blank-line separated; id and data fields). */

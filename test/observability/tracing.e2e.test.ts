@@ -1,7 +1,7 @@
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTelemetry, type Telemetry } from "../../src/observability/telemetry.ts";
-import { eventually } from "../inference/inferenceSteps.ts";
+import { eventually } from "../support/eventually.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
 
 // One trace follows a request from the HTTP handler through the queue into the worker.

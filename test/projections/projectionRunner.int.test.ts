@@ -9,7 +9,8 @@ import { ProjectionRunner } from "../../projections/projectionRunner.ts";
 import { replayReadModels } from "../../projections/replayReadModels.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { createBudgetedAccount, usageEvent } from "../usage/usageFixtures.ts";
-import { eventually, expectedUsage, liveUsage } from "./usageExpectations.ts";
+import { eventuallyTrue } from "../support/eventually.ts";
+import { expectedUsage, liveUsage } from "./usageExpectations.ts";
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -43,7 +44,7 @@ describe("projection runner", () => {
         requests: 2, prompt_tokens: 20, completion_tokens: 32, reasoning_tokens: 5, cost_micro_chf: 48, last_used_at: "2025-05-01T23:59:59.999Z",
       });
       const appended = Date.now();
-      expect(await eventually(async () => JSON.stringify(await liveUsage(db.pool, [accountId])) === JSON.stringify(expected))).toBe(true);
+      expect(await eventuallyTrue(async () => JSON.stringify(await liveUsage(db.pool, [accountId])) === JSON.stringify(expected))).toBe(true);
       // No timing assertion; the latency is only reported.
       process.stdout.write(`usage visible in read models ${Date.now() - appended} ms after the last append\n`);
       expect(await liveUsage(db.pool, [accountId])).toEqual(expected);
@@ -70,7 +71,7 @@ describe("projection runner", () => {
         if (i === 20) await first.stop(); // whichever was active, the other one goes on (or already was)
       }
       const expected = expectedUsage(events);
-      expect(await eventually(async () => JSON.stringify(await liveUsage(db.pool, [accountId])) === JSON.stringify(expected))).toBe(true);
+      expect(await eventuallyTrue(async () => JSON.stringify(await liveUsage(db.pool, [accountId])) === JSON.stringify(expected))).toBe(true);
       // Only one holder of each projection lock at a time.
       const locks = await db.pool.query(
         `SELECT count(*)::int AS n FROM pg_locks

@@ -8,7 +8,8 @@ import { allProjections } from "../../projections/allProjections.ts";
 import { replayReadModels } from "../../projections/replayReadModels.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { createBudgetedAccount, usageEvent } from "../usage/usageFixtures.ts";
-import { eventually, expectedUsage, liveUsage } from "./usageExpectations.ts";
+import { eventuallyTrue } from "../support/eventually.ts";
+import { expectedUsage, liveUsage } from "./usageExpectations.ts";
 
 const PROJECTOR_MAIN = fileURLToPath(new URL("../../projections/main.ts", import.meta.url));
 
@@ -93,7 +94,7 @@ describe("projector crash safety", () => {
     const final = spawnProjector();
     try {
       const expected = expectedUsage(events);
-      const caughtUp = await eventually(async () => JSON.stringify(await liveUsage(db.pool, accounts)) === JSON.stringify(expected), 45_000, 100);
+      const caughtUp = await eventuallyTrue(async () => JSON.stringify(await liveUsage(db.pool, accounts)) === JSON.stringify(expected), 45_000, 100);
       if (!caughtUp) {
         const activity = await db.pool.query(
           "SELECT pid, state, backend_xid::text, xact_start, left(query, 100) AS query FROM pg_stat_activity WHERE datname = current_database()",

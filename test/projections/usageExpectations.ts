@@ -76,13 +76,3 @@ export async function liveUsage(pool: Pool, accountIds: string[]): Promise<{ key
     accountDays: byJson(a.rows as AccountDayRow[]),
   };
 }
-
-/** Polls `check` until it returns true or the (generous) deadline passes. */
-export async function eventually(check: () => Promise<boolean>, deadlineMs = 15_000, everyMs = 25): Promise<boolean> {
-  const until = Date.now() + deadlineMs;
-  while (Date.now() < until) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  return check();
-}

@@ -12,3 +12,16 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, timeout
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * Polls `check` until it returns true and says whether it did before `deadlineMs` passed (it does not
+ * throw), for tests that print diagnostics when a condition was never met.
+ */
+export async function eventuallyTrue(check: () => Promise<boolean>, deadlineMs = 15_000, everyMs = 25): Promise<boolean> {
+  const until = Date.now() + deadlineMs;
+  while (Date.now() < until) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  return check();
+}

@@ -5,7 +5,7 @@ import { silentLogger } from "../../src/observability/logger.ts";
 import { costMicroChf } from "../../src/usage/costMicroChf.ts";
 import { allProjections } from "../../projections/allProjections.ts";
 import { ProjectionRunner } from "../../projections/projectionRunner.ts";
-import { eventually } from "../projections/usageExpectations.ts";
+import { eventuallyTrue } from "../support/eventually.ts";
 import { startTestPlatform, TINY_CHAT, TINY_EMBED, type TestPlatform } from "../support/testPlatform.ts";
 
 /** An OpenAI SDK client that counts the HTTP requests it makes (to see whether it retries). */
@@ -69,7 +69,7 @@ describe("budgets and usage end to end (openai SDK, queue, worker, projector)", 
     await executeAccountCommand(platform.deps.pool, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 1_000_000, now: new Date() });
     const reply = await client.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], max_tokens: 2 });
     expect(reply.choices[0]!.finish_reason).toBe("length");
-    const holds = await eventually(async () => {
+    const holds = await eventuallyTrue(async () => {
       const r = await platform.deps.pool.query("SELECT count(*)::int AS n FROM budget_holds WHERE account_id = $1", [account.accountId]);
       return r.rows[0].n === 0;
     });
@@ -86,7 +86,7 @@ describe("budgets and usage end to end (openai SDK, queue, worker, projector)", 
     const costChf = cost / 1_000_000;
 
     // Two projections (per key, per account) with their own checkpoints: wait for both.
-    const projected = await eventually(async () => {
+    const projected = await eventuallyTrue(async () => {
       const res = await platform.request("GET", `/api/v1/accounts/user/api-keys/${keyId}/`, { token: account.sessionToken });
       const report = await platform.request("GET", "/api/v1/accounts/user/usage?group_by=key", { token: account.sessionToken });
       return res.body?.usage?.total_requests === 1 && report.body?.total?.requests === 1;

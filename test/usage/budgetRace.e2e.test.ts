@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { executeAccountCommand } from "../../src/accounts/executeAccountCommand.ts";
 import type { Engine } from "../../workers/engines/engine.ts";
-import { eventually } from "../projections/usageExpectations.ts";
+import { eventuallyTrue } from "../support/eventually.ts";
 import { startTestPlatform, TINY_EMBED, type TestPlatform } from "../support/testPlatform.ts";
 
 /** Embedding jobs wait at this gate, so every admitted request keeps its hold until all 200 were decided. */
@@ -47,7 +47,7 @@ describe("budget race over HTTP", () => {
       statuses.push(res.status);
       bodies.push(res.body);
     });
-    const decided = await eventually(async () => {
+    const decided = await eventuallyTrue(async () => {
       const holds = await platform.deps.pool.query("SELECT count(*)::int AS n FROM budget_holds WHERE account_id = $1", [account.accountId]);
       return statuses.filter((s) => s === 429).length + holds.rows[0].n === 200;
     }, 60_000);
@@ -62,7 +62,7 @@ describe("budget race over HTTP", () => {
     expect(refused).toBe(100);
     expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
 
-    const noHoldsLeft = await eventually(async () => {
+    const noHoldsLeft = await eventuallyTrue(async () => {
       const r = await platform.deps.pool.query("SELECT count(*)::int AS n FROM budget_holds WHERE account_id = $1", [account.accountId]);
       return r.rows[0].n === 0;
     });

@@ -3,7 +3,7 @@ import OpenAI from "openai";
 import { executeAccountCommand } from "../../src/accounts/executeAccountCommand.ts";
 import { billingPeriod } from "../../src/usage/budget/billingPeriod.ts";
 import type { Engine } from "../../workers/engines/engine.ts";
-import { eventually } from "../projections/usageExpectations.ts";
+import { eventuallyTrue } from "../support/eventually.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
 
 /** The real engine, made to wait `delayMs` before generating (or until its job is aborted). */
@@ -64,7 +64,7 @@ describe("speculative admission through the HTTP API (real queue, worker and eng
     } finally {
       start.mockRestore();
     }
-    const settled = await eventually(async () => {
+    const settled = await eventuallyTrue(async () => {
       const events = await usageEventsOf(platform, account.accountId);
       const holds = await platform.deps.pool.query("SELECT count(*)::int AS n FROM budget_holds WHERE account_id = $1", [account.accountId]);
       return events.length === 2 && holds.rows[0].n === 0;

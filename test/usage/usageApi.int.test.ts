@@ -6,7 +6,7 @@ import { settleUsage } from "../../src/usage/budget/settleUsage.ts";
 import { allProjections } from "../../projections/allProjections.ts";
 import { ProjectionRunner } from "../../projections/projectionRunner.ts";
 import { createKey, expectError, KEYS_PATH } from "../keys/keySteps.ts";
-import { eventually } from "../projections/usageExpectations.ts";
+import { eventuallyTrue } from "../support/eventually.ts";
 import { createTestAccount, type TestAccount } from "../support/testAccounts.ts";
 import { startTestApp, type TestApp } from "../support/testApp.ts";
 import { usageEvent } from "./usageFixtures.ts";
@@ -40,7 +40,7 @@ beforeAll(async () => {
   for (const u of usage) await settleUsage(app.db.pool, usageEvent({ accountId, ...u }));
   // A request in progress: 0.2 CHF held.
   expect((await placeHold(app.db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 200_000, now: NOW })).ok).toBe(true);
-  const projected = await eventually(async () => {
+  const projected = await eventuallyTrue(async () => {
     const r = await app.db.pool.query("SELECT sum(requests)::int AS n FROM rm_account_usage_daily WHERE account_id = $1", [accountId]);
     return r.rows[0].n === usage.length;
   });
