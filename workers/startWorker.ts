@@ -13,7 +13,7 @@ import { CompletionWorker } from "./completion/completionWorker.ts";
 import { CoalescingWindow } from "./completion/coalescingWindow.ts";
 import { DeltaPublisher } from "./completion/deltaPublisher.ts";
 import { JobCancellations } from "./completion/jobCancellations.ts";
-import { ReplyBatcher } from "./completion/replyBatcher.ts";
+import { TurnWriter } from "./completion/turnWriter.ts";
 import { UsageRecorder } from "./completion/usageRecorder.ts";
 import { WorkerHeartbeat } from "./completion/workerHeartbeat.ts";
 import { createEngine } from "./engines/createEngine.ts";
@@ -44,9 +44,9 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
   const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const keys = new InferenceKeys(config.redisPrefix);
   const redis = createRedis(config.redisUrl);
-  const deltaRedis = createRedis(config.redisUrl, { autoPipelining: true });
+  const deltaRedis = createRedis(config.redisUrl);
   const window = new CoalescingWindow(config.deltaCoalesceMs);
-  const replies = new ReplyBatcher(deltaRedis);
+  const writer = new TurnWriter(deltaRedis);
   const engines = new EngineSet((model) => createEngine(model, config));
   // The budget half of each settle commits without waiting for the WAL flush (see settleUsage).
   const foldPool = createPool(config.databaseUrl, 10, { synchronousCommit: false });
@@ -70,9 +70,9 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
         engine,
         usage,
         publisherFor: (job) =>
-          new DeltaPublisher(deltaRedis, keys, job, {
+          new DeltaPublisher(keys, job, {
             window,
-            replies,
+            writer,
             replayTtlSeconds: config.deltaReplayTtlSeconds,
             replayMaxLen: config.deltaReplayMaxLen,
           }),

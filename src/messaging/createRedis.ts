@@ -6,13 +6,11 @@ export type { Redis };
  * A Redis connection. `maxRetriesPerRequest: null` is what BullMQ requires for its blocking
  * connections; plain command connections use the same settings for simplicity.
  */
-export function createRedis(url: string, options: { lazyConnect?: boolean; autoPipelining?: boolean } = {}): Redis {
+export function createRedis(url: string, options: { lazyConnect?: boolean } = {}): Redis {
   const redis = new Redis(url, {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     lazyConnect: options.lazyConnect ?? false,
-    // Commands issued in one event-loop tick go out in one write (high-rate publishers such as the delta writer).
-    ...(options.autoPipelining ? { enableAutoPipelining: true } : {}),
   });
   redis.on("error", () => undefined);
   return redis;

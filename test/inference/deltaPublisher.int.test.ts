@@ -3,21 +3,21 @@ import { DeltaSubscriber } from "../../src/messaging/deltaSubscriber.ts";
 import { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
 import { CoalescingWindow } from "../../workers/completion/coalescingWindow.ts";
 import { DeltaPublisher } from "../../workers/completion/deltaPublisher.ts";
-import { ReplyBatcher } from "../../workers/completion/replyBatcher.ts";
+import { TurnWriter } from "../../workers/completion/turnWriter.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 
 describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
   let testRedis: TestRedis;
   let keys: InferenceKeys;
   let subscriber: DeltaSubscriber;
-  let replies: ReplyBatcher;
+  let writer: TurnWriter;
   const job = (completionId: string) => ({ completionId, replyTo: subscriber.replyTo });
   beforeAll(async () => {
     testRedis = await createTestRedis();
     keys = new InferenceKeys(testRedis.prefix);
     subscriber = new DeltaSubscriber(TEST_REDIS_URL, testRedis.redis, keys);
     await subscriber.ready;
-    replies = new ReplyBatcher(testRedis.redis);
+    writer = new TurnWriter(testRedis.redis);
   });
   afterAll(async () => {
     await subscriber?.close();
@@ -27,7 +27,7 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
   it("sends the first delta at once, merges the later ones of the window, and keeps order and replay", async () => {
     const feed = subscriber.open("c1");
     let clock = 1000;
-    const publisher = new DeltaPublisher(testRedis.redis, keys, job("c1"), { window: new CoalescingWindow(60_000), replies, replayTtlSeconds: 60, replayMaxLen: 100, now: () => clock });
+    const publisher = new DeltaPublisher(keys, job("c1"), { window: new CoalescingWindow(60_000), writer, replayTtlSeconds: 60, replayMaxLen: 100, now: () => clock });
     publisher.send({ type: "started" });
     publisher.delta({ content: "Hel" });
     clock += 1;
@@ -63,7 +63,7 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
     const window = new CoalescingWindow(1);
     const ids = ["loop-a", "loop-b"];
     const feeds = ids.map((id) => subscriber.open(id));
-    const publishers = ids.map((id) => new DeltaPublisher(testRedis.redis, keys, job(id), { window, replies, replayTtlSeconds: 60, replayMaxLen: 100 }));
+    const publishers = ids.map((id) => new DeltaPublisher(keys, job(id), { window, writer, replayTtlSeconds: 60, replayMaxLen: 100 }));
     for (const [i, publisher] of publishers.entries()) {
       publisher.send({ type: "started" });
       publisher.delta({ content: `first-${i}` });
@@ -85,6 +85,16 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
       feed.close();
     }
     await Promise.all(publishers.map((p) => p.close()));
+  });
+
+  it("close() rejects when one of its completion's writes failed, and not for another completion's", async () => {
+    await testRedis.redis.set(keys.replayStream("broken"), "not a stream");
+    const window = new CoalescingWindow(0);
+    const broken = new DeltaPublisher(keys, job("broken"), { window, writer, replayTtlSeconds: 60, replayMaxLen: 100 });
+    const fine = new DeltaPublisher(keys, job("fine"), { window, writer, replayTtlSeconds: 60, replayMaxLen: 100 });
+    for (const publisher of [broken, fine]) publisher.send({ type: "started" });
+    await expect(broken.close()).rejects.toThrow(/WRONGTYPE/);
+    await expect(fine.close()).resolves.toBeUndefined();
   });
 
   it("fills a gap in the sequence from the replay stream", async () => {
@@ -110,8 +120,8 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
       const window = new CoalescingWindow(0);
       const mine = ["turn-a", "turn-b", "turn-c"].map((id) => ({ id, feed: subscriber.open(id) }));
       const theirs = other.open("turn-x");
-      const publishers = mine.map(({ id }) => new DeltaPublisher(testRedis.redis, keys, job(id), { window, replies, replayTtlSeconds: 60, replayMaxLen: 100 }));
-      const foreign = new DeltaPublisher(testRedis.redis, keys, { completionId: "turn-x", replyTo: other.replyTo }, { window, replies, replayTtlSeconds: 60, replayMaxLen: 100 });
+      const publishers = mine.map(({ id }) => new DeltaPublisher(keys, job(id), { window, writer, replayTtlSeconds: 60, replayMaxLen: 100 }));
+      const foreign = new DeltaPublisher(keys, { completionId: "turn-x", replyTo: other.replyTo }, { window, writer, replayTtlSeconds: 60, replayMaxLen: 100 });
       for (const publisher of [...publishers, foreign]) {
         publisher.send({ type: "started" });
         publisher.delta({ content: "one" });

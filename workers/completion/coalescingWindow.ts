@@ -12,7 +12,7 @@ export type PendingFlush = {
  *
  * It also runs the worker's one flush loop: every base window (while anything is pending) it flushes the
  * pending deltas of ALL due completions in the same event-loop tick, so they reach Redis in one
- * auto-pipelined write instead of one write per completion and token.
+ * socket write (TurnWriter) instead of one write per completion and token.
  */
 export class CoalescingWindow {
   readonly #baseMs: number;

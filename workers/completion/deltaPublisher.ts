@@ -1,16 +1,15 @@
-import type { Redis } from "../../src/messaging/createRedis.ts";
 import type { DeltaMessage, UnsequencedDeltaMessage } from "../../src/messaging/deltaMessage.ts";
 import type { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
 import type { EngineDelta } from "../engines/engine.ts";
 import type { CoalescingWindow, PendingFlush } from "./coalescingWindow.ts";
 import { mergeDeltas } from "./mergeDeltas.ts";
-import type { ReplyBatcher } from "./replyBatcher.ts";
+import type { TurnWriter } from "./turnWriter.ts";
 
 export type DeltaPublisherOptions = {
   /** The coalescing window, shared by the worker's publishers (it widens under load). */
   window: CoalescingWindow;
-  /** The worker's one live-message writer (one PUBLISH per API process and event-loop turn). */
-  replies: ReplyBatcher;
+  /** The worker's one writer of messages (one socket write per event-loop turn, one PUBLISH per API process). */
+  writer: TurnWriter;
   replayTtlSeconds: number;
   replayMaxLen: number;
   now?: () => number;
@@ -18,17 +17,16 @@ export type DeltaPublisherOptions = {
 
 /**
  * Writes one completion's messages to Redis, numbered 0, 1, 2, ...: to the reply channel of the API
- * process that enqueued the job, for live listening (batched with every other message of the same
- * event-loop turn by the ReplyBatcher), plus XADD to the completion's capped, expiring replay stream.
+ * process that enqueued the job, for live listening, plus XADD to the completion's capped, expiring
+ * replay stream; the TurnWriter sends them with every other message of the same event-loop turn.
  *
  * The first delta goes out at once (the first token is never held back). Later deltas are merged and
  * left to the worker's one flush loop (CoalescingWindow), which writes them once the completion's
  * window has passed since its last write, together with the due deltas of every other completion, in
- * the same event-loop tick: commands go out on an auto-pipelining connection, so that is one socket
- * write for all of them, and Redis is not written once per token and completion under load.
+ * the same event-loop tick: the TurnWriter sends a turn's commands in one socket write, so Redis is not
+ * written once per token and completion under load.
  */
 export class DeltaPublisher implements PendingFlush {
-  readonly #redis: Redis;
   readonly #completionId: string;
   readonly #replyTo: string;
   readonly #stream: string;
@@ -37,12 +35,15 @@ export class DeltaPublisher implements PendingFlush {
   #lastWrite = Number.NEGATIVE_INFINITY;
   #pending: EngineDelta | null = null;
   #deltas = 0;
-  #writes: Promise<unknown>[] = [];
+  /** Settles once every message written so far has reached Redis (or failed). */
+  #written: Promise<void> = Promise.resolve();
   #failure: Error | null = null;
+  readonly #onFailure = (error: Error): void => {
+    this.#failure ??= error;
+  };
   #closed = false;
 
-  constructor(redis: Redis, keys: InferenceKeys, job: { completionId: string; replyTo: string }, options: DeltaPublisherOptions) {
-    this.#redis = redis;
+  constructor(keys: InferenceKeys, job: { completionId: string; replyTo: string }, options: DeltaPublisherOptions) {
     this.#completionId = job.completionId;
     this.#replyTo = job.replyTo;
     this.#stream = keys.replayStream(job.completionId);
@@ -98,9 +99,7 @@ export class DeltaPublisher implements PendingFlush {
     this.flush();
     if (!this.#closed) this.#options.window.closed();
     this.#closed = true;
-    const writes = this.#writes;
-    this.#writes = [];
-    await Promise.all(writes);
+    await this.#written;
     if (this.#failure) throw this.#failure;
   }
 
@@ -112,20 +111,17 @@ export class DeltaPublisher implements PendingFlush {
 
   #write(message: UnsequencedDeltaMessage): void {
     const sequenced = { ...message, seq: this.#seq++ } as DeltaMessage;
-    const json = JSON.stringify(sequenced);
-    const redis = this.#redis;
-    const commands: Promise<unknown>[] = [
-      this.#options.replies.send(this.#replyTo, this.#completionId, json),
-      redis.xadd(this.#stream, "MAXLEN", "~", String(this.#options.replayMaxLen), "*", "m", json),
-    ];
     // The expiry is (re)set on the first and last messages and now and then between, not on every delta.
     const last = sequenced.type === "usage" || sequenced.type === "error";
-    if (sequenced.seq % 256 === 0 || last) commands.push(redis.expire(this.#stream, this.#options.replayTtlSeconds));
-    const write = Promise.all(commands).catch((error: unknown) => {
-      this.#failure ??= error as Error;
-    });
-    this.#writes.push(write);
-    // Keep the list short on long generations: settled writes need no tracking.
-    if (this.#writes.length > 256) this.#writes = this.#writes.slice(-64);
+    const expire = sequenced.seq % 256 === 0 || last ? this.#options.replayTtlSeconds : null;
+    this.#written = this.#options.writer.write(
+      this.#stream,
+      this.#options.replayMaxLen,
+      expire,
+      this.#replyTo,
+      this.#completionId,
+      JSON.stringify(sequenced),
+      this.#onFailure,
+    );
   }
 }

@@ -1,0 +1,77 @@
+import type { Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRedis, type Redis } from "../../src/messaging/createRedis.ts";
+import { TurnWriter } from "../../workers/completion/turnWriter.ts";
+import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
+
+describe("TurnWriter", () => {
+  let testRedis: TestRedis;
+  let connection: Redis;
+  let listener: Redis;
+  let writer: TurnWriter;
+  const key = (name: string) => `${testRedis.prefix}:${name}`;
+  const noFailure = (error: Error) => {
+    throw new Error(`unexpected write failure: ${error.message}`);
+  };
+
+  beforeAll(async () => {
+    testRedis = await createTestRedis();
+    connection = createRedis(TEST_REDIS_URL);
+    listener = createRedis(TEST_REDIS_URL);
+    await connection.ping();
+    writer = new TurnWriter(connection);
+  });
+  afterAll(async () => {
+    connection?.disconnect();
+    listener?.disconnect();
+    await testRedis?.close();
+  });
+
+  it("holds a turn's commands in the corked socket and sends them at the end of the turn: the appends, then one PUBLISH per reply channel", async () => {
+    const payloads: [string, string][] = [];
+    listener.on("message", (channel: string, text: string) => payloads.push([channel, text]));
+    await listener.subscribe(key("api-1"), key("api-2"));
+    const socket = connection.stream as Socket;
+
+    const done = [
+      writer.write(key("s1"), 100, 60, key("api-1"), "c1", JSON.stringify({ seq: 0, type: "started" }), noFailure),
+      writer.write(key("s2"), 100, null, key("api-1"), "c2", JSON.stringify({ seq: 0, type: "started" }), noFailure),
+      writer.write(key("s1"), 100, null, key("api-1"), "c1", JSON.stringify({ seq: 1, type: "finish" }), noFailure),
+      writer.write(key("s3"), 100, null, key("api-2"), "c3", JSON.stringify({ seq: 0, type: "started" }), noFailure),
+    ];
+    // Nothing has left yet: the appends wait in the corked socket, the replies in the turn.
+    expect(socket.writableCorked).toBe(1);
+    expect(socket.writableLength).toBeGreaterThan(0);
+    expect(new Set(done).size).toBe(1);
+    await Promise.all(done);
+    expect(socket.writableCorked).toBe(0);
+
+    expect((await testRedis.redis.xrange(key("s1"), "-", "+")).map(([, fields]) => fields)).toEqual([
+      ["m", '{"seq":0,"type":"started"}'],
+      ["m", '{"seq":1,"type":"finish"}'],
+    ]);
+    expect(await testRedis.redis.xlen(key("s2"))).toBe(1);
+    const ttl = await testRedis.redis.ttl(key("s1"));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60);
+    expect(await testRedis.redis.ttl(key("s2"))).toBe(-1);
+
+    for (let i = 0; i < 100 && payloads.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(payloads).toEqual([
+      [key("api-1"), '[["c1",{"seq":0,"type":"started"}],["c2",{"seq":0,"type":"started"}],["c1",{"seq":1,"type":"finish"}]]'],
+      [key("api-2"), '[["c3",{"seq":0,"type":"started"}]]'],
+    ]);
+  });
+
+  it("reports a failed append only to the message it carried; the turn and the next ones still settle", async () => {
+    await testRedis.redis.set(key("not-a-stream"), "x");
+    const failures: Record<string, Error[]> = { bad: [], good: [] };
+    const failed = writer.write(key("not-a-stream"), 100, null, key("api-1"), "bad", "{}", (e) => failures.bad!.push(e));
+    writer.write(key("fine"), 100, null, key("api-1"), "good", "{}", (e) => failures.good!.push(e));
+    await failed;
+    expect(failures.bad!.map((e) => e.message)).toEqual([expect.stringContaining("WRONGTYPE")]);
+    expect(failures.good).toEqual([]);
+    await writer.write(key("fine"), 100, null, key("api-1"), "good", "{}", noFailure);
+    expect(await testRedis.redis.xlen(key("fine"))).toBe(2);
+  });
+});

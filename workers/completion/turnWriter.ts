@@ -1,0 +1,113 @@
+import type { Socket } from "node:net";
+import type { Redis } from "../../src/messaging/createRedis.ts";
+import { encodeReplyBatch, encodeReplyEntry } from "../../src/messaging/replyBatch.ts";
+
+/** Told when a command carrying one of its messages failed. */
+export type WriteFailureListener = (error: Error) => void;
+
+type Reply = { entries: string[]; listeners: WriteFailureListener[] };
+
+type Turn = {
+  /** The socket corked for this turn (uncorked once its writes are issued), if it was writable. */
+  corked: Socket | null;
+  commands: Promise<unknown>[];
+  /** Per command (same index): whom to tell when it fails. */
+  owners: (WriteFailureListener | WriteFailureListener[])[];
+  /** Reply channel -> the turn's entries for it. */
+  replies: Map<string, Reply>;
+  done: Promise<void>;
+  resolve: () => void;
+};
+
+/**
+ * The worker's one writer of completion messages to Redis, on a connection of its own. Everything
+ * written during one event-loop turn leaves together at the end of that turn (setImmediate), so nothing
+ * waits longer than the current turn (the first token of a completion is never held back):
+ *
+ * - each message is appended to its completion's capped, expiring replay stream (XADD, now and then
+ *   EXPIRE) when it is written;
+ * - the turn's messages for one API process (reply channel) become ONE PUBLISH, whatever the number of
+ *   completions and tokens in it, so Redis and the API get one message per turn under load;
+ * - the connection's socket is corked from the turn's first write until its PUBLISHes are issued, so all
+ *   of the turn's commands reach Redis in one socket write.
+ *
+ * Corking does what ioredis' auto-pipelining did here, without its per-turn pipeline objects and
+ * per-command callbacks: in a measurement of 32 XADDs and a PUBLISH per turn, the auto-pipelined
+ * connection took 1.6 times the CPU and ten times the garbage-collection time (168 collections, 250 ms
+ * against 100 and 27 ms for 3000 turns).
+ */
+export class TurnWriter {
+  readonly #redis: Redis;
+  #turn: Turn | null = null;
+  /** Settles once every turn flushed so far has settled (turns settle in order). */
+  #settled: Promise<void> = Promise.resolve();
+
+  /** `redis` must not use auto-pipelining (it would hold the commands past the uncork). */
+  constructor(redis: Redis) {
+    this.#redis = redis;
+  }
+
+  /**
+   * Appends one message (its JSON text) to `stream` (trimmed to about `maxLen` entries; its expiry set to
+   * `expireSeconds` unless null) and queues it for the reply channel `replyTo` as `[completionId,
+   * message]`. Resolves once this turn's commands and every earlier turn's have settled; a failed
+   * command is reported to the `onFailure` of every message it carried (the promise still resolves).
+   */
+  write(
+    stream: string,
+    maxLen: number,
+    expireSeconds: number | null,
+    replyTo: string,
+    completionId: string,
+    messageJson: string,
+    onFailure: WriteFailureListener,
+  ): Promise<void> {
+    const turn = (this.#turn ??= this.#begin());
+    turn.commands.push(this.#redis.xadd(stream, "MAXLEN", "~", String(maxLen), "*", "m", messageJson));
+    turn.owners.push(onFailure);
+    if (expireSeconds !== null) {
+      turn.commands.push(this.#redis.expire(stream, expireSeconds));
+      turn.owners.push(onFailure);
+    }
+    const entry = encodeReplyEntry(completionId, messageJson);
+    const reply = turn.replies.get(replyTo);
+    if (reply) {
+      reply.entries.push(entry);
+      reply.listeners.push(onFailure);
+    } else {
+      turn.replies.set(replyTo, { entries: [entry], listeners: [onFailure] });
+    }
+    return turn.done;
+  }
+
+  #begin(): Turn {
+    let resolve!: () => void;
+    const done = new Promise<void>((settle) => {
+      resolve = settle;
+    });
+    const socket = this.#redis.stream as Socket | undefined;
+    const corked = socket?.writable ? socket : null;
+    corked?.cork();
+    setImmediate(() => this.#flush());
+    return { corked, commands: [], owners: [], replies: new Map(), done, resolve };
+  }
+
+  #flush(): void {
+    const turn = this.#turn!;
+    this.#turn = null;
+    for (const [channel, reply] of turn.replies) {
+      turn.commands.push(this.#redis.publish(channel, encodeReplyBatch(reply.entries)));
+      turn.owners.push(reply.listeners);
+    }
+    turn.corked?.uncork();
+    const own = Promise.all(turn.commands).then(
+      () => undefined,
+      // Rare: find the failed commands and tell their owners.
+      () => Promise.allSettled(turn.commands).then((results) => results.forEach((result, i) => {
+        if (result.status === "fulfilled") return;
+        for (const listener of [turn.owners[i]!].flat()) listener(result.reason as Error);
+      })),
+    );
+    this.#settled = Promise.all([this.#settled, own]).then(turn.resolve);
+  }
+}
