@@ -102,12 +102,18 @@ export class TurnWriter {
     turn.corked?.uncork();
     const own = Promise.all(turn.commands).then(
       () => undefined,
-      // Rare: find the failed commands and tell their owners.
-      () => Promise.allSettled(turn.commands).then((results) => results.forEach((result, i) => {
-        if (result.status === "fulfilled") return;
-        for (const listener of [turn.owners[i]!].flat()) listener(result.reason as Error);
-      })),
+      () => reportFailures(turn),
     );
     this.#settled = Promise.all([this.#settled, own]).then(turn.resolve);
   }
+}
+
+/** Rare: once every command of the turn has settled, tells the owners of the failed ones. */
+async function reportFailures(turn: Turn): Promise<void> {
+  const results = await Promise.allSettled(turn.commands);
+  results.forEach((result, i) => {
+    if (result.status === "fulfilled") return;
+    const owner = turn.owners[i]!;
+    for (const listener of Array.isArray(owner) ? owner : [owner]) listener(result.reason as Error);
+  });
 }
