@@ -1,3 +1,4 @@
+import { Queue } from "bullmq";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CompletionQueues } from "../../src/messaging/completionQueues.ts";
 import type { CompletionJob } from "../../src/messaging/completionJob.ts";
@@ -49,6 +50,9 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
   let workerRedis: Redis;
   let worker: CompletionWorker | undefined;
   let runner: HeldRunner;
+  let queue: Queue<CompletionJob> | undefined;
+  /** BullMQ's own view of the model's queue. */
+  const bullQueue = () => (queue ??= new Queue<CompletionJob>(keys.queueName(MODEL), { connection: redis.redis, prefix: keys.prefix }));
   beforeAll(async () => {
     redis = await createTestRedis();
     keys = new InferenceKeys(redis.prefix);
@@ -61,6 +65,7 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     worker = undefined;
   });
   afterAll(async () => {
+    await queue?.close();
     await queues?.close();
     workerRedis?.disconnect();
     await redis?.close();
@@ -83,20 +88,83 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     expect(new Set(runner.started)).toEqual(new Set(["w-1", "w-2", "w-3", "w-4"]));
   });
 
-  it("waits on one blocking connection per slot (a fetch loop of concurrency 1 per slot), and takes an arriving job at once", async () => {
-    // A BullMQ worker with room for a second job fetches again after a job arrived and starts the job
-    // only once that fetch has answered: a round trip on the way to every first token at low load.
-    // With one loop of concurrency 1 per slot, every idle slot blocks on the queue's marker itself.
+  const blockedClients = async () => {
+    const clients = (await redis.redis.client("LIST")) as string;
+    // BullMQ names its blocking connections after the queue's prefix: other test files' workers do not count.
+    const ours = clients.split("\n").filter((line) => line.includes(` name=${redis.prefix}:`));
+    return ours.filter((line) => / flags=b /.test(line) && / cmd=bzpopmin /.test(line)).length;
+  };
+
+  it("waits for jobs on one blocking connection, whatever its concurrency, takes an arriving job at once and waits again", async () => {
+    // One BullMQ worker per slot would hold a blocked connection each, and taking a job (which re-adds
+    // the queue's marker) would wake another of them for a fetch that finds nothing.
     await start(4);
-    const blocked = async () => {
-      const clients = (await redis.redis.client("LIST")) as string;
-      // BullMQ names its blocking connections after the queue's prefix: other test files' workers do not count.
-      const ours = clients.split("\n").filter((line) => line.includes(` name=${redis.prefix}:`));
-      return ours.filter((line) => / flags=b /.test(line) && / cmd=bzpopmin /.test(line)).length;
-    };
-    await eventually(async () => ((await blocked()) === 4 ? true : undefined));
+    await eventually(async () => ((await blockedClients()) === 1 ? true : undefined));
     await queues.enqueue(job("idle-1", keys));
     await eventually(async () => (runner.started.includes("idle-1") ? true : undefined));
-    await eventually(async () => ((await blocked()) === 3 ? true : undefined));
+    await eventually(async () => ((await blockedClients()) === 1 ? true : undefined));
+    await queues.enqueue(job("idle-2", keys));
+    await eventually(async () => (runner.started.includes("idle-2") ? true : undefined));
+    expect(runner.started).toEqual(["idle-1", "idle-2"]);
+  });
+
+  it("takes a burst larger than its concurrency: as many at once as it may run, the rest as slots free up", async () => {
+    await start(8);
+    const ids = Array.from({ length: 20 }, (_, i) => `burst-${i}`);
+    await Promise.all(ids.map((id) => queues.enqueue(job(id, keys))));
+    await eventually(async () => (runner.started.length === 8 ? true : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(runner.started).toHaveLength(8);
+    for (let round = 0; runner.started.length < ids.length && round < 10; round++) {
+      const running = runner.started.length;
+      runner.finishAll();
+      await eventually(async () => (runner.started.length > running ? true : undefined));
+    }
+    runner.finishAll();
+    expect(new Set(runner.started)).toEqual(new Set(ids));
+    await eventually(async () => ((await bullQueue().getJobCounts("active", "wait", "completed", "failed")).active === 0 ? true : undefined));
+    expect(await bullQueue().getJobCounts("wait", "failed")).toEqual({ wait: 0, failed: 0 });
+  });
+
+  it("keeps the lock of a job that runs longer than the lock duration, so the job completes", async () => {
+    runner = new HeldRunner();
+    worker = new CompletionWorker({ modelId: MODEL, redis: workerRedis, keys, concurrency: 2, runner, logger: silentLogger, lockDurationMs: 600 });
+    await worker.start();
+    await queues.enqueue(job("long-1", keys));
+    await eventually(async () => (runner.started.includes("long-1") ? true : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await bullQueue().getJobState("long-1")).toBe("active");
+    runner.finish("long-1");
+    // Completed jobs are removed (removeOnComplete): an expired lock would have left it active
+    // (moveToCompleted refused: "Missing lock"), so the job is gone only if its lock was kept.
+    await eventually(async () => ((await bullQueue().getJobState("long-1")) === "unknown" ? true : undefined));
+  });
+
+  it("fails a job whose data does not parse, and goes on with the next", async () => {
+    await start(1);
+    await bullQueue().add("RunCompletion", { completionId: "bad-1" } as unknown as CompletionJob, { jobId: "bad-1", removeOnFail: false });
+    await eventually(async () => ((await bullQueue().getJobState("bad-1")) === "failed" ? true : undefined));
+    await queues.enqueue(job("good-1", keys));
+    await eventually(async () => (runner.started.includes("good-1") ? true : undefined));
+    expect(runner.started).toEqual(["good-1"]);
+  });
+
+  it("close() stops taking jobs and waits for the running ones", async () => {
+    await start(2);
+    await queues.enqueue(job("closing-1", keys));
+    await eventually(async () => (runner.started.includes("closing-1") ? true : undefined));
+    let closed = false;
+    const closing = worker!.close().then(() => (closed = true));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(closed).toBe(false);
+    await queues.enqueue(job("after-close", keys));
+    runner.finish("closing-1");
+    await closing;
+    worker = undefined;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(runner.started).toEqual(["closing-1"]);
+    expect(await bullQueue().getJobState("closing-1")).toBe("unknown");
+    expect(await bullQueue().getJobState("after-close")).toBe("waiting");
+    expect(await blockedClients()).toBe(0);
   });
 });

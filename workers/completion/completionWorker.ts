@@ -1,24 +1,48 @@
+import { setImmediate as afterIo } from "node:timers/promises";
 import { Worker, type Job } from "bullmq";
 import { CompletionJobSchema, type CompletionJob } from "../../src/messaging/completionJob.ts";
 import type { Redis } from "../../src/messaging/createRedis.ts";
 import type { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
 import type { Logger } from "../../src/observability/logger.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";
+import { JobLocks } from "./jobLocks.ts";
+
+/** Most fetches sent at once while jobs keep arriving (a burst); one while the queue is drained. */
+const MAX_FETCH_WINDOW = 32;
+/** After a fetch failed (Redis unreachable), the loop waits this long before the next one. */
+const FETCH_RETRY_MS = 1_000;
+/** The job runner's signal: jobs are stopped by the API's cancels (JobCancellations), not by the queue. */
+const NEVER_ABORTED = new AbortController().signal;
 
 /**
- * The BullMQ consumer of one model's queue: parses each job's data and hands it to the runner.
+ * The BullMQ consumer of one model's queue: takes up to `concurrency` jobs at once, parses each job's
+ * data and hands it to the runner.
  *
- * One BullMQ worker (one fetch loop, one blocking Redis connection) per job the model may run at once,
- * each with concurrency 1. A BullMQ worker whose concurrency allows another job fetches again right
- * after a job arrived and starts the arrived job only once that fetch has answered: with one worker of
- * concurrency 16, every job reaching an idle worker waited for a `moveToActive` round trip to Redis
- * (which found nothing) before its engine call. At concurrency 1 nothing is fetched while a job runs,
- * so it starts at once; and a burst is taken up by many loops in parallel, not one Redis round trip
- * after the other. The price is one Redis connection per slot (256 for a model that runs 256 streams).
+ * It fetches jobs itself (BullMQ's manual processing: `getNextJob`, `moveToCompleted`, the locks
+ * extended by JobLocks) in one loop with one blocking Redis connection, because both ways of letting
+ * BullMQ's own loop fetch put a Redis round trip on the way to an idle worker's first token:
+ * - one BullMQ worker of concurrency N fetches again right after a job arrived and starts that job
+ *   only once the second fetch has answered;
+ * - N BullMQ workers of concurrency 1: taking a job re-adds the queue's marker (BullMQ's
+ *   `moveToActive`), which wakes another idle worker, whose fetch finds nothing but is handled by this
+ *   process in the same moment as the arrived job.
+ * Here the fetch after a job goes out only once that job has started (its engine request written:
+ * everything up to it runs before the next `setImmediate`). While fetches keep finding jobs (a
+ * burst), the next round sends up to twice as many at once, up to MAX_FETCH_WINDOW and the free slots.
  */
 export class CompletionWorker {
   readonly modelId: string;
-  readonly #workers: Worker<CompletionJob>[];
+  readonly #worker: Worker<CompletionJob>;
+  readonly #locks: JobLocks;
+  readonly #capacity: number;
+  readonly #runner: Pick<CompletionJobRunner, "run">;
+  readonly #logger: Logger;
+  /** job id -> the job's processing (settles when it finished and left the active list). */
+  readonly #running = new Map<string, Promise<void>>();
+  #slotFreed: (() => void) | null = null;
+  #closing = false;
+  #loop: Promise<void> | null = null;
+  #tokens = 0;
 
   constructor(options: {
     modelId: string;
@@ -27,47 +51,117 @@ export class CompletionWorker {
     concurrency: number;
     runner: Pick<CompletionJobRunner, "run">;
     logger: Logger;
+    /** How long a job's lock lasts unless extended (BullMQ's default, 30 s; tests make it short). */
+    lockDurationMs?: number;
   }) {
     this.modelId = options.modelId;
-    const { runner, logger } = options;
-    const loops = Math.max(1, options.concurrency);
-    this.#workers = Array.from({ length: loops }, (_, loop) => {
-      const worker = new Worker<CompletionJob>(
-        options.keys.queueName(options.modelId),
-        async (job: Job<CompletionJob>, _token?: string, signal?: AbortSignal) => {
-          const parsed = CompletionJobSchema.safeParse(job.data);
-          if (!parsed.success) {
-            logger.error("invalid job data", { jobId: job.id, issues: parsed.error.issues.slice(0, 3) });
-            throw new Error("invalid job data");
-          }
-          await runner.run(parsed.data, signal ?? new AbortController().signal);
-        },
-        {
-          connection: options.redis,
-          prefix: options.keys.prefix,
-          concurrency: 1,
-          autorun: false,
-          // A job whose worker died is not re-run: its client already saw part of the output.
-          maxStalledCount: 0,
-          // The loops share the queue: one looking for stalled jobs (a Lua script every 30 s) is enough.
-          skipStalledCheck: loop > 0,
-          removeOnComplete: { count: 0 },
-          removeOnFail: { age: 3600, count: 1000 },
-        },
-      );
-      worker.on("error", (error) => logger.warn("queue worker error", { model: options.modelId, error }));
-      return worker;
+    this.#capacity = Math.max(1, options.concurrency);
+    this.#runner = options.runner;
+    this.#logger = options.logger;
+    const lockDuration = options.lockDurationMs ?? 30_000;
+    this.#worker = new Worker<CompletionJob>(options.keys.queueName(options.modelId), null, {
+      connection: options.redis,
+      prefix: options.keys.prefix,
+      autorun: false,
+      lockDuration,
+      // A job whose worker died is not re-run: its client already saw part of the output.
+      maxStalledCount: 0,
+      removeOnComplete: { count: 0 },
+      removeOnFail: { age: 3600, count: 1000 },
     });
+    this.#worker.on("error", (error) => this.#logger.warn("queue worker error", { model: this.modelId, error }));
+    this.#locks = new JobLocks(this.#worker, lockDuration, (jobIds) =>
+      this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }),
+    );
   }
 
   /** Starts consuming and resolves once the worker is connected. */
   async start(): Promise<void> {
-    for (const worker of this.#workers) void worker.run().catch(() => undefined);
-    await Promise.all(this.#workers.map((w) => w.waitUntilReady()));
+    await this.#worker.waitUntilReady();
+    await this.#worker.startStalledCheckTimer();
+    this.#locks.start();
+    this.#loop = this.#fetchLoop();
   }
 
   /** Stops taking jobs and waits for the running ones to finish. */
   async close(): Promise<void> {
-    await Promise.all(this.#workers.map((w) => w.close()));
+    this.#closing = true;
+    this.#slotFreed?.();
+    // BullMQ's close marks the worker closing, so the blocked fetch, interrupted right after, ends
+    // without retrying. The connection the worker was given stays open (BullMQ does not close a
+    // connection it did not create): the running jobs can still be completed.
+    const closingWorker = this.#worker.close();
+    await this.#worker.backend.disconnectBlocking(false).catch(() => undefined);
+    await closingWorker;
+    await this.#loop;
+    while (this.#running.size > 0) await Promise.all(this.#running.values());
+    this.#locks.stop();
+  }
+
+  async #fetchLoop(): Promise<void> {
+    let window = 1;
+    let drained = true;
+    while (!this.#closing) {
+      const free = this.#capacity - this.#running.size;
+      if (free === 0) {
+        await new Promise<void>((resolve) => (this.#slotFreed = resolve));
+        this.#slotFreed = null;
+        continue;
+      }
+      // Drained: one fetch, which blocks on the queue's marker until a job arrives.
+      const count: number = drained ? 1 : Math.min(window, free);
+      const fetched: boolean[] = await Promise.all(Array.from({ length: count }, () => this.#fetchAndStart()));
+      drained = !fetched.every(Boolean);
+      window = drained ? 1 : Math.min(window * 2, MAX_FETCH_WINDOW);
+      // The jobs just started run up to their engine requests before the next fetch is sent.
+      await afterIo();
+    }
+  }
+
+  /** Fetches one job and starts it; false when there was none (or the fetch failed). */
+  async #fetchAndStart(): Promise<boolean> {
+    const token = `${this.#worker.id}:${this.#tokens++}`;
+    let job: Job<CompletionJob> | undefined;
+    try {
+      job = await this.#worker.getNextJob(token, { block: true });
+    } catch (error) {
+      if (this.#closing) return false;
+      this.#logger.warn("could not fetch a job", { model: this.modelId, error: error as Error });
+      await new Promise((resolve) => setTimeout(resolve, FETCH_RETRY_MS));
+      return false;
+    }
+    // A job fetched while closing runs too: it is ours (locked), and close() waits for it.
+    if (job?.id === undefined) return false;
+    this.#start(job as Job<CompletionJob> & { id: string }, token);
+    return true;
+  }
+
+  #start(job: Job<CompletionJob> & { id: string }, token: string): void {
+    this.#locks.track(job.id, token);
+    const processing = this.#process(job, token).finally(() => {
+      this.#locks.untrack(job.id);
+      this.#running.delete(job.id);
+      this.#slotFreed?.();
+    });
+    this.#running.set(job.id, processing);
+  }
+
+  async #process(job: Job<CompletionJob> & { id: string }, token: string): Promise<void> {
+    try {
+      const parsed = CompletionJobSchema.safeParse(job.data);
+      if (!parsed.success) {
+        this.#logger.error("invalid job data", { jobId: job.id, issues: parsed.error.issues.slice(0, 3) });
+        throw new Error("invalid job data");
+      }
+      await this.#runner.run(parsed.data, NEVER_ABORTED);
+    } catch (error) {
+      await job.moveToFailed(error as Error, token, false).catch((failure: unknown) => this.#couldNotFinish(job, failure));
+      return;
+    }
+    await job.moveToCompleted(null, token, false).catch((failure: unknown) => this.#couldNotFinish(job, failure));
+  }
+
+  #couldNotFinish(job: Job<CompletionJob> & { id: string }, error: unknown): void {
+    this.#logger.warn("could not move a finished job out of the active list", { model: this.modelId, jobId: job.id, error: error as Error });
   }
 }
