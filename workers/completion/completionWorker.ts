@@ -7,8 +7,8 @@ import type { Logger } from "../../src/observability/logger.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";
 import { JobLocks } from "./jobLocks.ts";
 
-/** Most fetches sent at once while jobs keep arriving (a burst); one while the queue is drained. */
-const MAX_FETCH_WINDOW = 32;
+/** Most fetch lanes at once while jobs keep arriving (a burst); one while the queue is drained. */
+const MAX_LANES = 64;
 /** After a fetch failed (Redis unreachable), the loop waits this long before the next one. */
 const FETCH_RETRY_MS = 1_000;
 /** The job runner's signal: jobs are stopped by the API's cancels (JobCancellations), not by the queue. */
@@ -19,7 +19,7 @@ const NEVER_ABORTED = new AbortController().signal;
  * data and hands it to the runner.
  *
  * It fetches jobs itself (BullMQ's manual processing: `getNextJob`, `moveToCompleted`, the locks
- * extended by JobLocks) in one loop with one blocking Redis connection, because both ways of letting
+ * extended by JobLocks) with one blocking Redis connection, because both ways of letting
  * BullMQ's own loop fetch put a Redis round trip on the way to an idle worker's first token:
  * - one BullMQ worker of concurrency N fetches again right after a job arrived and starts that job
  *   only once the second fetch has answered;
@@ -27,8 +27,8 @@ const NEVER_ABORTED = new AbortController().signal;
  *   `moveToActive`), which wakes another idle worker, whose fetch finds nothing but is handled by this
  *   process in the same moment as the arrived job.
  * Here the fetch after a job goes out only once that job has started (its engine request written:
- * everything up to it runs before the next `setImmediate`). While fetches keep finding jobs (a
- * burst), the next round sends up to twice as many at once, up to MAX_FETCH_WINDOW and the free slots.
+ * everything up to it runs before the next `setImmediate`); while fetches keep finding jobs (a burst),
+ * more fetch lanes run at once (#addLane).
  */
 export class CompletionWorker {
   readonly modelId: string;
@@ -41,7 +41,8 @@ export class CompletionWorker {
   readonly #running = new Map<string, Promise<void>>();
   #slotFreed: (() => void) | null = null;
   #closing = false;
-  #loop: Promise<void> | null = null;
+  #lanes = 0;
+  readonly #laneRuns = new Set<Promise<void>>();
   #tokens = 0;
 
   constructor(options: {
@@ -80,7 +81,7 @@ export class CompletionWorker {
     await this.#worker.waitUntilReady();
     await this.#worker.startStalledCheckTimer();
     this.#locks.start();
-    this.#loop = this.#fetchLoop();
+    this.#addLane();
   }
 
   /** Stops taking jobs and waits for the running ones to finish. */
@@ -93,29 +94,46 @@ export class CompletionWorker {
     const closingWorker = this.#worker.close();
     await this.#worker.backend.disconnectBlocking(false).catch(() => undefined);
     await closingWorker;
-    await this.#loop;
+    while (this.#laneRuns.size > 0) await Promise.all(this.#laneRuns);
     while (this.#running.size > 0) await Promise.all(this.#running.values());
     this.#locks.stop();
   }
 
-  async #fetchLoop(): Promise<void> {
-    let window = 1;
-    let drained = true;
+  /**
+   * One fetch lane: fetches a job, starts it, lets it run up to its engine request, and fetches again.
+   * Two jobs in a row mean a backlog: another lane starts, so a burst is taken up by up to MAX_LANES
+   * fetches in flight. A lane whose fetch found nothing ends unless it is the last one, which then
+   * blocks on the queue's marker until a job arrives.
+   */
+  #addLane(): void {
+    this.#lanes += 1;
+    const lane = this.#runLane();
+    this.#laneRuns.add(lane);
+    void lane.finally(() => this.#laneRuns.delete(lane));
+  }
+
+  async #runLane(): Promise<void> {
+    let foundLast = false;
     while (!this.#closing) {
-      const free = this.#capacity - this.#running.size;
-      if (free === 0) {
+      if (this.#running.size >= this.#capacity) {
+        if (this.#lanes > 1) break;
         await new Promise<void>((resolve) => (this.#slotFreed = resolve));
         this.#slotFreed = null;
         continue;
       }
-      // Drained: one fetch, which blocks on the queue's marker until a job arrives.
-      const count: number = drained ? 1 : Math.min(window, free);
-      const fetched: boolean[] = await Promise.all(Array.from({ length: count }, () => this.#fetchAndStart()));
-      drained = !fetched.every(Boolean);
-      window = drained ? 1 : Math.min(window * 2, MAX_FETCH_WINDOW);
-      // The jobs just started run up to their engine requests before the next fetch is sent.
+      const found = await this.#fetchAndStart();
+      if (!found) {
+        if (this.#lanes > 1) break;
+        foundLast = false;
+        continue;
+      }
+      if (foundLast && this.#lanes < Math.min(MAX_LANES, this.#capacity - this.#running.size)) this.#addLane();
+      foundLast = true;
+      // The job just started runs up to its engine request before this lane's next fetch is sent.
       await afterIo();
     }
+    // Counted down here, in the same microtask as the check above, so two lanes never both leave.
+    this.#lanes -= 1;
   }
 
   /** Fetches one job and starts it; false when there was none (or the fetch failed). */
