@@ -126,6 +126,28 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     expect(await bullQueue().getJobCounts("wait", "failed")).toEqual({ wait: 0, failed: 0 });
   });
 
+  it("never runs more jobs at once than its concurrency while many fetches are on their way (a long burst of short jobs)", async () => {
+    let running = 0;
+    let most = 0;
+    const done: string[] = [];
+    const shortRunner = {
+      async run(job: CompletionJob): Promise<void> {
+        running += 1;
+        most = Math.max(most, running);
+        await new Promise((resolve) => setTimeout(resolve, 5 + (done.length % 7)));
+        running -= 1;
+        done.push(job.completionId);
+      },
+    };
+    worker = new CompletionWorker({ modelId: MODEL, redis: workerRedis, keys, concurrency: 6, runner: shortRunner, logger: silentLogger });
+    await worker.start();
+    const ids = Array.from({ length: 300 }, (_, i) => `short-${i}`);
+    await Promise.all(ids.map((id) => queues.enqueue(job(id, keys))));
+    await eventually(async () => (done.length === ids.length ? true : undefined), 30_000);
+    expect(new Set(done)).toEqual(new Set(ids));
+    expect(most).toBe(6);
+  });
+
   it("keeps the lock of a job that runs longer than the lock duration, so the job completes", async () => {
     runner = new HeldRunner();
     worker = new CompletionWorker({ modelId: MODEL, redis: workerRedis, keys, concurrency: 2, runner, logger: silentLogger, lockDurationMs: 600 });

@@ -42,6 +42,8 @@ export class CompletionWorker {
   #slotFreed: (() => void) | null = null;
   #closing = false;
   #lanes = 0;
+  /** Fetches on their way: each may bring a job, so each holds a slot until it answers. */
+  #fetching = 0;
   readonly #laneRuns = new Set<Promise<void>>();
   #tokens = 0;
 
@@ -115,7 +117,7 @@ export class CompletionWorker {
   async #runLane(): Promise<void> {
     let foundLast = false;
     while (!this.#closing) {
-      if (this.#running.size >= this.#capacity) {
+      if (this.#running.size + this.#fetching >= this.#capacity) {
         if (this.#lanes > 1) break;
         await new Promise<void>((resolve) => (this.#slotFreed = resolve));
         this.#slotFreed = null;
@@ -127,7 +129,7 @@ export class CompletionWorker {
         foundLast = false;
         continue;
       }
-      if (foundLast && this.#lanes < Math.min(MAX_LANES, this.#capacity - this.#running.size)) this.#addLane();
+      if (foundLast && this.#lanes < Math.min(MAX_LANES, this.#capacity - this.#running.size - this.#fetching)) this.#addLane();
       foundLast = true;
       // The job just started runs up to its engine request before this lane's next fetch is sent.
       await afterIo();
@@ -140,6 +142,7 @@ export class CompletionWorker {
   async #fetchAndStart(): Promise<boolean> {
     const token = `${this.#worker.id}:${this.#tokens++}`;
     let job: Job<CompletionJob> | undefined;
+    this.#fetching += 1;
     try {
       job = await this.#worker.getNextJob(token, { block: true });
     } catch (error) {
@@ -147,6 +150,8 @@ export class CompletionWorker {
       this.#logger.warn("could not fetch a job", { model: this.modelId, error: error as Error });
       await new Promise((resolve) => setTimeout(resolve, FETCH_RETRY_MS));
       return false;
+    } finally {
+      this.#fetching -= 1;
     }
     // A job fetched while closing runs too: it is ours (locked), and close() waits for it.
     if (job?.id === undefined) return false;
