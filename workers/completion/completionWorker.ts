@@ -7,6 +7,9 @@ import type { Logger } from "../../src/observability/logger.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";
 import { JobLocks } from "./jobLocks.ts";
 
+/** A job this worker fetched: BullMQ always gives a fetched job its id. */
+type HeldJob = Job<CompletionJob> & { id: string };
+
 /** Most fetch lanes at once while jobs keep arriving (a burst); one while the queue is drained. */
 const MAX_LANES = 64;
 /** After a fetch failed (Redis unreachable), the loop waits this long before the next one. */
@@ -155,11 +158,11 @@ export class CompletionWorker {
     }
     // A job fetched while closing runs too: it is ours (locked), and close() waits for it.
     if (job?.id === undefined) return false;
-    this.#start(job as Job<CompletionJob> & { id: string }, token);
+    this.#start(job as HeldJob, token);
     return true;
   }
 
-  #start(job: Job<CompletionJob> & { id: string }, token: string): void {
+  #start(job: HeldJob, token: string): void {
     this.#locks.track(job.id, token);
     const processing = this.#process(job, token).finally(() => {
       this.#locks.untrack(job.id);
@@ -169,7 +172,7 @@ export class CompletionWorker {
     this.#running.set(job.id, processing);
   }
 
-  async #process(job: Job<CompletionJob> & { id: string }, token: string): Promise<void> {
+  async #process(job: HeldJob, token: string): Promise<void> {
     try {
       const parsed = CompletionJobSchema.safeParse(job.data);
       if (!parsed.success) {
@@ -184,7 +187,7 @@ export class CompletionWorker {
     await job.moveToCompleted(null, token, false).catch((failure: unknown) => this.#couldNotFinish(job, failure));
   }
 
-  #couldNotFinish(job: Job<CompletionJob> & { id: string }, error: unknown): void {
+  #couldNotFinish(job: HeldJob, error: unknown): void {
     this.#logger.warn("could not move a finished job out of the active list", { model: this.modelId, jobId: job.id, error: error as Error });
   }
 }
