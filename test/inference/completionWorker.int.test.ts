@@ -108,6 +108,50 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     expect(runner.started).toEqual(["idle-1", "idle-2"]);
   });
 
+  /** The query buffer of our blocked connection: what Redis holds back until the BZPOPMIN returns. */
+  const blockedQueryBuffer = async () => {
+    const clients = ((await redis.redis.client("LIST")) as string).split("\n");
+    const blocked = clients.filter((line) => line.includes(` name=${redis.prefix}:`) && / flags=b /.test(line) && / cmd=bzpopmin /.test(line));
+    return blocked.length === 1 ? Number(/ qbuf=(\d+) /.exec(blocked[0]!)![1]) : undefined;
+  };
+
+  it("sends the job fetch along with its wait for a job, so an arriving job comes back in the same round trip", async () => {
+    // BullMQ's own blocking fetch sends moveToActive only after BZPOPMIN answered: a round trip more
+    // between a job's arrival and its start. Here the moveToActive waits in Redis behind the BZPOPMIN.
+    await start(2);
+    const waiting = await eventually(async () => await blockedQueryBuffer());
+    expect(waiting).toBeGreaterThan(0);
+    await queues.enqueue(job("one-trip-1", keys));
+    await eventually(async () => (runner.started.includes("one-trip-1") ? true : undefined));
+    const fetched = await bullQueue().getJob("one-trip-1");
+    expect(fetched?.data.completionId).toBe("one-trip-1");
+    expect(fetched?.attemptsStarted).toBe(1);
+    expect(await bullQueue().getJobState("one-trip-1")).toBe("active");
+    // Locked with a token of this worker's (the lock extension and moveToCompleted check it).
+    expect(await redis.redis.get(`${keys.prefix}:${keys.queueName(MODEL)}:one-trip-1:lock`)).toMatch(/^.+:\d+$/);
+    runner.finish("one-trip-1");
+    await eventually(async () => ((await bullQueue().getJobState("one-trip-1")) === "unknown" ? true : undefined));
+    expect(await eventually(async () => await blockedQueryBuffer())).toBeGreaterThan(0);
+  });
+
+  it("takes a delayed job when it is due, without spinning on the queue's marker meanwhile", async () => {
+    await start(1);
+    await eventually(async () => await blockedQueryBuffer());
+    const monitor = await redis.redis.monitor();
+    let markerWaits = 0;
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (args[0]?.toLowerCase() === "bzpopmin" && args[1]?.startsWith(`${keys.prefix}:`)) markerWaits += 1;
+    });
+    const added = Date.now();
+    await bullQueue().add("RunCompletion", job("delayed-1", keys), { jobId: "delayed-1", delay: 600 });
+    await eventually(async () => (runner.started.includes("delayed-1") ? true : undefined));
+    const startedAfter = Date.now() - added;
+    monitor.disconnect();
+    expect(startedAfter).toBeGreaterThanOrEqual(590);
+    expect(startedAfter).toBeLessThan(2_000);
+    expect(markerWaits).toBeLessThanOrEqual(4);
+  });
+
   it("takes a burst larger than its concurrency: as many at once as it may run, the rest as slots free up", async () => {
     await start(8);
     const ids = Array.from({ length: 20 }, (_, i) => `burst-${i}`);

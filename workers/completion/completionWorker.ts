@@ -4,6 +4,7 @@ import { CompletionJobSchema, type CompletionJob } from "../../src/messaging/com
 import type { Redis } from "../../src/messaging/createRedis.ts";
 import type { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
 import type { Logger } from "../../src/observability/logger.ts";
+import { BlockingJobFetch } from "./blockingJobFetch.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";
 import { JobLocks } from "./jobLocks.ts";
 
@@ -21,21 +22,27 @@ const NEVER_ABORTED = new AbortController().signal;
  * The BullMQ consumer of one model's queue: takes up to `concurrency` jobs at once, parses each job's
  * data and hands it to the runner.
  *
- * It fetches jobs itself (BullMQ's manual processing: `getNextJob`, `moveToCompleted`, the locks
- * extended by JobLocks) with one blocking Redis connection, because both ways of letting
- * BullMQ's own loop fetch put a Redis round trip on the way to an idle worker's first token:
+ * It fetches jobs itself (BullMQ's manual processing: `moveToCompleted`, the locks extended by
+ * JobLocks) with one blocking Redis connection, because both ways of letting BullMQ's own loop fetch
+ * put a Redis round trip on the way to an idle worker's first token:
  * - one BullMQ worker of concurrency N fetches again right after a job arrived and starts that job
  *   only once the second fetch has answered;
  * - N BullMQ workers of concurrency 1: taking a job re-adds the queue's marker (BullMQ's
  *   `moveToActive`), which wakes another idle worker, whose fetch finds nothing but is handled by this
  *   process in the same moment as the arrived job.
+ * And BullMQ's blocking fetch itself takes two round trips (the marker, then the job):
+ * BlockingJobFetch takes a job arriving at an idle worker in one.
  * Here the fetch after a job goes out only once that job has started (its engine request written:
  * everything up to it runs before the next `setImmediate`); while fetches keep finding jobs (a burst),
- * more fetch lanes run at once (#addLane).
+ * more fetch lanes run at once (#addLane), one of them on the blocking connection, the others with
+ * BullMQ's non-blocking fetch on the command connection.
  */
 export class CompletionWorker {
   readonly modelId: string;
   readonly #worker: Worker<CompletionJob>;
+  readonly #blockingFetch: BlockingJobFetch<CompletionJob>;
+  /** True while a lane's fetch waits on the blocking connection (it serves one at a time). */
+  #blockingFetchOut = false;
   readonly #locks: JobLocks;
   readonly #capacity: number;
   readonly #runner: Pick<CompletionJobRunner, "run">;
@@ -76,6 +83,7 @@ export class CompletionWorker {
       removeOnFail: { age: 3600, count: 1000 },
     });
     this.#worker.on("error", (error) => this.#logger.warn("queue worker error", { model: this.modelId, error }));
+    this.#blockingFetch = new BlockingJobFetch(this.#worker, lockDuration);
     this.#locks = new JobLocks(this.#worker, lockDuration, (jobIds) =>
       this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }),
     );
@@ -141,13 +149,19 @@ export class CompletionWorker {
     this.#lanes -= 1;
   }
 
-  /** Fetches one job and starts it; false when there was none (or the fetch failed). */
+  /**
+   * Fetches one job and starts it; false when there was none (or the fetch failed). The fetch waits for
+   * a job on the blocking connection when that is free, else it only looks (the lane then ends or, as
+   * the last lane, blocks next time).
+   */
   async #fetchAndStart(): Promise<boolean> {
     const token = `${this.#worker.id}:${this.#tokens++}`;
+    const blocking = !this.#blockingFetchOut;
     let job: Job<CompletionJob> | undefined;
     this.#fetching += 1;
+    if (blocking) this.#blockingFetchOut = true;
     try {
-      job = await this.#worker.getNextJob(token, { block: true });
+      job = blocking ? await this.#blockingFetch.fetch(token) : await this.#worker.getNextJob(token, { block: false });
     } catch (error) {
       if (this.#closing) return false;
       this.#logger.warn("could not fetch a job", { model: this.modelId, error: error as Error });
@@ -155,6 +169,7 @@ export class CompletionWorker {
       return false;
     } finally {
       this.#fetching -= 1;
+      if (blocking) this.#blockingFetchOut = false;
     }
     // A job fetched while closing runs too: it is ours (locked), and close() waits for it.
     if (job?.id === undefined) return false;
