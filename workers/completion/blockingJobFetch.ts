@@ -32,6 +32,10 @@ export type FetchedJob<T> = (Job<T> & { id: string }) | undefined;
  * caller fetches again. One fetch at a time per worker: the blocking connection serves one command at
  * a time.
  *
+ * The script's timestamp is the one the fetch was sent with: a job taken after a wait has the wait's
+ * start as its `processedOn`, and a delayed job that fell due during the wait is promoted by the fetch
+ * after (one more round trip, at most a Redis timer tick late, as with BullMQ's own fetch).
+ *
  * Coupled to BullMQ's moveToActive script (its keys and packed options); bullmq is pinned, and the
  * worker's tests run this against real Redis.
  */
@@ -63,7 +67,7 @@ export class BlockingJobFetch<T> {
     pipeline.runCommand("bzpopmin", [keys.marker!, timeoutS]);
     this.#backend.execCommand(pipeline, "moveToActive", [...moveToActiveKeys, keys[""]!, Date.now(), options]);
     const replies = await this.#watchdog(pipeline.exec(), timeoutS);
-    if (replies === undefined) return undefined;
+    if (!replies) return undefined;
     const [, [error, raw]] = replies as [unknown, [Error | null, unknown[]]];
     if (error) throw error;
     const [jobJson, id, , delayUntil] = raw2NextJobData(raw) as [Parameters<typeof Job.fromJSON>[1] | null, string, number, number];
