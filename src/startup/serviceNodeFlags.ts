@@ -1,6 +1,7 @@
 /**
  * V8 flags the service's processes run with (`npm start` and the role scripts in package.json, the
- * Dockerfile's CMD, and the bench's platform processes; a unit test keeps them in step).
+ * Dockerfile's CMD, the roles of docker-compose.yml, and the bench's platform processes; a unit test
+ * keeps them in step).
  *
  * --max-semi-space-size=4 (MB): a smaller young generation. With the default, the worker's scavenges
  * took 9-18 ms each, about every 35 s at one stream, and every stream of the process stalled for

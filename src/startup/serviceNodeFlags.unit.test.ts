@@ -16,4 +16,10 @@ describe("the service's V8 flags", () => {
     const cmd = /^CMD (.*)$/m.exec(readFileSync("Dockerfile", "utf8"))?.[1];
     expect(JSON.parse(cmd ?? "null")).toEqual(["node", ...SERVICE_NODE_FLAGS, "src/main.ts"]);
   });
+
+  it("are used by every role of docker-compose.yml (its commands replace the image's CMD)", () => {
+    const commands = [...readFileSync("docker-compose.yml", "utf8").matchAll(/^ {4}command: (\[.*"src\/main\.ts".*\])$/gm)].map((m) => JSON.parse(m[1]!) as string[]);
+    expect(commands.map((command) => command.at(-1))).toEqual(["api", "worker", "projector"]);
+    for (const command of commands) expect(command.slice(0, -2)).toEqual(["node", ...SERVICE_NODE_FLAGS, "src/main.ts"]);
+  });
 });
