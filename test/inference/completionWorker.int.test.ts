@@ -152,6 +152,20 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     expect(markerWaits).toBeLessThanOrEqual(4);
   });
 
+  it("takes the next job after its blocked connection was killed while it waited (the fetch recovers)", async () => {
+    await start(1);
+    await eventually(async () => await blockedQueryBuffer());
+    const clients = ((await redis.redis.client("LIST")) as string).split("\n");
+    const blocked = clients.find((line) => line.includes(` name=${redis.prefix}:`) && / cmd=bzpopmin /.test(line))!;
+    await redis.redis.client("KILL", "ID", /^id=(\d+) /.exec(blocked)![1]!);
+    await queues.enqueue(job("after-kill-1", keys));
+    await eventually(async () => (runner.started.includes("after-kill-1") ? true : undefined), 15_000);
+    runner.finish("after-kill-1");
+    await eventually(async () => ((await bullQueue().getJobState("after-kill-1")) === "unknown" ? true : undefined));
+    // Waiting again, on one connection, with its job fetch behind the wait.
+    expect(await eventually(async () => await blockedQueryBuffer())).toBeGreaterThan(0);
+  });
+
   it("takes a burst larger than its concurrency: as many at once as it may run, the rest as slots free up", async () => {
     await start(8);
     const ids = Array.from({ length: 20 }, (_, i) => `burst-${i}`);
