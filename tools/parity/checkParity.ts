@@ -16,8 +16,13 @@ export type ParityResult = {
   positions: number;
   /** Largest |llama.cpp - PyTorch| over the reference's top-5 log-probabilities. */
   maxAbsDiff: number;
-  /** Positions where llama.cpp's top-5 token set differs from PyTorch's. */
+  /**
+   * Positions where a token of PyTorch's top 5 is missing from llama.cpp's top 5 by more than
+   * PARITY_TOLERANCE (a near tie at the fifth rank, which rounding may order either way, is not one).
+   */
   topSetMismatches: number;
+  /** Positions whose top-5 sets differ only by a near tie at the fifth rank. */
+  nearTies: number;
 };
 
 export async function readParityReference(path: string): Promise<ParityReference> {
@@ -46,7 +51,8 @@ function logSoftmax(logits: Map<Token, number>, size: number): Float64Array {
  * Largest accepted difference of a top-5 log-probability (F32 KV cache). On CPUs where llama.cpp keeps
  * the activations in F32 for the model's F16 weights the difference is below 1e-5 (measured on an
  * AVX2 machine); where its F16 kernels round the activations to F16 first (AVX-512, measured on an AMD
- * EPYC) it is about 2.8e-3. The exact top-5 set is required on every CPU.
+ * EPYC) it is about 2.8e-3. The top-5 set must agree on every CPU, up to a near tie at the fifth rank (two tokens whose
+ * log-probabilities are within this tolerance may come in either order).
  */
 export const PARITY_TOLERANCE = 5e-3;
 
@@ -70,7 +76,7 @@ export async function checkParity(model: LlamaModel, reference: ParityReference,
     experimentalKvCacheKeyType: kvType,
     experimentalKvCacheValueType: kvType,
   });
-  const result: ParityResult = { positions: 0, maxAbsDiff: 0, topSetMismatches: 0 };
+  const result: ParityResult = { positions: 0, maxAbsDiff: 0, topSetMismatches: 0, nearTies: 0 };
   try {
     const contextSequence = context.getSequence();
     for (const sequence of reference.sequences) {
@@ -83,7 +89,10 @@ export async function checkParity(model: LlamaModel, reference: ParityReference,
           if (logits === undefined) throw new Error(`no logits at position ${position}`);
           const logprobs = logSoftmax(logits, logits.size);
           const ours = [...logprobs.keys()].sort((a, b) => logprobs[b]! - logprobs[a]!).slice(0, 5);
-          if (ours.slice().sort().join() !== expected.map(([id]) => id).sort().join()) result.topSetMismatches += 1;
+          const fifth = logprobs[ours[4]!]!;
+          const missing = expected.filter(([id]) => !ours.includes(id));
+          if (missing.some(([id]) => logprobs[id]! < fifth - PARITY_TOLERANCE)) result.topSetMismatches += 1;
+          else if (missing.length > 0) result.nearTies += 1;
           for (const [id, value] of expected) result.maxAbsDiff = Math.max(result.maxAbsDiff, Math.abs(logprobs[id]! - value));
           result.positions += 1;
         });
