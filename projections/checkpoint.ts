@@ -1,14 +1,14 @@
-import { LOG_START, type LogPosition } from "../src/eventStore/readAll.ts";
+import { LOG_START, type LogPosition } from "../src/eventStore/logPosition.ts";
 import type { Queryable } from "../src/eventStore/types.ts";
 
 /** The log position a projection has applied up to (LOG_START if it never ran). */
 export async function readCheckpoint(db: Queryable, projection: string): Promise<LogPosition> {
-  const r = await db.query<{ transaction_id: string; global_position: string }>(
-    "SELECT transaction_id::text AS transaction_id, global_position::text AS global_position FROM es_checkpoints WHERE projection = $1",
+  const r = await db.query<{ transaction_id_text: string; global_position_text: string }>(
+    "SELECT transaction_id::text AS transaction_id_text, global_position::text AS global_position_text FROM es_checkpoints WHERE projection = $1",
     [projection],
   );
   const row = r.rows[0];
-  return row ? { transactionId: row.transaction_id, globalPosition: row.global_position } : LOG_START;
+  return row ? { transactionId: row.transaction_id_text, globalPosition: row.global_position_text } : LOG_START;
 }
 
 /**

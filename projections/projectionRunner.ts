@@ -1,8 +1,8 @@
 import type { Pool, PoolClient } from "../src/db/createPool.ts";
-import { positionOf, readAll } from "../src/eventStore/readAll.ts";
 import type { Logger } from "../src/observability/logger.ts";
-import { advanceCheckpoint, readCheckpoint } from "./checkpoint.ts";
 import type { Projection } from "./projection.ts";
+import { PROJECTION_LOCK_SPACE } from "./projectionLocks.ts";
+import { projectNextBatch } from "./projectNextBatch.ts";
 
 export type ProjectionRunnerOptions = {
   pool: Pool;
@@ -13,9 +13,6 @@ export type ProjectionRunnerOptions = {
   /** Wait between polls when the log has nothing new (and between lock attempts while standing by). */
   pollIntervalMs: number;
 };
-
-/** First key of the two-key advisory locks held by active projection instances (second: hashtext(name)). */
-const PROJECTION_LOCK_SPACE = 727_100;
 
 /**
  * Follows the event log and keeps each projection's read model up to date.
@@ -54,30 +51,9 @@ export class ProjectionRunner {
     this.#loops = [];
   }
 
-  /**
-   * Applies at most one batch of new events to the projection on `client` (which should hold the
-   * projection's lock). Returns the number of events read (0: caught up, or lost a race and rolled back).
-   */
-  async step(client: PoolClient, projection: Projection): Promise<number> {
-    await client.query("BEGIN");
-    try {
-      const from = await readCheckpoint(client, projection.name);
-      const events = await readAll(client, from, this.#options.batchSize);
-      if (events.length === 0) {
-        await client.query("COMMIT");
-        return 0;
-      }
-      for (const event of events) await projection.apply(client, event);
-      if (!(await advanceCheckpoint(client, projection.name, from, positionOf(events.at(-1)!)))) {
-        await client.query("ROLLBACK");
-        return 0;
-      }
-      await client.query("COMMIT");
-      return events.length;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw error;
-    }
+  /** Applies at most one batch of new events to the projection on `client` (see projectNextBatch). */
+  step(client: PoolClient, projection: Projection): Promise<number> {
+    return projectNextBatch(client, projection, this.#options.batchSize);
   }
 
   async #run(projection: Projection): Promise<void> {
@@ -93,7 +69,7 @@ export class ProjectionRunner {
         // the process. The next query fails too and the catch below recovers.
         client.on("error", onConnectionError);
         const locked = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked", [
-          PROJECTION_LOCK_SPACE,
+          PROJECTION_LOCK_SPACE.active,
           projection.name,
         ]);
         if (!locked.rows[0]!.locked) {
@@ -108,7 +84,7 @@ export class ProjectionRunner {
           const applied = await this.step(client, projection);
           if (applied === 0) await sleep(pollIntervalMs, signal);
         }
-        await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [PROJECTION_LOCK_SPACE, projection.name]);
+        await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", [PROJECTION_LOCK_SPACE.active, projection.name]);
         client.off("error", onConnectionError);
         client.release();
         client = null;

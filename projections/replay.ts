@@ -1,18 +1,31 @@
+import { parseArgs } from "node:util";
 import { loadConfig } from "../src/config.ts";
 import { createPool } from "../src/db/createPool.ts";
 import { migrate } from "../src/db/migrate.ts";
 import { allProjections } from "./allProjections.ts";
+import { rebuildProjections } from "./rebuildProjections.ts";
 import { replayReadModels } from "./replayReadModels.ts";
 
 /**
  * `npm run replay`: rebuilds every read model from the event log into scratch tables (rolled back
- * afterwards) and compares them with the live tables. Prints a JSON report; exits 1 on any difference.
+ * afterwards) and compares them with the live tables. Prints a report; exits 1 on any difference.
+ *
+ * `npm run replay -- --rebuild`: first rebuilds the projected read models in place (empties them, resets
+ * their checkpoints and re-projects the whole log), then compares as above.
  */
 async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { rebuild: { type: "boolean", default: false } } });
   const config = loadConfig(process.env);
   const pool = createPool(config.databaseUrl, 2);
   try {
     await migrate(pool);
+    if (values.rebuild) {
+      for (const r of await rebuildProjections(pool, allProjections)) {
+        process.stdout.write(
+          `rebuilt ${r.projection}: ${r.eventsApplied} events applied, checkpoint (${r.checkpoint.transactionId}, ${r.checkpoint.globalPosition})\n`,
+        );
+      }
+    }
     const report = await replayReadModels(pool, allProjections);
     for (const m of report.models) {
       const ok = m.onlyLive.length === 0 && m.onlyRebuilt.length === 0;

@@ -3,8 +3,8 @@ import pg from "pg";
 import { AccountEventSchema } from "../src/accounts/domain/accountEvents.ts";
 import { projectAccountRow } from "../src/accounts/projectAccountRow.ts";
 import type { Pool, PoolClient } from "../src/db/createPool.ts";
-import { recordedEventFromRow, EVENT_COLUMNS, type EventRow } from "../src/eventStore/recordedEventFromRow.ts";
-import type { LogPosition } from "../src/eventStore/readAll.ts";
+import { compareLogPositions, LOG_START, positionOf, type LogPosition } from "../src/eventStore/logPosition.ts";
+import { readAllInSnapshot } from "../src/eventStore/readAll.ts";
 import type { RecordedEvent } from "../src/eventStore/types.ts";
 import { projectKeyRows } from "../src/keys/projectKeyRows.ts";
 import { billingPeriod } from "../src/usage/budget/billingPeriod.ts";
@@ -46,12 +46,7 @@ const INLINE_MODELS: InlineModel[] = [
   },
 ];
 
-const compareKey = (p: LogPosition) => [BigInt(p.transactionId), BigInt(p.globalPosition)] as const;
-function atOrBefore(event: RecordedEvent, checkpoint: LogPosition): boolean {
-  const [et, eg] = compareKey({ transactionId: event.transactionId, globalPosition: event.globalPosition });
-  const [ct, cg] = compareKey(checkpoint);
-  return et < ct || (et === ct && eg <= cg);
-}
+const atOrBefore = (event: RecordedEvent, checkpoint: LogPosition) => compareLogPositions(event, checkpoint) <= 0;
 
 /**
  * Rebuilds every read model from the event log into fresh tables of a scratch schema and compares them
@@ -81,17 +76,12 @@ export async function replayReadModels(pool: Pool, projections: Projection[], op
     await client.query(`SET LOCAL search_path = ${pg.escapeIdentifier(scratch)}, ${pg.escapeIdentifier(live)}`);
 
     let eventsRead = 0;
-    let after: LogPosition = { transactionId: "0", globalPosition: "0" };
+    let after: LogPosition = LOG_START;
     for (;;) {
-      const rows = await client.query<EventRow>(
-        `SELECT ${EVENT_COLUMNS} FROM ${q(live, "es_events")}
-          WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)
-          ORDER BY transaction_id, global_position LIMIT $3`,
-        [after.transactionId, after.globalPosition, batchSize],
-      );
-      if (rows.rows.length === 0) break;
-      for (const row of rows.rows) {
-        const event = recordedEventFromRow(row);
+      // Unqualified es_events resolves to the live schema (the scratch schema has none).
+      const events = await readAllInSnapshot(client, after, batchSize);
+      if (events.length === 0) break;
+      for (const event of events) {
         eventsRead++;
         for (const p of projections) if (atOrBefore(event, checkpoints.get(p.name)!)) await p.apply(client, event);
         for (const m of INLINE_MODELS) await m.apply(client, event);
@@ -103,8 +93,8 @@ export async function replayReadModels(pool: Pool, projections: Projection[], op
             [usage.accountId, billingPeriod(new Date(usage.finishedAt)).start, usage.costMicroChf],
           );
         }
-        after = { transactionId: event.transactionId, globalPosition: event.globalPosition };
       }
+      after = positionOf(events.at(-1)!);
     }
 
     const checks: { model: string; live: string; rebuilt: string }[] = [

@@ -1,10 +1,6 @@
 import { EVENT_COLUMNS, recordedEventFromRow, type EventRow } from "./recordedEventFromRow.ts";
+import type { LogPosition } from "./logPosition.ts";
 import type { Queryable, RecordedEvent } from "./types.ts";
-
-/** A position in the global log: events are ordered by (transactionId, globalPosition). */
-export type LogPosition = { transactionId: string; globalPosition: string };
-
-export const LOG_START: LogPosition = { transactionId: "0", globalPosition: "0" };
 
 /**
  * Reads the next batch of the whole log after `after`, in commit-safe order. Only events of
@@ -13,17 +9,31 @@ export const LOG_START: LogPosition = { transactionId: "0", globalPosition: "0" 
  * would later appear behind its position.
  */
 export async function readAll(db: Queryable, after: LogPosition, limit = 500): Promise<RecordedEvent[]> {
+  return readLog(db, after, limit, "committed-before-every-open-transaction");
+}
+
+/**
+ * Reads the next batch of every event the caller's snapshot sees, in log order, without the in-flight
+ * bound of readAll. Only for a reader inside one REPEATABLE READ transaction that reads the log to its
+ * end at one instant (the replay): a follower of the live log must use readAll.
+ */
+export async function readAllInSnapshot(db: Queryable, after: LogPosition, limit = 500): Promise<RecordedEvent[]> {
+  return readLog(db, after, limit, "whole-snapshot");
+}
+
+async function readLog(
+  db: Queryable,
+  after: LogPosition,
+  limit: number,
+  bound: "committed-before-every-open-transaction" | "whole-snapshot",
+): Promise<RecordedEvent[]> {
   const rows = await db.query<EventRow>(
-    `SELECT ${EVENT_COLUMNS} FROM es_events
-     WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)
-       AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-     ORDER BY transaction_id, global_position
+    `SELECT ${EVENT_COLUMNS} FROM es_events e
+     WHERE (e.transaction_id, e.global_position) > ($1::xid8, $2::bigint)
+       ${bound === "whole-snapshot" ? "" : "AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())"}
+     ORDER BY e.transaction_id, e.global_position
      LIMIT $3`,
     [after.transactionId, after.globalPosition, limit],
   );
   return rows.rows.map(recordedEventFromRow);
-}
-
-export function positionOf(event: RecordedEvent): LogPosition {
-  return { transactionId: event.transactionId, globalPosition: event.globalPosition };
 }

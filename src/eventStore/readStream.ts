@@ -14,7 +14,7 @@ export async function readStream(db: Queryable, streamId: string, options: { loc
   );
   if (!head.rowCount) return { version: 0, events: [] };
   const rows = await db.query<EventRow>(
-    `SELECT ${EVENT_COLUMNS} FROM es_events WHERE stream_id = $1 ORDER BY stream_version`,
+    `SELECT ${EVENT_COLUMNS} FROM es_events e WHERE e.stream_id = $1 ORDER BY e.stream_version`,
     [streamId],
   );
   return { version: Number(head.rows[0]!.version), events: rows.rows.map(recordedEventFromRow) };

@@ -28,15 +28,15 @@ export async function keyUsageStats(db: Queryable, keyIds: readonly string[], no
     windowed.set(keyId, new Map());
   }
   if (keyIds.length) {
-    const rows = await db.query<{ key_id: string; day: string; requests: string; cost: string }>(
-      `SELECT key_id, day::text AS day, requests, cost_micro_chf AS cost FROM rm_key_usage_daily WHERE key_id = ANY($1::text[])`,
+    const rows = await db.query<{ key_id: string; day_text: string; requests: string; cost: string }>(
+      `SELECT key_id, day::text AS day_text, requests, cost_micro_chf AS cost FROM rm_key_usage_daily WHERE key_id = ANY($1::text[])`,
       [[...keyIds]],
     );
     for (const row of rows.rows) {
       const key = stats.get(row.key_id)!;
       key.totalRequests += Number(row.requests);
       key.totalCostMicroChf += Number(row.cost);
-      windowed.get(row.key_id)!.set(row.day, { requests: Number(row.requests), costMicroChf: Number(row.cost) });
+      windowed.get(row.key_id)!.set(row.day_text, { requests: Number(row.requests), costMicroChf: Number(row.cost) });
     }
   }
   for (const [keyId, key] of stats) {

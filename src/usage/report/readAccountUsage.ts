@@ -14,7 +14,8 @@ export type UsageGroup = {
   costMicroChf: number;
 };
 
-const GROUP_COLUMN: Record<UsageGroupBy, string> = { day: "u.day::text", key: "u.key_id", model: "u.model" };
+/** Grouped and ordered by the column itself (a date sorts as a date), shown as text. */
+const GROUP_COLUMN: Record<UsageGroupBy, string> = { day: "u.day", key: "u.key_id", model: "u.model" };
 
 /** An account's usage over an inclusive UTC day range, grouped by day, key or model (from rm_account_usage_daily). */
 export async function readAccountUsage(db: Queryable, accountId: string, range: UsageRange, groupBy: UsageGroupBy): Promise<UsageGroup[]> {
@@ -28,7 +29,7 @@ export async function readAccountUsage(db: Queryable, accountId: string, range: 
     reasoning_tokens: string;
     cost: string;
   }>(
-    `SELECT ${column} AS grp,
+    `SELECT ${column}::text AS grp,
             ${groupBy === "key" ? "(SELECT k.name FROM rm_keys k WHERE k.key_id::text = u.key_id)" : "NULL::text"} AS key_name,
             sum(u.requests) AS requests, sum(u.prompt_tokens) AS prompt_tokens, sum(u.completion_tokens) AS completion_tokens,
             sum(u.reasoning_tokens) AS reasoning_tokens, sum(u.cost_micro_chf) AS cost
