@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["src/**/*.test.ts", "workers/**/*.test.ts", "projections/**/*.test.ts", "tools/**/*.test.ts", "test/**/*.test.ts"],
+    include: ["src/**/*.test.ts", "workers/**/*.test.ts", "projections/**/*.test.ts", "tools/**/*.test.ts", "bench/**/*.test.ts", "test/**/*.test.ts"],
     globalSetup: ["test/support/globalSetup.ts"],
     pool: "forks",
     maxWorkers: 2,

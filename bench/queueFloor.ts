@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { SERVICE_NODE_FLAGS } from "../src/startup/serviceNodeFlags.ts";
-import { createRedis } from "../src/messaging/createRedis.ts";
-import { deleteKeysByPrefix } from "../src/messaging/deleteKeysByPrefix.ts";
+import { SERVICE_NODE_FLAGS } from "./serviceNodeFlags.ts";
+import { createRedis } from "../src/redis/createRedis.ts";
+import { deleteKeysByPrefix } from "../src/redis/deleteKeysByPrefix.ts";
 import { startChild, type Child } from "./childProcess.ts";
 import type { StreamTarget } from "./streamClient.ts";
 

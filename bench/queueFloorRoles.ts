@@ -2,7 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { Queue, Worker } from "bullmq";
-import { createRedis } from "../src/messaging/createRedis.ts";
+import { createRedis } from "../src/redis/createRedis.ts";
 
 /**
  * The two processes of the bench's "queue floor" path: the platform's architecture with none of the

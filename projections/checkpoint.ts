@@ -1,5 +1,5 @@
-import { LOG_START, type LogPosition } from "../src/eventStore/logPosition.ts";
-import type { Queryable } from "../src/eventStore/types.ts";
+import { LOG_START, type LogPosition } from "../src/ledger/eventStore/logPosition.ts";
+import type { Queryable } from "../src/ledger/eventStore/types.ts";
 
 /** The log position a projection has applied up to (LOG_START if it never ran). */
 export async function readCheckpoint(db: Queryable, projection: string): Promise<LogPosition> {

@@ -1,6 +1,6 @@
 import type { PoolClient } from "../src/db/createPool.ts";
-import { positionOf } from "../src/eventStore/logPosition.ts";
-import { readAll } from "../src/eventStore/readAll.ts";
+import { positionOf } from "../src/ledger/eventStore/logPosition.ts";
+import { readAll } from "../src/ledger/eventStore/readAll.ts";
 import { advanceCheckpoint, readCheckpoint } from "./checkpoint.ts";
 import type { Projection } from "./projection.ts";
 import { PROJECTION_LOCK_SPACE } from "./projectionLocks.ts";

@@ -1,4 +1,4 @@
-import type { Queryable, RecordedEvent } from "../src/eventStore/types.ts";
+import type { Queryable, RecordedEvent } from "../src/ledger/eventStore/types.ts";
 
 /**
  * A read model built by the projector from the event log. `apply` runs inside the runner's transaction,

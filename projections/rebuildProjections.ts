@@ -1,7 +1,7 @@
 import pg from "pg";
 import type { Pool } from "../src/db/createPool.ts";
 import { withTransaction } from "../src/db/withTransaction.ts";
-import type { LogPosition } from "../src/eventStore/logPosition.ts";
+import type { LogPosition } from "../src/ledger/eventStore/logPosition.ts";
 import { readCheckpoint } from "./checkpoint.ts";
 import type { Projection } from "./projection.ts";
 import { PROJECTION_LOCK_SPACE } from "./projectionLocks.ts";

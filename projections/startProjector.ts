@@ -1,6 +1,6 @@
 import { systemClock } from "../src/clock.ts";
-import type { RoleContext, RunningRole } from "../src/startup/startPlatform.ts";
-import { HoldSweeper } from "../src/usage/budget/holdSweeper.ts";
+import type { RoleContext, RunningRole } from "../src/runtime/role.ts";
+import { HoldSweeper } from "../src/ledger/budget/holdSweeper.ts";
 import { allProjections } from "./allProjections.ts";
 import { ProjectionRunner } from "./projectionRunner.ts";
 

@@ -1,5 +1,5 @@
-import type { RecordedEvent } from "../src/eventStore/types.ts";
-import { UsageRecordedSchema, type UsageRecorded } from "../src/usage/usageRecordedEvent.ts";
+import type { RecordedEvent } from "../src/ledger/eventStore/types.ts";
+import { UsageRecordedSchema, type UsageRecorded } from "../src/ledger/usageRecordedEvent.ts";
 
 /** The UsageRecorded data of a log event (parsed with the contract schema), or null for other types. */
 export function usageRecordedFrom(event: RecordedEvent): UsageRecorded["data"] | null {

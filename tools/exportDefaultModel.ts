@@ -8,8 +8,8 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { buildLlamaGguf, CHATML_TEMPLATE } from "../workers/engines/gguf/llamaGguf.ts";
-import type { LlamaLayerWeights } from "../workers/engines/gguf/llamaGguf.ts";
+import { buildLlamaGguf, CHATML_TEMPLATE } from "./gguf/llamaGguf.ts";
+import type { LlamaLayerWeights } from "./gguf/llamaGguf.ts";
 
 const RunConfigSchema = z.object({
   config: z.object({

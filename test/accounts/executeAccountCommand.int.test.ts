@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { executeAccountCommand } from "../../src/accounts/executeAccountCommand.ts";
-import { readStream } from "../../src/eventStore/readStream.ts";
+import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
+import { readStream } from "../../src/ledger/eventStore/readStream.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 
 let db: TestDatabase;

@@ -26,7 +26,7 @@ function run(file: string, args: string[]): Promise<CliResult> {
 }
 
 /** `node src/admin/cli.ts ...` with this Node (the project's Node 24, as `npm exec -- node` would pick). */
-const admin = (...args: string[]) => run(process.execPath, ["src/admin/cli.ts", ...args]);
+const admin = (...args: string[]) => run(process.execPath, ["src/api/admin/cli.ts", ...args]);
 
 describe("admin CLI", () => {
   it("runs through `npm run admin --` and finds an account by email", async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newApiKeySecret } from "../../src/keys/apiKeySecret.ts";
+import { newApiKeySecret } from "../../src/api/keys/apiKeySecret.ts";
 import { createKey, expectError, KEYS_PATH } from "../keys/keySteps.ts";
 import { createTestAccount, setTestSubscription } from "../support/testAccounts.ts";
 import { startTestApp, type TestApp } from "../support/testApp.ts";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withTransaction } from "../../src/db/withTransaction.ts";
-import { appendToStream, ConcurrencyError, readStream } from "../../src/eventStore/index.ts";
+import { appendToStream, ConcurrencyError, readStream } from "../../src/ledger/eventStore/index.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 
 let db: TestDatabase;

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LOG_START, positionOf, readAll, readAllInSnapshot, type LogPosition, type RecordedEvent } from "../../src/eventStore/index.ts";
-import type { Queryable } from "../../src/eventStore/types.ts";
+import { LOG_START, positionOf, readAll, readAllInSnapshot, type LogPosition, type RecordedEvent } from "../../src/ledger/eventStore/index.ts";
+import type { Queryable } from "../../src/ledger/eventStore/types.ts";
 import { ensureServerTransactionIdsPast, insertEventsAt } from "../support/logAtTransactionIds.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withTransaction } from "../../src/db/withTransaction.ts";
-import { appendToStream, LOG_START, positionOf, readAll, type LogPosition, type RecordedEvent } from "../../src/eventStore/index.ts";
+import { appendToStream, LOG_START, positionOf, readAll, type LogPosition, type RecordedEvent } from "../../src/ledger/eventStore/index.ts";
 import { eventually } from "../support/eventually.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 

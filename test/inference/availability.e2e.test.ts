@@ -1,6 +1,6 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
+import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { startTestPlatform, TINY_CHAT, TINY_EMBED, TINY_PLAIN, type TestPlatform } from "../support/testPlatform.ts";
 import { failingEngine } from "./failingEngine.ts";
 import { eventually } from "../support/eventually.ts";

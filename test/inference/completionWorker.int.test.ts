@@ -1,9 +1,9 @@
 import { Queue } from "bullmq";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CompletionQueues } from "../../src/messaging/completionQueues.ts";
-import type { CompletionJob } from "../../src/messaging/completionJob.ts";
-import { createRedis, type Redis } from "../../src/messaging/createRedis.ts";
-import { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
+import { CompletionQueues } from "../../src/api/inference/completionQueues.ts";
+import type { CompletionJob } from "../../src/contracts/completionJob.ts";
+import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
+import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { CompletionWorker } from "../../workers/completion/completionWorker.ts";
 import { eventually } from "../support/eventually.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DeltaSubscriber } from "../../src/messaging/deltaSubscriber.ts";
-import { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
+import { DeltaSubscriber } from "../../src/api/inference/relay/deltaSubscriber.ts";
+import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { CoalescingWindow } from "../../workers/completion/coalescingWindow.ts";
 import { DeltaPublisher } from "../../workers/completion/deltaPublisher.ts";
 import { TurnWriter } from "../../workers/completion/turnWriter.ts";

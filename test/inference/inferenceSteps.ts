@@ -1,5 +1,5 @@
 import type { Pool } from "../../src/db/createPool.ts";
-import type { UsageRecordedData } from "../../src/inference/usage/usageRecordedEvent.ts";
+import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
 
 export type RecordedUsage = { type: string; data: UsageRecordedData; metadata: Record<string, unknown> };
 

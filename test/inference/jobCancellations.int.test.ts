@@ -1,7 +1,7 @@
 import { Worker } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CompletionQueues } from "../../src/messaging/completionQueues.ts";
-import { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
+import { CompletionQueues } from "../../src/api/inference/completionQueues.ts";
+import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { JobCancellations, JobCancelledError } from "../../workers/completion/jobCancellations.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 

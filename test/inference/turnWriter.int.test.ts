@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRedis, type Redis } from "../../src/messaging/createRedis.ts";
+import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { TurnWriter } from "../../workers/completion/turnWriter.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 

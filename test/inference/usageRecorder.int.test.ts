@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { UsageRecordedData } from "../../src/inference/usage/usageRecordedEvent.ts";
+import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
 import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
-import { placeHold } from "../../src/usage/budget/placeHold.ts";
+import { placeHold } from "../../src/ledger/budget/placeHold.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { createBudgetedAccount } from "../usage/usageFixtures.ts";
 import { completionEvents } from "./inferenceSteps.ts";

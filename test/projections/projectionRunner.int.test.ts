@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { settleUsage } from "../../src/usage/budget/settleUsage.ts";
-import type { UsageRecorded } from "../../src/usage/usageRecordedEvent.ts";
+import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
+import type { UsageRecorded } from "../../src/ledger/usageRecordedEvent.ts";
 import { allProjections } from "../../projections/allProjections.ts";
 import { readCheckpoint } from "../../projections/checkpoint.ts";
 import { ProjectionRunner } from "../../projections/projectionRunner.ts";

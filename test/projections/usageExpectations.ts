@@ -1,5 +1,5 @@
 import type { Pool } from "../../src/db/createPool.ts";
-import type { UsageRecorded } from "../../src/usage/usageRecordedEvent.ts";
+import type { UsageRecorded } from "../../src/ledger/usageRecordedEvent.ts";
 
 export type KeyDayRow = {
   key_id: string;

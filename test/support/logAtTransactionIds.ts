@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Pool } from "../../src/db/createPool.ts";
-import type { Queryable } from "../../src/eventStore/types.ts";
+import type { Queryable } from "../../src/ledger/eventStore/types.ts";
 
 /**
  * Moves the server's transaction counter past `target` (transaction ids are server-wide and only grow),

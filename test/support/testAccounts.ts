@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { executeAccountCommand } from "../../src/accounts/executeAccountCommand.ts";
+import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
 import type { Pool } from "../../src/db/createPool.ts";
-import { chfToMicro } from "../../src/money.ts";
-import { createSession } from "../../src/sessions/sessionStore.ts";
+import { chfToMicro } from "../../src/ledger/money.ts";
+import { createSession } from "../../src/api/sessions/sessionStore.ts";
 
 export type TestAccount = { accountId: string; email: string; sessionToken: string };
 

@@ -1,14 +1,14 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createApp, type RouteFactory } from "../../src/app.ts";
-import type { AppDeps } from "../../src/appDeps.ts";
-import { ApiKeyAuth, type ApiKeyAuthOptions } from "../../src/auth/apiKeyAuth.ts";
+import { createApp, type RouteFactory } from "../../src/api/app.ts";
+import type { AppDeps } from "../../src/api/appDeps.ts";
+import { ApiKeyAuth, type ApiKeyAuthOptions } from "../../src/api/auth/apiKeyAuth.ts";
 import type { Clock } from "../../src/clock.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
 import { createPool } from "../../src/db/createPool.ts";
-import { createRedis } from "../../src/messaging/createRedis.ts";
+import { createRedis } from "../../src/redis/createRedis.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { routeFactories } from "../../src/routes.ts";
+import { routeFactories } from "../../src/api/routes.ts";
 import { createTestDatabase, type TestDatabase } from "./testDatabase.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "./testRedis.ts";
 

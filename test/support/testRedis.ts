@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { createRedis, type Redis } from "../../src/messaging/createRedis.ts";
-import { deleteKeysByPrefix } from "../../src/messaging/deleteKeysByPrefix.ts";
+import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
+import { deleteKeysByPrefix } from "../../src/redis/deleteKeysByPrefix.ts";
 
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 

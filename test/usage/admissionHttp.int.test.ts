@@ -1,9 +1,9 @@
 import Router from "@koa/router";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AppDeps } from "../../src/appDeps.ts";
-import { budgetRefusalError } from "../../src/usage/budget/budgetRefusalError.ts";
-import { placeHold } from "../../src/usage/budget/placeHold.ts";
+import type { AppDeps } from "../../src/api/appDeps.ts";
+import { budgetRefusalError } from "../../src/api/inference/admission/budgetRefusalError.ts";
+import { placeHold } from "../../src/ledger/budget/placeHold.ts";
 import { startTestApp, type TestApp } from "../support/testApp.ts";
 import { createBudgetedAccount, setBudget } from "./usageFixtures.ts";
 

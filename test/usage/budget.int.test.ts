@@ -1,14 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readStream } from "../../src/eventStore/readStream.ts";
+import { readStream } from "../../src/ledger/eventStore/readStream.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { budgetRefusalError } from "../../src/usage/budget/budgetRefusalError.ts";
-import { HoldSweeper } from "../../src/usage/budget/holdSweeper.ts";
-import { placeHold } from "../../src/usage/budget/placeHold.ts";
-import { releaseHold } from "../../src/usage/budget/releaseHold.ts";
-import { foldSettledHold } from "../../src/usage/budget/foldSettledHold.ts";
-import { recordUsage, settleUsage } from "../../src/usage/budget/settleUsage.ts";
-import { completionStreamId, UsageRecordedSchema } from "../../src/usage/usageRecordedEvent.ts";
+import { budgetRefusalError } from "../../src/api/inference/admission/budgetRefusalError.ts";
+import { HoldSweeper } from "../../src/ledger/budget/holdSweeper.ts";
+import { placeHold } from "../../src/ledger/budget/placeHold.ts";
+import { releaseHold } from "../../src/ledger/budget/releaseHold.ts";
+import { foldSettledHold } from "../../src/ledger/budget/foldSettledHold.ts";
+import { recordUsage, settleUsage } from "../../src/ledger/budget/settleUsage.ts";
+import { completionStreamId, UsageRecordedSchema } from "../../src/ledger/usageRecordedEvent.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { budgetRow, createBudgetedAccount, openHolds, setBudget, usageEvent } from "./usageFixtures.ts";
 

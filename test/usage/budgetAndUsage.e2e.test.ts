@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import OpenAI from "openai";
-import { executeAccountCommand } from "../../src/accounts/executeAccountCommand.ts";
+import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { costMicroChf } from "../../src/usage/costMicroChf.ts";
+import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { allProjections } from "../../projections/allProjections.ts";
 import { ProjectionRunner } from "../../projections/projectionRunner.ts";
 import { eventuallyTrue } from "../support/eventually.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { executeAccountCommand } from "../../src/accounts/executeAccountCommand.ts";
+import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
 import type { Engine } from "../../workers/engines/engine.ts";
 import { eventuallyTrue } from "../support/eventually.ts";
 import { startTestPlatform, TINY_EMBED, type TestPlatform } from "../support/testPlatform.ts";

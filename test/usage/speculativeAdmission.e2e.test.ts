@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import OpenAI from "openai";
-import { executeAccountCommand } from "../../src/accounts/executeAccountCommand.ts";
-import { billingPeriod } from "../../src/usage/budget/billingPeriod.ts";
+import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
+import { billingPeriod } from "../../src/ledger/budget/billingPeriod.ts";
 import type { Engine } from "../../workers/engines/engine.ts";
 import { eventuallyTrue } from "../support/eventually.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { placeHold } from "../../src/usage/budget/placeHold.ts";
-import { settleUsage } from "../../src/usage/budget/settleUsage.ts";
+import { placeHold } from "../../src/ledger/budget/placeHold.ts";
+import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
 import { allProjections } from "../../projections/allProjections.ts";
 import { ProjectionRunner } from "../../projections/projectionRunner.ts";
 import { createKey, expectError, KEYS_PATH } from "../keys/keySteps.ts";

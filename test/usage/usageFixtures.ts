@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Pool } from "../../src/db/createPool.ts";
-import { executeAccountCommand } from "../../src/accounts/executeAccountCommand.ts";
-import type { UsageRecorded } from "../../src/usage/usageRecordedEvent.ts";
+import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
+import type { UsageRecorded } from "../../src/ledger/usageRecordedEvent.ts";
 
 /** An account with an active subscription and the given monthly budget, through the real account stream. */
 export async function createBudgetedAccount(pool: Pool, monthlyBudgetMicroChf: number, now = new Date()): Promise<string> {

@@ -2,10 +2,10 @@ import { join } from "node:path";
 import { getLlama, LlamaChatSession } from "node-llama-cpp";
 import type { Llama, LlamaModel } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BpeTokenizer } from "../../workers/engines/gguf/bpeTokenizer.ts";
-import { readGguf } from "../../workers/engines/gguf/ggufReader.ts";
-import type { GgufFile } from "../../workers/engines/gguf/ggufReader.ts";
-import { validateLlamaGguf } from "../../workers/engines/gguf/validateLlamaGguf.ts";
+import { BpeTokenizer } from "../gguf/bpeTokenizer.ts";
+import { readGguf } from "../gguf/ggufReader.ts";
+import type { GgufFile } from "../gguf/ggufReader.ts";
+import { validateLlamaGguf } from "../gguf/validateLlamaGguf.ts";
 import { checkParity, PARITY_TOLERANCE, readParityReference } from "./checkParity.ts";
 
 const MODELS = join(import.meta.dirname, "..", "..", "models");

@@ -1,4 +1,4 @@
-import { SeededRandom } from "../../workers/engines/gguf/seededRandom.ts";
+import { SeededRandom } from "../gguf/seededRandom.ts";
 
 export type AustenBook = { title: string; chapters: { heading: string; paragraphs: string[] }[] };
 

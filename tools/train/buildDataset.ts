@@ -7,8 +7,8 @@
  */
 import { readFile, writeFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { BpeTokenizer } from "../../workers/engines/gguf/bpeTokenizer.ts";
-import { trainBpe } from "../../workers/engines/gguf/bpeTrainer.ts";
+import { BpeTokenizer } from "../gguf/bpeTokenizer.ts";
+import { trainBpe } from "../gguf/bpeTrainer.ts";
 import { austenChat, renderChatML } from "./austenChat.ts";
 import type { AustenBook } from "./austenChat.ts";
 

@@ -1,7 +1,7 @@
-import type { CompletionJob } from "../../src/messaging/completionJob.ts";
-import type { JobError, Usage } from "../../src/messaging/deltaMessage.ts";
-import { costMicroChf } from "../../src/usage/costMicroChf.ts";
-import type { RegisteredModel } from "../../src/models/registry/modelRegistry.ts";
+import type { CompletionJob } from "../../src/contracts/completionJob.ts";
+import type { JobError, Usage } from "../../src/contracts/deltaMessage.ts";
+import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
+import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
 import type { Logger } from "../../src/observability/logger.ts";
 import { context, propagation, SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { platformTracer } from "../../src/observability/telemetry.ts";

@@ -1,8 +1,8 @@
 import { setImmediate as afterIo } from "node:timers/promises";
 import { Worker, type Job } from "bullmq";
-import { CompletionJobSchema, type CompletionJob } from "../../src/messaging/completionJob.ts";
-import type { Redis } from "../../src/messaging/createRedis.ts";
-import type { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
+import { CompletionJobSchema, type CompletionJob } from "../../src/contracts/completionJob.ts";
+import type { Redis } from "../../src/redis/createRedis.ts";
+import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { Logger } from "../../src/observability/logger.ts";
 import { BlockingJobFetch } from "./blockingJobFetch.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";

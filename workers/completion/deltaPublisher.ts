@@ -1,5 +1,5 @@
-import type { DeltaMessage, UnsequencedDeltaMessage } from "../../src/messaging/deltaMessage.ts";
-import type { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
+import type { DeltaMessage, UnsequencedDeltaMessage } from "../../src/contracts/deltaMessage.ts";
+import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { EngineDelta } from "../engines/engine.ts";
 import type { CoalescingWindow, PendingFlush } from "./coalescingWindow.ts";
 import { mergeDeltas } from "./mergeDeltas.ts";

@@ -1,5 +1,5 @@
-import { createRedis, type Redis } from "../../src/messaging/createRedis.ts";
-import type { InferenceKeys } from "../../src/messaging/inferenceKeys.ts";
+import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
+import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 
 /** The reason a cancelled job's signal carries. */
 export class JobCancelledError extends Error {

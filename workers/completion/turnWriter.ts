@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
-import type { Redis } from "../../src/messaging/createRedis.ts";
-import { encodeReplyBatch, encodeReplyEntry } from "../../src/messaging/replyBatch.ts";
+import type { Redis } from "../../src/redis/createRedis.ts";
+import { encodeReplyBatch, encodeReplyEntry } from "../../src/contracts/replyBatch.ts";
 
 /** Told when a command carrying one of its messages failed. */
 export type WriteFailureListener = (error: Error) => void;

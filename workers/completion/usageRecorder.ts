@@ -1,7 +1,7 @@
 import type { Pool } from "../../src/db/createPool.ts";
-import type { EventMetadata } from "../../src/eventStore/types.ts";
-import { UsageRecordedDataSchema, type UsageRecorded, type UsageRecordedData } from "../../src/inference/usage/usageRecordedEvent.ts";
-import { settleUsage, type SettleResult } from "../../src/usage/budget/settleUsage.ts";
+import type { EventMetadata } from "../../src/ledger/eventStore/types.ts";
+import { UsageRecordedDataSchema, type UsageRecorded, type UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
+import { settleUsage, type SettleResult } from "../../src/ledger/budget/settleUsage.ts";
 
 export type RecordOutcome = "recorded" | "already_recorded" | "refused";
 

@@ -1,4 +1,4 @@
-import type { WorkerPresence } from "../../src/messaging/workerPresence.ts";
+import type { WorkerPresence } from "../../src/contracts/workerPresence.ts";
 import type { Logger } from "../../src/observability/logger.ts";
 
 /**

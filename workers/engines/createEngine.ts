@@ -1,5 +1,5 @@
 import type { Config } from "../../src/config.ts";
-import type { RegisteredModel } from "../../src/models/registry/modelRegistry.ts";
+import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
 import { EmbeddedEngine } from "./embedded/embeddedEngine.ts";
 import type { Engine } from "./engine.ts";
 import { UpstreamEngine } from "./upstream/upstreamEngine.ts";

@@ -1,4 +1,4 @@
-import type { RegisteredModel } from "../../src/models/registry/modelRegistry.ts";
+import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
 import type { Engine } from "./engine.ts";
 
 export type EngineFactory = (model: RegisteredModel) => Promise<Engine>;

@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { embeddedEngineSuite } from "./embeddedEngineSuite.ts";
+import { embeddedEngineSuite } from "../../../test/support/engines/embeddedEngineSuite.ts";
 
 /** The shipped default model, at the context length the default registry serves it with. */
 embeddedEngineSuite("the shipped austen-1m model", async () => ({

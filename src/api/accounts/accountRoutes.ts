@@ -1,0 +1,52 @@
+import Router from "@koa/router";
+import type { AppDeps } from "../appDeps.ts";
+import { requestMetadata } from "../http/requestMetadata.ts";
+import { validate } from "../http/validate.ts";
+import { sessionAuth, type SessionState } from "../sessions/sessionAuth.ts";
+import { revokeSession } from "../sessions/sessionStore.ts";
+import { LoginBodySchema, RegisterBodySchema, type LoginBody, type RegisterBody } from "./accountSchemas.ts";
+import { accountView } from "./accountView.ts";
+import { AccountNotFoundError } from "../../ledger/accounts/decideAccount.ts";
+import { findAccount } from "./findAccount.ts";
+import { loginAccount } from "./loginAccount.ts";
+import { registerAccount } from "./registerAccount.ts";
+import { currentPeriodFigures } from "../../ledger/budget/currentPeriodFigures.ts";
+
+/**
+ * How a session token is obtained (the spec leaves it open): register, log in, log out, and the
+ * account's own view. Session routes take `Authorization: Bearer <SESSION_TOKEN>`.
+ */
+export function accountRoutes(deps: AppDeps): Router {
+  const router = new Router({ prefix: "/api/v1/accounts" });
+  const requireSession = sessionAuth(deps);
+
+  router.post("/register", validate(RegisterBodySchema), async (ctx) => {
+    const body = ctx.state.body as RegisterBody;
+    const account = await registerAccount(deps, body, requestMetadata(ctx));
+    ctx.status = 201;
+    ctx.body = { id: account.accountId, email: account.email, created_at: account.createdAt.toISOString() };
+  });
+
+  router.post("/login", validate(LoginBodySchema), async (ctx) => {
+    const session = await loginAccount(deps, ctx.state.body as LoginBody);
+    ctx.set("cache-control", "no-store");
+    ctx.body = { session_token: session.sessionToken, expires_at: session.expiresAt.toISOString() };
+  });
+
+  router.post("/logout", requireSession, async (ctx) => {
+    const session = ctx.state.session as SessionState;
+    await revokeSession(deps.pool, session.sessionToken, deps.clock.now());
+    ctx.status = 204;
+  });
+
+  router.get("/user", requireSession, async (ctx) => {
+    const session = ctx.state.session as SessionState;
+    const account = await findAccount(deps.pool, { accountId: session.accountId });
+    if (!account) throw new AccountNotFoundError();
+    ctx.set("cache-control", "no-store");
+    // The current billing period's budget, spent, held and remaining (usage slice).
+    ctx.body = { ...accountView(account), current_period: await currentPeriodFigures(deps.pool, session.accountId, deps.clock.now()) };
+  });
+
+  return router;
+}

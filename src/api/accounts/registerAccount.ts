@@ -1,0 +1,60 @@
+import { randomUUID } from "node:crypto";
+import type { AppDeps } from "../appDeps.ts";
+import type { EventMetadata } from "../../ledger/eventStore/types.ts";
+import { ConflictError } from "../http/errors.ts";
+import type { RegisterBody } from "./accountSchemas.ts";
+import { executeAccountCommand } from "../../ledger/accounts/executeAccountCommand.ts";
+import { passwordHasher } from "./passwordHasher.ts";
+
+export type RegisteredAccount = { accountId: string; email: string; createdAt: Date };
+
+export class EmailTakenError extends ConflictError {
+  constructor() {
+    super("An account with this email address already exists.", { code: "email_taken", param: "email" });
+  }
+}
+
+/** The UNIQUE constraint on rm_accounts.email (lower-cased), the race-proof duplicate check. */
+const EMAIL_UNIQUE_CONSTRAINT = "rm_accounts_email_key";
+
+function isEmailTaken(error: unknown): boolean {
+  const e = error as { code?: string; constraint?: string };
+  return e.code === "23505" && e.constraint === EMAIL_UNIQUE_CONSTRAINT;
+}
+
+/**
+ * Registers an account: AccountRegistered on a new `account-<id>` stream, its rm_accounts row and the
+ * password hash in account_credentials, all in one transaction. A taken email violates the unique
+ * constraint inside that transaction, so the whole command rolls back (no event) and answers 409.
+ */
+export async function registerAccount(
+  deps: Pick<AppDeps, "pool" | "clock">,
+  body: RegisterBody,
+  /** correlationId, traceparent...; the actor is the new account itself. */
+  metadata: EventMetadata = {},
+): Promise<RegisteredAccount> {
+  const accountId = randomUUID();
+  const now = deps.clock.now();
+  const passwordHash = await passwordHasher.hash(body.password);
+  try {
+    await executeAccountCommand(
+      deps.pool,
+      accountId,
+      { type: "RegisterAccount", accountId, email: body.email, now },
+      { ...metadata, actor: `account:${accountId}` },
+      {
+        afterAppend: async (client) => {
+          await client.query("INSERT INTO account_credentials (account_id, password_hash, updated_at) VALUES ($1, $2, $3)", [
+            accountId,
+            passwordHash,
+            now,
+          ]);
+        },
+      },
+    );
+  } catch (error) {
+    if (isEmailTaken(error)) throw new EmailTakenError();
+    throw error;
+  }
+  return { accountId, email: body.email, createdAt: now };
+}

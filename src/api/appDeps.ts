@@ -1,0 +1,20 @@
+import type { ApiKeyAuth } from "./auth/apiKeyAuth.ts";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { Pool } from "../db/createPool.ts";
+import type { InferenceServices } from "./inference/inferenceServices.ts";
+import type { Redis } from "../redis/createRedis.ts";
+import type { Logger } from "../observability/logger.ts";
+
+/** What the API's route factories are built from. Passed in, never imported as globals. */
+export type AppDeps = {
+  config: Config;
+  pool: Pool;
+  redis: Redis;
+  clock: Clock;
+  logger: Logger;
+  /** API-key auth cache (pub/sub invalidated) and last-used batcher: one per API process, started/stopped by its owner. */
+  keyAuth: ApiKeyAuth;
+  /** Model registry, queues and the shared delta subscriber; absent in apps built without inference (inference routes then answer 503). */
+  inference?: InferenceServices;
+};

@@ -1,0 +1,46 @@
+import type { Context, Next } from "koa";
+import { ConcurrencyError } from "../../ledger/eventStore/concurrencyError.ts";
+import type { Logger } from "../../observability/logger.ts";
+import { ApiError, ConflictError, InternalApiError, InvalidRequestError, errorBody } from "./errors.ts";
+
+/** Maps anything thrown below it to an ApiError. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof ConcurrencyError) {
+    return new ConflictError("The resource was changed by another request at the same time; retry the request.");
+  }
+  const e = error as { status?: number; statusCode?: number; expose?: boolean; type?: string; message?: string };
+  const status = e.status ?? e.statusCode;
+  if (status && status >= 400 && status < 500) {
+    if (e.type === "entity.parse.failed" || /JSON|parse/i.test(e.message ?? "")) {
+      return new InvalidRequestError(
+        "We could not parse the JSON body of your request. The body must be valid JSON (Content-Type: application/json).",
+        { code: "invalid_json" },
+      );
+    }
+    if (status === 413) return new ApiError(413, "invalid_request_error", "The request body is too large.", { code: "request_too_large" });
+    if (status === 415) {
+      return new ApiError(415, "invalid_request_error", "Unsupported Content-Type; send application/json.", { code: "unsupported_media_type" });
+    }
+    return new ApiError(status, "invalid_request_error", e.expose && e.message ? e.message : "Bad request.");
+  }
+  return new InternalApiError();
+}
+
+/** The one error handler, at the top of the middleware chain. */
+export function errorHandler(logger: Logger) {
+  return async function handleErrors(ctx: Context, next: Next): Promise<void> {
+    try {
+      await next();
+    } catch (error) {
+      const apiError = toApiError(error);
+      if (apiError.status >= 500) {
+        logger.error("request failed", { method: ctx.method, path: ctx.path, error: error as Error });
+      }
+      if (ctx.headerSent || !ctx.writable) return;
+      ctx.status = apiError.status;
+      ctx.set(apiError.headers);
+      ctx.body = errorBody(apiError);
+    }
+  };
+}

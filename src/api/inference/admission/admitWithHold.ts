@@ -1,0 +1,92 @@
+import type { Clock } from "../../../clock.ts";
+import type { Pool } from "../../../db/createPool.ts";
+import { ModelUnavailableError } from "../../http/errors.ts";
+import { budgetRefusalError } from "./budgetRefusalError.ts";
+import { jobHoldMicroChf, type HoldableModel, type HoldableWork } from "./jobHoldMicroChf.ts";
+import { placeHold, type PlaceHoldInput } from "../../../ledger/budget/placeHold.ts";
+import { releaseHold } from "../../../ledger/budget/releaseHold.ts";
+import type { SpeculationPolicy } from "./speculationPolicy.ts";
+
+export type AdmissionInput = { completionId: string; accountId: string; work: HoldableWork; model: HoldableModel };
+
+export type AdmissionDeps = { pool: Pool; clock: Clock; policy: SpeculationPolicy };
+
+/** How admission drives the job: start it (enqueue, wait for a worker), or cancel it once enqueued. */
+export type AdmittedStart<T extends { release(): void }> = {
+  /** `onQueued` is called once Redis acknowledged the enqueue (before a worker started the job). */
+  start(speculative: boolean, onQueued?: () => void): Promise<T>;
+  /** Takes a speculatively started job off the queue, or has its worker abort it. */
+  cancel(): Promise<void>;
+};
+
+/**
+ * Admission around an enqueue: holds the job's worst-case cost on the monthly budget (429
+ * monthly_budget_exceeded or 402 when it does not fit) and starts the job. Nothing reaches the client
+ * before the hold is placed. Two ways, chosen by the SpeculationPolicy:
+ *
+ * - careful: hold first, then start;
+ * - speculative (the account's last hold left ample budget): enqueue first, hold once the job is
+ *   queued, which takes the hold's database round trip off the way to the first token. If the hold is
+ *   refused (or fails), the job is cancelled; the refusal is recorded by the hold statement itself, so
+ *   the worker never charges it even if the cancel comes too late.
+ *
+ * When the start fails with model_unavailable the job never ran, so the hold is released at once;
+ * after any other failure the job may still run and settle, and the hold is left to its settle or to
+ * the sweeper.
+ */
+export async function admitWithHold<T extends { release(): void }>(deps: AdmissionDeps, input: AdmissionInput, job: AdmittedStart<T>): Promise<T> {
+  const now = deps.clock.now();
+  const hold: PlaceHoldInput = {
+    holdId: input.completionId,
+    accountId: input.accountId,
+    amountMicroChf: jobHoldMicroChf(input.work, input.model),
+    now,
+  };
+  if (deps.policy.maySpeculate(input.accountId, hold.amountMicroChf, now)) return admitSpeculatively(deps, hold, job);
+  const placed = await placeHold(deps.pool, hold).catch((error: unknown) => {
+    deps.policy.forget(input.accountId);
+    throw error;
+  });
+  deps.policy.observe(input.accountId, placed, now);
+  if (!placed.ok) throw budgetRefusalError(placed);
+  try {
+    return await job.start(false);
+  } catch (error) {
+    if (error instanceof ModelUnavailableError) await releaseHold(deps.pool, input.completionId).catch(() => null);
+    throw error;
+  }
+}
+
+/**
+ * The job first, the hold as soon as Redis acknowledged the enqueue: the database round trip then runs
+ * while a worker picks the job up and the engine works on the first token, instead of before them.
+ * (Not later than that: a refusal must not wait for a free worker.) Nothing is sent to the client
+ * before the hold is placed. A job whose hold is refused or fails is cancelled (never charged: the
+ * refusal is recorded with the hold statement, and a cancelled job records no usage).
+ */
+async function admitSpeculatively<T extends { release(): void }>(deps: AdmissionDeps, hold: PlaceHoldInput, job: AdmittedStart<T>): Promise<T> {
+  let queued!: () => void;
+  const enqueued = new Promise<void>((resolve) => {
+    queued = resolve;
+  });
+  const starting = job.start(true, () => queued());
+  starting.catch(() => undefined);
+  // A start that fails before its job was queued: nothing was held, nothing runs.
+  await Promise.race([enqueued, starting]);
+  try {
+    const placed = await placeHold(deps.pool, { ...hold, speculative: true });
+    deps.policy.observe(hold.accountId, placed, hold.now);
+    if (!placed.ok) throw budgetRefusalError(placed);
+  } catch (error) {
+    deps.policy.forget(hold.accountId);
+    await job.cancel().catch(() => undefined);
+    void starting.then((started) => started.release(), () => undefined);
+    throw error;
+  }
+  try {
+    return await starting;
+  } catch (error) {
+    if (error instanceof ModelUnavailableError) await releaseHold(deps.pool, hold.holdId).catch(() => null);
+    throw error;
+  }
+}

@@ -1,0 +1,26 @@
+import { promptTokensUpperBound } from "./promptTokensUpperBound.ts";
+import { worstCaseCostMicroChf, type ModelPrices } from "../../../ledger/pricing/worstCaseCostMicroChf.ts";
+
+/** What admission needs of a job's work (structurally the `work` of a RunCompletion job). */
+export type HoldableWork =
+  | { kind: "chat"; request: { maxTokens: number } }
+  | { kind: "embeddings"; input: readonly string[] };
+
+/** What admission needs of a model (structurally a RegisteredModel of the model registry). */
+export type HoldableModel = ModelPrices & { context_length: number };
+
+/**
+ * The hold of a job: its worst-case cost.
+ * - chat / completions: the prompt bound is the UTF-8 size of the whole engine request (messages, tools,
+ *   response format: everything that can end up in the prompt; the few bytes of sampling fields only
+ *   make it larger), capped by the context length; every one of `maxTokens` output tokens is charged at
+ *   the output price;
+ * - embeddings: input tokens only, each input bounded on its own (each is embedded separately).
+ */
+export function jobHoldMicroChf(work: HoldableWork, model: HoldableModel): number {
+  if (work.kind === "chat") {
+    return worstCaseCostMicroChf(promptTokensUpperBound([work.request], model.context_length), work.request.maxTokens, model);
+  }
+  const promptTokens = work.input.reduce((sum, text) => sum + promptTokensUpperBound([text], model.context_length), 0);
+  return worstCaseCostMicroChf(promptTokens, 0, model);
+}

@@ -1,0 +1,64 @@
+import { Queue } from "bullmq";
+import { RUN_COMPLETION, type CompletionJob } from "../../contracts/completionJob.ts";
+import type { Redis } from "../../redis/createRedis.ts";
+import type { InferenceKeys } from "../../contracts/inferenceKeys.ts";
+
+/**
+ * The producer side of the per-model BullMQ queues (one Queue object per model, created on first use,
+ * all on one shared Redis connection).
+ */
+export class CompletionQueues {
+  readonly #redis: Redis;
+  readonly #keys: InferenceKeys;
+  readonly #queues = new Map<string, Queue<CompletionJob>>();
+
+  constructor(redis: Redis, keys: InferenceKeys) {
+    this.#redis = redis;
+    this.#keys = keys;
+  }
+
+  queue(modelId: string): Queue<CompletionJob> {
+    let queue = this.#queues.get(modelId);
+    if (!queue) {
+      queue = new Queue<CompletionJob>(this.#keys.queueName(modelId), { connection: this.#redis, prefix: this.#keys.prefix });
+      queue.on("error", () => undefined);
+      this.#queues.set(modelId, queue);
+    }
+    return queue;
+  }
+
+  /**
+   * Enqueues the job with jobId = completion id. One attempt only: a generation that failed half-way is
+   * not silently re-run (its deltas were already sent). Finished jobs are removed; failed ones kept a while.
+   */
+  async enqueue(job: CompletionJob): Promise<void> {
+    await this.queue(job.model).add(RUN_COMPLETION, job, {
+      jobId: job.completionId,
+      attempts: 1,
+      removeOnComplete: true,
+      removeOnFail: { age: 3600, count: 1000 },
+    });
+  }
+
+  /**
+   * Removes a job that no worker has taken yet: true when it was removed or is gone (finished and
+   * removed: BullMQ answers 1 for a job it does not have), false when a worker runs it (locked).
+   */
+  async removeWaiting(modelId: string, completionId: string): Promise<boolean> {
+    return (await this.queue(modelId).remove(completionId)) === 1;
+  }
+
+  /**
+   * Cancels a job whose admission was refused: takes it off the queue, or, when a worker already runs
+   * it, tells the workers (InferenceKeys.cancelChannel; the one running it aborts it and charges nothing).
+   */
+  async cancel(modelId: string, completionId: string): Promise<void> {
+    if (await this.removeWaiting(modelId, completionId)) return;
+    await this.#redis.publish(this.#keys.cancelChannel(), completionId);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#queues.values()].map((q) => q.close()));
+    this.#queues.clear();
+  }
+}

@@ -1,0 +1,80 @@
+import { randomUUID } from "node:crypto";
+import { createRedis, type Redis } from "../../../redis/createRedis.ts";
+import { CompletionFeed } from "./completionFeed.ts";
+import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
+import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
+import { decodeDeltaMessage, decodeReplyBatch } from "../../../contracts/replyBatch.ts";
+
+/**
+ * The one Redis subscriber connection of an API process, subscribed once to the process's own reply
+ * channel (`replyTo`, carried by every job this process enqueues). Workers publish batches of messages
+ * of many completions there; each message is dispatched to its completion's feed. Nothing is
+ * subscribed or unsubscribed per request: opening a feed costs no Redis round trip.
+ */
+export class DeltaSubscriber {
+  /** The channel workers publish this process's replies to. */
+  readonly replyTo: string;
+  /** Resolves once Redis confirmed the subscription (rejects if it failed): await it before enqueueing. */
+  readonly ready: Promise<void>;
+  readonly #subscriber: Redis;
+  readonly #commands: Redis;
+  readonly #keys: InferenceKeys;
+  readonly #feeds = new Map<string, CompletionFeed>();
+
+  /** `commands` is a normal connection (for replay reads); the subscriber connection is created here. */
+  constructor(redisUrl: string, commands: Redis, keys: InferenceKeys, listenerId: string = randomUUID()) {
+    this.#subscriber = createRedis(redisUrl);
+    this.#commands = commands;
+    this.#keys = keys;
+    this.replyTo = keys.replyChannel(listenerId);
+    this.#subscriber.on("message", (_channel: string, text: string) => this.#dispatch(text));
+    // ioredis subscribes again by itself after a reconnect; what was published meanwhile is refilled
+    // from the replay streams by the feeds (a gap in the sequence, or silence).
+    this.ready = this.#subscriber.subscribe(this.replyTo).then(() => undefined);
+    this.ready.catch(() => undefined);
+  }
+
+  /** Number of completions being listened to (for tests and metrics). */
+  get listening(): number {
+    return this.#feeds.size;
+  }
+
+  /** Starts collecting a completion's messages (call before enqueueing its job, after `ready`). */
+  open(completionId: string): CompletionFeed {
+    const feed = new CompletionFeed(
+      completionId,
+      (id) => this.replay(id),
+      () => {
+        if (this.#feeds.get(completionId) === feed) this.#feeds.delete(completionId);
+      },
+    );
+    this.#feeds.set(completionId, feed);
+    return feed;
+  }
+
+  /** Closes a completion's feed, if it is open (its reader gets no more messages). */
+  stopListening(completionId: string): void {
+    this.#feeds.get(completionId)?.close();
+  }
+
+  /** Every message of a completion still in its replay stream, in order. */
+  async replay(completionId: string): Promise<DeltaMessage[]> {
+    const entries = await this.#commands.xrange(this.#keys.replayStream(completionId), "-", "+");
+    const messages: DeltaMessage[] = [];
+    for (const [, fields] of entries) {
+      const json = fields[fields.indexOf("m") + 1];
+      const parsed = json === undefined ? undefined : decodeDeltaMessage(json);
+      if (parsed) messages.push(parsed);
+    }
+    return messages;
+  }
+
+  async close(): Promise<void> {
+    for (const feed of [...this.#feeds.values()]) feed.close();
+    this.#subscriber.disconnect();
+  }
+
+  #dispatch(text: string): void {
+    for (const { completionId, message } of decodeReplyBatch(text)) this.#feeds.get(completionId)?.push(message);
+  }
+}

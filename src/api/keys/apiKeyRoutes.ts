@@ -1,0 +1,109 @@
+import { randomUUID } from "node:crypto";
+import Router from "@koa/router";
+import type { Context, Next } from "koa";
+import { KeyNotFoundError } from "../../ledger/accounts/decideAccount.ts";
+import { executeAccountCommand } from "../../ledger/accounts/executeAccountCommand.ts";
+import type { AppDeps } from "../appDeps.ts";
+import { requestMetadata } from "../http/requestMetadata.ts";
+import { validate } from "../http/validate.ts";
+import { sessionAuth, type SessionState } from "../sessions/sessionAuth.ts";
+import { CreateKeyBodySchema, KeyIdSchema, RenameKeyBodySchema, type CreateKeyBody, type RenameKeyBody } from "./apiKeySchemas.ts";
+import { apiKeyHash, apiKeyLast4, newApiKeySecret } from "./apiKeySecret.ts";
+import { apiKeyView, type ApiKeyView } from "./apiKeyView.ts";
+import { findKeyRows } from "./findKeyRows.ts";
+import { keyUsageStats } from "./keyUsageStats.ts";
+
+/** Key-management views of the account's keys, with their usage stats (read through keyUsageStats only). */
+async function keyViews(deps: AppDeps, accountId: string, keyId?: string): Promise<ApiKeyView[]> {
+  const rows = await findKeyRows(deps.pool, accountId, keyId);
+  const usage = await keyUsageStats(
+    deps.pool,
+    rows.map((r) => r.keyId),
+    deps.clock.now(),
+  );
+  return rows.map((row) => apiKeyView(row, usage.get(row.keyId)!));
+}
+
+async function keyView(deps: AppDeps, accountId: string, keyId: string): Promise<ApiKeyView> {
+  const [view] = await keyViews(deps, accountId, keyId);
+  if (!view) throw new KeyNotFoundError(keyId);
+  return view;
+}
+
+/** `:keyId` -> ctx.state.keyId; a malformed id is answered like an unknown one (404). */
+async function requireKeyId(ctx: Context, next: Next): Promise<void> {
+  const raw = String((ctx as { params?: Record<string, string> }).params?.keyId ?? "");
+  const parsed = KeyIdSchema.safeParse(raw);
+  if (!parsed.success) throw new KeyNotFoundError(raw.slice(0, 64));
+  ctx.state.keyId = parsed.data;
+  await next();
+}
+
+const accountOf = (ctx: Context) => (ctx.state.session as SessionState).accountId;
+const actorOf = (accountId: string) => `account:${accountId}`;
+
+/**
+ * The five key-management endpoints (spec 4.6), session-authenticated. Paths are registered without
+ * the trailing slash; the router accepts them with or without it. The full secret appears only in the
+ * create response.
+ */
+export function apiKeyRoutes(deps: AppDeps): Router {
+  const router = new Router({ prefix: "/api/v1/accounts/user/api-keys" });
+  const requireSession = sessionAuth(deps);
+
+  router.get("/", requireSession, async (ctx) => {
+    ctx.set("cache-control", "no-store");
+    ctx.body = { object: "list", data: await keyViews(deps, accountOf(ctx)) };
+  });
+
+  router.post("/create", requireSession, validate(CreateKeyBodySchema), async (ctx) => {
+    const accountId = accountOf(ctx);
+    const { name } = ctx.state.body as CreateKeyBody;
+    const secret = newApiKeySecret();
+    const keyId = randomUUID();
+    await executeAccountCommand(
+      deps.pool,
+      accountId,
+      { type: "CreateKey", keyId, name, keyHash: apiKeyHash(secret), last4: apiKeyLast4(secret), now: deps.clock.now() },
+      requestMetadata(ctx, actorOf(accountId)),
+    );
+    const { id, name: storedName, masked_key, ...rest } = await keyView(deps, accountId, keyId);
+    ctx.status = 201;
+    ctx.set("cache-control", "no-store");
+    ctx.body = { id, name: storedName, key: secret, masked_key, ...rest };
+  });
+
+  router.get("/:keyId", requireSession, requireKeyId, async (ctx) => {
+    ctx.set("cache-control", "no-store");
+    ctx.body = await keyView(deps, accountOf(ctx), ctx.state.keyId as string);
+  });
+
+  router.patch("/:keyId/update", requireSession, requireKeyId, validate(RenameKeyBodySchema), async (ctx) => {
+    const accountId = accountOf(ctx);
+    const keyId = ctx.state.keyId as string;
+    const { name } = ctx.state.body as RenameKeyBody;
+    await executeAccountCommand(
+      deps.pool,
+      accountId,
+      { type: "RenameKey", keyId, name, now: deps.clock.now() },
+      requestMetadata(ctx, actorOf(accountId)),
+    );
+    ctx.body = await keyView(deps, accountId, keyId);
+  });
+
+  router.post("/:keyId/revoke", requireSession, requireKeyId, async (ctx) => {
+    const accountId = accountOf(ctx);
+    const keyId = ctx.state.keyId as string;
+    const result = await executeAccountCommand(
+      deps.pool,
+      accountId,
+      { type: "RevokeKey", keyId, now: deps.clock.now() },
+      requestMetadata(ctx, actorOf(accountId)),
+    );
+    // Committed: drop cached auth here at once and tell the other API processes.
+    if (result.events.length > 0) await deps.keyAuth.invalidateAccount(accountId);
+    ctx.body = await keyView(deps, accountId, keyId);
+  });
+
+  return router;
+}

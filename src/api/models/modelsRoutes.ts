@@ -1,0 +1,35 @@
+import Router from "@koa/router";
+import type { AppDeps } from "../appDeps.ts";
+import { NotFoundError } from "../http/errors.ts";
+import type { RegisteredModel } from "../../models/modelRegistry.ts";
+
+/** One entry of the models API (spec 2, Model). */
+export function modelBody(model: RegisteredModel) {
+  return { id: model.id, object: "model" as const, created: model.created ?? 0, owned_by: model.owned_by };
+}
+
+/**
+ * GET /v1/models: the registry's models that have a live worker (heartbeat in Redis).
+ * GET /v1/models/{model}: one of them, or 404 model_not_found.
+ * Authentication is done by inferenceAuthRoutes, mounted before this router.
+ */
+export function modelsRoutes(deps: AppDeps): Router {
+  const router = new Router();
+  const liveModels = async (): Promise<RegisteredModel[]> => {
+    const inference = deps.inference;
+    if (!inference) return [];
+    const all = inference.registry.all();
+    const live = new Set(await inference.presence.liveModels(all.map((m) => m.id)));
+    return all.filter((m) => live.has(m.id));
+  };
+  router.get("/v1/models", async (ctx) => {
+    ctx.body = { object: "list", data: (await liveModels()).map(modelBody) };
+  });
+  router.get("/v1/models/*model", async (ctx) => {
+    const id = ctx.params.model ?? "";
+    const model = (await liveModels()).find((m) => m.id === id);
+    if (!model) throw new NotFoundError(`The model '${id}' does not exist.`, { param: "model", code: "model_not_found" });
+    ctx.body = modelBody(model);
+  });
+  return router;
+}

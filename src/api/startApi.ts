@@ -1,0 +1,35 @@
+import { createServer, type Server } from "node:http";
+import { createApp } from "./app.ts";
+import type { AppDeps } from "./appDeps.ts";
+import { ApiKeyAuth } from "./auth/apiKeyAuth.ts";
+import { systemClock } from "../clock.ts";
+import { createRedis } from "../redis/createRedis.ts";
+import { createInferenceServices } from "./inference/inferenceServices.ts";
+import { loadModelRegistry } from "../models/loadModelRegistry.ts";
+import { routeFactories } from "./routes.ts";
+import type { RoleContext, RunningRole } from "../runtime/role.ts";
+
+export async function startApi({ config, pool, logger }: RoleContext): Promise<RunningRole> {
+  const redis = createRedis(config.redisUrl);
+  const keyAuth = new ApiKeyAuth({ pool, redis, redisPrefix: config.redisPrefix, logger });
+  await keyAuth.start();
+  const inference = createInferenceServices({ config, redis }, await loadModelRegistry(config.modelsConfigPath));
+  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, keyAuth, inference };
+  const app = createApp(deps, routeFactories);
+  const server: Server = createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  logger.info("api listening", { url: `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}` });
+  return {
+    async stop() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await keyAuth.stop();
+      await inference.close();
+      redis.disconnect();
+    },
+  };
+}

@@ -1,9 +1,0 @@
-import { InternalApiError, InvalidRequestError, ModelUnavailableError, type ApiError } from "../../http/errors.ts";
-import type { JobError } from "../../messaging/deltaMessage.ts";
-
-/** A worker's error message as the API's error: engine refusals are 400, unavailability 503, the rest 500. */
-export function jobErrorToApiError(error: JobError): ApiError {
-  if (error.kind === "invalid_request") return new InvalidRequestError(error.message, { param: error.param, code: "invalid_value" });
-  if (error.kind === "unavailable") return new ModelUnavailableError(error.message);
-  return new InternalApiError(error.message);
-}

@@ -1,0 +1,37 @@
+import { z } from "zod";
+
+/**
+ * The money event. Appended by the worker when a job ends, to the `completion-<id>` stream with
+ * expected version "no_stream", so a job that runs twice can never charge twice.
+ * Money is integer micro-CHF.
+ */
+export const UsageRecordedSchema = z.object({
+  type: z.literal("UsageRecorded"),
+  data: z.object({
+    completionId: z.string(),
+    accountId: z.string(),
+    keyId: z.string(),
+    model: z.string(),
+    endpoint: z.enum(["chat.completions", "completions", "embeddings"]),
+    promptTokens: z.number().int().nonnegative(),
+    /** All generated tokens, reasoning included. */
+    completionTokens: z.number().int().nonnegative(),
+    /** The part of completionTokens spent on reasoning, shown apart. */
+    reasoningTokens: z.number().int().nonnegative(),
+    costMicroChf: z.number().int().nonnegative(),
+    priceTableVersion: z.string(),
+    outcome: z.enum(["finished", "length", "cancelled", "failed"]),
+    startedAt: z.string(),
+    finishedAt: z.string(),
+    traceId: z.string().nullable(),
+  }),
+});
+
+export type UsageRecorded = z.infer<typeof UsageRecordedSchema>;
+
+export const completionStreamId = (completionId: string) => `completion-${completionId}`;
+export const COMPLETION_STREAM_TYPE = "completion";
+
+/** What one completion cost: appended once to `completion-<id>` at the end of its job. */
+export const UsageRecordedDataSchema = UsageRecordedSchema.shape.data;
+export type UsageRecordedData = UsageRecorded["data"];

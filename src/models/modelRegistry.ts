@@ -1,0 +1,38 @@
+import { chfToMicro } from "../ledger/money.ts";
+import type { ModelEntry } from "./modelRegistrySchema.ts";
+
+/** A model of the registry, with its engine path resolved and its prices in integer micro-CHF per million tokens. */
+export type RegisteredModel = ModelEntry & {
+  priceTableVersion: string;
+  inputMicroChfPerMillion: number;
+  outputMicroChfPerMillion: number;
+};
+
+/** The models this deployment knows, loaded once from the registry file. */
+export class ModelRegistry {
+  readonly priceTableVersion: string;
+  readonly #models: Map<string, RegisteredModel>;
+
+  constructor(priceTableVersion: string, models: ModelEntry[]) {
+    this.priceTableVersion = priceTableVersion;
+    this.#models = new Map(
+      models.map((model) => [
+        model.id,
+        {
+          ...model,
+          priceTableVersion,
+          inputMicroChfPerMillion: chfToMicro(model.pricing.input_per_million_chf),
+          outputMicroChfPerMillion: chfToMicro(model.pricing.output_per_million_chf),
+        },
+      ]),
+    );
+  }
+
+  get(id: string): RegisteredModel | undefined {
+    return this.#models.get(id);
+  }
+
+  all(): RegisteredModel[] {
+    return [...this.#models.values()];
+  }
+}

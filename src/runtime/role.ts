@@ -1,0 +1,20 @@
+import type { Config } from "../config.ts";
+import type { Pool } from "../db/createPool.ts";
+import type { Logger } from "../observability/logger.ts";
+
+/** What every role is started with. */
+export type RoleContext = { config: Config; pool: Pool; logger: Logger };
+
+/** A started role; stop() drains it and frees what it holds (not the shared pool). */
+export type RunningRole = { stop(): Promise<void> };
+
+/** A role's start function, exported by the role's own folder (src/api, workers, projections). */
+export type RoleStarter = (context: RoleContext) => Promise<RunningRole>;
+
+/** A named role, as the launchers list them. */
+export type RoleDefinition = {
+  name: string;
+  start: RoleStarter;
+  /** Whether the role talks to Redis (checked at start-up, so a missing Redis is named at once). */
+  needsRedis: boolean;
+};

@@ -1,0 +1,51 @@
+import { ConfigError, loadConfig } from "../config.ts";
+import { createPool } from "../db/createPool.ts";
+import { ensureDatabase } from "../db/ensureDatabase.ts";
+import { migrate } from "../db/migrate.ts";
+import { createLogger } from "../observability/logger.ts";
+import { startTelemetry } from "../observability/telemetry.ts";
+import { checkPostgres, checkRedis, DependencyUnavailableError } from "./checkDependencies.ts";
+import type { RoleDefinition, RunningRole } from "./role.ts";
+
+/**
+ * The body of every entry point (src/main.ts, src/api/main.ts, workers/main.ts, projections/main.ts):
+ * reads the configuration, checks PostgreSQL (and Redis when a role needs it), creates and migrates
+ * the database, starts the roles in order, and stops them in reverse order on SIGINT / SIGTERM.
+ * Exits 1 with a one-line reason when a dependency or the configuration is wrong.
+ */
+export function runRoles(roles: RoleDefinition[]): void {
+  start(roles).catch((error: unknown) => {
+    if (error instanceof ConfigError || error instanceof DependencyUnavailableError) {
+      process.stderr.write(`${error.message}\n`);
+    } else {
+      process.stderr.write(`start-up failed: ${(error as Error).stack ?? String(error)}\n`);
+    }
+    process.exit(1);
+  });
+}
+
+async function start(roles: RoleDefinition[]): Promise<void> {
+  const config = loadConfig(process.env);
+  const logger = createLogger(config.logLevel, { service: "inference-platform" });
+  const telemetry = startTelemetry({ otlpEndpoint: config.otlpEndpoint });
+  await checkPostgres(config.databaseUrl);
+  if (roles.some((r) => r.needsRedis)) await checkRedis(config.redisUrl);
+  if (await ensureDatabase(config.databaseUrl)) logger.info("created database");
+  const pool = createPool(config.databaseUrl);
+  const applied = await migrate(pool);
+  if (applied.length) logger.info("applied migrations", { migrations: applied });
+  const running: RunningRole[] = [];
+  for (const role of roles) running.push(await role.start({ config, pool, logger: logger.child({ role: role.name }) }));
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("shutting down", { signal });
+    for (const role of running.reverse()) await role.stop();
+    await pool.end();
+    await telemetry.shutdown();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+}
