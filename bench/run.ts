@@ -1,6 +1,6 @@
 import { availableParallelism, loadavg } from "node:os";
 import { parseArgs } from "node:util";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/config/config.ts";
 import { UpstreamEngine } from "../workers/engines/upstream/upstreamEngine.ts";
 import { runAdapterStream } from "./adapterStream.ts";
 import { startBenchPlatform, type BenchPlatform } from "./benchPlatform.ts";

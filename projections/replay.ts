@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/config/config.ts";
 import { createPool } from "../src/db/createPool.ts";
 import { migrate } from "../src/db/migrate.ts";
 import { allProjections } from "./allProjections.ts";

@@ -1,4 +1,4 @@
-import { systemClock } from "../src/clock.ts";
+import { systemClock } from "../src/runtime/clock.ts";
 import type { RoleContext, RunningRole } from "../src/runtime/role.ts";
 import { HoldSweeper } from "../src/ledger/budget/holdSweeper.ts";
 import { allProjections } from "./allProjections.ts";

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { apiRole } from "./api/apiRole.ts";
-import { ConfigError } from "./config.ts";
+import { ConfigError } from "./config/config.ts";
 import type { RoleDefinition } from "./runtime/role.ts";
 import { runRoles } from "./runtime/runRoles.ts";
 import { projectorRole } from "../projections/projectorRole.ts";

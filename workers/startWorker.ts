@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
 import { createPool, type Pool } from "../src/db/createPool.ts";
 import { createRedis } from "../src/redis/createRedis.ts";
 import { InferenceKeys } from "../src/contracts/inferenceKeys.ts";

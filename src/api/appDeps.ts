@@ -1,6 +1,6 @@
 import type { ApiKeyAuth } from "./auth/apiKeyAuth.ts";
-import type { Clock } from "../clock.ts";
-import type { Config } from "../config.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Config } from "../config/config.ts";
 import type { Pool } from "../db/createPool.ts";
 import type { InferenceServices } from "./inference/inferenceServices.ts";
 import type { Redis } from "../redis/createRedis.ts";

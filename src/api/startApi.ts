@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import { createApp } from "./app.ts";
 import type { AppDeps } from "./appDeps.ts";
 import { ApiKeyAuth } from "./auth/apiKeyAuth.ts";
-import { systemClock } from "../clock.ts";
+import { systemClock } from "../runtime/clock.ts";
 import { createRedis } from "../redis/createRedis.ts";
 import { createInferenceServices } from "./inference/inferenceServices.ts";
 import { loadModelRegistry } from "../models/loadModelRegistry.ts";

@@ -1,4 +1,4 @@
-import type { Config } from "../config.ts";
+import type { Config } from "../config/config.ts";
 import type { Pool } from "../db/createPool.ts";
 import type { Logger } from "../observability/logger.ts";
 

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from "../config.ts";
+import { ConfigError, loadConfig } from "../config/config.ts";
 import { createPool } from "../db/createPool.ts";
 import { ensureDatabase } from "../db/ensureDatabase.ts";
 import { migrate } from "../db/migrate.ts";

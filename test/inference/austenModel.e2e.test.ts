@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_MODELS_CONFIG } from "../../src/config.ts";
+import { DEFAULT_MODELS_CONFIG } from "../../src/config/config.ts";
 import type { ModelEntry, RegistryFile } from "../../src/models/modelRegistrySchema.ts";
 import { startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
 import { completionEvents } from "./inferenceSteps.ts";

@@ -1,4 +1,4 @@
-import type { Config } from "../../src/config.ts";
+import type { Config } from "../../src/config/config.ts";
 import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
 import { EmbeddedEngine } from "./embedded/embeddedEngine.ts";
 import type { Engine } from "./engine.ts";

@@ -6,7 +6,7 @@ import { sessionAuth, type SessionState } from "../sessions/sessionAuth.ts";
 import { revokeSession } from "../sessions/sessionStore.ts";
 import { LoginBodySchema, RegisterBodySchema, type LoginBody, type RegisterBody } from "./accountSchemas.ts";
 import { accountView } from "./accountView.ts";
-import { AccountNotFoundError } from "../../ledger/accounts/decideAccount.ts";
+import { AccountNotFoundError } from "../../ledger/domainError.ts";
 import { findAccount } from "./findAccount.ts";
 import { loginAccount } from "./loginAccount.ts";
 import { registerAccount } from "./registerAccount.ts";

@@ -1,7 +1,7 @@
 import Router from "@koa/router";
 import type { Context, Next } from "koa";
 import { AccountIdSchema } from "../accounts/accountSchemas.ts";
-import { AccountNotFoundError } from "../../ledger/accounts/decideAccount.ts";
+import { AccountNotFoundError } from "../../ledger/domainError.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { requestMetadata } from "../http/requestMetadata.ts";
 import { validate } from "../http/validate.ts";

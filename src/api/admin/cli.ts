@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { systemClock } from "../../clock.ts";
-import { ConfigError, loadConfig, type Config } from "../../config.ts";
+import { systemClock } from "../../runtime/clock.ts";
+import { ConfigError, loadConfig, type Config } from "../../config/config.ts";
 import { publishAuthInvalidation } from "../../contracts/authInvalidation.ts";
 import { createRedis } from "../../redis/createRedis.ts";
 import { createPool } from "../../db/createPool.ts";
 import { ensureDatabase } from "../../db/ensureDatabase.ts";
 import { migrate } from "../../db/migrate.ts";
+import { DomainError } from "../../ledger/domainError.ts";
 import { ApiError } from "../http/errors.ts";
 import { checkPostgres, DependencyUnavailableError } from "../../runtime/checkDependencies.ts";
 import { operatorActions } from "./operatorActions.ts";
@@ -70,8 +71,8 @@ async function main(): Promise<number> {
   } catch (error) {
     if (error instanceof ConfigError || error instanceof DependencyUnavailableError) {
       process.stderr.write(`error: ${error.message}\n`);
-    } else if (error instanceof ApiError) {
-      process.stderr.write(`error: ${error.message} (${error.code ?? error.type})\n`);
+    } else if (error instanceof ApiError || error instanceof DomainError) {
+      process.stderr.write(`error: ${error.message} (${error.code ?? ("type" in error ? error.type : error.kind)})\n`);
     } else {
       process.stderr.write(`error: ${(error as Error).stack ?? String(error)}\n`);
     }

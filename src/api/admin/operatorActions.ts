@@ -1,5 +1,5 @@
 import { accountView, type AccountView } from "../accounts/accountView.ts";
-import { AccountNotFoundError } from "../../ledger/accounts/decideAccount.ts";
+import { AccountNotFoundError } from "../../ledger/domainError.ts";
 import { executeAccountCommand } from "../../ledger/accounts/executeAccountCommand.ts";
 import { findAccount, type AccountSelector } from "../accounts/findAccount.ts";
 import type { AppDeps } from "../appDeps.ts";

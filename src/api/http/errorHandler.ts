@@ -1,11 +1,16 @@
 import type { Context, Next } from "koa";
+import { DomainError } from "../../ledger/domainError.ts";
 import { ConcurrencyError } from "../../ledger/eventStore/concurrencyError.ts";
 import type { Logger } from "../../observability/logger.ts";
-import { ApiError, ConflictError, InternalApiError, InvalidRequestError, errorBody } from "./errors.ts";
+import { ApiError, ConflictError, errorBody, InternalApiError, InvalidRequestError, NotFoundError } from "./errors.ts";
 
 /** Maps anything thrown below it to an ApiError. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof DomainError) {
+    const options = { code: error.code, param: error.param };
+    return error.kind === "not_found" ? new NotFoundError(error.message, options) : new InvalidRequestError(error.message, options);
+  }
   if (error instanceof ConcurrencyError) {
     return new ConflictError("The resource was changed by another request at the same time; retry the request.");
   }

@@ -1,4 +1,4 @@
-import type { Config } from "../../config.ts";
+import type { Config } from "../../config/config.ts";
 import { createPool, type Pool } from "../../db/createPool.ts";
 import { CompletionQueues } from "./completionQueues.ts";
 import type { Redis } from "../../redis/createRedis.ts";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import Router from "@koa/router";
 import type { Context, Next } from "koa";
-import { KeyNotFoundError } from "../../ledger/accounts/decideAccount.ts";
+import { KeyNotFoundError } from "../../ledger/domainError.ts";
 import { executeAccountCommand } from "../../ledger/accounts/executeAccountCommand.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { requestMetadata } from "../http/requestMetadata.ts";

@@ -1,25 +1,13 @@
-import { InvalidRequestError, NotFoundError } from "../../api/http/errors.ts";
+import { AccountNotFoundError, DomainError, KeyNotFoundError } from "../domainError.ts";
 import { MAX_ACTIVE_KEYS, type AccountCommand } from "./accountCommands.ts";
 import type { AccountEvent } from "./accountEvents.ts";
 import { activeKeyCount, type AccountState } from "./accountState.ts";
-
-export class AccountNotFoundError extends NotFoundError {
-  constructor() {
-    super("No such account.", { code: "account_not_found" });
-  }
-}
-
-export class KeyNotFoundError extends NotFoundError {
-  constructor(keyId: string) {
-    super(`No API key with id '${keyId}'.`, { code: "api_key_not_found", param: "key_id" });
-  }
-}
 
 /** Pure decision: which events a command causes on the account stream, or a refusal. */
 export function decideAccount(command: AccountCommand, state: AccountState): AccountEvent[] {
   const at = command.now.toISOString();
   if (command.type === "RegisterAccount") {
-    if (state.exists) throw new InvalidRequestError("The account already exists.", { code: "account_exists" });
+    if (state.exists) throw new DomainError("invalid", "The account already exists.", { code: "account_exists" });
     return [{ type: "AccountRegistered", data: { accountId: command.accountId, email: command.email, registeredAt: at } }];
   }
   if (!state.exists || !state.accountId) throw new AccountNotFoundError();
@@ -40,10 +28,9 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
     }
     case "CreateKey": {
       if (activeKeyCount(state) >= MAX_ACTIVE_KEYS) {
-        throw new InvalidRequestError(
-          `An account may hold at most ${MAX_ACTIVE_KEYS} active API keys. Revoke a key before creating another.`,
-          { code: "api_key_limit_reached" },
-        );
+        throw new DomainError("invalid", `An account may hold at most ${MAX_ACTIVE_KEYS} active API keys. Revoke a key before creating another.`, {
+          code: "api_key_limit_reached",
+        });
       }
       return [
         {

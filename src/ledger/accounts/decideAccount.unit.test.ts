@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { InvalidRequestError } from "../../api/http/errors.ts";
+import { AccountNotFoundError, DomainError } from "../domainError.ts";
 import type { AccountCommand } from "./accountCommands.ts";
 import type { AccountEvent } from "./accountEvents.ts";
 import { evolveAccount, initialAccountState } from "./accountState.ts";
-import { AccountNotFoundError, decideAccount } from "./decideAccount.ts";
+import { decideAccount } from "./decideAccount.ts";
 
 const accountId = "6f1c2a0e-4b7d-4c1e-9a53-0d2f7b8e9a10";
 const now = new Date("2025-03-01T10:00:00.000Z");
@@ -40,7 +40,7 @@ describe("decideAccount: registration", () => {
   });
 
   it("refuses to register an account twice on one stream", () => {
-    given([registered]).when({ type: "RegisterAccount", accountId, email: "ada@example.ch", now }).thenThrows(InvalidRequestError);
+    given([registered]).when({ type: "RegisterAccount", accountId, email: "ada@example.ch", now }).thenThrows(DomainError);
   });
 });
 

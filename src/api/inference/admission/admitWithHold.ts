@@ -1,4 +1,4 @@
-import type { Clock } from "../../../clock.ts";
+import type { Clock } from "../../../runtime/clock.ts";
 import type { Pool } from "../../../db/createPool.ts";
 import { ModelUnavailableError } from "../../http/errors.ts";
 import { budgetRefusalError } from "./budgetRefusalError.ts";

@@ -2,12 +2,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeTinyModel } from "../../../tools/gguf/tinyModel.ts";
+import { writeTinyModel } from "../../tools/gguf/tinyModel.ts";
 import type { Llama } from "node-llama-cpp";
-import { createLlama } from "./createLlama.ts";
-import { EmbeddedEngine } from "./embeddedEngine.ts";
-import { resolveThreads } from "./embeddedEngineOptions.ts";
-import { collectChat, userChat } from "../../../test/support/engines/engineTestKit.ts";
+import { createLlama } from "../../workers/engines/embedded/createLlama.ts";
+import { EmbeddedEngine } from "../../workers/engines/embedded/embeddedEngine.ts";
+import { resolveThreads } from "../../workers/engines/embedded/embeddedEngineOptions.ts";
+import { collectChat, userChat } from "../support/engines/engineTestKit.ts";
 
 let directory: string;
 let modelPath: string;

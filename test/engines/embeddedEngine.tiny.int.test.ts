@@ -2,8 +2,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll } from "vitest";
-import { writeTinyModel } from "../../../tools/gguf/tinyModel.ts";
-import { embeddedEngineSuite } from "../../../test/support/engines/embeddedEngineSuite.ts";
+import { writeTinyModel } from "../../tools/gguf/tinyModel.ts";
+import { embeddedEngineSuite } from "../support/engines/embeddedEngineSuite.ts";
 
 const directories: string[] = [];
 afterAll(async () => {

@@ -109,7 +109,7 @@ export class ConfigError extends Error {
   }
 }
 
-export const DEFAULT_MODELS_CONFIG = new URL("../models/registry.json", import.meta.url).pathname;
+export const DEFAULT_MODELS_CONFIG = new URL("../../models/registry.json", import.meta.url).pathname;
 
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const parsed = EnvSchema.safeParse(env);

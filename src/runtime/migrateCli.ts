@@ -1,8 +1,8 @@
-import { ConfigError, loadConfig } from "../config.ts";
-import { checkPostgres, DependencyUnavailableError } from "../runtime/checkDependencies.ts";
-import { createPool } from "./createPool.ts";
-import { ensureDatabase } from "./ensureDatabase.ts";
-import { migrate } from "./migrate.ts";
+import { ConfigError, loadConfig } from "../config/config.ts";
+import { checkPostgres, DependencyUnavailableError } from "./checkDependencies.ts";
+import { createPool } from "../db/createPool.ts";
+import { ensureDatabase } from "../db/ensureDatabase.ts";
+import { migrate } from "../db/migrate.ts";
 
 /**
  * `npm run migrate`: creates the database if it is missing and applies the migrations not applied yet

@@ -1,0 +1,71 @@
+/**
+ * Import rules of the three roles and the shared kernel, checked in CI (`npm run lint:imports`).
+ *
+ *   src/main.ts            the launcher: the only module that imports every role
+ *   src/api/               API role (Koa)
+ *   workers/               worker role
+ *   projections/           projector role
+ *   src/* (the rest)       shared kernel: ledger, contracts, models, redis, runtime, db, config, observability
+ *
+ * Tests (*.test.ts, test/), tools/ and bench/ may import anything; product code imports none of them.
+ */
+const TESTS = "\\.test\\.ts$";
+const KERNEL = "^src/(?!api/|main\\.ts$)";
+
+module.exports = {
+  forbidden: [
+    { name: "no-circular", severity: "error", comment: "No import circle between modules.", from: {}, to: { circular: true } },
+    {
+      name: "no-folder-circular",
+      severity: "error",
+      comment: "No circle between folders (a folder is a unit: if a imports b, b does not import a).",
+      scope: "folder",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "kernel-imports-no-role",
+      severity: "error",
+      comment: "The shared kernel is used by every role and imports none of them.",
+      from: { path: KERNEL, pathNot: TESTS },
+      to: { path: "^(src/api/|src/main\\.ts$|workers/|projections/)" },
+    },
+    {
+      name: "api-imports-no-other-role",
+      severity: "error",
+      from: { path: "^src/api/", pathNot: TESTS },
+      to: { path: "^(workers|projections)/" },
+    },
+    {
+      name: "worker-imports-no-other-role",
+      severity: "error",
+      from: { path: "^workers/", pathNot: TESTS },
+      to: { path: "^(src/api/|src/main\\.ts$|projections/)" },
+    },
+    {
+      name: "projector-imports-no-other-role",
+      severity: "error",
+      from: { path: "^projections/", pathNot: TESTS },
+      to: { path: "^(src/api/|src/main\\.ts$|workers/)" },
+    },
+    {
+      name: "product-imports-no-tests-or-tools",
+      severity: "error",
+      from: { path: "^(src|workers|projections)/", pathNot: TESTS },
+      to: { path: "^(test|tools|bench)/|\\.test\\.ts$" },
+    },
+    {
+      name: "worker-and-projector-load-no-http-framework",
+      severity: "error",
+      comment: "A worker or projector process loads no Koa: its entry point reaches none of the HTTP framework.",
+      from: { path: "^(workers|projections)/main\\.ts$" },
+      to: { path: "node_modules/(koa|koa-body|@koa/[^/]+)/", reachable: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
+  },
+};
