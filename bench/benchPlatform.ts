@@ -108,8 +108,10 @@ async function createAccountAndKey(pool: pg.Pool, apiUrl: string): Promise<strin
   const accountId = randomUUID();
   const now = new Date();
   const metadata = { actor: "bench", correlationId: randomUUID() };
-  await executeAccountCommand(pool, accountId, { type: "RegisterAccount", accountId, email: `bench-${accountId.slice(0, 8)}@example.test`, now }, metadata);
-  await executeAccountCommand(pool, accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: chfToMicro(1_000_000), now }, metadata);
+  // Created before any API process caches it: nobody to tell of the change.
+  const accounts = { pool, changes: { committed: async () => undefined } };
+  await executeAccountCommand(accounts, accountId, { type: "RegisterAccount", accountId, email: `bench-${accountId.slice(0, 8)}@example.test`, now }, metadata);
+  await executeAccountCommand(accounts, accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: chfToMicro(1_000_000), now }, metadata);
   const session = await createSession(pool, accountId, now, 3600_000);
   const response = await fetch(`${apiUrl}/api/v1/accounts/user/api-keys/create/`, {
     method: "POST",

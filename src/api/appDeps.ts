@@ -2,6 +2,7 @@ import type { ApiKeyAuth } from "./auth/apiKeyAuth.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Config } from "../config/config.ts";
 import type { Pool } from "../db/createPool.ts";
+import type { AccountCommandContext } from "../ledger/accounts/accountCommandContext.ts";
 import type { InferenceServices } from "./inference/inferenceServices.ts";
 import type { Redis } from "../redis/createRedis.ts";
 import type { Logger } from "../observability/logger.ts";
@@ -13,6 +14,8 @@ export type AppDeps = {
   redis: Redis;
   clock: Clock;
   logger: Logger;
+  /** Account commands: the pool, and the invalidation of cached authorisations after each committed change. */
+  accounts: AccountCommandContext;
   /** API-key auth cache (pub/sub invalidated) and last-used batcher: one per API process, started/stopped by its owner. */
   keyAuth: ApiKeyAuth;
   /** Model registry, queues and the shared delta subscriber; absent in apps built without inference (inference routes then answer 503). */

@@ -14,7 +14,8 @@ export async function startApi({ config, pool, logger }: RoleContext): Promise<R
   const keyAuth = new ApiKeyAuth({ pool, redis, redisPrefix: config.redisPrefix, logger });
   await keyAuth.start();
   const inference = createInferenceServices({ config, redis }, await loadModelRegistry(config.modelsConfigPath));
-  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, keyAuth, inference };
+  const accounts = { pool, changes: keyAuth.accountChanges() };
+  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, accounts, keyAuth, inference };
   const app = createApp(deps, routeFactories);
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;

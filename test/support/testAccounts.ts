@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
+import { accountsWithoutCache } from "./accountsWithoutCache.ts";
 import type { Pool } from "../../src/db/createPool.ts";
 import { chfToMicro } from "../../src/ledger/money.ts";
 import { createSession } from "../../src/api/sessions/sessionStore.ts";
@@ -18,10 +19,10 @@ export async function createTestAccount(
   const now = options.now ?? new Date();
   const email = options.email ?? `user-${accountId.slice(0, 8)}@example.test`;
   const metadata = { actor: "test", correlationId: randomUUID() };
-  await executeAccountCommand(pool, accountId, { type: "RegisterAccount", accountId, email, now }, metadata);
+  await executeAccountCommand(accountsWithoutCache(pool), accountId, { type: "RegisterAccount", accountId, email, now }, metadata);
   if ((options.subscription ?? "active") === "active") {
     await executeAccountCommand(
-      pool,
+      accountsWithoutCache(pool),
       accountId,
       { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: chfToMicro(options.monthlyBudgetChf ?? 100), now },
       metadata,
@@ -33,5 +34,5 @@ export async function createTestAccount(
 
 /** Activates or cancels an account's subscription through the account stream. */
 export async function setTestSubscription(pool: Pool, accountId: string, status: "active" | "inactive"): Promise<void> {
-  await executeAccountCommand(pool, accountId, { type: "SetSubscription", status, now: new Date() }, { actor: "test", correlationId: randomUUID() });
+  await executeAccountCommand(accountsWithoutCache(pool), accountId, { type: "SetSubscription", status, now: new Date() }, { actor: "test", correlationId: randomUUID() });
 }

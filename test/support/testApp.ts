@@ -58,6 +58,7 @@ export async function startTestApp(
     redis: testRedis.redis,
     clock: options.clock ?? { now: () => new Date() },
     logger: silentLogger,
+    accounts: { pool: db.pool, changes: keyAuth.accountChanges() },
     keyAuth,
   };
   const app = createApp(deps, options.routes ?? routeFactories);

@@ -49,7 +49,7 @@ describe("budgets and usage end to end (openai SDK, queue, worker, projector)", 
 
   it("answers 429 monthly_budget_exceeded once the budget cannot hold the request; the SDK, even with its default retries, stops at once", async () => {
     const { key, account } = await platform.createKey();
-    await executeAccountCommand(platform.deps.pool, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 1, now: new Date() });
+    await executeAccountCommand(platform.deps.accounts, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 1, now: new Date() });
     const { client, calls } = countingClient(platform, key); // default maxRetries (2)
     const error = await client.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], max_tokens: 50 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
@@ -66,7 +66,7 @@ describe("budgets and usage end to end (openai SDK, queue, worker, projector)", 
     expect((embedError as InstanceType<typeof OpenAI.APIError>).status).toBe(429);
 
     // Raising the budget takes effect on the next request; nothing stays held.
-    await executeAccountCommand(platform.deps.pool, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 1_000_000, now: new Date() });
+    await executeAccountCommand(platform.deps.accounts, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 1_000_000, now: new Date() });
     const reply = await client.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], max_tokens: 2 });
     expect(reply.choices[0]!.finish_reason).toBe("length");
     const holds = await eventuallyTrue(async () => {

@@ -36,7 +36,7 @@ describe("budget race over HTTP", () => {
 
   it("admits at most CHF 0.01 / CHF 0.0001 = 100 of 200 concurrent requests; the rest get 429 monthly_budget_exceeded; spend stays within the budget", async () => {
     const { key, account } = await platform.createKey();
-    await executeAccountCommand(platform.deps.pool, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 10_000, now: new Date() });
+    await executeAccountCommand(platform.deps.accounts, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 10_000, now: new Date() });
     // tiny-embed costs CHF 0.25 / M input tokens; the hold bounds an input by its UTF-8 bytes + 40 template
     // tokens: 360 bytes -> 400 tokens -> 100 micro-CHF = CHF 0.0001, the most such a request can cost.
     const input = "x".repeat(360);

@@ -78,7 +78,7 @@ describe("speculative admission through the HTTP API (real queue, worker and eng
 
   it("answers 429 when the speculative hold is refused, stops the job and charges nothing", async () => {
     const { key, account } = await platform.createKey();
-    await executeAccountCommand(platform.deps.pool, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 1, now: new Date() });
+    await executeAccountCommand(platform.deps.accounts, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 1, now: new Date() });
     // What this API process last saw of the account says its budget is ample (another process spent it since).
     const now = new Date();
     platform.inference.speculation.observe(account.accountId, { ok: true, holdId: "seen-before", period: billingPeriod(now), remainingMicroChf: 1e12 }, now);

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { accountsWithoutCache } from "../support/accountsWithoutCache.ts";
 import type { Pool } from "../../src/db/createPool.ts";
 import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
 import type { UsageRecorded } from "../../src/ledger/usageRecordedEvent.ts";
@@ -6,13 +7,13 @@ import type { UsageRecorded } from "../../src/ledger/usageRecordedEvent.ts";
 /** An account with an active subscription and the given monthly budget, through the real account stream. */
 export async function createBudgetedAccount(pool: Pool, monthlyBudgetMicroChf: number, now = new Date()): Promise<string> {
   const accountId = randomUUID();
-  await executeAccountCommand(pool, accountId, { type: "RegisterAccount", accountId, email: `${accountId}@example.test`, now });
-  await executeAccountCommand(pool, accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf, now });
+  await executeAccountCommand(accountsWithoutCache(pool), accountId, { type: "RegisterAccount", accountId, email: `${accountId}@example.test`, now });
+  await executeAccountCommand(accountsWithoutCache(pool), accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf, now });
   return accountId;
 }
 
 export async function setBudget(pool: Pool, accountId: string, monthlyBudgetMicroChf: number, status: "active" | "inactive" = "active"): Promise<void> {
-  await executeAccountCommand(pool, accountId, { type: "SetSubscription", status, monthlyBudgetMicroChf, now: new Date() });
+  await executeAccountCommand(accountsWithoutCache(pool), accountId, { type: "SetSubscription", status, monthlyBudgetMicroChf, now: new Date() });
 }
 
 /** A UsageRecorded event with sensible defaults. */

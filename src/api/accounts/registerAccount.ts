@@ -28,7 +28,7 @@ function isEmailTaken(error: unknown): boolean {
  * constraint inside that transaction, so the whole command rolls back (no event) and answers 409.
  */
 export async function registerAccount(
-  deps: Pick<AppDeps, "pool" | "clock">,
+  deps: Pick<AppDeps, "accounts" | "clock">,
   body: RegisterBody,
   /** correlationId, traceparent...; the actor is the new account itself. */
   metadata: EventMetadata = {},
@@ -38,7 +38,7 @@ export async function registerAccount(
   const passwordHash = await passwordHasher.hash(body.password);
   try {
     await executeAccountCommand(
-      deps.pool,
+      deps.accounts,
       accountId,
       { type: "RegisterAccount", accountId, email: body.email, now },
       { ...metadata, actor: `account:${accountId}` },

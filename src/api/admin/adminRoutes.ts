@@ -41,7 +41,6 @@ export function adminRoutes(deps: AppDeps): Router {
         { status: body.status, ...(body.monthly_budget_chf === undefined ? {} : { monthlyBudgetChf: body.monthly_budget_chf }) },
         requestMetadata(ctx, "admin"),
       );
-      if (result.appendedEvents.includes("SubscriptionCancelled")) await deps.keyAuth.invalidateAccount(accountId);
       deps.logger.info("subscription set by operator", { accountId, appendedEvents: result.appendedEvents, requestId: ctx.state.requestId });
       ctx.body = result.account;
     },

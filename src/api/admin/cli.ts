@@ -24,13 +24,13 @@ async function run(command: Exclude<AdminCommand, { command: "help" }>): Promise
   const pool = createPool(config.databaseUrl, 2);
   try {
     await migrate(pool);
-    const deps = { pool, clock: systemClock };
+    const accounts = { pool, changes: { committed: (accountId: string) => notifyApiProcesses(config, accountId) } };
+    const deps = { pool, clock: systemClock, accounts };
     if (command.command === "find-account") return await operatorActions.findAccount(deps, command.selector);
     const result = await operatorActions.setSubscription(deps, command.selector, command.change, {
       correlationId: randomUUID(),
       actor: "admin",
     });
-    if (result.appendedEvents.includes("SubscriptionCancelled")) await notifyApiProcesses(config, result.account.id);
     return result.account;
   } finally {
     await pool.end();

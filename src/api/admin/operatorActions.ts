@@ -6,7 +6,7 @@ import type { AppDeps } from "../appDeps.ts";
 import type { EventMetadata } from "../../ledger/eventStore/types.ts";
 import { chfToMicro } from "../../ledger/money.ts";
 
-export type OperatorDeps = Pick<AppDeps, "pool" | "clock">;
+export type OperatorDeps = Pick<AppDeps, "pool" | "clock" | "accounts">;
 
 export type SubscriptionChange = {
   status: "active" | "inactive";
@@ -43,7 +43,7 @@ export const operatorActions = {
   ): Promise<SubscriptionChangeResult> {
     const accountId = "accountId" in selector ? selector.accountId : (await requireAccount(deps, selector)).accountId;
     const result = await executeAccountCommand(
-      deps.pool,
+      deps.accounts,
       accountId,
       {
         type: "SetSubscription",

@@ -1,6 +1,7 @@
 import type { Pool } from "../../db/createPool.ts";
 import { apiKeyHash } from "../keys/apiKeySecret.ts";
 import { KeyLastUsedRecorder } from "../keys/keyLastUsedRecorder.ts";
+import type { AccountChanges } from "../../ledger/accounts/accountCommandContext.ts";
 import type { Redis } from "../../redis/createRedis.ts";
 import type { Logger } from "../../observability/logger.ts";
 import { ApiKeyAuthCache, type CachedPrincipal } from "./apiKeyAuthCache.ts";
@@ -91,6 +92,11 @@ export class ApiKeyAuth {
    * After a change that removes access (key revoked, subscription cancelled) has committed: drops the
    * account's entries here synchronously, then tells every other API process over Redis.
    */
+  /** The account-command hook of this process: every committed change drops the account's cached keys everywhere. */
+  accountChanges(): AccountChanges {
+    return { committed: (accountId) => this.invalidateAccount(accountId) };
+  }
+
   async invalidateAccount(accountId: string): Promise<void> {
     this.cache.invalidateAccount(accountId);
     let timer: NodeJS.Timeout | undefined;

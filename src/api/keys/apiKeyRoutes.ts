@@ -62,7 +62,7 @@ export function apiKeyRoutes(deps: AppDeps): Router {
     const secret = newApiKeySecret();
     const keyId = randomUUID();
     await executeAccountCommand(
-      deps.pool,
+      deps.accounts,
       accountId,
       { type: "CreateKey", keyId, name, keyHash: apiKeyHash(secret), last4: apiKeyLast4(secret), now: deps.clock.now() },
       requestMetadata(ctx, actorOf(accountId)),
@@ -83,7 +83,7 @@ export function apiKeyRoutes(deps: AppDeps): Router {
     const keyId = ctx.state.keyId as string;
     const { name } = ctx.state.body as RenameKeyBody;
     await executeAccountCommand(
-      deps.pool,
+      deps.accounts,
       accountId,
       { type: "RenameKey", keyId, name, now: deps.clock.now() },
       requestMetadata(ctx, actorOf(accountId)),
@@ -94,14 +94,12 @@ export function apiKeyRoutes(deps: AppDeps): Router {
   router.post("/:keyId/revoke", requireSession, requireKeyId, async (ctx) => {
     const accountId = accountOf(ctx);
     const keyId = ctx.state.keyId as string;
-    const result = await executeAccountCommand(
-      deps.pool,
+    await executeAccountCommand(
+      deps.accounts,
       accountId,
       { type: "RevokeKey", keyId, now: deps.clock.now() },
       requestMetadata(ctx, actorOf(accountId)),
     );
-    // Committed: drop cached auth here at once and tell the other API processes.
-    if (result.events.length > 0) await deps.keyAuth.invalidateAccount(accountId);
     ctx.body = await keyView(deps, accountId, keyId);
   });
 

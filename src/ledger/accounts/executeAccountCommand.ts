@@ -1,7 +1,8 @@
-import type { Pool, PoolClient } from "../../db/createPool.ts";
+import type { PoolClient } from "../../db/createPool.ts";
 import { handleCommand, type HandleCommandResult } from "../eventStore/handleCommand.ts";
 import type { EventMetadata } from "../eventStore/types.ts";
 import { projectKeyRows } from "./projectKeyRows.ts";
+import type { AccountCommandContext } from "./accountCommandContext.ts";
 import type { AccountCommand } from "./accountCommands.ts";
 import { accountDecider } from "./accountDecider.ts";
 import { ACCOUNT_STREAM_TYPE, accountStreamId, type AccountEvent } from "./accountEvents.ts";
@@ -19,16 +20,17 @@ export type ExecuteAccountCommandOptions = {
 
 /**
  * Runs a command on an account stream: decide, append, and update the inline read models
- * (rm_accounts, rm_keys) in the same transaction, so the change is visible the moment it commits.
+ * (rm_accounts, rm_keys) in the same transaction, so the change is visible the moment it commits; then,
+ * when it appended events, tells `context.changes` (which drops cached authorisations everywhere).
  */
-export function executeAccountCommand(
-  pool: Pool,
+export async function executeAccountCommand(
+  context: AccountCommandContext,
   accountId: string,
   command: AccountCommand,
   metadata: EventMetadata = {},
   options: ExecuteAccountCommandOptions = {},
 ): Promise<HandleCommandResult<AccountState, AccountEvent>> {
-  return handleCommand(pool, accountDecider, command, {
+  const result = await handleCommand(context.pool, accountDecider, command, {
     streamId: accountStreamId(accountId),
     streamType: ACCOUNT_STREAM_TYPE,
     metadata,
@@ -40,4 +42,6 @@ export function executeAccountCommand(
       if (options.afterAppend) await options.afterAppend(client, events, state);
     },
   });
+  if (result.events.length > 0) await context.changes.committed(accountId, result.events);
+  return result;
 }
