@@ -1,6 +1,11 @@
 import { z } from "zod";
 
-/** zod mirrors of the engine request types (workers/engines/engine.ts), to parse job data at the worker's boundary. */
+/**
+ * The requests the API sends to an engine through the queue: the one source of these types. The API
+ * builds them, the worker parses job data with them, and the engine interface (workers/engines/engine.ts)
+ * uses the inferred types. Names follow the OpenAI wire format where a value is passed through unchanged
+ * (tool calls, response_format), and camelCase where the adapter interprets it.
+ */
 const JsonObjectSchema = z.record(z.string(), z.unknown());
 
 export const ToolCallSchema = z.object({
@@ -47,14 +52,17 @@ export const ResponseFormatSchema = z.discriminatedUnion("type", [
 ]);
 
 export const SamplingParamsSchema = z.object({
+  /** Upper bound on generated tokens (answer + reasoning), already resolved from max_tokens / max_completion_tokens. */
   maxTokens: z.number().int().positive(),
   temperature: z.number(),
   topP: z.number(),
   seed: z.number().int().optional(),
+  /** Stop sequences; never included in the output. */
   stop: z.array(z.string()).optional(),
   presencePenalty: z.number(),
   frequencyPenalty: z.number(),
   logprobs: z.boolean().optional(),
+  /** 0..20, only with logprobs. */
   topLogprobs: z.number().int().optional(),
 });
 
@@ -65,7 +73,23 @@ export const EngineChatRequestSchema = SamplingParamsSchema.extend({
   parallelToolCalls: z.boolean().optional(),
   responseFormat: ResponseFormatSchema.optional(),
   reasoningEffort: z.enum(["low", "medium", "high"]).optional(),
+  /** Extra backend-specific parameters, passed through untouched by the upstream adapter. */
   extra: JsonObjectSchema.optional(),
 });
 
+export const EngineTextRequestSchema = SamplingParamsSchema.extend({
+  prompt: z.string(),
+  extra: JsonObjectSchema.optional(),
+});
+
+export type ToolCall = z.infer<typeof ToolCallSchema>;
+export type ChatMessage = z.infer<typeof EngineChatMessageSchema>;
+export type ChatRole = ChatMessage["role"];
+export type JsonSchema = z.infer<typeof JsonObjectSchema>;
+export type ToolDefinition = z.infer<typeof ToolDefinitionSchema>;
+export type ToolChoice = z.infer<typeof ToolChoiceSchema>;
+export type ResponseFormat = z.infer<typeof ResponseFormatSchema>;
+export type SamplingParams = z.infer<typeof SamplingParamsSchema>;
 export type EngineChatRequest = z.infer<typeof EngineChatRequestSchema>;
+export type ReasoningEffort = NonNullable<EngineChatRequest["reasoningEffort"]>;
+export type EngineTextRequest = z.infer<typeof EngineTextRequestSchema>;
