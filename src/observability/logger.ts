@@ -12,7 +12,7 @@ export type Logger = {
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
 /** JSON lines on stderr. Callers never pass secrets; fields named like secrets are redacted anyway. */
-export function createLogger(level: LogLevel, base: LogFields = {}, write: (line: string) => void = (l) => process.stderr.write(l + "\n")): Logger {
+export function createLogger(level: LogLevel, base: LogFields = {}, write: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Logger {
   const log = (at: LogLevel, message: string, fields: LogFields = {}) => {
     if (ORDER[at] < ORDER[level]) return;
     write(JSON.stringify({ time: new Date().toISOString(), level: at, message, ...base, ...redact(fields) }));

@@ -60,7 +60,9 @@ describe("models, embeddings and auth through the openai SDK", () => {
     const many = await openai.embeddings.create({ model: TINY_EMBED, input: ["Hello there", "Something else entirely"], encoding_format: "float" });
     expect(many.data.map((d) => d.index)).toEqual([0, 1]);
     expect(many.data[0]!.embedding.length).toBe(vector.length);
-    many.data[0]!.embedding.forEach((x, i) => expect(x).toBeCloseTo(vector[i]!, 4));
+    many.data[0]!.embedding.forEach((x, i) => {
+      expect(x).toBeCloseTo(vector[i]!, 4);
+    });
     expect(many.usage.prompt_tokens).toBeGreaterThan(one.usage.prompt_tokens);
 
     const rows = await platform.deps.pool.query<{ stream_id: string; data: { promptTokens: number; completionTokens: number; costMicroChf: number; endpoint: string } }>(
@@ -90,10 +92,14 @@ describe("models, embeddings and auth through the openai SDK", () => {
     const bytes = Buffer.from(encoded, "base64");
     const decoded = Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
     expect(decoded.length).toBe(floats.data[0]!.embedding.length);
-    decoded.forEach((x, i) => expect(x).toBeCloseTo(floats.data[0]!.embedding[i]!, 5));
+    decoded.forEach((x, i) => {
+      expect(x).toBeCloseTo(floats.data[0]!.embedding[i]!, 5);
+    });
     // The SDK asks for base64 by default and decodes it itself.
     const viaSdk = await openai.embeddings.create({ model: TINY_EMBED, input: "Base64 please" });
-    viaSdk.data[0]!.embedding.forEach((x, i) => expect(x).toBeCloseTo(floats.data[0]!.embedding[i]!, 5));
+    viaSdk.data[0]!.embedding.forEach((x, i) => {
+      expect(x).toBeCloseTo(floats.data[0]!.embedding[i]!, 5);
+    });
   });
 
   it("refuses embeddings on a chat-only model and chat on an embeddings-only model (400, param model)", async () => {

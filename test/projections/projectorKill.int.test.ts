@@ -96,10 +96,10 @@ describe("projector crash safety", () => {
       const expected = expectedUsage(events);
       const caughtUp = await eventuallyTrue(async () => JSON.stringify(await liveUsage(db.pool, accounts)) === JSON.stringify(expected), 45_000, 100);
       if (!caughtUp) {
-        const activity = await db.pool.query(
+        const _activity = await db.pool.query(
           "SELECT pid, state, backend_xid::text, xact_start, left(query, 100) AS query FROM pg_stat_activity WHERE datname = current_database()",
         );
-        const locks = await db.pool.query("SELECT pid, objid, granted FROM pg_locks WHERE locktype = 'advisory'");
+        const _locks = await db.pool.query("SELECT pid, objid, granted FROM pg_locks WHERE locktype = 'advisory'");
         const checkpoints = await db.pool.query("SELECT * FROM es_checkpoints");
         const snapshot = await db.pool.query("SELECT pg_current_snapshot()::text AS s, (SELECT max(transaction_id)::text FROM es_events) AS max_tx");
         const live = await liveUsage(db.pool, accounts);

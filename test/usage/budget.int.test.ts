@@ -53,7 +53,7 @@ describe("monthly budget holds", () => {
     expect(admitted.length).toBeLessThanOrEqual(100);
     expect(admitted.length).toBe(100); // every admitted request costs its whole hold, so exactly the budget is used
     expect(refused.every((r) => r.reason === "monthly_budget_exceeded")).toBe(true);
-    const row = await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01");
+    const row = await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`);
     const recorded = await recordedCosts(admitted.map((r) => r.completionId!));
     expect(row).toEqual({ budget: CHF_0_01, spent: recorded, held: 0 });
     expect(recorded).toBeLessThanOrEqual(CHF_0_01);
@@ -67,7 +67,7 @@ describe("monthly budget holds", () => {
       Array.from({ length: 200 }, () => flow(accountId, now, Math.floor(Math.random() * (CHF_0_0001 + 1)))),
     );
     const admitted = results.filter((r) => r.admitted);
-    const row = await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01");
+    const row = await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`);
     const recorded = await recordedCosts(admitted.map((r) => r.completionId!));
     expect(row!.spent).toBe(recorded);
     expect(row!.spent).toBeLessThanOrEqual(CHF_0_01);
@@ -124,7 +124,7 @@ describe("monthly budget holds", () => {
     expect([a.recorded, b.recorded].sort()).toEqual([false, true]);
     const third = await settleUsage(db.pool, event);
     expect(third).toEqual({ recorded: false, releasedMicroChf: null, admission: "admitted" });
-    expect(await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01")).toEqual({ budget: CHF_0_01, spent: 321, held: 0 });
+    expect(await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`)).toEqual({ budget: CHF_0_01, spent: 321, held: 0 });
     expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(1);
   });
 
@@ -148,7 +148,7 @@ describe("monthly budget holds", () => {
     expect((await placeHold(db.pool, { holdId, accountId, amountMicroChf: 700, now })).ok).toBe(true);
     expect(await releaseHold(db.pool, holdId)).toBe(700);
     expect(await releaseHold(db.pool, holdId)).toBeNull();
-    expect(await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01")).toEqual({ budget: 1000, spent: 0, held: 0 });
+    expect(await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`)).toEqual({ budget: 1000, spent: 0, held: 0 });
     expect((await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 1000, now })).ok).toBe(true);
   });
 
@@ -201,7 +201,7 @@ describe("monthly budget holds", () => {
       recording.release();
     }
     // Until folded, the settled hold still counts its worst case; the fold charges the actual cost.
-    const period = now.toISOString().slice(0, 8) + "01";
+    const period = `${now.toISOString().slice(0, 8)}01`;
     expect(await budgetRow(db.pool, accountId, period)).toEqual({ budget: CHF_0_01, spent: 0, held: 600 });
     expect(await foldSettledHold(db.pool, completionId)).toBe(500);
     expect(await foldSettledHold(db.pool, completionId)).toBeNull();
@@ -249,10 +249,10 @@ describe("speculative admission (hold placed while the job is already queued)", 
 
     expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 400, now, speculative: true })).ok).toBe(true);
     expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({ recorded: true, releasedMicroChf: 400, admission: "admitted" });
-    expect(await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01")).toEqual({ budget: 1000, spent: 120, held: 0 });
+    expect(await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`)).toEqual({ budget: 1000, spent: 120, held: 0 });
     // Settled twice (the hold is folded and gone by now): found recorded, not pending, not charged again.
     expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({ recorded: false, releasedMicroChf: null, admission: "admitted" });
-    expect(await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01")).toEqual({ budget: 1000, spent: 120, held: 0 });
+    expect(await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`)).toEqual({ budget: 1000, spent: 120, held: 0 });
   });
 
   it("never charges a job whose speculative admission was refused, even when its settle insists", async () => {
@@ -274,7 +274,7 @@ describe("speculative admission (hold placed while the job is already queued)", 
     }
     expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(0);
     expect(await openHolds(db.pool, accountId)).toBe(0);
-    expect(await budgetRow(db.pool, accountId, now.toISOString().slice(0, 8) + "01")).toBeNull();
+    expect(await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`)).toBeNull();
   });
 
   it("the sweeper deletes refusals after a day", async () => {

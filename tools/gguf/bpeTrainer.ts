@@ -88,12 +88,15 @@ export function trainBpe(texts: Iterable<string>, options: TrainBpeOptions): Bpe
       pairCounts.set(key, (pairCounts.get(key) ?? 0) + sign * count);
       if (sign === 1) {
         let set = pairWords.get(key);
-        if (set === undefined) pairWords.set(key, (set = new Set()));
+        if (set === undefined) {
+          set = new Set();
+          pairWords.set(key, set);
+        }
         set.add(wordIndex);
       }
     }
   };
-  words.forEach((_, i) => addPairs(i, 1));
+  for (let i = 0; i < words.length; i++) addPairs(i, 1);
   const heap = new PairHeap();
   for (const [key, count] of pairCounts) heap.push(count, key);
 

@@ -24,7 +24,9 @@ export function byteUnicode(): ByteUnicode {
     }
   }
   const charToByte = new Map<string, number>();
-  byteToChar.forEach((char, b) => charToByte.set(char, b));
+  byteToChar.forEach((char, b) => {
+    charToByte.set(char, b);
+  });
   return { byteToChar, charToByte };
 }
 

@@ -74,33 +74,46 @@ function writeScalar(sink: ByteSink, type: GgufScalarType, value: GgufScalar, ke
   };
   switch (type) {
     case "string":
-      return typeof value === "string" ? sink.string(value) : fail();
+      if (typeof value !== "string") fail();
+      sink.string(value as string);
+      return;
     case "bool":
-      return typeof value === "boolean" ? sink.u8(value ? 1 : 0) : fail();
+      if (typeof value !== "boolean") fail();
+      sink.u8(value ? 1 : 0);
+      return;
     case "u64":
-      return typeof value === "bigint" && value >= 0n ? sink.u64(value) : fail();
+      if (typeof value !== "bigint" || value < 0n) fail();
+      sink.u64(value as bigint);
+      return;
     case "i64":
-      return typeof value === "bigint" ? sink.i64(value) : fail();
+      if (typeof value !== "bigint") fail();
+      sink.i64(value as bigint);
+      return;
     case "f32":
     case "f64":
-      if (typeof value !== "number") return fail();
-      return type === "f32" ? sink.f32(value) : sink.f64(value);
+      if (typeof value !== "number") fail();
+      if (type === "f32") sink.f32(value as number);
+      else sink.f64(value as number);
+      return;
     default: {
-      if (typeof value !== "number" || !Number.isInteger(value)) return fail();
+      if (typeof value !== "number" || !Number.isInteger(value)) fail();
       const limits: Record<string, [number, number]> = {
         u8: [0, 0xff], i8: [-0x80, 0x7f], u16: [0, 0xffff], i16: [-0x8000, 0x7fff],
         u32: [0, 0xffffffff], i32: [-0x80000000, 0x7fffffff],
       };
       const [min, max] = limits[type]!;
-      if (value < min || value > max) return fail();
-      sink[type](value);
+      if ((value as number) < min || (value as number) > max) fail();
+      sink[type](value as number);
     }
   }
 }
 
 function writeValue(sink: ByteSink, key: string, value: GgufValue): void {
   sink.u32(GgufValueType[value.type]);
-  if (value.type !== "array") return writeScalar(sink, value.type, value.value, key);
+  if (value.type !== "array") {
+    writeScalar(sink, value.type, value.value, key);
+    return;
+  }
   sink.u32(GgufValueType[value.itemType]);
   sink.u64(BigInt(value.value.length));
   for (const item of value.value) writeScalar(sink, value.itemType, item, key);

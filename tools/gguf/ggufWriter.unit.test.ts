@@ -62,7 +62,7 @@ describe("float16", () => {
     expect(float32ToFloat16Bits(1 + 2 ** -11)).toBe(0x3c00);
     expect(float32ToFloat16Bits(1 + 3 * 2 ** -11)).toBe(0x3c02);
     expect(Number.isNaN(float16BitsToFloat32(float32ToFloat16Bits(NaN)))).toBe(true);
-    for (const x of [0.1, -3.14159, 1e-3, 6e-5, 1234.5]) {
+    for (const x of [0.1, -Math.PI, 1e-3, 6e-5, 1234.5]) {
       expect(Math.abs(float16BitsToFloat32(float32ToFloat16Bits(x)) - x)).toBeLessThanOrEqual(Math.abs(x) * 2 ** -11 + 2 ** -25);
     }
   });

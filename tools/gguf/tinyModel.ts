@@ -47,10 +47,12 @@ function stateTable(tokenizer: BpeTokenizer): { stateOf: (id: number) => number;
   const i = tokenizer.tokenId(tokenizer.toUnicodeForm(" I"));
   const dot = tokenizer.tokenId(".");
   const states = new Map<number, number>(); // token -> state; 0 generic, 1 whitespace, 2.. chain tokens
-  tokenizer.vocab.tokens.forEach((token, id) => {
+  tokenizer.vocab.tokens.forEach((_token, id) => {
     if (tokenizer.vocab.tokenTypes[id] === TokenType.normal && /^[\s]+$/.test(tokenizer.decode([id]))) states.set(id, 1);
   });
-  chain.forEach((id, index) => states.set(id, 2 + index));
+  chain.forEach((id, index) => {
+    states.set(id, 2 + index);
+  });
   const transitions: [number, number, number][] = [
     [0, i, 4],
     [0, dot, 4],
@@ -67,6 +69,7 @@ function baseBias(tokenizer: BpeTokenizer, id: number): number {
   const text = tokenizer.decode([id]);
   if (text.includes("\uFFFD") || bytes.length === 0) return -10;
   if (/^\s+$/.test(text)) return text === "\n" || text === " " ? -2 : -4;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this scores down
   if (/[\u0000-\u001f\u007f-\u009f]/.test(text)) return -10;
   if (/^ ?[A-Za-z]+$/.test(text)) return 1;
   return 0;

@@ -69,7 +69,7 @@ export class ApiKeyAuth {
   async #lookup(keyHash: string): Promise<ApiKeyAuthResult> {
     const generation = this.cache.generation();
     const found = await lookupApiKey(this.#options.pool, keyHash);
-    if (!found || !found.keyActive) return { outcome: "forbidden" };
+    if (!found?.keyActive) return { outcome: "forbidden" };
     if (!found.subscriptionActive) return { outcome: "subscription_required" };
     const principal = { accountId: found.accountId, keyId: found.keyId };
     this.cache.set(keyHash, principal, generation);

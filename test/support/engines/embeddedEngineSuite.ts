@@ -78,7 +78,7 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
         { role: "user" as const, content: model.prompt },
       ];
       const out = await chat({ ...userChat(model.prompt, { maxTokens: 4 }), messages });
-      const rendered = messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join("") + "<|im_start|>assistant\n";
+      const rendered = `${messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join("")}<|im_start|>assistant\n`;
       const llamaModel = engine.model;
       const expected = llamaModel.tokenize(rendered, true).length + (llamaModel.tokens.shouldPrependBosToken ? 1 : 0);
       expect(out.result.usage.promptTokens).toBe(expected);

@@ -24,7 +24,7 @@ export class SampledTokenRecorder {
       this.#sampled += 1;
       if (withProbabilities) this.#queue.push({ token, probabilities });
     };
-    const evaluate = function (tokens: Token[], options?: SequenceEvaluateOptions): AsyncGenerator<Token, void, void | Token | Token[]> {
+    const evaluate = (tokens: Token[], options?: SequenceEvaluateOptions): AsyncGenerator<Token, void, undefined | Token | Token[]> => {
       const inner = sequence.evaluateWithMetadata(tokens, { probabilities: withProbabilities }, options);
       return (async function* () {
         try {
@@ -32,7 +32,7 @@ export class SampledTokenRecorder {
           while (step.done !== true) {
             const { token } = step.value;
             record(token, "probabilities" in step.value ? (step.value.probabilities as Map<Token, number>) : undefined);
-            const replacement: void | Token | Token[] = yield token;
+            const replacement: undefined | Token | Token[] = yield token;
             step = await inner.next(replacement);
           }
         } finally {
