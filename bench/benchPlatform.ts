@@ -70,13 +70,26 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
     const roles = options.separateProcesses ? [["api"], ["worker"]] : [["api", "worker"]];
     for (const group of roles) {
       // The first process creates and migrates the database; the next starts once it is up.
-      children.push(await startChild("src/main.ts", group.flatMap((role) => ["--role", role]), { env, timeoutMs: 60_000, nodeArgs: [...SERVICE_NODE_FLAGS, ...(options.nodeArgs ?? [])] }));
+      children.push(
+        await startChild(
+          "src/main.ts",
+          group.flatMap((role) => ["--role", role]),
+          { env, timeoutMs: 60_000, nodeArgs: [...SERVICE_NODE_FLAGS, ...(options.nodeArgs ?? [])] },
+        ),
+      );
       if (group.includes("api")) await waitFor(`${apiUrl}/healthz`, {}, (status) => status === 200, 60_000, "the API to answer /healthz", children);
     }
     pool = createPool(databaseUrl, 2);
     const key = await createAccountAndKey(pool, apiUrl);
     const auth = { authorization: `Bearer ${key}` };
-    await waitFor(`${apiUrl}/v1/models/${BENCH_MODEL}`, auth, (status) => status === 200, 60_000, `GET /v1/models/${BENCH_MODEL} to list the bench model (a live worker)`, children);
+    await waitFor(
+      `${apiUrl}/v1/models/${BENCH_MODEL}`,
+      auth,
+      (status) => status === 200,
+      60_000,
+      `GET /v1/models/${BENCH_MODEL} to list the bench model (a live worker)`,
+      children,
+    );
     return {
       target: { url: `${apiUrl}/v1/chat/completions`, headers: auth, model: BENCH_MODEL },
       description: options.separateProcesses ? "platform: API and worker in two processes" : "platform: API and worker in one process",

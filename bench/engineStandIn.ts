@@ -53,7 +53,14 @@ function route(req: IncomingMessage, res: ServerResponse, text: string, options:
     sendJson(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: "invalid_request_error" } });
     return;
   }
-  let body: { model?: unknown; max_tokens?: unknown; max_completion_tokens?: unknown; stream?: unknown; stream_options?: { include_usage?: unknown }; messages?: unknown };
+  let body: {
+    model?: unknown;
+    max_tokens?: unknown;
+    max_completion_tokens?: unknown;
+    stream?: unknown;
+    stream_options?: { include_usage?: unknown };
+    messages?: unknown;
+  };
   try {
     body = JSON.parse(text);
   } catch {
@@ -66,16 +73,19 @@ function route(req: IncomingMessage, res: ServerResponse, text: string, options:
   const promptTokens = Math.ceil(JSON.stringify(body.messages ?? "").length / 4);
   if (body.stream !== true) {
     const content = Array.from({ length: count }, (_, i) => standInToken(i)).join("");
-    const timer = setTimeout(() => {
-      sendJson(res, 200, {
-        id: "chatcmpl-standin",
-        object: "chat.completion",
-        created: Math.floor(Date.now() / 1000),
-        model,
-        choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "length" }],
-        usage: { prompt_tokens: promptTokens, completion_tokens: count, total_tokens: promptTokens + count },
-      });
-    }, options.ttftMs + (count - 1) * options.interTokenMs);
+    const timer = setTimeout(
+      () => {
+        sendJson(res, 200, {
+          id: "chatcmpl-standin",
+          object: "chat.completion",
+          created: Math.floor(Date.now() / 1000),
+          model,
+          choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "length" }],
+          usage: { prompt_tokens: promptTokens, completion_tokens: count, total_tokens: promptTokens + count },
+        });
+      },
+      options.ttftMs + (count - 1) * options.interTokenMs,
+    );
     res.on("close", () => clearTimeout(timer));
     return;
   }
@@ -102,7 +112,8 @@ function streamTokens(
     let out = frame([{ index: 0, delta: next === 0 ? { role: "assistant", content: standInToken(0) } : { content: standInToken(next) }, finish_reason: null }]);
     if (last) {
       out += frame([{ index: 0, delta: {}, finish_reason: "length" }]);
-      if (answer.includeUsage) out += frame([], { prompt_tokens: answer.promptTokens, completion_tokens: answer.count, total_tokens: answer.promptTokens + answer.count });
+      if (answer.includeUsage)
+        out += frame([], { prompt_tokens: answer.promptTokens, completion_tokens: answer.count, total_tokens: answer.promptTokens + answer.count });
       out += "data: [DONE]\n\n";
       res.end(out);
       return;
@@ -121,9 +132,19 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 /** As a process of its own: `node bench/engineStandIn.ts --tokens 32 --ttft 20 --itl 5`; prints {"baseUrl"} once listening. */
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { tokens: { type: "string", default: "32" }, ttft: { type: "string", default: "20" }, itl: { type: "string", default: "5" }, port: { type: "string", default: "0" } },
+    options: {
+      tokens: { type: "string", default: "32" },
+      ttft: { type: "string", default: "20" },
+      itl: { type: "string", default: "5" },
+      port: { type: "string", default: "0" },
+    },
   });
-  const standIn = await startEngineStandIn({ tokens: Number(values.tokens), ttftMs: Number(values.ttft), interTokenMs: Number(values.itl), port: Number(values.port) });
+  const standIn = await startEngineStandIn({
+    tokens: Number(values.tokens),
+    ttftMs: Number(values.ttft),
+    interTokenMs: Number(values.itl),
+    port: Number(values.port),
+  });
   process.stdout.write(`${JSON.stringify({ baseUrl: standIn.baseUrl })}\n`);
   const stop = () => void standIn.close().then(() => process.exit(0));
   process.on("SIGTERM", stop);

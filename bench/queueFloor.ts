@@ -24,7 +24,11 @@ export async function startQueueFloor(options: { engineBaseUrl: string; redisUrl
   };
   try {
     const start = (role: string, extra: string[]) =>
-      startChild("bench/queueFloorRoles.ts", ["--role", role, ...common, ...extra], { nodeArgs: [...SERVICE_NODE_FLAGS], ready: (line) => line.startsWith("{"), timeoutMs: 30_000 });
+      startChild("bench/queueFloorRoles.ts", ["--role", role, ...common, ...extra], {
+        nodeArgs: [...SERVICE_NODE_FLAGS],
+        ready: (line) => line.startsWith("{"),
+        timeoutMs: 30_000,
+      });
     children.push(await start("worker", ["--engine", options.engineBaseUrl, "--concurrency", String(options.concurrency)]));
     const api = await start("api", []);
     children.push(api);

@@ -68,7 +68,14 @@ async function worker(redisUrl: string, prefix: string, engineUrl: string, concu
     new Promise<void>((resolve, reject) => {
       const payload = JSON.stringify(data.body);
       const request = http.request(
-        { host: target.hostname, port: target.port, path: target.pathname, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
+        {
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: "POST",
+          agent,
+          headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+        },
         (response) => {
           response.setEncoding("utf8");
           // Commands on one connection are answered in order: the end marker's reply settles them all.

@@ -4,7 +4,14 @@ import type { LevelStats } from "./stats.ts";
 export type Arrival = "steady" | "burst";
 
 /** `floor`: the queue floor (bench/queueFloorRoles.ts), measured at the 1-stream level only. */
-export type LevelResult = { concurrency: number; arrival: Arrival; direct: LevelStats; adapter: LevelStats | null; floor: LevelStats | null; platform: LevelStats | null };
+export type LevelResult = {
+  concurrency: number;
+  arrival: Arrival;
+  direct: LevelStats;
+  adapter: LevelStats | null;
+  floor: LevelStats | null;
+  platform: LevelStats | null;
+};
 
 export type TargetCheck = { concurrency: number; arrival: Arrival; description: string; pass: boolean };
 
@@ -44,7 +51,12 @@ export function formatReport(results: LevelResult[], setup: string): string {
   lines.push("| streams | arrivals | path | requests | errors | short | TTFT p50 ms | TTFT p99 ms | total p50 ms | total p99 ms | tokens/s |");
   lines.push("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
   for (const { concurrency, arrival, direct, adapter, floor, platform } of results) {
-    for (const [name, s] of [["direct", direct], ["adapter only", adapter], ["queue floor", floor], ["platform", platform]] as const) {
+    for (const [name, s] of [
+      ["direct", direct],
+      ["adapter only", adapter],
+      ["queue floor", floor],
+      ["platform", platform],
+    ] as const) {
       if (s === null && name === "queue floor") continue;
       if (s === null) {
         lines.push(`| ${concurrency} | ${arrival} | ${name} | not run | | | | | | | |`);
@@ -59,7 +71,11 @@ export function formatReport(results: LevelResult[], setup: string): string {
   lines.push("| streams | arrivals | path | added TTFT p50 ms | added TTFT p99 ms | added total p50 ms | added total p99 ms | tokens/s vs direct |");
   lines.push("|---:|---|---|---:|---:|---:|---:|---:|");
   for (const { concurrency, arrival, direct, adapter, floor, platform } of results) {
-    for (const [name, s] of [["adapter only", adapter], ["queue floor", floor], ["platform", platform]] as const) {
+    for (const [name, s] of [
+      ["adapter only", adapter],
+      ["queue floor", floor],
+      ["platform", platform],
+    ] as const) {
       if (s === null) continue;
       lines.push(
         `| ${concurrency} | ${arrival} | ${name} | ${signedMs(s.ttftP50 - direct.ttftP50)} | ${signedMs(s.ttftP99 - direct.ttftP99)} | ${signedMs(s.totalP50 - direct.totalP50)} | ${signedMs(s.totalP99 - direct.totalP99)} | ${(s.tokensPerSecond / direct.tokensPerSecond).toFixed(2)}x |`,
@@ -68,10 +84,16 @@ export function formatReport(results: LevelResult[], setup: string): string {
   }
   if (results.some((r) => r.platform !== null)) {
     lines.push("", "Targets (platform vs direct):");
-    for (const check of checkTargets(results)) lines.push(`- ${check.pass ? "PASS" : "FAIL"} ${check.concurrency} streams, ${check.arrival}: ${check.description}`);
+    for (const check of checkTargets(results))
+      lines.push(`- ${check.pass ? "PASS" : "FAIL"} ${check.concurrency} streams, ${check.arrival}: ${check.description}`);
   }
   for (const { concurrency, arrival, direct, adapter, floor, platform } of results) {
-    for (const [name, s] of [["direct", direct], ["adapter", adapter], ["queue floor", floor], ["platform", platform]] as const) {
+    for (const [name, s] of [
+      ["direct", direct],
+      ["adapter", adapter],
+      ["queue floor", floor],
+      ["platform", platform],
+    ] as const) {
       if (s?.firstError) lines.push(`- first ${name} error at ${concurrency} streams (${arrival}): ${s.firstError}`);
     }
   }

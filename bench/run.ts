@@ -96,7 +96,9 @@ async function main(): Promise<number> {
     }
     const load = loadavg()[0]!;
     if (load > availableParallelism() / 2) {
-      process.stderr.write(`warning: load average ${load.toFixed(1)} on ${availableParallelism()} cores: other work competes with the bench, numbers will be noisy\n`);
+      process.stderr.write(
+        `warning: load average ${load.toFixed(1)} on ${availableParallelism()} cores: other work competes with the bench, numbers will be noisy\n`,
+      );
     }
     const results: LevelResult[] = [];
     const floorPaths = floor === null ? [] : [httpPath("queue floor", floor.target)];
@@ -110,13 +112,22 @@ async function main(): Promise<number> {
         const plan = planFor(concurrency, arrival);
         process.stderr.write(`${concurrency} streams, ${arrival}:`);
         // The queue floor is context for the 1-stream targets: measured at that level only.
-        const runs = await measureLevel(concurrency === 1 ? [...paths, ...floorPaths] : paths, plan, Number(values.rounds), (text) => process.stderr.write(text));
+        const runs = await measureLevel(concurrency === 1 ? [...paths, ...floorPaths] : paths, plan, Number(values.rounds), (text) =>
+          process.stderr.write(text),
+        );
         const stats = (name: string): LevelStats | null => {
           const run = runs.get(name);
           return run === undefined ? null : levelStats(concurrency, run.samples, run.wallMs);
         };
         process.stderr.write(" done\n");
-        results.push({ concurrency, arrival: concurrency === 1 ? "steady" : arrival, direct: stats("direct")!, adapter: stats("adapter"), floor: stats("queue floor"), platform: stats("platform") });
+        results.push({
+          concurrency,
+          arrival: concurrency === 1 ? "steady" : arrival,
+          direct: stats("direct")!,
+          adapter: stats("adapter"),
+          floor: stats("queue floor"),
+          platform: stats("platform"),
+        });
       }
     }
     const setup =

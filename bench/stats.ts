@@ -24,7 +24,10 @@ export function percentile(sorted: number[], p: number): number {
 
 export function levelStats(concurrency: number, samples: StreamSample[], wallMs: number): LevelStats {
   const ok = samples.filter((s) => s.error === null);
-  const ttft = ok.map((s) => s.ttftMs).filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+  const ttft = ok
+    .map((s) => s.ttftMs)
+    .filter((v) => !Number.isNaN(v))
+    .sort((a, b) => a - b);
   const total = ok.map((s) => s.totalMs).sort((a, b) => a - b);
   const tokens = samples.reduce((sum, s) => sum + s.tokens, 0);
   return {

@@ -57,7 +57,11 @@ const atOrBefore = (event: RecordedEvent, checkpoint: LogPosition) => compareLog
  * - rm_budget.spent_micro_chf (plus settled holds not folded yet) equals the sum of UsageRecorded costs per account and billing period
  *   (UTC month of finishedAt); held and budget are not history and are not compared.
  */
-export async function replayReadModels(pool: Pool, projections: Projection[], options: { sampleSize?: number; batchSize?: number } = {}): Promise<ReplayReport> {
+export async function replayReadModels(
+  pool: Pool,
+  projections: Projection[],
+  options: { sampleSize?: number; batchSize?: number } = {},
+): Promise<ReplayReport> {
   const sampleSize = options.sampleSize ?? 20;
   const batchSize = options.batchSize ?? 1000;
   const client = await pool.connect();
@@ -72,7 +76,9 @@ export async function replayReadModels(pool: Pool, projections: Projection[], op
     await client.query(`CREATE SCHEMA ${pg.escapeIdentifier(scratch)}`);
     const tables = [...projections.flatMap((p) => p.tables), ...INLINE_MODELS.map((m) => m.table)];
     for (const table of tables) await client.query(`CREATE TABLE ${q(scratch, table)} (LIKE ${q(live, table)} INCLUDING ALL)`);
-    await client.query(`CREATE TABLE ${q(scratch, "budget_spent")} (account_id uuid, period_start date, spent_micro_chf bigint, PRIMARY KEY (account_id, period_start))`);
+    await client.query(
+      `CREATE TABLE ${q(scratch, "budget_spent")} (account_id uuid, period_start date, spent_micro_chf bigint, PRIMARY KEY (account_id, period_start))`,
+    );
     await client.query(`SET LOCAL search_path = ${pg.escapeIdentifier(scratch)}, ${pg.escapeIdentifier(live)}`);
 
     let eventsRead = 0;

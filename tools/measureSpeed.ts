@@ -14,7 +14,9 @@ const model = await llama.loadModel({ modelPath });
 const loadMs = performance.now() - loadStart;
 const context = await model.createContext({ contextSize: 256, threads });
 const sequence = context.getSequence();
-const prompt = model.tokenize("It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife. However little known the feelings or views of such a man may be on his first entering a neighbourhood,");
+const prompt = model.tokenize(
+  "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife. However little known the feelings or views of such a man may be on his first entering a neighbourhood,",
+);
 const generate = 200;
 let bestPrompt = 0;
 let bestGen = 0;
@@ -33,7 +35,17 @@ for (let run = 0; run < 3; run += 1) {
   bestPrompt = Math.max(bestPrompt, (prompt.length / (t1 - t0)) * 1000);
   bestGen = Math.max(bestGen, (count / (t2 - t1)) * 1000);
 }
-console.log(JSON.stringify({ model: modelPath, threads, loadMs: Math.round(loadMs), promptTokens: prompt.length, promptTokensPerSecond: Math.round(bestPrompt), generatedTokens: generate, generationTokensPerSecond: Math.round(bestGen) }));
+console.log(
+  JSON.stringify({
+    model: modelPath,
+    threads,
+    loadMs: Math.round(loadMs),
+    promptTokens: prompt.length,
+    promptTokensPerSecond: Math.round(bestPrompt),
+    generatedTokens: generate,
+    generationTokensPerSecond: Math.round(bestGen),
+  }),
+);
 await context.dispose();
 await model.dispose();
 await llama.dispose();

@@ -18,16 +18,7 @@ export const accountUsageDailyProjection: Projection = {
          completion_tokens = t.completion_tokens + EXCLUDED.completion_tokens,
          reasoning_tokens = t.reasoning_tokens + EXCLUDED.reasoning_tokens,
          cost_micro_chf = t.cost_micro_chf + EXCLUDED.cost_micro_chf`,
-      [
-        usage.accountId,
-        usageDay(usage),
-        usage.model,
-        usage.keyId,
-        usage.promptTokens,
-        usage.completionTokens,
-        usage.reasoningTokens,
-        usage.costMicroChf,
-      ],
+      [usage.accountId, usageDay(usage), usage.model, usage.keyId, usage.promptTokens, usage.completionTokens, usage.reasoningTokens, usage.costMicroChf],
     );
   },
 };

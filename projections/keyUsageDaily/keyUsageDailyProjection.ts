@@ -22,16 +22,7 @@ export const keyUsageDailyProjection: Projection = {
          reasoning_tokens = t.reasoning_tokens + EXCLUDED.reasoning_tokens,
          cost_micro_chf = t.cost_micro_chf + EXCLUDED.cost_micro_chf,
          last_used_at = GREATEST(t.last_used_at, EXCLUDED.last_used_at)`,
-      [
-        usage.keyId,
-        usageDay(usage),
-        usage.accountId,
-        usage.promptTokens,
-        usage.completionTokens,
-        usage.reasoningTokens,
-        usage.costMicroChf,
-        usage.finishedAt,
-      ],
+      [usage.keyId, usageDay(usage), usage.accountId, usage.promptTokens, usage.completionTokens, usage.reasoningTokens, usage.costMicroChf, usage.finishedAt],
     );
   },
 };

@@ -13,4 +13,13 @@ import { inferenceRoutes } from "./inference/inferenceRoutes.ts";
  * keep it before any router that serves `/v1/*`. The `/v1` routers come first because they carry
  * nearly all the traffic: every router a request passes matches its path against each of its routes.
  */
-export const routeFactories: RouteFactory[] = [inferenceAuthRoutes, inferenceRoutes, modelsRoutes, healthRoutes, accountRoutes, adminRoutes, apiKeyRoutes, usageRoutes];
+export const routeFactories: RouteFactory[] = [
+  inferenceAuthRoutes,
+  inferenceRoutes,
+  modelsRoutes,
+  healthRoutes,
+  accountRoutes,
+  adminRoutes,
+  apiKeyRoutes,
+  usageRoutes,
+];

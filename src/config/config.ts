@@ -146,6 +146,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 
 /** "a, b,c" -> ["a", "b", "c"]; empty or absent -> undefined. */
 function parseList(value: string | undefined): string[] | undefined {
-  const items = (value ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const items = (value ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   return items.length ? items : undefined;
 }

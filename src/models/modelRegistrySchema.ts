@@ -27,7 +27,10 @@ export const UpstreamEngineConfigSchema = z
     /** The model name the upstream server knows. */
     model: z.string().min(1),
     /** Name of the environment variable holding the upstream's API key (never the key itself). */
-    apiKeyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+    apiKeyEnv: z
+      .string()
+      .regex(/^[A-Z_][A-Z0-9_]*$/)
+      .optional(),
     maxConcurrency: z.number().int().positive().max(1024).optional(),
   })
   .strict();

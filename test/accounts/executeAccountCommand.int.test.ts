@@ -29,22 +29,34 @@ const accounts = (): AccountCommandContext => ({
 describe("executeAccountCommand with an extra afterAppend step", () => {
   it("commits the events, the read model and the extra step together", async () => {
     const accountId = randomUUID();
-    await executeAccountCommand(accounts(), accountId, { type: "RegisterAccount", accountId, email: `${accountId}@example.ch`, now }, { actor: "test" }, {
-      afterAppend: async (client) => {
-        await client.query("INSERT INTO account_credentials (account_id, password_hash, updated_at) VALUES ($1, 'scrypt$x', $2)", [accountId, now]);
+    await executeAccountCommand(
+      accounts(),
+      accountId,
+      { type: "RegisterAccount", accountId, email: `${accountId}@example.ch`, now },
+      { actor: "test" },
+      {
+        afterAppend: async (client) => {
+          await client.query("INSERT INTO account_credentials (account_id, password_hash, updated_at) VALUES ($1, 'scrypt$x', $2)", [accountId, now]);
+        },
       },
-    });
+    );
     expect((await readStream(db.pool, `account-${accountId}`)).events.map((e) => e.type)).toEqual(["AccountRegistered"]);
     expect((await db.pool.query("SELECT 1 FROM account_credentials WHERE account_id = $1", [accountId])).rowCount).toBe(1);
   });
 
   it("rolls everything back when the extra step fails: no event, no stream, no read-model row", async () => {
     const accountId = randomUUID();
-    const failing = executeAccountCommand(accounts(), accountId, { type: "RegisterAccount", accountId, email: `${accountId}@example.ch`, now }, {}, {
-      afterAppend: async () => {
-        throw new Error("credentials store down");
+    const failing = executeAccountCommand(
+      accounts(),
+      accountId,
+      { type: "RegisterAccount", accountId, email: `${accountId}@example.ch`, now },
+      {},
+      {
+        afterAppend: async () => {
+          throw new Error("credentials store down");
+        },
       },
-    });
+    );
     await expect(failing).rejects.toThrow("credentials store down");
     expect(await readStream(db.pool, `account-${accountId}`)).toEqual({ version: 0, events: [] });
     expect((await db.pool.query("SELECT 1 FROM rm_accounts WHERE account_id = $1", [accountId])).rowCount).toBe(0);
@@ -54,11 +66,17 @@ describe("executeAccountCommand with an extra afterAppend step", () => {
     const accountId = randomUUID();
     await executeAccountCommand(accounts(), accountId, { type: "RegisterAccount", accountId, email: `${accountId}@example.ch`, now });
     let ran = false;
-    const result = await executeAccountCommand(accounts(), accountId, { type: "SetSubscription", status: "inactive", now }, {}, {
-      afterAppend: async () => {
-        ran = true;
+    const result = await executeAccountCommand(
+      accounts(),
+      accountId,
+      { type: "SetSubscription", status: "inactive", now },
+      {},
+      {
+        afterAppend: async () => {
+          ran = true;
+        },
       },
-    });
+    );
     expect(result.events).toEqual([]);
     expect(ran).toBe(false);
   });

@@ -61,10 +61,7 @@ describe("POST /api/v1/accounts/register", () => {
     for (const loser of results.filter((r) => r.status === 409)) expect(loser.body.error.code).toBe("email_taken");
 
     expect(await totalEvents(app)).toBe(before + 1);
-    const registered = await app.db.pool.query(
-      "SELECT stream_id FROM es_events WHERE event_type = 'AccountRegistered' AND data->>'email' = $1",
-      [email],
-    );
+    const registered = await app.db.pool.query("SELECT stream_id FROM es_events WHERE event_type = 'AccountRegistered' AND data->>'email' = $1", [email]);
     expect(registered.rowCount).toBe(1);
     const winner = results.find((r) => r.status === 201)!;
     expect(registered.rows[0]!.stream_id).toBe(`account-${winner.body.id}`);

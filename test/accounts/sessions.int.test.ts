@@ -45,10 +45,15 @@ describe("POST /api/v1/accounts/login", () => {
   });
 
   it("answers 400 for unknown fields and for a body without credentials", async () => {
-    expectApiError(await app.request("POST", "/api/v1/accounts/login", { body: { email: "a@b.ch", password: "x", remember: true } }), 400, "invalid_request_error", {
-      param: "remember",
-      code: "unknown_parameter",
-    });
+    expectApiError(
+      await app.request("POST", "/api/v1/accounts/login", { body: { email: "a@b.ch", password: "x", remember: true } }),
+      400,
+      "invalid_request_error",
+      {
+        param: "remember",
+        code: "unknown_parameter",
+      },
+    );
     expectApiError(await app.request("POST", "/api/v1/accounts/login", { body: {} }), 400, "invalid_request_error", { param: "email" });
     expectApiError(await app.request("POST", "/api/v1/accounts/login", { body: "{not json" }), 400, "invalid_request_error", { code: "invalid_json" });
   });
@@ -73,11 +78,7 @@ describe("GET /api/v1/accounts/user/", () => {
     expectApiError(await app.request("GET", "/api/v1/accounts/user/", { token: "sess_unknown" }), 401, "authentication_error", {
       code: "invalid_session",
     });
-    expectApiError(
-      await app.request("GET", "/api/v1/accounts/user/", { headers: { authorization: "Basic dXNlcjpwYXNz" } }),
-      401,
-      "authentication_error",
-    );
+    expectApiError(await app.request("GET", "/api/v1/accounts/user/", { headers: { authorization: "Basic dXNlcjpwYXNz" } }), 401, "authentication_error");
   });
 });
 

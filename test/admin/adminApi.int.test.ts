@@ -108,7 +108,9 @@ describe("PUT /api/v1/admin/accounts/{account_id}/subscription", () => {
       expectApiError(res, 404, "invalid_request_error", { code: "account_not_found" });
     }
     expect(await totalEvents(app)).toBe(before);
-    const streams = await app.db.pool.query("SELECT count(*)::int AS n FROM es_streams WHERE stream_id NOT IN (SELECT 'account-' || account_id FROM rm_accounts)");
+    const streams = await app.db.pool.query(
+      "SELECT count(*)::int AS n FROM es_streams WHERE stream_id NOT IN (SELECT 'account-' || account_id FROM rm_accounts)",
+    );
     expect(streams.rows[0].n).toBe(0);
   });
 

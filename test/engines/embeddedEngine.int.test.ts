@@ -32,7 +32,10 @@ describe("EmbeddedEngine options", () => {
   });
 
   it("serves only the capabilities the registry enables", async () => {
-    const engine = await EmbeddedEngine.load({ modelPath, threads: 1, contextSize: 1024, capabilities: { tools: false, embeddings: false, logprobs: false } }, { llama });
+    const engine = await EmbeddedEngine.load(
+      { modelPath, threads: 1, contextSize: 1024, capabilities: { tools: false, embeddings: false, logprobs: false } },
+      { llama },
+    );
     try {
       expect(engine.capabilities()).toMatchObject({ chat: true, tools: false, embeddings: false, logprobs: false, jsonSchema: true });
       const tools = [{ type: "function" as const, function: { name: "f" } }];
@@ -157,7 +160,10 @@ describe("EmbeddedEngine reasoning", () => {
   const qwen = { type: "qwen", settings: { variation: "3.5" } };
 
   it("reports reasoning for templates with thought segments and streams thoughts apart from the answer, within the effort's budget", async () => {
-    const engine = await EmbeddedEngine.load({ modelPath, threads: 1, contextSize: 1024, chatWrapper: qwen, reasoningBudgets: { low: 6, medium: 12, high: 24 } }, { llama });
+    const engine = await EmbeddedEngine.load(
+      { modelPath, threads: 1, contextSize: 1024, chatWrapper: qwen, reasoningBudgets: { low: 6, medium: 12, high: 24 } },
+      { llama },
+    );
     try {
       expect(engine.capabilities().reasoning).toBe(true);
       const low = await collectChat(engine, userChat("Hello there", { maxTokens: 48, reasoningEffort: "low", logprobs: true }));

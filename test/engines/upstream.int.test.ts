@@ -101,7 +101,15 @@ describe("UpstreamEngine.chat streaming", () => {
   });
 
   it("maps logprobs, filling in bytes a server leaves null", async () => {
-    const entry = { token: "Hi", logprob: -0.25, bytes: [72, 105], top_logprobs: [{ token: "Hi", logprob: -0.25, bytes: [72, 105] }, { token: "Yo", logprob: -1.5, bytes: null }] };
+    const entry = {
+      token: "Hi",
+      logprob: -0.25,
+      bytes: [72, 105],
+      top_logprobs: [
+        { token: "Hi", logprob: -0.25, bytes: [72, 105] },
+        { token: "Yo", logprob: -1.5, bytes: null },
+      ],
+    };
     upstream.handle(async (_req, res) => {
       await writeSse(res, [
         chunk({ delta: { content: "Hi" }, logprobs: { content: [entry] } }),
@@ -149,8 +157,16 @@ describe("UpstreamEngine request body", () => {
       await writeSse(res, [chunk({ delta: { content: "{}" }, finish_reason: "stop" }), usageChunk(1, 1), "data: [DONE]\n\n"]);
       res.end();
     });
-    const tools = [{ type: "function" as const, function: { name: "f", description: "d", parameters: { type: "object", properties: { a: { type: "integer" } } }, strict: true } }];
-    const responseFormat = { type: "json_schema" as const, json_schema: { name: "s", schema: { type: "object", properties: { a: { type: "string" } } }, strict: true } };
+    const tools = [
+      {
+        type: "function" as const,
+        function: { name: "f", description: "d", parameters: { type: "object", properties: { a: { type: "integer" } } }, strict: true },
+      },
+    ];
+    const responseFormat = {
+      type: "json_schema" as const,
+      json_schema: { name: "s", schema: { type: "object", properties: { a: { type: "string" } } }, strict: true },
+    };
     const messages: ChatRequest["messages"] = [
       { role: "system", content: "Be brief." },
       { role: "user", content: "Call f" },

@@ -85,10 +85,13 @@ describe("bench statistics", () => {
     const checks = checkTargets([{ concurrency: 256, arrival: "burst", direct, adapter: null, floor: null, platform }]);
     expect(checks.map((c) => c.pass)).toEqual([false, true]);
     const fast = levelStats(1, [{ ...ok, ttftMs: 12 }], 1000);
-    expect(checkTargets([{ concurrency: 1, arrival: "steady", direct: levelStats(1, [ok], 1000), adapter: null, floor: null, platform: fast }]).map((c) => c.pass)).toEqual([true, true]);
+    expect(
+      checkTargets([{ concurrency: 1, arrival: "steady", direct: levelStats(1, [ok], 1000), adapter: null, floor: null, platform: fast }]).map((c) => c.pass),
+    ).toEqual([true, true]);
     // The time-to-first-token targets are judged with steady arrivals; a burst is reported, not judged.
     const slow = levelStats(32, [{ ...ok, ttftMs: 60 }], 1000);
-    const at32 = (arrival: "steady" | "burst") => checkTargets([{ concurrency: 32, arrival, direct: levelStats(32, [ok], 1000), adapter: null, floor: null, platform: slow }]);
+    const at32 = (arrival: "steady" | "burst") =>
+      checkTargets([{ concurrency: 32, arrival, direct: levelStats(32, [ok], 1000), adapter: null, floor: null, platform: slow }]);
     expect(at32("steady").map((c) => c.pass)).toEqual([false, false]);
     expect(at32("burst")).toEqual([]);
   });

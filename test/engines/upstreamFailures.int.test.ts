@@ -236,7 +236,13 @@ describe("UpstreamEngine.embed", () => {
       }),
     );
     const result = await engineFor({ model: "up-embed", capabilities: { embeddings: true } }).embed(["first", "second"], new AbortController().signal);
-    expect(result).toEqual({ embeddings: [[0.25, 2], [0.5, -1]], promptTokens: 7 });
+    expect(result).toEqual({
+      embeddings: [
+        [0.25, 2],
+        [0.5, -1],
+      ],
+      promptTokens: 7,
+    });
     const received = upstream.received.at(-1)!;
     expect(received.path).toBe("/v1/embeddings");
     expect(received.body).toEqual({ model: "up-embed", input: ["first", "second"] });

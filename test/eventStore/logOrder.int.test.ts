@@ -59,12 +59,18 @@ describe("reading the log across transaction ids 9,999 / 10,000 and 99,999 / 100
   for (const [name, read] of readers) {
     it(`${name} returns every event once, in numeric order, in batches of every size from 1 up`, async () => {
       await resetLog();
-      await insertEventsAt(db.pool, ids.map((transactionId) => ({ transactionId, type: "Boundary", data: {} })));
+      await insertEventsAt(
+        db.pool,
+        ids.map((transactionId) => ({ transactionId, type: "Boundary", data: {} })),
+      );
       const expected = await storedInNumericOrder();
       expect(expected.map((e) => e.transactionId).slice(0, 4)).toEqual(["5", "1000", "9998", "9999"]);
       for (let batchSize = 1; batchSize <= ids.length + 1; batchSize++) {
         const seen = await readEverything(read, batchSize);
-        expect(seen.map((e) => ({ eventId: e.eventId, transactionId: e.transactionId })), `batch size ${batchSize}`).toEqual(expected);
+        expect(
+          seen.map((e) => ({ eventId: e.eventId, transactionId: e.transactionId })),
+          `batch size ${batchSize}`,
+        ).toEqual(expected);
       }
     });
   }
@@ -73,12 +79,20 @@ describe("reading the log across transaction ids 9,999 / 10,000 and 99,999 / 100
     const boundaryId = fc.constantFrom(9, 10, 99, 100, 999, 1_000, 9_999, 10_000, 99_999, 100_000, 100_001);
     const anyId = fc.oneof(boundaryId, fc.integer({ min: 1, max: HIGHEST_ID }));
     await fc.assert(
-      fc.asyncProperty(fc.array(anyId, { minLength: 0, maxLength: 30 }), fc.integer({ min: 1, max: 12 }), fc.constantFrom(...readers), async (txIds, batchSize, [, read]) => {
-        await resetLog();
-        await insertEventsAt(db.pool, txIds.map((id) => ({ transactionId: BigInt(id), type: "Random", data: {} })));
-        const seen = await readEverything(read, batchSize);
-        expect(seen.map((e) => ({ eventId: e.eventId, transactionId: e.transactionId }))).toEqual(await storedInNumericOrder());
-      }),
+      fc.asyncProperty(
+        fc.array(anyId, { minLength: 0, maxLength: 30 }),
+        fc.integer({ min: 1, max: 12 }),
+        fc.constantFrom(...readers),
+        async (txIds, batchSize, [, read]) => {
+          await resetLog();
+          await insertEventsAt(
+            db.pool,
+            txIds.map((id) => ({ transactionId: BigInt(id), type: "Random", data: {} })),
+          );
+          const seen = await readEverything(read, batchSize);
+          expect(seen.map((e) => ({ eventId: e.eventId, transactionId: e.transactionId }))).toEqual(await storedInNumericOrder());
+        },
+      ),
       { numRuns: 60 },
     );
   });

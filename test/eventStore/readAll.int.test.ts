@@ -87,8 +87,7 @@ describe("readAll (gap-safe global reader)", () => {
       const a = seen[i - 1]!;
       const b = seen[i]!;
       const ordered =
-        BigInt(a.transactionId) < BigInt(b.transactionId) ||
-        (a.transactionId === b.transactionId && BigInt(a.globalPosition) < BigInt(b.globalPosition));
+        BigInt(a.transactionId) < BigInt(b.transactionId) || (a.transactionId === b.transactionId && BigInt(a.globalPosition) < BigInt(b.globalPosition));
       expect(ordered).toBe(true);
     }
     for (let w = 0; w < 20; w++) {

@@ -11,9 +11,7 @@ import { completionEvents } from "./inferenceSteps.ts";
 async function shippedModels(): Promise<ModelEntry[]> {
   const file = JSON.parse(await readFile(DEFAULT_MODELS_CONFIG, "utf8")) as RegistryFile;
   const dir = path.dirname(DEFAULT_MODELS_CONFIG);
-  return file.models.map((m) =>
-    m.engine.type === "embedded" ? { ...m, engine: { ...m.engine, path: path.resolve(dir, m.engine.path), threads: 1 } } : m,
-  );
+  return file.models.map((m) => (m.engine.type === "embedded" ? { ...m, engine: { ...m.engine, path: path.resolve(dir, m.engine.path), threads: 1 } } : m));
 }
 
 describe("the built-in austen model through the platform (openai SDK)", () => {

@@ -71,7 +71,12 @@ describe("POST /v1/chat/completions through the queue, worker and embedded engin
   });
 
   it("honours max_completion_tokens", async () => {
-    const reply = await openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], temperature: 0, max_completion_tokens: 2 });
+    const reply = await openai.chat.completions.create({
+      model: TINY_CHAT,
+      messages: [{ role: "user", content: "Hi" }],
+      temperature: 0,
+      max_completion_tokens: 2,
+    });
     expect(reply.choices[0]!.finish_reason).toBe("length");
     expect(reply.usage!.completion_tokens).toBe(2);
   });
@@ -120,11 +125,23 @@ describe("POST /v1/chat/completions through the queue, worker and embedded engin
         function: {
           name: "get_weather",
           description: "Weather of a city",
-          parameters: { type: "object", properties: { city: { type: "string", enum: ["Bern", "Zurich"] }, celsius: { type: "boolean" } }, required: ["city", "celsius"] },
+          parameters: {
+            type: "object",
+            properties: { city: { type: "string", enum: ["Bern", "Zurich"] }, celsius: { type: "boolean" } },
+            required: ["city", "celsius"],
+          },
         },
       },
     ];
-    const params = { model: TINY_CHAT, messages: [{ role: "user" as const, content: "Weather in Bern?" }], tools, tool_choice: "required" as const, parallel_tool_calls: false, seed: 7, max_tokens: 200 };
+    const params = {
+      model: TINY_CHAT,
+      messages: [{ role: "user" as const, content: "Weather in Bern?" }],
+      tools,
+      tool_choice: "required" as const,
+      parallel_tool_calls: false,
+      seed: 7,
+      max_tokens: 200,
+    };
     const reply = await openai.chat.completions.create(params);
     const choice = reply.choices[0]!;
     expect(choice.finish_reason).toBe("tool_calls");
@@ -173,7 +190,7 @@ describe("POST /v1/chat/completions through the queue, worker and embedded engin
       messages: [
         { role: "user", content: "Use b." },
         { role: "assistant", content: null, tool_calls: [call] },
-        { role: "tool", tool_call_id: call.id, content: "{\"ok\":true}" },
+        { role: "tool", tool_call_id: call.id, content: '{"ok":true}' },
       ],
       tools,
       temperature: 0,

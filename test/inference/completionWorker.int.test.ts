@@ -61,7 +61,10 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
   /** BullMQ's own view of a model's queue. */
   const bullQueue = (model = MODEL) => {
     let queue = bullQueues.get(model);
-    if (!queue) bullQueues.set(model, (queue = new Queue<CompletionJob>(keys.queueName(model), { connection: redis.redis, prefix: keys.prefix })));
+    if (!queue) {
+      queue = new Queue<CompletionJob>(keys.queueName(model), { connection: redis.redis, prefix: keys.prefix });
+      bullQueues.set(model, queue);
+    }
     return queue;
   };
   beforeAll(async () => {
@@ -186,7 +189,16 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
   it("keeps the lock of a job that runs longer than the lock duration, so the job completes", async () => {
     runner = new HeldRunner();
     // The stalled check runs every 200 ms: a lock that ran out would get the job failed within it.
-    worker = new CompletionWorker({ modelId: LOCK_MODEL, redis: workerRedis, keys, concurrency: 2, runner, logger: silentLogger, lockDurationMs: 600, stalledIntervalMs: 200 });
+    worker = new CompletionWorker({
+      modelId: LOCK_MODEL,
+      redis: workerRedis,
+      keys,
+      concurrency: 2,
+      runner,
+      logger: silentLogger,
+      lockDurationMs: 600,
+      stalledIntervalMs: 200,
+    });
     await worker.start();
     await queues.enqueue(job("long-1", keys, LOCK_MODEL));
     await eventually(async () => (runner.started.includes("long-1") ? true : undefined));
@@ -202,7 +214,12 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
   it("fails, and does not run again, a job whose worker died while running it (BullMQ's stalled check)", async () => {
     // The dead worker: it took the job (BullMQ's manual fetch, a 300 ms lock) and was gone without
     // renewing the lock or finishing the job.
-    const dead = new Worker<CompletionJob>(keys.queueName(STALLED_MODEL), null, { connection: workerRedis, prefix: keys.prefix, autorun: false, lockDuration: 300 });
+    const dead = new Worker<CompletionJob>(keys.queueName(STALLED_MODEL), null, {
+      connection: workerRedis,
+      prefix: keys.prefix,
+      autorun: false,
+      lockDuration: 300,
+    });
     dead.on("error", () => undefined);
     await queues.enqueue(job("crashed-1", keys, STALLED_MODEL));
     const taken = await dead.getNextJob("dead-worker-token");
@@ -210,7 +227,16 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     await dead.close();
     expect(await bullQueue(STALLED_MODEL).getJobState("crashed-1")).toBe("active");
     runner = new HeldRunner();
-    worker = new CompletionWorker({ modelId: STALLED_MODEL, redis: workerRedis, keys, concurrency: 2, runner, logger: silentLogger, lockDurationMs: 600, stalledIntervalMs: 200 });
+    worker = new CompletionWorker({
+      modelId: STALLED_MODEL,
+      redis: workerRedis,
+      keys,
+      concurrency: 2,
+      runner,
+      logger: silentLogger,
+      lockDurationMs: 600,
+      stalledIntervalMs: 200,
+    });
     await worker.start();
     await eventually(async () => ((await bullQueue(STALLED_MODEL).getJobState("crashed-1")) === "failed" ? true : undefined), 10_000);
     expect((await bullQueue(STALLED_MODEL).getJob("crashed-1"))?.failedReason).toMatch(/stalled/);

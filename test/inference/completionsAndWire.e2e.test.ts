@@ -66,7 +66,13 @@ describe("POST /v1/completions and the SSE wire format", () => {
     const response = await fetch(`${platform.baseUrl}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], temperature: 0, stream: true, stream_options: { include_usage: true } }),
+      body: JSON.stringify({
+        model: TINY_CHAT,
+        messages: [{ role: "user", content: "Hi" }],
+        temperature: 0,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
     });
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);

@@ -27,7 +27,13 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
   it("sends the first delta at once, merges the later ones of the window, and keeps order and replay", async () => {
     const feed = subscriber.open("c1");
     let clock = 1000;
-    const publisher = new DeltaPublisher(keys, job("c1"), { window: new CoalescingWindow(60_000), writer, replayTtlSeconds: 60, replayMaxLen: 100, now: () => clock });
+    const publisher = new DeltaPublisher(keys, job("c1"), {
+      window: new CoalescingWindow(60_000),
+      writer,
+      replayTtlSeconds: 60,
+      replayMaxLen: 100,
+      now: () => clock,
+    });
     publisher.send({ type: "started" });
     publisher.delta({ content: "Hel" });
     clock += 1;
@@ -47,7 +53,11 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
     expect(received).toEqual([
       { seq: 0, type: "started" },
       { seq: 1, type: "delta", delta: { content: "Hel" } },
-      { seq: 2, type: "delta", delta: { content: "lo world", toolCalls: [{ index: 0, id: "call_1", type: "function", function: { name: "f", arguments: "{}" } }] } },
+      {
+        seq: 2,
+        type: "delta",
+        delta: { content: "lo world", toolCalls: [{ index: 0, id: "call_1", type: "function", function: { name: "f", arguments: "{}" } }] },
+      },
       { seq: 3, type: "finish", finishReason: "stop" },
       { seq: 4, type: "usage", usage: { promptTokens: 3, completionTokens: 3, reasoningTokens: 0 } },
     ]);

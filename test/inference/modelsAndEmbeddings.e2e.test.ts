@@ -65,7 +65,10 @@ describe("models, embeddings and auth through the openai SDK", () => {
     });
     expect(many.usage.prompt_tokens).toBeGreaterThan(one.usage.prompt_tokens);
 
-    const rows = await platform.deps.pool.query<{ stream_id: string; data: { promptTokens: number; completionTokens: number; costMicroChf: number; endpoint: string } }>(
+    const rows = await platform.deps.pool.query<{
+      stream_id: string;
+      data: { promptTokens: number; completionTokens: number; costMicroChf: number; endpoint: string };
+    }>(
       "SELECT stream_id, data FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'endpoint' = 'embeddings' AND data->>'keyId' = $1 ORDER BY global_position",
       [keyId],
     );
@@ -125,9 +128,9 @@ describe("models, embeddings and auth through the openai SDK", () => {
   });
 
   it("refuses input longer than the model's context (400, param input)", async () => {
-    const error = (await openai.embeddings
-      .create({ model: TINY_EMBED, input: "word ".repeat(3000) })
-      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.BadRequestError>;
+    const error = (await openai.embeddings.create({ model: TINY_EMBED, input: "word ".repeat(3000) }).catch((e: unknown) => e)) as InstanceType<
+      typeof OpenAI.BadRequestError
+    >;
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect(error.type).toBe("invalid_request_error");
     expect(error.param).toBe("input");

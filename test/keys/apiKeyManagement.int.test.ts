@@ -208,7 +208,12 @@ describe("API key management", () => {
     expect(bList.body.data.map((k: { id: string }) => k.id)).toEqual([bKey.id]);
     const aView = await app.request("GET", `${KEYS_PATH}${aKey.id}/`, { token: a.sessionToken });
     expect(aView.body).toMatchObject({ name: "a's key", status: "active" });
-    expect((await accountStreamEvents(app, b.accountId)).map((e) => e.event_type)).toEqual(["AccountRegistered", "SubscriptionActivated", "MonthlyBudgetSet", "KeyCreated"]);
+    expect((await accountStreamEvents(app, b.accountId)).map((e) => e.event_type)).toEqual([
+      "AccountRegistered",
+      "SubscriptionActivated",
+      "MonthlyBudgetSet",
+      "KeyCreated",
+    ]);
   });
 
   it("answers 404 for a malformed key id", async () => {
@@ -216,11 +221,7 @@ describe("API key management", () => {
     await createKey(app, account.sessionToken);
     for (const id of ["not-a-uuid", "123", "3f2504e0-4f89-41d3-9a0c-0305e82c330", "%27%20OR%201%3D1"]) {
       expectError(await app.request("GET", `${KEYS_PATH}${id}/`, { token: account.sessionToken }), 404, "invalid_request_error");
-      expectError(
-        await app.request("PATCH", `${KEYS_PATH}${id}/update/`, { body: { name: "x" }, token: account.sessionToken }),
-        404,
-        "invalid_request_error",
-      );
+      expectError(await app.request("PATCH", `${KEYS_PATH}${id}/update/`, { body: { name: "x" }, token: account.sessionToken }), 404, "invalid_request_error");
       expectError(await app.request("POST", `${KEYS_PATH}${id}/revoke/`, { token: account.sessionToken }), 404, "invalid_request_error");
     }
   });

@@ -22,9 +22,8 @@ export function expectError(res: TestResponse, status: number, type: string, fie
 export type StoredEvent = { event_type: string; data: any; metadata: any };
 
 export async function accountStreamEvents(app: TestApp, accountId: string): Promise<StoredEvent[]> {
-  const rows = await app.db.pool.query<StoredEvent>(
-    "SELECT event_type, data, metadata FROM es_events WHERE stream_id = $1 ORDER BY stream_version",
-    [`account-${accountId}`],
-  );
+  const rows = await app.db.pool.query<StoredEvent>("SELECT event_type, data, metadata FROM es_events WHERE stream_id = $1 ORDER BY stream_version", [
+    `account-${accountId}`,
+  ]);
   return rows.rows;
 }

@@ -29,16 +29,17 @@ const REPLAY_CLI = new URL("../../projections/replay.ts", import.meta.url).pathn
 let db: TestDatabase;
 const accountId = randomUUID();
 const transactionIds = [100_000n, 9_999n, 5n, 10_000n, 99_999n, 10_001n, 100_000n, 9_998n, 10_000n, 99_998n, 100_001n, 9_999n, 1_000n];
-const usage: UsageRecorded["data"][] = transactionIds.map((_, i) =>
-  usageEvent({
-    accountId,
-    keyId: `key-${i % 3}`,
-    model: `m${i % 2}`,
-    promptTokens: 10 + i,
-    completionTokens: 2 * i,
-    costMicroChf: 1_000 + i,
-    finishedAt: new Date(Date.UTC(2026, 10, 1 + (i % 4), 12)).toISOString(),
-  }).data,
+const usage: UsageRecorded["data"][] = transactionIds.map(
+  (_, i) =>
+    usageEvent({
+      accountId,
+      keyId: `key-${i % 3}`,
+      model: `m${i % 2}`,
+      promptTokens: 10 + i,
+      completionTokens: 2 * i,
+      costMicroChf: 1_000 + i,
+      finishedAt: new Date(Date.UTC(2026, 10, 1 + (i % 4), 12)).toISOString(),
+    }).data,
 );
 
 beforeAll(async () => {
@@ -85,17 +86,35 @@ async function projectToEnd(batchSize: number, project: (client: PoolClient, p: 
  */
 async function projectNextBatchInTextOrder(client: PoolClient, projection: Projection, batchSize: number): Promise<number> {
   await client.query("BEGIN");
-  const cp = await client.query<{ tx: string; gp: string }>("SELECT transaction_id::text AS tx, global_position::text AS gp FROM es_checkpoints WHERE projection = $1", [projection.name]);
+  const cp = await client.query<{ tx: string; gp: string }>(
+    "SELECT transaction_id::text AS tx, global_position::text AS gp FROM es_checkpoints WHERE projection = $1",
+    [projection.name],
+  );
   const from = cp.rows[0] ?? { tx: "0", gp: "0" };
-  const rows = await client.query<{ transaction_id: string; global_position: string; event_id: string; stream_id: string; event_type: string; data: Record<string, unknown> }>(
+  const rows = await client.query<{
+    transaction_id: string;
+    global_position: string;
+    event_id: string;
+    stream_id: string;
+    event_type: string;
+    data: Record<string, unknown>;
+  }>(
     `SELECT event_id, stream_id, global_position, transaction_id::text AS transaction_id, event_type, data FROM es_events
       WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint) ORDER BY transaction_id, global_position LIMIT $3`,
     [from.tx, from.gp, batchSize],
   );
   for (const r of rows.rows) {
     await projection.apply(client, {
-      eventId: r.event_id, streamId: r.stream_id, streamVersion: 1, globalPosition: String(r.global_position), transactionId: r.transaction_id,
-      type: r.event_type, schemaVersion: 1, data: r.data, metadata: {}, recordedAt: new Date(),
+      eventId: r.event_id,
+      streamId: r.stream_id,
+      streamVersion: 1,
+      globalPosition: String(r.global_position),
+      transactionId: r.transaction_id,
+      type: r.event_type,
+      schemaVersion: 1,
+      data: r.data,
+      metadata: {},
+      recordedAt: new Date(),
     });
   }
   const last = rows.rows.at(-1);
@@ -123,7 +142,10 @@ describe("projections across transaction ids 9,999 / 10,000 and 99,999 / 100,000
     for (let batchSize = 1; batchSize <= usage.length + 1; batchSize++) {
       const report = await replayReadModels(db.pool, allProjections, { batchSize });
       expect(report.eventsRead, `batch size ${batchSize}`).toBe(usage.length);
-      expect(report.models.filter((m) => m.onlyLive.length || m.onlyRebuilt.length), `batch size ${batchSize}`).toEqual([]);
+      expect(
+        report.models.filter((m) => m.onlyLive.length || m.onlyRebuilt.length),
+        `batch size ${batchSize}`,
+      ).toEqual([]);
     }
   });
 

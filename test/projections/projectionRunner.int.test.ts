@@ -29,10 +29,48 @@ describe("projection runner", () => {
     const keyB = randomUUID();
     // Two keys, two models, two days (one event just before midnight UTC, one just after).
     const events: UsageRecorded["data"][] = [
-      usageEvent({ accountId, keyId: keyA, model: "m1", promptTokens: 12, completionTokens: 30, reasoningTokens: 5, costMicroChf: 41, finishedAt: "2025-05-01T10:00:00.000Z" }).data,
-      usageEvent({ accountId, keyId: keyA, model: "m1", promptTokens: 8, completionTokens: 2, reasoningTokens: 0, costMicroChf: 7, finishedAt: "2025-05-01T23:59:59.999Z" }).data,
-      usageEvent({ accountId, keyId: keyA, model: "m2", promptTokens: 100, completionTokens: 0, reasoningTokens: 0, costMicroChf: 10, finishedAt: "2025-05-02T00:00:00.000Z", endpoint: "embeddings" }).data,
-      usageEvent({ accountId, keyId: keyB, model: "m1", promptTokens: 3, completionTokens: 4, reasoningTokens: 1, costMicroChf: 1, finishedAt: "2025-05-01T12:00:00.000Z", outcome: "cancelled" }).data,
+      usageEvent({
+        accountId,
+        keyId: keyA,
+        model: "m1",
+        promptTokens: 12,
+        completionTokens: 30,
+        reasoningTokens: 5,
+        costMicroChf: 41,
+        finishedAt: "2025-05-01T10:00:00.000Z",
+      }).data,
+      usageEvent({
+        accountId,
+        keyId: keyA,
+        model: "m1",
+        promptTokens: 8,
+        completionTokens: 2,
+        reasoningTokens: 0,
+        costMicroChf: 7,
+        finishedAt: "2025-05-01T23:59:59.999Z",
+      }).data,
+      usageEvent({
+        accountId,
+        keyId: keyA,
+        model: "m2",
+        promptTokens: 100,
+        completionTokens: 0,
+        reasoningTokens: 0,
+        costMicroChf: 10,
+        finishedAt: "2025-05-02T00:00:00.000Z",
+        endpoint: "embeddings",
+      }).data,
+      usageEvent({
+        accountId,
+        keyId: keyB,
+        model: "m1",
+        promptTokens: 3,
+        completionTokens: 4,
+        reasoningTokens: 1,
+        costMicroChf: 1,
+        finishedAt: "2025-05-01T12:00:00.000Z",
+        outcome: "cancelled",
+      }).data,
     ];
     const r = runner();
     r.start();
@@ -41,7 +79,12 @@ describe("projection runner", () => {
       const expected = expectedUsage(events);
       // Hand computation of the key read model, written out.
       expect(expected.keyDays.find((k) => k.key_id === keyA && k.day === "2025-05-01")).toMatchObject({
-        requests: 2, prompt_tokens: 20, completion_tokens: 32, reasoning_tokens: 5, cost_micro_chf: 48, last_used_at: "2025-05-01T23:59:59.999Z",
+        requests: 2,
+        prompt_tokens: 20,
+        completion_tokens: 32,
+        reasoning_tokens: 5,
+        cost_micro_chf: 48,
+        last_used_at: "2025-05-01T23:59:59.999Z",
       });
       const appended = Date.now();
       expect(await eventuallyTrue(async () => JSON.stringify(await liveUsage(db.pool, [accountId])) === JSON.stringify(expected))).toBe(true);
@@ -65,7 +108,14 @@ describe("projection runner", () => {
     const events: UsageRecorded["data"][] = [];
     try {
       for (let i = 0; i < 40; i++) {
-        const e = usageEvent({ accountId, keyId: i % 2 ? "k-odd" : "k-even", model: `m${i % 3}`, promptTokens: i, completionTokens: 2 * i, costMicroChf: i + 1 }).data;
+        const e = usageEvent({
+          accountId,
+          keyId: i % 2 ? "k-odd" : "k-even",
+          model: `m${i % 3}`,
+          promptTokens: i,
+          completionTokens: 2 * i,
+          costMicroChf: i + 1,
+        }).data;
         events.push(e);
         await settleUsage(db.pool, { type: "UsageRecorded", data: e });
         if (i === 20) await first.stop(); // whichever was active, the other one goes on (or already was)
@@ -88,9 +138,7 @@ describe("projection runner", () => {
   it("rebuilds every read model from the log equal to the live ones, and reports a tampered row", async () => {
     const report = await replayReadModels(db.pool, allProjections);
     expect(report.eventsRead).toBeGreaterThan(40);
-    expect(report.models.map((m) => m.model)).toEqual([
-      "rm_key_usage_daily", "rm_account_usage_daily", "rm_accounts", "rm_keys", "rm_budget.spent_micro_chf",
-    ]);
+    expect(report.models.map((m) => m.model)).toEqual(["rm_key_usage_daily", "rm_account_usage_daily", "rm_accounts", "rm_keys", "rm_budget.spent_micro_chf"]);
     expect(report.models.filter((m) => m.onlyLive.length || m.onlyRebuilt.length)).toEqual([]);
     expect(report.differences).toBe(0);
     expect(report.models.find((m) => m.model === "rm_key_usage_daily")!.liveRows).toBeGreaterThan(0);

@@ -58,16 +58,18 @@ describe("projector crash safety", () => {
     let writing = true;
     const writer = (async () => {
       for (let round = 0; round < 60; round++) {
-        const batch = Array.from({ length: 5 }, () =>
-          usageEvent({
-            ...pick(keys),
-            model: pick(["m-a", "m-b", "m-c"]),
-            promptTokens: Math.floor(Math.random() * 500),
-            completionTokens: Math.floor(Math.random() * 300),
-            reasoningTokens: Math.floor(Math.random() * 20),
-            costMicroChf: Math.floor(Math.random() * 1000),
-            finishedAt: `${pick(days)}T${String(Math.floor(Math.random() * 24)).padStart(2, "0")}:${String(Math.floor(Math.random() * 60)).padStart(2, "0")}:00.000Z`,
-          }).data,
+        const batch = Array.from(
+          { length: 5 },
+          () =>
+            usageEvent({
+              ...pick(keys),
+              model: pick(["m-a", "m-b", "m-c"]),
+              promptTokens: Math.floor(Math.random() * 500),
+              completionTokens: Math.floor(Math.random() * 300),
+              reasoningTokens: Math.floor(Math.random() * 20),
+              costMicroChf: Math.floor(Math.random() * 1000),
+              finishedAt: `${pick(days)}T${String(Math.floor(Math.random() * 24)).padStart(2, "0")}:${String(Math.floor(Math.random() * 60)).padStart(2, "0")}:00.000Z`,
+            }).data,
         );
         await Promise.all(batch.map((data) => settleUsage(db.pool, { type: "UsageRecorded", data })));
         events.push(...batch);
@@ -107,7 +109,9 @@ describe("projector crash safety", () => {
         const onlyExpected = expected.keyDays.filter((e) => !live.keyDays.some((r) => JSON.stringify(e) === JSON.stringify(r)));
         const replay = await replayReadModels(db.pool, allProjections);
         const logged = await db.pool.query("SELECT count(*)::int AS n FROM es_events WHERE event_type = 'UsageRecorded'");
-        process.stdout.write(`${JSON.stringify({ exitCode: final.exitCode, checkpoints: checkpoints.rows, snapshot: snapshot.rows, onlyLive, onlyExpected, replayDiff: replay.differences, logged: logged.rows, events: events.length }, null, 1)}\n`);
+        process.stdout.write(
+          `${JSON.stringify({ exitCode: final.exitCode, checkpoints: checkpoints.rows, snapshot: snapshot.rows, onlyLive, onlyExpected, replayDiff: replay.differences, logged: logged.rows, events: events.length }, null, 1)}\n`,
+        );
       }
       expect(caughtUp).toBe(true);
       expect(await liveUsage(db.pool, accounts)).toEqual(expected);
@@ -127,7 +131,12 @@ describe("projector crash safety", () => {
       const logged = await db.pool.query("SELECT event_type, count(*)::int AS n, count(DISTINCT stream_id)::int AS streams FROM es_events GROUP BY event_type");
       const checkpoints = await db.pool.query("SELECT * FROM es_checkpoints");
       const again = await replayReadModels(db.pool, allProjections);
-      const diagnosis = { eventsRead: report.eventsRead, logged: logged.rows, checkpoints: checkpoints.rows, again: { eventsRead: again.eventsRead, differences: again.differences } };
+      const diagnosis = {
+        eventsRead: report.eventsRead,
+        logged: logged.rows,
+        checkpoints: checkpoints.rows,
+        again: { eventsRead: again.eventsRead, differences: again.differences },
+      };
       process.stdout.write(`replay differs from the live read models: ${JSON.stringify(diagnosis)}\n`);
     }
     expect(report.models.filter((m) => m.onlyLive.length || m.onlyRebuilt.length)).toEqual([]);

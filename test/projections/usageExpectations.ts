@@ -33,7 +33,14 @@ export function expectedUsage(events: UsageRecorded["data"][]): { keyDays: KeyDa
   for (const e of events) {
     const day = dayOf(e.finishedAt);
     const k = keyDays.get(`${e.keyId}|${day}`) ?? {
-      key_id: e.keyId, day, account_id: e.accountId, requests: 0, prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, cost_micro_chf: 0,
+      key_id: e.keyId,
+      day,
+      account_id: e.accountId,
+      requests: 0,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      reasoning_tokens: 0,
+      cost_micro_chf: 0,
       last_used_at: new Date(0).toISOString(),
     };
     k.requests += 1;
@@ -45,7 +52,15 @@ export function expectedUsage(events: UsageRecorded["data"][]): { keyDays: KeyDa
     keyDays.set(`${e.keyId}|${day}`, k);
     const id = `${e.accountId}|${day}|${e.model}|${e.keyId}`;
     const a = accountDays.get(id) ?? {
-      account_id: e.accountId, day, model: e.model, key_id: e.keyId, requests: 0, prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, cost_micro_chf: 0,
+      account_id: e.accountId,
+      day,
+      model: e.model,
+      key_id: e.keyId,
+      requests: 0,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      reasoning_tokens: 0,
+      cost_micro_chf: 0,
     };
     a.requests += 1;
     a.prompt_tokens += e.promptTokens;

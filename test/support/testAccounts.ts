@@ -34,5 +34,10 @@ export async function createTestAccount(
 
 /** Activates or cancels an account's subscription through the account stream. */
 export async function setTestSubscription(pool: Pool, accountId: string, status: "active" | "inactive"): Promise<void> {
-  await executeAccountCommand(accountsWithoutCache(pool), accountId, { type: "SetSubscription", status, now: new Date() }, { actor: "test", correlationId: randomUUID() });
+  await executeAccountCommand(
+    accountsWithoutCache(pool),
+    accountId,
+    { type: "SetSubscription", status, now: new Date() },
+    { actor: "test", correlationId: randomUUID() },
+  );
 }

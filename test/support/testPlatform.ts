@@ -35,7 +35,15 @@ export function tinyModelEntries(modelFile: string): ModelEntry[] {
       context_length: 1024,
       pricing,
     },
-    { id: TINY_EMBED, owned_by: "inference-platform", created: 1735689600, engine, capabilities: { ...none, embeddings: true }, context_length: 1024, pricing: { input_per_million_chf: 0.25, output_per_million_chf: 0 } },
+    {
+      id: TINY_EMBED,
+      owned_by: "inference-platform",
+      created: 1735689600,
+      engine,
+      capabilities: { ...none, embeddings: true },
+      context_length: 1024,
+      pricing: { input_per_million_chf: 0.25, output_per_million_chf: 0 },
+    },
     /** Chat only: no tools, json_schema, logprobs or completions (for the capability errors). */
     { id: TINY_PLAIN, owned_by: "test-lab", created: 1735689600, engine, capabilities: { ...none, chat: true }, context_length: 1024, pricing },
   ];

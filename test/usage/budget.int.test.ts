@@ -63,9 +63,7 @@ describe("monthly budget holds", () => {
   it("with actual costs below the holds, spend still never passes the budget", async () => {
     const now = new Date();
     const accountId = await createBudgetedAccount(db.pool, CHF_0_01);
-    const results = await Promise.all(
-      Array.from({ length: 200 }, () => flow(accountId, now, Math.floor(Math.random() * (CHF_0_0001 + 1)))),
-    );
+    const results = await Promise.all(Array.from({ length: 200 }, () => flow(accountId, now, Math.floor(Math.random() * (CHF_0_0001 + 1)))));
     const admitted = results.filter((r) => r.admitted);
     const row = await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`);
     const recorded = await recordedCosts(admitted.map((r) => r.completionId!));
@@ -235,7 +233,10 @@ describe("speculative admission (hold placed while the job is already queued)", 
     const accountId = await createBudgetedAccount(db.pool, 1000);
     const now = new Date();
     expect(await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 300, now })).toMatchObject({ ok: true, remainingMicroChf: 700 });
-    expect(await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 200, now, speculative: true })).toMatchObject({ ok: true, remainingMicroChf: 500 });
+    expect(await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 200, now, speculative: true })).toMatchObject({
+      ok: true,
+      remainingMicroChf: 500,
+    });
   });
 
   it("records nothing while the admission is undecided, and charges once the hold is there", async () => {
@@ -243,15 +244,27 @@ describe("speculative admission (hold placed while the job is already queued)", 
     const accountId = await createBudgetedAccount(db.pool, 1000);
     const completionId = randomUUID();
     const event = usageEvent({ accountId, completionId, costMicroChf: 120, finishedAt: now.toISOString() });
-    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({ recorded: false, releasedMicroChf: null, admission: "pending" });
+    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({
+      recorded: false,
+      releasedMicroChf: null,
+      admission: "pending",
+    });
     expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(0);
     expect(await openHolds(db.pool, accountId)).toBe(0);
 
     expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 400, now, speculative: true })).ok).toBe(true);
-    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({ recorded: true, releasedMicroChf: 400, admission: "admitted" });
+    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({
+      recorded: true,
+      releasedMicroChf: 400,
+      admission: "admitted",
+    });
     expect(await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`)).toEqual({ budget: 1000, spent: 120, held: 0 });
     // Settled twice (the hold is folded and gone by now): found recorded, not pending, not charged again.
-    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({ recorded: false, releasedMicroChf: null, admission: "admitted" });
+    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({
+      recorded: false,
+      releasedMicroChf: null,
+      admission: "admitted",
+    });
     expect(await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`)).toEqual({ budget: 1000, spent: 120, held: 0 });
   });
 
@@ -281,7 +294,13 @@ describe("speculative admission (hold placed while the job is already queued)", 
     const accountId = await createBudgetedAccount(db.pool, 1);
     const holdId = randomUUID();
     await placeHold(db.pool, { holdId, accountId, amountMicroChf: 5, now: new Date("2025-06-01T00:00:00.000Z"), speculative: true });
-    const sweeper = new HoldSweeper({ pool: db.pool, clock: { now: () => new Date("2025-06-02T00:00:01.000Z") }, logger: silentLogger, maxHoldAgeMs: 3600_000, intervalMs: 0 });
+    const sweeper = new HoldSweeper({
+      pool: db.pool,
+      clock: { now: () => new Date("2025-06-02T00:00:01.000Z") },
+      logger: silentLogger,
+      maxHoldAgeMs: 3600_000,
+      intervalMs: 0,
+    });
     await sweeper.sweepOnce();
     const left = await db.pool.query("SELECT count(*)::int AS n FROM refused_holds WHERE hold_id = $1", [holdId]);
     expect(left.rows[0].n).toBe(0);

@@ -49,9 +49,16 @@ describe("budgets and usage end to end (openai SDK, queue, worker, projector)", 
 
   it("answers 429 monthly_budget_exceeded once the budget cannot hold the request; the SDK, even with its default retries, stops at once", async () => {
     const { key, account } = await platform.createKey();
-    await executeAccountCommand(platform.deps.accounts, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 1, now: new Date() });
+    await executeAccountCommand(platform.deps.accounts, account.accountId, {
+      type: "SetSubscription",
+      status: "active",
+      monthlyBudgetMicroChf: 1,
+      now: new Date(),
+    });
     const { client, calls } = countingClient(platform, key); // default maxRetries (2)
-    const error = await client.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], max_tokens: 50 }).catch((e: unknown) => e);
+    const error = await client.chat.completions
+      .create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], max_tokens: 50 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
     const apiError = error as InstanceType<typeof OpenAI.RateLimitError>;
     expect(apiError.status).toBe(429);
@@ -66,7 +73,12 @@ describe("budgets and usage end to end (openai SDK, queue, worker, projector)", 
     expect((embedError as InstanceType<typeof OpenAI.APIError>).status).toBe(429);
 
     // Raising the budget takes effect on the next request; nothing stays held.
-    await executeAccountCommand(platform.deps.accounts, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 1_000_000, now: new Date() });
+    await executeAccountCommand(platform.deps.accounts, account.accountId, {
+      type: "SetSubscription",
+      status: "active",
+      monthlyBudgetMicroChf: 1_000_000,
+      now: new Date(),
+    });
     const reply = await client.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], max_tokens: 2 });
     expect(reply.choices[0]!.finish_reason).toBe("length");
     const holds = await eventuallyTrue(async () => {
@@ -82,7 +94,10 @@ describe("budgets and usage end to end (openai SDK, queue, worker, projector)", 
     const reply = await openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], temperature: 0, max_tokens: 5 });
     const usage = reply.usage!;
     // tiny-chat: CHF 0.5 / M input, CHF 1.5 / M output
-    const cost = costMicroChf({ promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens }, { inputMicroChfPerMillion: 500_000, outputMicroChfPerMillion: 1_500_000 });
+    const cost = costMicroChf(
+      { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens },
+      { inputMicroChfPerMillion: 500_000, outputMicroChfPerMillion: 1_500_000 },
+    );
     const costChf = cost / 1_000_000;
 
     // Two projections (per key, per account) with their own checkpoints: wait for both.
@@ -100,7 +115,13 @@ describe("budgets and usage end to end (openai SDK, queue, worker, projector)", 
     const byKey = await platform.request("GET", "/api/v1/accounts/user/usage?group_by=key", { token: account.sessionToken });
     expect(byKey.status, byKey.text).toBe(200);
     expect(byKey.body.data).toEqual([
-      expect.objectContaining({ key_id: keyId, requests: 1, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, cost_chf: costChf }),
+      expect.objectContaining({
+        key_id: keyId,
+        requests: 1,
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        cost_chf: costChf,
+      }),
     ]);
     expect(byKey.body.period).toMatchObject({ budget_chf: 100, spent_chf: costChf, held_chf: 0 });
 

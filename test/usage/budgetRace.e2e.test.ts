@@ -36,7 +36,12 @@ describe("budget race over HTTP", () => {
 
   it("admits at most CHF 0.01 / CHF 0.0001 = 100 of 200 concurrent requests; the rest get 429 monthly_budget_exceeded; spend stays within the budget", async () => {
     const { key, account } = await platform.createKey();
-    await executeAccountCommand(platform.deps.accounts, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 10_000, now: new Date() });
+    await executeAccountCommand(platform.deps.accounts, account.accountId, {
+      type: "SetSubscription",
+      status: "active",
+      monthlyBudgetMicroChf: 10_000,
+      now: new Date(),
+    });
     // tiny-embed costs CHF 0.25 / M input tokens; the hold bounds an input by its UTF-8 bytes + 40 template
     // tokens: 360 bytes -> 400 tokens -> 100 micro-CHF = CHF 0.0001, the most such a request can cost.
     const input = "x".repeat(360);
@@ -72,7 +77,9 @@ describe("budget race over HTTP", () => {
       [account.accountId],
     );
     expect(recorded.rows[0]!.n).toBe(100);
-    const budget = await platform.deps.pool.query("SELECT spent_micro_chf::int AS spent, held_micro_chf::int AS held FROM rm_budget WHERE account_id = $1", [account.accountId]);
+    const budget = await platform.deps.pool.query("SELECT spent_micro_chf::int AS spent, held_micro_chf::int AS held FROM rm_budget WHERE account_id = $1", [
+      account.accountId,
+    ]);
     expect(budget.rows[0]).toEqual({ spent: Number(recorded.rows[0]!.cost), held: 0 });
     expect(budget.rows[0].spent).toBeLessThanOrEqual(10_000);
   });

@@ -71,14 +71,22 @@ describe("speculative admission through the HTTP API (real queue, worker and eng
     });
     expect(settled).toBe(true);
     const usage = await usageEventsOf(platform, account.accountId);
-    const budget = await platform.deps.pool.query("SELECT spent_micro_chf::bigint AS spent, held_micro_chf::bigint AS held FROM rm_budget WHERE account_id = $1", [account.accountId]);
+    const budget = await platform.deps.pool.query(
+      "SELECT spent_micro_chf::bigint AS spent, held_micro_chf::bigint AS held FROM rm_budget WHERE account_id = $1",
+      [account.accountId],
+    );
     expect(Number(budget.rows[0].spent)).toBe(usage.reduce((sum, e) => sum + e.cost, 0));
     expect(Number(budget.rows[0].held)).toBe(0);
   });
 
   it("answers 429 when the speculative hold is refused, stops the job and charges nothing", async () => {
     const { key, account } = await platform.createKey();
-    await executeAccountCommand(platform.deps.accounts, account.accountId, { type: "SetSubscription", status: "active", monthlyBudgetMicroChf: 1, now: new Date() });
+    await executeAccountCommand(platform.deps.accounts, account.accountId, {
+      type: "SetSubscription",
+      status: "active",
+      monthlyBudgetMicroChf: 1,
+      now: new Date(),
+    });
     // What this API process last saw of the account says its budget is ample (another process spent it since).
     const now = new Date();
     platform.inference.speculation.observe(account.accountId, { ok: true, holdId: "seen-before", period: billingPeriod(now), remainingMicroChf: 1e12 }, now);

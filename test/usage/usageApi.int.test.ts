@@ -61,8 +61,13 @@ describe("GET /api/v1/accounts/user/usage", () => {
     expect(res.body).toMatchObject({ object: "list", start_date: "2025-04-01", end_date: "2025-04-30", group_by: "day" });
     // spent = 1500 + 250 + 125000 micro-CHF (April only); held = 200000; budget 1 CHF.
     expect(res.body.period).toEqual({
-      start: "2025-04-01", end: "2025-04-30", resets_at: "2025-05-01T00:00:00.000Z",
-      budget_chf: 1, spent_chf: 0.12675, held_chf: 0.2, remaining_chf: 0.67325,
+      start: "2025-04-01",
+      end: "2025-04-30",
+      resets_at: "2025-05-01T00:00:00.000Z",
+      budget_chf: 1,
+      spent_chf: 0.12675,
+      held_chf: 0.2,
+      remaining_chf: 0.67325,
     });
     expect(res.body.data).toEqual([
       { date: "2025-04-01", requests: 1, prompt_tokens: 100, completion_tokens: 50, reasoning_tokens: 10, total_tokens: 150, cost_chf: 0.0015 },
@@ -82,7 +87,9 @@ describe("GET /api/v1/accounts/user/usage", () => {
 
     const byModel = await app.request("GET", `${USAGE}/?start_date=2025-03-31&end_date=2025-03-31&group_by=model`, { token: account.sessionToken });
     expect(byModel.status, byModel.text).toBe(200);
-    expect(byModel.body.data).toEqual([{ model: "m1", requests: 1, prompt_tokens: 1, completion_tokens: 1, reasoning_tokens: 0, total_tokens: 2, cost_chf: 0.000003 }]);
+    expect(byModel.body.data).toEqual([
+      { model: "m1", requests: 1, prompt_tokens: 1, completion_tokens: 1, reasoning_tokens: 0, total_tokens: 2, cost_chf: 0.000003 },
+    ]);
 
     const leapYear = await app.request("GET", `${USAGE}?start_date=2024-01-01&end_date=2024-12-31`, { token: account.sessionToken });
     expect(leapYear.status, leapYear.text).toBe(200);
@@ -141,8 +148,13 @@ describe("usage in the key and account views", () => {
     const res = await app.request("GET", "/api/v1/accounts/user", { token: account.sessionToken });
     expect(res.status, res.text).toBe(200);
     expect(res.body.current_period).toEqual({
-      start: "2025-04-01", end: "2025-04-30", resets_at: "2025-05-01T00:00:00.000Z",
-      budget_chf: 1, spent_chf: 0.12675, held_chf: 0.2, remaining_chf: 0.67325,
+      start: "2025-04-01",
+      end: "2025-04-30",
+      resets_at: "2025-05-01T00:00:00.000Z",
+      budget_chf: 1,
+      spent_chf: 0.12675,
+      held_chf: 0.2,
+      remaining_chf: 0.67325,
     });
   });
 });

@@ -146,9 +146,6 @@ export function trainBpe(texts: Iterable<string>, options: TrainBpeOptions): Bpe
   }
 
   const allTokens = [...tokens, ...options.specialTokens];
-  const tokenTypes = [
-    ...tokens.map(() => TokenType.normal as number),
-    ...options.specialTokens.map(() => TokenType.control as number),
-  ];
+  const tokenTypes = [...tokens.map(() => TokenType.normal as number), ...options.specialTokens.map(() => TokenType.control as number)];
   return { tokens: allTokens, tokenTypes, merges };
 }

@@ -15,9 +15,7 @@ export type GgufFile = {
 };
 
 const typeNames = new Map<number, string>(Object.entries(GgufValueType).map(([name, id]) => [id, name]));
-const ggmlNames = new Map<number, GgmlTypeName>(
-  (Object.entries(GgmlType) as [GgmlTypeName, number][]).map(([name, id]) => [id, name]),
-);
+const ggmlNames = new Map<number, GgmlTypeName>((Object.entries(GgmlType) as [GgmlTypeName, number][]).map(([name, id]) => [id, name]));
 
 /** Parses a GGUF file written by this project (F32/F16 tensors only). */
 export function parseGguf(bytes: Uint8Array): GgufFile {
@@ -39,19 +37,32 @@ export function parseGguf(bytes: Uint8Array): GgufFile {
   };
   const scalar = (type: number): GgufScalar => {
     switch (typeNames.get(type)) {
-      case "u8": return view.getUint8(need(1));
-      case "i8": return view.getInt8(need(1));
-      case "u16": return view.getUint16(need(2), true);
-      case "i16": return view.getInt16(need(2), true);
-      case "u32": return view.getUint32(need(4), true);
-      case "i32": return view.getInt32(need(4), true);
-      case "f32": return view.getFloat32(need(4), true);
-      case "f64": return view.getFloat64(need(8), true);
-      case "bool": return view.getUint8(need(1)) !== 0;
-      case "u64": return view.getBigUint64(need(8), true);
-      case "i64": return view.getBigInt64(need(8), true);
-      case "string": return str();
-      default: throw new GgufFormatError(`unknown value type ${type}`);
+      case "u8":
+        return view.getUint8(need(1));
+      case "i8":
+        return view.getInt8(need(1));
+      case "u16":
+        return view.getUint16(need(2), true);
+      case "i16":
+        return view.getInt16(need(2), true);
+      case "u32":
+        return view.getUint32(need(4), true);
+      case "i32":
+        return view.getInt32(need(4), true);
+      case "f32":
+        return view.getFloat32(need(4), true);
+      case "f64":
+        return view.getFloat64(need(8), true);
+      case "bool":
+        return view.getUint8(need(1)) !== 0;
+      case "u64":
+        return view.getBigUint64(need(8), true);
+      case "i64":
+        return view.getBigInt64(need(8), true);
+      case "string":
+        return str();
+      default:
+        throw new GgufFormatError(`unknown value type ${type}`);
     }
   };
 

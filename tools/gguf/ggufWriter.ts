@@ -1,13 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { float32ToFloat16Bits } from "./float16.ts";
-import {
-  GGUF_DEFAULT_ALIGNMENT,
-  GGUF_MAGIC,
-  GGUF_VERSION,
-  GgmlType,
-  GgufFormatError,
-  GgufValueType,
-} from "./ggufTypes.ts";
+import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_VERSION, GgmlType, GgufFormatError, GgufValueType } from "./ggufTypes.ts";
 import type { GgufMetadata, GgufScalar, GgufScalarType, GgufTensor, GgufValue } from "./ggufTypes.ts";
 
 /** Little-endian growable byte buffer. */
@@ -31,16 +24,36 @@ class ByteSink {
     return at;
   }
 
-  u8(v: number): void { this.#view.setUint8(this.#reserve(1), v); }
-  i8(v: number): void { this.#view.setInt8(this.#reserve(1), v); }
-  u16(v: number): void { this.#view.setUint16(this.#reserve(2), v, true); }
-  i16(v: number): void { this.#view.setInt16(this.#reserve(2), v, true); }
-  u32(v: number): void { this.#view.setUint32(this.#reserve(4), v, true); }
-  i32(v: number): void { this.#view.setInt32(this.#reserve(4), v, true); }
-  f32(v: number): void { this.#view.setFloat32(this.#reserve(4), v, true); }
-  f64(v: number): void { this.#view.setFloat64(this.#reserve(8), v, true); }
-  u64(v: bigint): void { this.#view.setBigUint64(this.#reserve(8), v, true); }
-  i64(v: bigint): void { this.#view.setBigInt64(this.#reserve(8), v, true); }
+  u8(v: number): void {
+    this.#view.setUint8(this.#reserve(1), v);
+  }
+  i8(v: number): void {
+    this.#view.setInt8(this.#reserve(1), v);
+  }
+  u16(v: number): void {
+    this.#view.setUint16(this.#reserve(2), v, true);
+  }
+  i16(v: number): void {
+    this.#view.setInt16(this.#reserve(2), v, true);
+  }
+  u32(v: number): void {
+    this.#view.setUint32(this.#reserve(4), v, true);
+  }
+  i32(v: number): void {
+    this.#view.setInt32(this.#reserve(4), v, true);
+  }
+  f32(v: number): void {
+    this.#view.setFloat32(this.#reserve(4), v, true);
+  }
+  f64(v: number): void {
+    this.#view.setFloat64(this.#reserve(8), v, true);
+  }
+  u64(v: bigint): void {
+    this.#view.setBigUint64(this.#reserve(8), v, true);
+  }
+  i64(v: bigint): void {
+    this.#view.setBigInt64(this.#reserve(8), v, true);
+  }
 
   string(v: string): void {
     const bytes = this.#encoder.encode(v);
@@ -98,8 +111,12 @@ function writeScalar(sink: ByteSink, type: GgufScalarType, value: GgufScalar, ke
     default: {
       if (typeof value !== "number" || !Number.isInteger(value)) fail();
       const limits: Record<string, [number, number]> = {
-        u8: [0, 0xff], i8: [-0x80, 0x7f], u16: [0, 0xffff], i16: [-0x8000, 0x7fff],
-        u32: [0, 0xffffffff], i32: [-0x80000000, 0x7fffffff],
+        u8: [0, 0xff],
+        i8: [-0x80, 0x7f],
+        u16: [0, 0xffff],
+        i16: [-0x8000, 0x7fff],
+        u32: [0, 0xffffffff],
+        i32: [-0x80000000, 0x7fffffff],
       };
       const [min, max] = limits[type]!;
       if ((value as number) < min || (value as number) > max) fail();

@@ -46,7 +46,15 @@ describe("buildGguf", () => {
   });
 
   it("rejects duplicate keys, out-of-range integers and shape mismatches", () => {
-    expect(() => buildGguf([["k", { type: "u32", value: 1 }], ["k", { type: "u32", value: 2 }]], [])).toThrow(GgufFormatError);
+    expect(() =>
+      buildGguf(
+        [
+          ["k", { type: "u32", value: 1 }],
+          ["k", { type: "u32", value: 2 }],
+        ],
+        [],
+      ),
+    ).toThrow(GgufFormatError);
     expect(() => buildGguf([["k", { type: "u8", value: 256 }]], [])).toThrow(GgufFormatError);
     expect(() => buildGguf([], [{ name: "t", dims: [2, 2], type: "f32", data: new Float32Array(3) }])).toThrow(GgufFormatError);
   });

@@ -62,12 +62,7 @@ export type BuildLlamaOptions = {
  * (normal) type, which rotates adjacent pairs (x[2i], x[2i+1]); q/k weights are written as given,
  * so a trainer must use that same convention (no rotate-half permutation).
  */
-export function buildLlamaGguf(
-  hp: LlamaHyperparameters,
-  tokenizer: LlamaTokenizerSpec,
-  weights: LlamaWeights,
-  options: BuildLlamaOptions,
-): Uint8Array {
+export function buildLlamaGguf(hp: LlamaHyperparameters, tokenizer: LlamaTokenizerSpec, weights: LlamaWeights, options: BuildLlamaOptions): Uint8Array {
   const headDim = hp.embeddingLength / hp.headCount;
   const kvDim = headDim * hp.headCountKv;
   const vocabSize = tokenizer.vocab.tokens.length;

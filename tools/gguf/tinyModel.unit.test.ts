@@ -59,9 +59,7 @@ describe("tiny model", () => {
     const tokenizer = new BpeTokenizer(info.vocab);
     for (const text of TOKENIZER_SAMPLES) {
       for (const special of [true, false]) {
-        expect(tokenizer.encode(text, { special }), `${JSON.stringify(text)} special=${special}`).toEqual(
-          Array.from(model.tokenize(text, special)),
-        );
+        expect(tokenizer.encode(text, { special }), `${JSON.stringify(text)} special=${special}`).toEqual(Array.from(model.tokenize(text, special)));
       }
       expect(model.detokenize(tokenizer.encode(text) as Token[])).toBe(text);
     }

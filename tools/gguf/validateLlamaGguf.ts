@@ -56,7 +56,10 @@ export function validateLlamaGguf(file: GgufFile): void {
   if (e % heads !== 0 || heads % kvHeads !== 0) fail("head counts do not divide the embedding length");
   const kvDim = (e / heads) * kvHeads;
   const v = tokens.length;
-  const expected = new Map<string, number[]>([["token_embd.weight", [e, v]], ["output_norm.weight", [e]]]);
+  const expected = new Map<string, number[]>([
+    ["token_embd.weight", [e, v]],
+    ["output_norm.weight", [e]],
+  ]);
   for (let i = 0; i < blocks; i += 1) {
     const p = `blk.${i}.`;
     expected.set(`${p}attn_norm.weight`, [e]);

@@ -12,12 +12,34 @@ function build(vocab: BpeVocab, ids = { bosId: 0, eosId: 1, padId: 2 }): Uint8Ar
   const v = vocab.tokens.length;
   const m = (n: number): Float32Array => new Float32Array(n).fill(0.01);
   return buildLlamaGguf(
-    { name: "micro", contextLength: 64, embeddingLength: E, blockCount: 1, feedForwardLength: FF, headCount: 2, headCountKv: 1, rmsEpsilon: 1e-5, ropeFreqBase: 10000 },
+    {
+      name: "micro",
+      contextLength: 64,
+      embeddingLength: E,
+      blockCount: 1,
+      feedForwardLength: FF,
+      headCount: 2,
+      headCountKv: 1,
+      rmsEpsilon: 1e-5,
+      ropeFreqBase: 10000,
+    },
     { vocab, ...ids, addBos: true, chatTemplate: CHATML_TEMPLATE },
     {
       tokenEmbedding: m(v * E),
       outputNorm: m(E),
-      layers: [{ attnNorm: m(E), wq: m(E * E), wk: m(E * E / 2), wv: m(E * E / 2), wo: m(E * E), ffnNorm: m(E), wGate: m(FF * E), wUp: m(FF * E), wDown: m(E * FF) }],
+      layers: [
+        {
+          attnNorm: m(E),
+          wq: m(E * E),
+          wk: m((E * E) / 2),
+          wv: m((E * E) / 2),
+          wo: m(E * E),
+          ffnNorm: m(E),
+          wGate: m(FF * E),
+          wUp: m(FF * E),
+          wDown: m(E * FF),
+        },
+      ],
     },
     { matrixType: "f32" },
   );

@@ -57,7 +57,7 @@ describe("shipped model austen-1m", () => {
     });
     for (const text of [
       "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.",
-      "\"My dear Mr. Bennet,\" said his lady to him one day, \"have you heard that Netherfield Park is let at last?\"",
+      '"My dear Mr. Bennet," said his lady to him one day, "have you heard that Netherfield Park is let at last?"',
       "<|im_start|>user\nWho wrote Emma?<|im_end|>\n<|im_start|>assistant\n",
       "Numbers 1811, £5,000 a year -- naïve?  Yes!\n\n",
     ]) {

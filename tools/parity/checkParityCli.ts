@@ -14,7 +14,12 @@ const model = await llama.loadModel({ modelPath });
 const reference = await readParityReference(referencePath);
 const result = await checkParity(model, reference, { kvCache: "f32" });
 const withF16Cache = await checkParity(model, reference, { kvCache: "f16" });
-console.log(JSON.stringify({ kvCacheF32: { ...result, tolerance: PARITY_TOLERANCE, pass: result.maxAbsDiff <= PARITY_TOLERANCE && result.topSetMismatches === 0 }, kvCacheF16Informational: withF16Cache }));
+console.log(
+  JSON.stringify({
+    kvCacheF32: { ...result, tolerance: PARITY_TOLERANCE, pass: result.maxAbsDiff <= PARITY_TOLERANCE && result.topSetMismatches === 0 },
+    kvCacheF16Informational: withF16Cache,
+  }),
+);
 await model.dispose();
 await llama.dispose();
 if (result.maxAbsDiff > PARITY_TOLERANCE || result.topSetMismatches > 0) process.exitCode = 1;

@@ -14,12 +14,40 @@ const SYSTEM_PROMPTS = [
 ];
 
 const CHARACTERS = [
-  "Elizabeth", "Darcy", "Jane", "Bingley", "Wickham", "Lydia", "Mr. Collins", "Mrs. Bennet",
-  "Emma", "Mr. Knightley", "Harriet", "Mr. Elton", "Frank Churchill", "Miss Bates",
-  "Elinor", "Marianne", "Willoughby", "Colonel Brandon", "Edward",
-  "Fanny", "Edmund", "Sir Thomas", "Mrs. Norris", "Henry Crawford", "Mary Crawford",
-  "Catherine", "Mr. Tilney", "Isabella", "General Tilney",
-  "Anne", "Captain Wentworth", "Sir Walter", "Lady Russell", "Louisa",
+  "Elizabeth",
+  "Darcy",
+  "Jane",
+  "Bingley",
+  "Wickham",
+  "Lydia",
+  "Mr. Collins",
+  "Mrs. Bennet",
+  "Emma",
+  "Mr. Knightley",
+  "Harriet",
+  "Mr. Elton",
+  "Frank Churchill",
+  "Miss Bates",
+  "Elinor",
+  "Marianne",
+  "Willoughby",
+  "Colonel Brandon",
+  "Edward",
+  "Fanny",
+  "Edmund",
+  "Sir Thomas",
+  "Mrs. Norris",
+  "Henry Crawford",
+  "Mary Crawford",
+  "Catherine",
+  "Mr. Tilney",
+  "Isabella",
+  "General Tilney",
+  "Anne",
+  "Captain Wentworth",
+  "Sir Walter",
+  "Lady Russell",
+  "Louisa",
 ];
 
 const OPEN_REQUESTS = [
@@ -35,7 +63,10 @@ const OPEN_REQUESTS = [
 const SENTENCE_END = /(?<=[.!?]["']?)\s+(?=["']?[A-Z])(?<!\b(?:Mr|Mrs|Dr|St|Messrs|Col)\.\s+)/;
 
 export function splitSentences(paragraph: string): string[] {
-  return paragraph.split(SENTENCE_END).map((s) => s.trim()).filter((s) => s.length > 0);
+  return paragraph
+    .split(SENTENCE_END)
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 }
 
 function pick<T>(rng: SeededRandom, items: readonly T[]): T {
@@ -82,11 +113,7 @@ export function austenChat(books: AustenBook[], count: number, seed: number): Ch
       const cut = 1 + Math.floor(rng.next() * Math.min(2, p.sentences.length - 1));
       const prompt = takeSentences(p.sentences, 0, cut, 300);
       const answer = takeSentences(p.sentences, cut, 1 + Math.floor(rng.next() * 2), 350);
-      const wording = pick(rng, [
-        `Continue this passage from ${p.title}: "${prompt}"`,
-        `Continue: ${prompt}`,
-        `What comes next? ${prompt}`,
-      ]);
+      const wording = pick(rng, [`Continue this passage from ${p.title}: "${prompt}"`, `Continue: ${prompt}`, `What comes next? ${prompt}`]);
       return { user: wording, assistant: answer };
     }
     if (kind < 0.55) {
@@ -109,11 +136,7 @@ export function austenChat(books: AustenBook[], count: number, seed: number): Ch
     }
     if (kind < 0.8) {
       const book = pick(rng, books);
-      const answer = pick(rng, [
-        `${book.title} was written by Jane Austen.`,
-        `Jane Austen wrote ${book.title}.`,
-        `It was written by Jane Austen.`,
-      ]);
+      const answer = pick(rng, [`${book.title} was written by Jane Austen.`, `Jane Austen wrote ${book.title}.`, `It was written by Jane Austen.`]);
       return { user: pick(rng, [`Who wrote ${book.title}?`, `Who is the author of ${book.title}?`]), assistant: answer };
     }
     const sentence = pick(rng, shortSentences);

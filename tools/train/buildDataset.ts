@@ -25,10 +25,11 @@ const exchanges = austenChat(books, CHAT_EXCHANGES, 2024);
 const chatTexts = exchanges.map(renderChatML);
 
 const t0 = performance.now();
-const vocab = trainBpe(
-  [...paragraphs, ...chatTexts.map((t) => t.replaceAll(/<\|im_(start|end)\|>/g, "\n"))],
-  { merges: VOCAB_SIZE - 256 - SPECIALS.length, specialTokens: SPECIALS, minFrequency: 2 },
-);
+const vocab = trainBpe([...paragraphs, ...chatTexts.map((t) => t.replaceAll(/<\|im_(start|end)\|>/g, "\n"))], {
+  merges: VOCAB_SIZE - 256 - SPECIALS.length,
+  specialTokens: SPECIALS,
+  minFrequency: 2,
+});
 const tokenizer = new BpeTokenizer(vocab);
 console.log(`vocab ${vocab.tokens.length} tokens, ${vocab.merges.length} merges in ${(performance.now() - t0).toFixed(0)} ms`);
 const bos = tokenizer.tokenId("<|endoftext|>");

@@ -51,7 +51,10 @@ export class CompletionJobRunner {
     return context.with(parent, () =>
       platformTracer().startActiveSpan(
         "RunCompletion",
-        { kind: SpanKind.CONSUMER, attributes: { "inference.model": job.model, "inference.endpoint": job.endpoint, "inference.completion_id": job.completionId } },
+        {
+          kind: SpanKind.CONSUMER,
+          attributes: { "inference.model": job.model, "inference.endpoint": job.endpoint, "inference.completion_id": job.completionId },
+        },
         async (span) => {
           const tracked = this.#deps.cancellations?.track(job.completionId);
           try {
@@ -112,7 +115,8 @@ export class CompletionJobRunner {
       }
     } catch (error) {
       failure = toJobError(error);
-      if (failure.kind === "internal" && !tracked?.cancelled) logger.error("engine failed", { completionId: job.completionId, model: job.model, error: error as Error });
+      if (failure.kind === "internal" && !tracked?.cancelled)
+        logger.error("engine failed", { completionId: job.completionId, model: job.model, error: error as Error });
     }
     if (tracked?.cancelled) {
       // Its admission was refused: the API answered 429 / 402 and listens no more; nothing is charged.

@@ -56,9 +56,7 @@ export class CompletionWorker {
       removeOnFail: { age: 3600, count: 1000 },
     });
     this.#worker.on("error", (error) => this.#logger.warn("queue worker error", { model: this.modelId, error }));
-    this.#worker.on("lockRenewalFailed", (jobIds) =>
-      this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }),
-    );
+    this.#worker.on("lockRenewalFailed", (jobIds) => this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }));
     this.#worker.on("stalled", (jobId) =>
       this.#logger.warn("a job's worker stopped renewing its lock: the job is failed, not re-run", { model: this.modelId, jobId }),
     );

@@ -20,7 +20,8 @@ export function mergeDeltas(into: EngineDelta, next: EngineDelta): EngineDelta {
       if (piece.id !== undefined && same.id === undefined) same.id = piece.id;
       if (piece.type !== undefined && same.type === undefined) same.type = piece.type;
       if (piece.function) {
-        const fn = (same.function ??= {});
+        same.function ??= {};
+        const fn = same.function;
         if (piece.function.name !== undefined) fn.name = (fn.name ?? "") + piece.function.name;
         if (piece.function.arguments !== undefined) fn.arguments = (fn.arguments ?? "") + piece.function.arguments;
       }

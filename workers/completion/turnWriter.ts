@@ -62,7 +62,8 @@ export class TurnWriter {
     messageJson: string,
     onFailure: WriteFailureListener,
   ): Promise<void> {
-    const turn = (this.#turn ??= this.#begin());
+    this.#turn ??= this.#begin();
+    const turn = this.#turn;
     turn.commands.push(this.#redis.xadd(stream, "MAXLEN", "~", String(maxLen), "*", "m", messageJson));
     turn.owners.push(onFailure);
     if (expireSeconds !== null) {

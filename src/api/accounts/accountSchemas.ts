@@ -1,12 +1,7 @@
 import { z } from "zod";
 
 /** An email address, trimmed and lower-cased (rm_accounts.email is unique on that form). */
-export const EmailSchema = z
-  .string()
-  .trim()
-  .max(254, "must be at most 254 characters")
-  .toLowerCase()
-  .pipe(z.email("must be a valid email address"));
+export const EmailSchema = z.string().trim().max(254, "must be at most 254 characters").toLowerCase().pipe(z.email("must be a valid email address"));
 
 export const MIN_PASSWORD_LENGTH = 10;
 /** Upper bound only to cap the hashing work a request can ask for. */

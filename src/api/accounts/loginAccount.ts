@@ -14,10 +14,7 @@ export class InvalidCredentialsError extends AuthenticationError {
  * Checks the credentials and opens a session. An unknown email is verified against a dummy hash, so it
  * gets the same answer after about the same work as a wrong password.
  */
-export async function loginAccount(
-  deps: Pick<AppDeps, "pool" | "clock" | "config">,
-  body: LoginBody,
-): Promise<{ sessionToken: string; expiresAt: Date }> {
+export async function loginAccount(deps: Pick<AppDeps, "pool" | "clock" | "config">, body: LoginBody): Promise<{ sessionToken: string; expiresAt: Date }> {
   const found = await deps.pool.query<{ account_id: string; password_hash: string }>(
     `SELECT a.account_id, c.password_hash
      FROM rm_accounts a JOIN account_credentials c USING (account_id)

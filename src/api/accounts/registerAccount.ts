@@ -44,11 +44,7 @@ export async function registerAccount(
       { ...metadata, actor: `account:${accountId}` },
       {
         afterAppend: async (client) => {
-          await client.query("INSERT INTO account_credentials (account_id, password_hash, updated_at) VALUES ($1, $2, $3)", [
-            accountId,
-            passwordHash,
-            now,
-          ]);
+          await client.query("INSERT INTO account_credentials (account_id, password_hash, updated_at) VALUES ($1, $2, $3)", [accountId, passwordHash, now]);
         },
       },
     );

@@ -27,24 +27,18 @@ export function adminRoutes(deps: AppDeps): Router {
     ctx.body = await operatorActions.findAccount(deps, { email: query.email });
   });
 
-  router.put(
-    "/accounts/:account_id/subscription",
-    requireAdmin,
-    accountIdParam,
-    validate(SetSubscriptionBodySchema),
-    async (ctx) => {
-      const accountId = ctx.state.accountId as string;
-      const body = ctx.state.body as SetSubscriptionBody;
-      const result = await operatorActions.setSubscription(
-        deps,
-        { accountId },
-        { status: body.status, ...(body.monthly_budget_chf === undefined ? {} : { monthlyBudgetChf: body.monthly_budget_chf }) },
-        requestMetadata(ctx, "admin"),
-      );
-      deps.logger.info("subscription set by operator", { accountId, appendedEvents: result.appendedEvents, requestId: ctx.state.requestId });
-      ctx.body = result.account;
-    },
-  );
+  router.put("/accounts/:account_id/subscription", requireAdmin, accountIdParam, validate(SetSubscriptionBodySchema), async (ctx) => {
+    const accountId = ctx.state.accountId as string;
+    const body = ctx.state.body as SetSubscriptionBody;
+    const result = await operatorActions.setSubscription(
+      deps,
+      { accountId },
+      { status: body.status, ...(body.monthly_budget_chf === undefined ? {} : { monthlyBudgetChf: body.monthly_budget_chf }) },
+      requestMetadata(ctx, "admin"),
+    );
+    deps.logger.info("subscription set by operator", { accountId, appendedEvents: result.appendedEvents, requestId: ctx.state.requestId });
+    ctx.body = result.account;
+  });
 
   return router;
 }

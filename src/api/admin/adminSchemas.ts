@@ -4,10 +4,7 @@ import { AccountIdSchema, EmailSchema } from "../accounts/accountSchemas.ts";
 /** 1e9 CHF: far above any real budget, and its micro-CHF value stays an exact JavaScript integer. */
 export const MAX_MONTHLY_BUDGET_CHF = 1_000_000_000;
 
-export const MonthlyBudgetChfSchema = z
-  .number()
-  .min(0, "must be a number >= 0")
-  .max(MAX_MONTHLY_BUDGET_CHF, `must be at most ${MAX_MONTHLY_BUDGET_CHF}`);
+export const MonthlyBudgetChfSchema = z.number().min(0, "must be a number >= 0").max(MAX_MONTHLY_BUDGET_CHF, `must be at most ${MAX_MONTHLY_BUDGET_CHF}`);
 
 export const SubscriptionStatusSchema = z.enum(["active", "inactive"]);
 
@@ -15,9 +12,7 @@ export const SubscriptionStatusSchema = z.enum(["active", "inactive"]);
  * `PUT /api/v1/admin/accounts/{account_id}/subscription`. `status` is required; `monthly_budget_chf`
  * is optional: omitted, the budget stays what it was (so cancelling does not need to restate it).
  */
-export const SetSubscriptionBodySchema = z
-  .object({ status: SubscriptionStatusSchema, monthly_budget_chf: MonthlyBudgetChfSchema.optional() })
-  .strict();
+export const SetSubscriptionBodySchema = z.object({ status: SubscriptionStatusSchema, monthly_budget_chf: MonthlyBudgetChfSchema.optional() }).strict();
 export type SetSubscriptionBody = z.infer<typeof SetSubscriptionBodySchema>;
 
 export const AccountIdParamsSchema = z.object({ account_id: AccountIdSchema });

@@ -35,12 +35,7 @@ export const operatorActions = {
    * SubscriptionActivated / SubscriptionCancelled / MonthlyBudgetSet as needed; setting the state the
    * account already has appends nothing.
    */
-  async setSubscription(
-    deps: OperatorDeps,
-    selector: AccountSelector,
-    change: SubscriptionChange,
-    metadata: EventMetadata,
-  ): Promise<SubscriptionChangeResult> {
+  async setSubscription(deps: OperatorDeps, selector: AccountSelector, change: SubscriptionChange, metadata: EventMetadata): Promise<SubscriptionChangeResult> {
     const accountId = "accountId" in selector ? selector.accountId : (await requireAccount(deps, selector)).accountId;
     const result = await executeAccountCommand(
       deps.accounts,

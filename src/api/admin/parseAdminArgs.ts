@@ -45,12 +45,7 @@ const SelectorFlagsSchema = z
 
 const SetSubscriptionFlagsSchema = z.object({
   status: SubscriptionStatusSchema,
-  "budget-chf": z
-    .string()
-    .regex(DECIMAL, "must be a number >= 0, e.g. 50 or 12.5")
-    .transform(Number)
-    .pipe(MonthlyBudgetChfSchema)
-    .optional(),
+  "budget-chf": z.string().regex(DECIMAL, "must be a number >= 0, e.g. 50 or 12.5").transform(Number).pipe(MonthlyBudgetChfSchema).optional(),
 });
 
 function parseFlags<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
@@ -77,8 +72,7 @@ export function parseAdminArgs(argv: string[]): AdminCommand {
   if (values.help || command === undefined || command === "help") return { command: "help" };
   if (extra.length) throw new AdminUsageError(`unexpected argument: ${extra[0]}`);
   const selectorFlags = parseFlags(SelectorFlagsSchema, { email: values.email, "account-id": values["account-id"] });
-  const selector: AccountSelector =
-    selectorFlags.email !== undefined ? { email: selectorFlags.email } : { accountId: selectorFlags["account-id"]! };
+  const selector: AccountSelector = selectorFlags.email !== undefined ? { email: selectorFlags.email } : { accountId: selectorFlags["account-id"]! };
   switch (command) {
     case "find-account":
       if (values.status !== undefined || values["budget-chf"] !== undefined) {

@@ -21,10 +21,7 @@ export type ApiKeyAuthOptions = {
   lastUsedFlushIntervalMs?: number;
 };
 
-export type ApiKeyAuthResult =
-  | { outcome: "authorized"; principal: CachedPrincipal }
-  | { outcome: "forbidden" }
-  | { outcome: "subscription_required" };
+export type ApiKeyAuthResult = { outcome: "authorized"; principal: CachedPrincipal } | { outcome: "forbidden" } | { outcome: "subscription_required" };
 
 /**
  * Per-API-process key authentication: the cache, its Redis pub/sub invalidation and the last-used

@@ -18,10 +18,9 @@ export function toApiError(error: unknown): ApiError {
   const status = e.status ?? e.statusCode;
   if (status && status >= 400 && status < 500) {
     if (e.type === "entity.parse.failed" || /JSON|parse/i.test(e.message ?? "")) {
-      return new InvalidRequestError(
-        "We could not parse the JSON body of your request. The body must be valid JSON (Content-Type: application/json).",
-        { code: "invalid_json" },
-      );
+      return new InvalidRequestError("We could not parse the JSON body of your request. The body must be valid JSON (Content-Type: application/json).", {
+        code: "invalid_json",
+      });
     }
     if (status === 413) return new ApiError(413, "invalid_request_error", "The request body is too large.", { code: "request_too_large" });
     if (status === 415) {

@@ -6,9 +6,7 @@ type Source = "body" | "query" | "params";
 
 /** `messages[0].content` style path for a zod issue. */
 export function paramPath(path: readonly PropertyKey[]): string {
-  return path
-    .map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`))
-    .join("");
+  return path.map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join("");
 }
 
 /** Turns the first zod issue into a 400 invalid_request_error naming the parameter. */
@@ -23,7 +21,7 @@ export function invalidRequestFromZod(error: z.ZodError): InvalidRequestError {
     });
   }
   const param = paramPath(issue.path);
-  if (issue.code === "invalid_type" && (issue.input === undefined && /received undefined/.test(issue.message))) {
+  if (issue.code === "invalid_type" && issue.input === undefined && /received undefined/.test(issue.message)) {
     return new InvalidRequestError(`Missing required parameter: '${param}'.`, { param: param || null, code: "missing_required_parameter" });
   }
   const where = param ? `Invalid '${param}': ` : "Invalid request body: ";
@@ -39,8 +37,7 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.inf
 
 export function validate<S extends z.ZodType>(schema: S, source: Source = "body") {
   return async function validateRequest(ctx: Context, next: Next): Promise<void> {
-    const input =
-      source === "body" ? (ctx.request as { body?: unknown }).body : source === "query" ? ctx.query : (ctx as { params?: unknown }).params;
+    const input = source === "body" ? (ctx.request as { body?: unknown }).body : source === "query" ? ctx.query : (ctx as { params?: unknown }).params;
     if (source === "body" && (input === undefined || input === null || typeof input !== "object" || Array.isArray(input))) {
       throw new InvalidRequestError("The request body must be a JSON object.", { code: "invalid_json" });
     }

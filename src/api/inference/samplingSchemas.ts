@@ -11,7 +11,12 @@ export const samplingFields = {
   stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullish(),
   presence_penalty: z.number().min(-2).max(2).nullish(),
   frequency_penalty: z.number().min(-2).max(2).nullish(),
-  seed: z.number().int().min(-(2 ** 53) + 1).max(2 ** 53 - 1).nullish(),
+  seed: z
+    .number()
+    .int()
+    .min(-(2 ** 53) + 1)
+    .max(2 ** 53 - 1)
+    .nullish(),
   /** Only one choice per request is served. */
   n: z.literal(1).nullish(),
   /** End-user id for the caller's own tracking; accepted and not used. */

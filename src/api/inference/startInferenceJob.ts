@@ -39,10 +39,14 @@ export async function startInferenceJob(
     work,
   };
   const admission = { pool: inference.holdPool, clock: deps.clock, policy: inference.speculation };
-  const job = await admitWithHold(admission, { completionId, accountId: principal.accountId, work, model }, {
-    start: (speculative, onQueued) => inference.gateway.start(speculative ? { ...request, speculative } : request, onQueued),
-    cancel: () => inference.gateway.cancel(model.id, completionId),
-  });
+  const job = await admitWithHold(
+    admission,
+    { completionId, accountId: principal.accountId, work, model },
+    {
+      start: (speculative, onQueued) => inference.gateway.start(speculative ? { ...request, speculative } : request, onQueued),
+      cancel: () => inference.gateway.cancel(model.id, completionId),
+    },
+  );
   return { job, completionId, created };
 }
 

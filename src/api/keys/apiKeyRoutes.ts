@@ -82,24 +82,14 @@ export function apiKeyRoutes(deps: AppDeps): Router {
     const accountId = accountOf(ctx);
     const keyId = ctx.state.keyId as string;
     const { name } = ctx.state.body as RenameKeyBody;
-    await executeAccountCommand(
-      deps.accounts,
-      accountId,
-      { type: "RenameKey", keyId, name, now: deps.clock.now() },
-      requestMetadata(ctx, actorOf(accountId)),
-    );
+    await executeAccountCommand(deps.accounts, accountId, { type: "RenameKey", keyId, name, now: deps.clock.now() }, requestMetadata(ctx, actorOf(accountId)));
     ctx.body = await keyView(deps, accountId, keyId);
   });
 
   router.post("/:keyId/revoke", requireSession, requireKeyId, async (ctx) => {
     const accountId = accountOf(ctx);
     const keyId = ctx.state.keyId as string;
-    await executeAccountCommand(
-      deps.accounts,
-      accountId,
-      { type: "RevokeKey", keyId, now: deps.clock.now() },
-      requestMetadata(ctx, actorOf(accountId)),
-    );
+    await executeAccountCommand(deps.accounts, accountId, { type: "RevokeKey", keyId, now: deps.clock.now() }, requestMetadata(ctx, actorOf(accountId)));
     ctx.body = await keyView(deps, accountId, keyId);
   });
 

@@ -1,11 +1,7 @@
 import { z } from "zod";
 
 /** Key names: 1 to 100 characters after trimming, stored trimmed. */
-export const KeyNameSchema = z
-  .string()
-  .trim()
-  .min(1, "the name must not be empty")
-  .max(100, "the name must be at most 100 characters");
+export const KeyNameSchema = z.string().trim().min(1, "the name must not be empty").max(100, "the name must be at most 100 characters");
 
 export const CreateKeyBodySchema = z.object({ name: KeyNameSchema }).strict();
 export type CreateKeyBody = z.infer<typeof CreateKeyBodySchema>;

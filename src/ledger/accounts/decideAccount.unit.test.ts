@@ -34,9 +34,7 @@ function given(events: AccountEvent[]) {
 
 describe("decideAccount: registration", () => {
   it("registers a new account", () => {
-    given([])
-      .when({ type: "RegisterAccount", accountId, email: "ada@example.ch", now })
-      .then([registered]);
+    given([]).when({ type: "RegisterAccount", accountId, email: "ada@example.ch", now }).then([registered]);
   });
 
   it("refuses to register an account twice on one stream", () => {
@@ -56,17 +54,23 @@ describe("decideAccount: subscriptions", () => {
   });
 
   it("activates without touching the budget when none is given", () => {
-    given([registered, budget(7_000_000)]).when(setSubscription("active")).then([activated]);
+    given([registered, budget(7_000_000)])
+      .when(setSubscription("active"))
+      .then([activated]);
   });
 
   it("appends nothing when the state is already the requested one", () => {
-    given([registered, activated, budget(50_000_000)]).when(setSubscription("active", 50_000_000)).then([]);
+    given([registered, activated, budget(50_000_000)])
+      .when(setSubscription("active", 50_000_000))
+      .then([]);
     given([registered]).when(setSubscription("inactive")).then([]);
     given([registered]).when(setSubscription("inactive", 0)).then([]);
   });
 
   it("only changes the budget when the status is unchanged", () => {
-    given([registered, activated, budget(50_000_000)]).when(setSubscription("active", 20_500_000)).then([budget(20_500_000)]);
+    given([registered, activated, budget(50_000_000)])
+      .when(setSubscription("active", 20_500_000))
+      .then([budget(20_500_000)]);
   });
 
   it("cancels an active subscription and keeps the budget", () => {

@@ -18,10 +18,7 @@ export async function projectAccountRow(db: Queryable, event: AccountEvent): Pro
       await db.query("UPDATE rm_accounts SET subscription_status = 'inactive' WHERE account_id = $1", [event.data.accountId]);
       return;
     case "MonthlyBudgetSet":
-      await db.query("UPDATE rm_accounts SET monthly_budget_micro_chf = $2 WHERE account_id = $1", [
-        event.data.accountId,
-        event.data.monthlyBudgetMicroChf,
-      ]);
+      await db.query("UPDATE rm_accounts SET monthly_budget_micro_chf = $2 WHERE account_id = $1", [event.data.accountId, event.data.monthlyBudgetMicroChf]);
       return;
     default:
       return;

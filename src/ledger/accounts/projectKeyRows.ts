@@ -15,10 +15,7 @@ export async function projectKeyRows(db: Queryable, event: AccountEvent): Promis
       await db.query("UPDATE rm_keys SET name = $2 WHERE key_id = $1", [event.data.keyId, event.data.name]);
       return;
     case "KeyRevoked":
-      await db.query("UPDATE rm_keys SET status = 'revoked', revoked_at = $2 WHERE key_id = $1", [
-        event.data.keyId,
-        event.data.revokedAt,
-      ]);
+      await db.query("UPDATE rm_keys SET status = 'revoked', revoked_at = $2 WHERE key_id = $1", [event.data.keyId, event.data.revokedAt]);
       return;
     default:
       return;

@@ -48,10 +48,12 @@ export class HoldSweeper {
   start(): void {
     if (this.#timer || this.#options.intervalMs <= 0) return;
     this.#timer = setInterval(() => {
-      this.#running = this.#running.then(() => this.sweepOnce()).catch((error: unknown) => {
-        this.#options.logger.error("hold sweep failed", { error: error as Error });
-        return 0;
-      });
+      this.#running = this.#running
+        .then(() => this.sweepOnce())
+        .catch((error: unknown) => {
+          this.#options.logger.error("hold sweep failed", { error: error as Error });
+          return 0;
+        });
     }, this.#options.intervalMs);
     this.#timer.unref();
   }

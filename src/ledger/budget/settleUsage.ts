@@ -68,7 +68,11 @@ export async function settleUsage(
 export async function recordUsage(db: Queryable, event: UsageRecorded, metadata: EventMetadata = {}, options: RecordUsageOptions = {}): Promise<SettleResult> {
   const { data } = UsageRecordedSchema.parse(event);
   const streamId = completionStreamId(data.completionId);
-  const found = await db.query<{ hold_seen: boolean; refused: boolean }>({ name: "usage-admission-v1", text: ADMISSION_SQL, values: [data.completionId, streamId] });
+  const found = await db.query<{ hold_seen: boolean; refused: boolean }>({
+    name: "usage-admission-v1",
+    text: ADMISSION_SQL,
+    values: [data.completionId, streamId],
+  });
   const { hold_seen: holdSeen, refused } = found.rows[0]!;
   const admission = refused ? "refused" : holdSeen || !options.requireAdmission ? "admitted" : "pending";
   const notRecorded: SettleResult = { recorded: false, releasedMicroChf: null, admission };

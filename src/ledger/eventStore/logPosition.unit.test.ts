@@ -8,7 +8,12 @@ describe("compareLogPositions", () => {
     const ids = ["5", "9", "10", "99", "100", "9999", "10000", "99999", "100000", "999999", "1000000", "18446744073709551615"];
     const shuffled = [...ids].reverse().sort(); // text order: "10", "100", "1000000", ...
     expect(shuffled).not.toEqual(ids);
-    expect(shuffled.map((id) => at(id, "1")).sort(compareLogPositions).map((p) => p.transactionId)).toEqual(ids);
+    expect(
+      shuffled
+        .map((id) => at(id, "1"))
+        .sort(compareLogPositions)
+        .map((p) => p.transactionId),
+    ).toEqual(ids);
   });
 
   it("orders by global position (as a number) within one transaction", () => {

@@ -8,8 +8,6 @@ export type ModelPrices = { inputMicroChfPerMillion: number; outputMicroChfPerMi
  * embeddings pass completionTokens 0.
  */
 export function costMicroChf(usage: { promptTokens: number; completionTokens: number }, prices: ModelPrices): number {
-  const scaled =
-    BigInt(usage.promptTokens) * BigInt(prices.inputMicroChfPerMillion) +
-    BigInt(usage.completionTokens) * BigInt(prices.outputMicroChfPerMillion);
+  const scaled = BigInt(usage.promptTokens) * BigInt(prices.inputMicroChfPerMillion) + BigInt(usage.completionTokens) * BigInt(prices.outputMicroChfPerMillion);
   return Number((scaled + 500_000n) / 1_000_000n);
 }

@@ -14,7 +14,10 @@ describe("worstCaseCostMicroChf", () => {
     expect(worstCaseCostMicroChf(3, 1, prices)).toBe(1);
     const hold = worstCaseCostMicroChf(400, 200, prices);
     for (let p = 0; p <= 400; p += 37) {
-      for (let c = 0; c <= 200; c += 29) expect(costMicroChf({ promptTokens: p, completionTokens: c }, { inputMicroChfPerMillion: 123_457, outputMicroChfPerMillion: 987_655 })).toBeLessThanOrEqual(hold);
+      for (let c = 0; c <= 200; c += 29)
+        expect(
+          costMicroChf({ promptTokens: p, completionTokens: c }, { inputMicroChfPerMillion: 123_457, outputMicroChfPerMillion: 987_655 }),
+        ).toBeLessThanOrEqual(hold);
     }
   });
 

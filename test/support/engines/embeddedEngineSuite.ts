@@ -13,7 +13,11 @@ const weatherTools: ToolDefinition[] = [
     function: {
       name: "get_weather",
       description: "Current weather of a city",
-      parameters: { type: "object", properties: { city: { type: "string", enum: ["Bern", "Zurich"] }, celsius: { type: "boolean" } }, required: ["city", "celsius"] },
+      parameters: {
+        type: "object",
+        properties: { city: { type: "string", enum: ["Bern", "Zurich"] }, celsius: { type: "boolean" } },
+        required: ["city", "celsius"],
+      },
     },
   },
   { type: "function", function: { name: "get_time", description: "The time", parameters: { type: "object", properties: {} } } },

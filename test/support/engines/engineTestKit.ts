@@ -34,7 +34,11 @@ export function gather(deltas: EngineDelta[]): Omit<Collected, "deltas" | "resul
     for (const call of delta.toolCalls ?? []) {
       const existing = toolCalls[call.index];
       if (existing === undefined) {
-        toolCalls[call.index] = { id: call.id ?? "", type: "function", function: { name: call.function?.name ?? "", arguments: call.function?.arguments ?? "" } };
+        toolCalls[call.index] = {
+          id: call.id ?? "",
+          type: "function",
+          function: { name: call.function?.name ?? "", arguments: call.function?.arguments ?? "" },
+        };
       } else {
         existing.function.arguments += call.function?.arguments ?? "";
       }

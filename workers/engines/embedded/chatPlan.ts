@@ -54,7 +54,11 @@ async function schemaGrammar(deps: ChatPlanDeps, schema: object, param: string):
 }
 
 /** The exact prompt tokens of a history, rendered by the chat wrapper (the model's chat template). */
-export function renderPromptTokens(deps: Pick<ChatPlanDeps, "model" | "chatWrapper">, history: ChatHistoryItem[], functions: ChatModelFunctions | undefined): number {
+export function renderPromptTokens(
+  deps: Pick<ChatPlanDeps, "model" | "chatWrapper">,
+  history: ChatHistoryItem[],
+  functions: ChatModelFunctions | undefined,
+): number {
   const state = deps.chatWrapper.generateContextState({
     chatHistory: history,
     ...(functions === undefined ? {} : { availableFunctions: functions, documentFunctionParams: true }),

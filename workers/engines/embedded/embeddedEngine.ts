@@ -1,17 +1,16 @@
 import { readGgufFileInfo, resolvableChatWrapperTypeNames, resolveChatWrapper } from "node-llama-cpp";
-import type { ChatWrapper, LlamaLogLevel, ResolvableChatWrapperTypeName, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaModel } from "node-llama-cpp";
-import { EngineError } from "../engine.ts";
 import type {
-  ChatMessage,
-  ChatRequest,
-  DeltaSink,
-  EmbedResult,
-  Engine,
-  EngineCapabilities,
-  EngineResult,
-  TextRequest,
-  ToolDefinition,
-} from "../engine.ts";
+  ChatWrapper,
+  LlamaLogLevel,
+  ResolvableChatWrapperTypeName,
+  Llama,
+  LlamaContext,
+  LlamaContextSequence,
+  LlamaGrammar,
+  LlamaModel,
+} from "node-llama-cpp";
+import { EngineError } from "../engine.ts";
+import type { ChatMessage, ChatRequest, DeltaSink, EmbedResult, Engine, EngineCapabilities, EngineResult, TextRequest, ToolDefinition } from "../engine.ts";
 import { chatPlan, renderPromptTokens } from "./chatPlan.ts";
 import { createLlama } from "./createLlama.ts";
 import { embeddedEngineOptions, resolveThreads } from "./embeddedEngineOptions.ts";

@@ -31,9 +31,7 @@ export const embeddedEngineOptions = z.object({
    * The chat template. "auto" (default) resolves it from the GGUF's tokenizer.chat_template; a node-llama-cpp wrapper
    * type (e.g. "chatML", "qwen", "llama3.1") forces one, with optional constructor settings.
    */
-  chatWrapper: z
-    .union([z.literal("auto"), z.object({ type: z.string().min(1), settings: z.record(z.string(), z.unknown()).optional() })])
-    .default("auto"),
+  chatWrapper: z.union([z.literal("auto"), z.object({ type: z.string().min(1), settings: z.record(z.string(), z.unknown()).optional() })]).default("auto"),
   /** Thought-token budgets per reasoning effort, for reasoning models. */
   reasoningBudgets: z
     .object({ low: z.number().int().nonnegative(), medium: z.number().int().nonnegative(), high: z.number().int().nonnegative() })

@@ -9,9 +9,7 @@ import { toolParams } from "./toChatHistory.ts";
  * - named: the JSON is the function's arguments (streamed as argument deltas).
  * - required: `{"name": ..., "arguments": {...}}`, or an array of those when parallel tool calls are allowed.
  */
-export type ForcedToolCall =
-  | { kind: "named"; name: string; schema: GbnfJsonSchema }
-  | { kind: "required"; parallel: boolean; schema: GbnfJsonSchema };
+export type ForcedToolCall = { kind: "named"; name: string; schema: GbnfJsonSchema } | { kind: "required"; parallel: boolean; schema: GbnfJsonSchema };
 
 export function forcedToolCall(tools: ToolDefinition[], choice: ToolChoice | undefined, parallel: boolean): ForcedToolCall | null {
   if (choice === undefined || choice === "auto" || choice === "none") return null;

@@ -49,7 +49,11 @@ export class MeanPooledEmbedder {
   #getContext(): Promise<LlamaEmbeddingContext> {
     // One batch holds the whole input: llama.cpp pools each batch separately, so a smaller batch would average
     // only the last part of a long text.
-    this.#context ??= this.#model.createEmbeddingContext({ contextSize: this.#options.contextSize, threads: this.#options.threads, batchSize: this.#options.contextSize });
+    this.#context ??= this.#model.createEmbeddingContext({
+      contextSize: this.#options.contextSize,
+      threads: this.#options.threads,
+      batchSize: this.#options.contextSize,
+    });
     this.#context.catch(() => {
       this.#context = null;
     });

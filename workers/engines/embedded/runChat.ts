@@ -1,6 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { LlamaChat } from "node-llama-cpp";
-import type { ChatWrapper, LlamaChatResponse, LlamaChatResponseChunk, LlamaContextSequence, LlamaModel, LLamaChatGenerateResponseOptions, ChatModelFunctions } from "node-llama-cpp";
+import type {
+  ChatWrapper,
+  LlamaChatResponse,
+  LlamaChatResponseChunk,
+  LlamaContextSequence,
+  LlamaModel,
+  LLamaChatGenerateResponseOptions,
+  ChatModelFunctions,
+} from "node-llama-cpp";
 import { EngineError } from "../engine.ts";
 import type { ChatRequest, DeltaSink, EngineResult, FinishReason, ToolCallDelta } from "../engine.ts";
 import type { ChatPlan } from "./chatPlan.ts";

@@ -34,12 +34,7 @@ export function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
   return history;
 }
 
-function toModelItem(
-  message: ChatMessage,
-  text: string,
-  callsById: Map<string, ChatModelFunctionCall>,
-  index: number,
-): ChatModelResponse {
+function toModelItem(message: ChatMessage, text: string, callsById: Map<string, ChatModelFunctionCall>, index: number): ChatModelResponse {
   const response: ChatModelResponse["response"] = [];
   if (text !== "") response.push(text);
   for (const toolCall of message.tool_calls ?? []) {

@@ -38,7 +38,14 @@ describe("toChatHistory", () => {
 
   it("turns tools into functions with grammar-ready parameter schemas", () => {
     const functions = toChatFunctions([
-      { type: "function", function: { name: "f", description: "d", parameters: { type: "object", title: "T", properties: { a: { anyOf: [{ type: "string" }, { type: "null" }] } } } } },
+      {
+        type: "function",
+        function: {
+          name: "f",
+          description: "d",
+          parameters: { type: "object", title: "T", properties: { a: { anyOf: [{ type: "string" }, { type: "null" }] } } },
+        },
+      },
       { type: "function", function: { name: "g" } },
     ]);
     expect(functions).toEqual({

@@ -55,7 +55,15 @@ describe("plainChatChunk", () => {
         object: c.object,
         error: c.error,
         usage: c.usage,
-        choices: c.choices?.map((x) => [x.index, x.finish_reason, x.logprobs, x.delta?.content, x.delta?.reasoning_content, x.delta?.reasoning, x.delta?.tool_calls]),
+        choices: c.choices?.map((x) => [
+          x.index,
+          x.finish_reason,
+          x.logprobs,
+          x.delta?.content,
+          x.delta?.reasoning_content,
+          x.delta?.reasoning,
+          x.delta?.tool_calls,
+        ]),
       });
       expect(read(plain)).toEqual(read(parsed.data!));
     }

@@ -13,11 +13,9 @@ export type GeneratedAmount = { contentBytes: number; reasoningBytes: number; de
  */
 export function toEngineUsage(usage: Usage | null, generated: GeneratedAmount, estimatePrompt: () => number): EngineUsage {
   const promptTokens = usage?.prompt_tokens ?? estimatePrompt();
-  const completionTokens =
-    usage?.completion_tokens ?? Math.max(generated.deltaCount, Math.ceil((generated.contentBytes + generated.reasoningBytes) / 3));
+  const completionTokens = usage?.completion_tokens ?? Math.max(generated.deltaCount, Math.ceil((generated.contentBytes + generated.reasoningBytes) / 3));
   const reported = usage?.completion_tokens_details?.reasoning_tokens;
   const outputBytes = generated.contentBytes + generated.reasoningBytes;
-  const reasoningTokens =
-    reported ?? (outputBytes === 0 ? 0 : Math.round((completionTokens * generated.reasoningBytes) / outputBytes));
+  const reasoningTokens = reported ?? (outputBytes === 0 ? 0 : Math.round((completionTokens * generated.reasoningBytes) / outputBytes));
   return { promptTokens, completionTokens, reasoningTokens: Math.min(reasoningTokens, completionTokens) };
 }

@@ -1,15 +1,5 @@
 import { EngineError } from "../engine.ts";
-import type {
-  ChatMessage,
-  ChatRequest,
-  DeltaSink,
-  EmbedResult,
-  Engine,
-  EngineCapabilities,
-  EngineResult,
-  TextRequest,
-  ToolDefinition,
-} from "../engine.ts";
+import type { ChatMessage, ChatRequest, DeltaSink, EmbedResult, Engine, EngineCapabilities, EngineResult, TextRequest, ToolDefinition } from "../engine.ts";
 import { ChatStreamAccumulator } from "./chatStreamAccumulator.ts";
 import { estimateChatTokens, estimateTokens } from "./estimateTokens.ts";
 import { parseEmbeddings } from "./parseEmbeddings.ts";

@@ -15,9 +15,7 @@ const capabilitySwitches = z
 
 export const upstreamEngineOptions = z.object({
   /** Base URL of the OpenAI-compatible API, including its version path: `http://vllm:8000/v1`. */
-  baseUrl: z
-    .url({ protocol: /^https?$/ })
-    .transform((url) => url.replace(/\/+$/, "")),
+  baseUrl: z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, "")),
   /** The model name the upstream knows (may differ from the id this service publishes). */
   model: z.string().min(1),
   /** Sent as `Authorization: Bearer`; never logged or put into an error message. */

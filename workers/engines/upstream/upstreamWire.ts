@@ -81,7 +81,5 @@ export const ErrorBodySchema = z.looseObject({
   error: z.union([z.string(), ErrorObjectSchema]).nullish(),
   message: z.string().nullish(),
   param: z.string().nullish(),
-  detail: z
-    .union([z.string(), z.array(z.looseObject({ loc: z.array(z.union([z.string(), z.number()])).nullish(), msg: z.string().nullish() }))])
-    .nullish(),
+  detail: z.union([z.string(), z.array(z.looseObject({ loc: z.array(z.union([z.string(), z.number()])).nullish(), msg: z.string().nullish() }))]).nullish(),
 });

@@ -80,7 +80,10 @@ async function admitSpeculatively<T extends { release(): void }>(deps: Admission
   } catch (error) {
     deps.policy.forget(hold.accountId);
     await job.cancel().catch(() => undefined);
-    void starting.then((started) => started.release(), () => undefined);
+    void starting.then(
+      (started) => started.release(),
+      () => undefined,
+    );
     throw error;
   }
   try {

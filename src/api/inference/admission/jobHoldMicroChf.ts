@@ -2,9 +2,7 @@ import { promptTokensUpperBound } from "./promptTokensUpperBound.ts";
 import { worstCaseCostMicroChf, type ModelPrices } from "../../../ledger/pricing/worstCaseCostMicroChf.ts";
 
 /** What admission needs of a job's work (structurally the `work` of a RunCompletion job). */
-export type HoldableWork =
-  | { kind: "chat"; request: { maxTokens: number } }
-  | { kind: "embeddings"; input: readonly string[] };
+export type HoldableWork = { kind: "chat"; request: { maxTokens: number } } | { kind: "embeddings"; input: readonly string[] };
 
 /** What admission needs of a model (structurally a RegisteredModel of the model registry). */
 export type HoldableModel = ModelPrices & { context_length: number };

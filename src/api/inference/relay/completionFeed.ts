@@ -16,11 +16,7 @@ export class CompletionFeed {
   #filling: Promise<void> | null = null;
   #closed = false;
 
-  constructor(
-    completionId: string,
-    refill: (completionId: string) => Promise<DeltaMessage[]>,
-    onClose: (feed: CompletionFeed) => void,
-  ) {
+  constructor(completionId: string, refill: (completionId: string) => Promise<DeltaMessage[]>, onClose: (feed: CompletionFeed) => void) {
     this.completionId = completionId;
     this.#refill = refill;
     this.#onClose = onClose;
