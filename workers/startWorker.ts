@@ -73,7 +73,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
           new DeltaPublisher(keys, job, {
             window,
             writer,
-            replayTtlSeconds: config.deltaReplayTtlSeconds,
+            replayTtlSeconds: config.completionRetentionSeconds,
             replayMaxLen: config.deltaReplayMaxLen,
           }),
         now: () => new Date(),

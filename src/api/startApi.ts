@@ -13,7 +13,7 @@ export async function startApi({ config, pool, logger }: RoleContext): Promise<R
   const redis = createRedis(config.redisUrl);
   const keyAuth = new ApiKeyAuth({ pool, redis, redisPrefix: config.redisPrefix, logger });
   await keyAuth.start();
-  const inference = createInferenceServices({ config, redis }, await loadModelRegistry(config.modelsConfigPath));
+  const inference = createInferenceServices({ config, redis, logger }, await loadModelRegistry(config.modelsConfigPath));
   const accounts = { pool, changes: keyAuth.accountChanges() };
   const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, accounts, keyAuth, inference };
   const app = createApp(deps, routeFactories);

@@ -57,10 +57,15 @@ const EnvSchema = z.object({
   BUDGET_SWEEP_INTERVAL_S: intFromEnv(60),
   JOB_START_TIMEOUT_MS: intFromEnv(10_000).refine((n) => n > 0, "must be positive"),
   JOB_IDLE_TIMEOUT_MS: intFromEnv(300_000).refine((n) => n > 0, "must be positive"),
+  JOB_START_TIMEOUT_STREAM_MS: intFromEnv(600_000).refine((n) => n > 0, "must be positive"),
+  QUEUE_MAX_WAITING: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  COMPLETION_ABANDON_GRACE_MS: intFromEnv(60_000).refine((n) => n >= 0, "must not be negative"),
+  SSE_KEEPALIVE_MS: intFromEnv(15_000).refine((n) => n >= 100, "must be at least 100"),
+  IDEMPOTENCY_TTL_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   WORKER_MODELS: z.string().optional(),
   WORKER_HEARTBEAT_MS: intFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
   DELTA_COALESCE_MS: intFromEnv(4),
-  DELTA_REPLAY_TTL_S: intFromEnv(600).refine((n) => n > 0, "must be positive"),
+  COMPLETION_RETENTION_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   DELTA_REPLAY_MAXLEN: intFromEnv(20_000).refine((n) => n > 0, "must be positive"),
 });
 
@@ -84,8 +89,18 @@ export type Config = {
   budgetHoldMaxAgeMs: number;
   /** How often the projector role sweeps orphaned holds; 0 disables the sweeper. */
   budgetSweepIntervalMs: number;
-  /** How long the API waits for a worker to start a job before answering 503 model_unavailable (and removing the job). */
+  /** How long a non-streamed request waits for a worker to start its job before 503 model_unavailable (the job is removed). */
   jobStartTimeoutMs: number;
+  /** The same for a streamed request (it has its headers, a queue position and keep-alive comments meanwhile). */
+  jobStartTimeoutStreamMs: number;
+  /** A new request finding more jobs than this waiting for its model answers 503 model_unavailable at once. */
+  queueMaxWaiting: number;
+  /** How long a completion whose last client went away keeps generating, waiting for a reconnect, before it is stopped. */
+  completionAbandonGraceMs: number;
+  /** An SSE stream with nothing to send writes a comment line this often, so proxies and clients do not time out. */
+  sseKeepAliveMs: number;
+  /** How long an Idempotency-Key is remembered (per API key). */
+  idempotencyTtlSeconds: number;
   /** How long a started job may stay silent (no delta) before the API gives up on it with api_error. */
   jobIdleTimeoutMs: number;
   /** Model ids this worker serves; undefined = every model of the registry. */
@@ -94,8 +109,8 @@ export type Config = {
   workerHeartbeatMs: number;
   /** Later deltas of a completion are batched for this long (the first one never waits). */
   deltaCoalesceMs: number;
-  /** Expiry of a completion's replay stream in Redis. */
-  deltaReplayTtlSeconds: number;
+  /** How long a completion's events and record are kept after its last message (resume, GET, idempotent retries). */
+  completionRetentionSeconds: number;
   /** Approximate cap on the entries of a completion's replay stream. */
   deltaReplayMaxLen: number;
   /** Reads an environment variable named by the model registry (an upstream engine's `apiKeyEnv`). */
@@ -135,10 +150,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     budgetSweepIntervalMs: e.BUDGET_SWEEP_INTERVAL_S * 1000,
     jobStartTimeoutMs: e.JOB_START_TIMEOUT_MS,
     jobIdleTimeoutMs: e.JOB_IDLE_TIMEOUT_MS,
+    jobStartTimeoutStreamMs: e.JOB_START_TIMEOUT_STREAM_MS,
+    queueMaxWaiting: e.QUEUE_MAX_WAITING,
+    completionAbandonGraceMs: e.COMPLETION_ABANDON_GRACE_MS,
+    sseKeepAliveMs: e.SSE_KEEPALIVE_MS,
+    idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_S,
     workerModels: parseList(e.WORKER_MODELS),
     workerHeartbeatMs: e.WORKER_HEARTBEAT_MS,
     deltaCoalesceMs: e.DELTA_COALESCE_MS,
-    deltaReplayTtlSeconds: e.DELTA_REPLAY_TTL_S,
+    completionRetentionSeconds: e.COMPLETION_RETENTION_S,
     deltaReplayMaxLen: e.DELTA_REPLAY_MAXLEN,
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
   };

@@ -24,7 +24,8 @@ export const UsageSchema = z.object({
 });
 
 export const JobErrorSchema = z.object({
-  kind: z.enum(["invalid_request", "unavailable", "internal"]),
+  /** `cancelled`: stopped by its owner or abandoned (see CancelReason); the output so far stands and is charged. */
+  kind: z.enum(["invalid_request", "unavailable", "internal", "cancelled"]),
   message: z.string(),
   param: z.string().nullable(),
 });

@@ -29,6 +29,20 @@ export class InferenceKeys {
     return `${this.prefix}:cancel`;
   }
 
+  /**
+   * Hash of one completion, kept as long as its replay stream: `meta` (owner, model, endpoint, created:
+   * CompletionRecord) written by the API at enqueue, `listeners` (clients attached now, for the grace
+   * period of abandoned work).
+   */
+  completionRecord(completionId: string): string {
+    return `${this.prefix}:completion:${completionId}`;
+  }
+
+  /** An Idempotency-Key of one API key (hashed): the completion it started and a hash of the request body. */
+  idempotencyRecord(keyId: string, idempotencyKeyHash: string): string {
+    return `${this.prefix}:idempotency:${keyId}:${idempotencyKeyHash}`;
+  }
+
   /** Capped, expiring stream with the same messages, for replay (Last-Event-ID) and gap filling. */
   replayStream(completionId: string): string {
     return `${this.prefix}:replay:${completionId}`;

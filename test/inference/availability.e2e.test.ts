@@ -86,10 +86,13 @@ describe("availability and failures: 503 model_unavailable, 500 api_error, disco
       expect(error.type).toBe("api_error");
       expect(error.message).not.toContain("simulated");
 
-      const streamError = (await openai.chat.completions
-        .create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], stream: true })
-        .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
-      expect(streamError.status).toBe(500);
+      // A stream has its headers once admitted: the failure comes as an error event, which the SDK raises.
+      const streamError = await (async () => {
+        const stream = await openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], stream: true });
+        for await (const _chunk of stream);
+      })().catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+      expect(streamError).toBeInstanceOf(OpenAI.APIError);
+      expect((streamError as InstanceType<typeof OpenAI.APIError>).type).toBe("api_error");
 
       const rows = await platform.deps.pool.query<{ data: { outcome: string; costMicroChf: number } }>(
         "SELECT data FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'outcome' = 'failed'",
@@ -145,7 +148,7 @@ describe("availability and failures: 503 model_unavailable, 500 api_error, disco
     }
   });
 
-  it("lets a job finish and records its usage when the client disconnects mid-stream", async () => {
+  it("lets a job finish and records its usage when the client disconnects mid-stream (within the grace period)", async () => {
     await platform.startWorker();
     try {
       const controller = new AbortController();
@@ -155,9 +158,9 @@ describe("availability and failures: 503 model_unavailable, 500 api_error, disco
         body: JSON.stringify({ model: TINY_CHAT, messages: [{ role: "user", content: "Tell me a story." }], seed: 5, max_tokens: 200, stream: true }),
         signal: controller.signal,
       });
+      const completionId = response.headers.get("x-completion-id")!;
       const reader = response.body!.getReader();
-      const first = new TextDecoder().decode((await reader.read()).value);
-      const completionId = JSON.parse(parseSse(first)[0]!.data).id as string;
+      await reader.read();
       controller.abort();
       await reader.cancel().catch(() => undefined);
       const events = await eventually(async () => {

@@ -14,11 +14,14 @@ export async function completionEvents(pool: Pool, completionId: string): Promis
 
 export type SseEvent = { id: string | undefined; data: string };
 
-/** Parses a raw text/event-stream body into events (blank-line separated; id and data fields). */
+/**
+ * Parses a raw text/event-stream body into its events (blank-line separated; id and data fields),
+ * skipping what SSE clients do not dispatch: comment lines (queue position, keep-alive) and `retry:`.
+ */
 export function parseSse(text: string): SseEvent[] {
   return text
     .split("\n\n")
-    .filter((block) => block.trim() !== "")
+    .filter((block) => block.split("\n").some((line) => line.startsWith("data: ")))
     .map((block) => {
       let id: string | undefined;
       const data: string[] = [];

@@ -58,6 +58,7 @@ describe("JobCancellations (real Redis pub/sub)", () => {
       expect(seen).toHaveLength(1);
       expect(seen[0]!.cancelled).toBe(true);
       expect(seen[0]!.reason).toBeInstanceOf(JobCancelledError);
+      expect((seen[0]!.reason as JobCancelledError).reason).toBe("refused");
     } finally {
       await worker.close();
       connection.disconnect();
@@ -65,9 +66,11 @@ describe("JobCancellations (real Redis pub/sub)", () => {
   });
 
   it("aborts a job as it starts when its cancel came first", async () => {
-    await redis.redis.publish(keys.cancelChannel(), "cmpl-early");
+    await redis.redis.publish(keys.cancelChannel(), JSON.stringify({ completionId: "cmpl-early", reason: "user" }));
     await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(cancellations.track("cmpl-early").cancelled).toBe(true);
+    const early = cancellations.track("cmpl-early");
+    expect(early.cancelled).toBe(true);
+    expect(early.reason).toBe("user");
     expect(cancellations.track("cmpl-other").cancelled).toBe(false);
   });
 

@@ -30,13 +30,19 @@ const ADMISSION_DECIDED_WITHIN_MS = 30_000;
 
 const NO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, reasoningTokens: 0 };
 
+const CANCELLED_MESSAGE = {
+  user: "The completion was cancelled by its owner.",
+  abandoned: "The completion was stopped: no client was listening to it for the grace period.",
+} as const;
+
 /**
  * Runs one RunCompletion job: `started`, the engine's deltas (coalesced) or embeddings, `finish`, then the
  * usage is recorded in PostgreSQL and `usage` closes the feed; an engine failure records a failed
  * outcome, charging the tokens generated before it (counted by the engine), and closes the feed with
- * `error`. Nobody listening (a client that went away) changes nothing: the job runs to its end and its
- * usage is recorded. A job the API cancels (its speculative admission was refused) is aborted and
- * records nothing, and a speculative job's usage waits for its hold (UsageRecorder). Each job runs in
+ * `error`. A job the API cancels is aborted: when its speculative admission was refused it records
+ * nothing; when its owner cancelled it or nobody listened for the grace period, it records a cancelled
+ * outcome charging what was generated and ends with an `error` of kind cancelled. A speculative job's
+ * usage waits for its hold (UsageRecorder). Each job runs in
  * a `RunCompletion` span continuing the request's trace.
  */
 export class CompletionJobRunner {
@@ -118,11 +124,16 @@ export class CompletionJobRunner {
       if (failure.kind === "internal" && !tracked?.cancelled)
         logger.error("engine failed", { completionId: job.completionId, model: job.model, error: error as Error });
     }
-    if (tracked?.cancelled) {
+    if (tracked?.reason === "refused") {
       // Its admission was refused: the API answered 429 / 402 and listens no more; nothing is charged.
       logger.info("job cancelled: admission refused", { completionId: job.completionId, model: job.model });
       await publisher.close();
       return;
+    }
+    if (failure && tracked?.reason) {
+      // Stopped by its owner, or nobody came back for it: what was generated stands and is charged.
+      logger.info("job cancelled", { completionId: job.completionId, model: job.model, reason: tracked.reason });
+      failure = { kind: "cancelled", message: CANCELLED_MESSAGE[tracked.reason], param: null };
     }
     const charged = failure ? await this.#usageBeforeFailure(job, generated) : usage;
     let recorded: RecordOutcome | null = null;
@@ -139,7 +150,7 @@ export class CompletionJobRunner {
           reasoningTokens: charged.reasoningTokens,
           costMicroChf: costMicroChf(charged, model),
           priceTableVersion: model.priceTableVersion,
-          outcome: failure ? "failed" : finishReason === "length" ? "length" : "finished",
+          outcome: failure ? (failure.kind === "cancelled" ? "cancelled" : "failed") : finishReason === "length" ? "length" : "finished",
           startedAt: startedAt.toISOString(),
           finishedAt: this.#deps.now().toISOString(),
           traceId: traceIdOf(job.traceparent),

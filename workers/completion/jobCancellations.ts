@@ -1,62 +1,74 @@
-import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
+import { type CancelReason, decodeCancelMessage } from "../../src/contracts/cancelMessage.ts";
 import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
+import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 
 /** The reason a cancelled job's signal carries. */
 export class JobCancelledError extends Error {
-  constructor() {
-    super("the job was cancelled: its admission was refused");
+  readonly reason: CancelReason;
+  constructor(reason: CancelReason) {
+    super(reason === "refused" ? "the job was cancelled: its admission was refused" : `the job was cancelled (${reason})`);
     this.name = "JobCancelledError";
+    this.reason = reason;
   }
 }
 
-/** A running job's cancellation: its signal aborts when the API cancels it. */
-export type TrackedJob = { readonly signal: AbortSignal; readonly cancelled: boolean; done(): void };
+/** A running job's cancellation: its signal aborts when the API cancels it; `reason` says why (null: not cancelled). */
+export type TrackedJob = { readonly signal: AbortSignal; readonly cancelled: boolean; readonly reason: CancelReason | null; done(): void };
 
 /**
  * The worker process's one subscription to InferenceKeys.cancelChannel: the API publishes there the
- * completion id of a job it enqueued speculatively and whose admission was then refused. The running
- * job's signal is aborted; a cancel that arrives before its job started is remembered for a while,
- * so the job is aborted as it starts.
+ * completion id and reason of a job to stop (a refused speculative admission, the owner's cancel, work
+ * nobody came back for). The running job's signal is aborted; a cancel that arrives before its job
+ * started is remembered for a while, so the job is aborted as it starts.
  */
 export class JobCancellations {
   readonly ready: Promise<void>;
   readonly #subscriber: Redis;
   readonly #rememberMs: number;
   readonly #running = new Map<string, AbortController>();
-  /** completion id -> when the early cancel expires (insertion order = age). */
-  readonly #early = new Map<string, number>();
+  /** completion id -> the early cancel and when it expires (insertion order = age). */
+  readonly #early = new Map<string, { reason: CancelReason; expires: number }>();
 
   constructor(redisUrl: string, keys: InferenceKeys, options: { rememberMs?: number } = {}) {
     this.#rememberMs = options.rememberMs ?? 60_000;
     this.#subscriber = createRedis(redisUrl);
-    this.#subscriber.on("message", (_channel: string, completionId: string) => this.cancel(completionId));
+    this.#subscriber.on("message", (_channel: string, text: string) => {
+      const message = decodeCancelMessage(text);
+      if (message) this.cancel(message.completionId, message.reason);
+    });
     this.ready = this.#subscriber.subscribe(keys.cancelChannel()).then(() => undefined);
     this.ready.catch(() => undefined);
   }
 
   /** Aborts the job if it runs here; otherwise remembers the cancel for when it starts. */
-  cancel(completionId: string): void {
+  cancel(completionId: string, reason: CancelReason = "refused"): void {
     const running = this.#running.get(completionId);
     if (running) {
-      running.abort(new JobCancelledError());
+      if (!running.signal.aborted) running.abort(new JobCancelledError(reason));
       return;
     }
     const now = Date.now();
-    for (const [id, expires] of this.#early) {
-      if (expires > now) break;
+    for (const [id, early] of this.#early) {
+      if (early.expires > now) break;
       this.#early.delete(id);
     }
-    this.#early.set(completionId, now + this.#rememberMs);
+    this.#early.set(completionId, { reason, expires: now + this.#rememberMs });
   }
 
   track(completionId: string): TrackedJob {
     const controller = new AbortController();
-    if (this.#early.delete(completionId)) controller.abort(new JobCancelledError());
-    else this.#running.set(completionId, controller);
+    const early = this.#early.get(completionId);
+    if (early) {
+      this.#early.delete(completionId);
+      controller.abort(new JobCancelledError(early.reason));
+    } else this.#running.set(completionId, controller);
     return {
       signal: controller.signal,
       get cancelled() {
         return controller.signal.aborted;
+      },
+      get reason() {
+        return controller.signal.aborted ? (controller.signal.reason as JobCancelledError).reason : null;
       },
       done: () => {
         if (this.#running.get(completionId) === controller) this.#running.delete(completionId);

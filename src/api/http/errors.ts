@@ -70,8 +70,11 @@ export class RateLimitError extends ApiError {
 }
 
 export class ModelUnavailableError extends ApiError {
-  constructor(message: string, code: string | null = "model_unavailable") {
-    super(503, "model_unavailable", message, { code });
+  constructor(message: string, code: string | null = "model_unavailable", options: { retryAfterSeconds?: number } = {}) {
+    super(503, "model_unavailable", message, {
+      code,
+      ...(options.retryAfterSeconds === undefined ? {} : { headers: { "retry-after": String(options.retryAfterSeconds) } }),
+    });
   }
 }
 

@@ -1,4 +1,5 @@
 import { Queue } from "bullmq";
+import { type CancelReason, encodeCancelMessage } from "../../contracts/cancelMessage.ts";
 import { RUN_COMPLETION, type CompletionJob } from "../../contracts/completionJob.ts";
 import type { Redis } from "../../redis/createRedis.ts";
 import type { InferenceKeys } from "../../contracts/inferenceKeys.ts";
@@ -40,6 +41,11 @@ export class CompletionQueues {
     });
   }
 
+  /** Jobs waiting for a worker of the model (BullMQ's waiting count). */
+  async waitingCount(modelId: string): Promise<number> {
+    return this.queue(modelId).getWaitingCount();
+  }
+
   /**
    * Removes a job that no worker has taken yet: true when it was removed or is gone (finished and
    * removed: BullMQ answers 1 for a job it does not have), false when a worker runs it (locked).
@@ -49,12 +55,14 @@ export class CompletionQueues {
   }
 
   /**
-   * Cancels a job whose admission was refused: takes it off the queue, or, when a worker already runs
-   * it, tells the workers (InferenceKeys.cancelChannel; the one running it aborts it and charges nothing).
+   * Stops a job: takes it off the queue (true: it never ran), or, when a worker already runs it, tells
+   * the workers (InferenceKeys.cancelChannel; the one running it aborts it: a refused admission is not
+   * charged, a user's or an abandoned job is charged for what it generated) and answers false.
    */
-  async cancel(modelId: string, completionId: string): Promise<void> {
-    if (await this.removeWaiting(modelId, completionId)) return;
-    await this.#redis.publish(this.#keys.cancelChannel(), completionId);
+  async cancel(modelId: string, completionId: string, reason: CancelReason = "refused"): Promise<boolean> {
+    if (await this.removeWaiting(modelId, completionId)) return true;
+    await this.#redis.publish(this.#keys.cancelChannel(), encodeCancelMessage({ completionId, reason }));
+    return false;
   }
 
   async close(): Promise<void> {

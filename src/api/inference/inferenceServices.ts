@@ -8,6 +8,11 @@ import { WorkerPresence } from "../../contracts/workerPresence.ts";
 import type { ModelRegistry } from "../../models/modelRegistry.ts";
 import { SpeculationPolicy } from "./admission/speculationPolicy.ts";
 import { InferenceGateway } from "./run/inferenceGateway.ts";
+import type { Logger } from "../../observability/logger.ts";
+import { AbandonmentWatch } from "./abandonmentWatch.ts";
+import { CompletionRecords } from "./completionRecords.ts";
+import { IdempotencyKeys } from "./idempotencyKeys.ts";
+import { ReplayFollower } from "./relay/replayFollower.ts";
 
 /**
  * What the inference and models routes of one API process use: the registry, worker presence, the
@@ -18,6 +23,16 @@ export type InferenceServices = {
   presence: WorkerPresence;
   gateway: InferenceGateway;
   subscriber: DeltaSubscriber;
+  queues: CompletionQueues;
+  /** The completions of the retention period: owner, model, listeners (reads, resumes, cancels). */
+  records: CompletionRecords;
+  /** Stops completions nobody listens to any more, after the grace period. */
+  abandonment: AbandonmentWatch;
+  idempotency: IdempotencyKeys;
+  /** A completion's messages from its replay stream, after a sequence number, then live (resume, attach). */
+  follow(completionId: string, afterSeq: number): ReplayFollower;
+  /** The limits of this API process's inference requests. */
+  limits: InferenceLimits;
   /**
    * Connections for budget admission (holds), committing without waiting for the WAL flush: a hold is
    * short-lived bookkeeping that the sweeper and settle can do without, and the budget row it updates
@@ -29,27 +44,51 @@ export type InferenceServices = {
   close(): Promise<void>;
 };
 
-export function createInferenceServices(deps: { config: Config; redis: Redis }, registry: ModelRegistry): InferenceServices {
-  const { config, redis } = deps;
+export type InferenceLimits = { jobStartTimeoutMs: number; jobStartTimeoutStreamMs: number; jobIdleTimeoutMs: number; sseKeepAliveMs: number };
+
+export function createInferenceServices(deps: { config: Config; redis: Redis; logger: Logger }, registry: ModelRegistry): InferenceServices {
+  const { config, redis, logger } = deps;
   const keys = new InferenceKeys(config.redisPrefix);
   const presence = new WorkerPresence(redis, keys);
   const queues = new CompletionQueues(redis, keys);
   const subscriber = new DeltaSubscriber(config.redisUrl, redis, keys);
   const holdPool = createPool(config.databaseUrl, 10, { synchronousCommit: false });
+  const records = new CompletionRecords(redis, keys, config.completionRetentionSeconds);
+  const abandonment = new AbandonmentWatch({
+    records,
+    queues,
+    graceMs: config.completionAbandonGraceMs,
+    lastMessage: (completionId) => records.lastMessage(completionId),
+    logger,
+  });
   const gateway = new InferenceGateway({
     presence,
     queues,
     subscriber,
-    timeouts: { jobStartTimeoutMs: config.jobStartTimeoutMs, jobIdleTimeoutMs: config.jobIdleTimeoutMs },
+    records,
+    abandonment,
+    limits: { jobIdleTimeoutMs: config.jobIdleTimeoutMs, queueMaxWaiting: config.queueMaxWaiting },
   });
   return {
     registry,
     presence,
     gateway,
     subscriber,
+    queues,
+    records,
+    abandonment,
+    idempotency: new IdempotencyKeys(redis, keys, config.idempotencyTtlSeconds),
+    follow: (completionId, afterSeq) => new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs }),
+    limits: {
+      jobStartTimeoutMs: config.jobStartTimeoutMs,
+      jobStartTimeoutStreamMs: config.jobStartTimeoutStreamMs,
+      jobIdleTimeoutMs: config.jobIdleTimeoutMs,
+      sseKeepAliveMs: config.sseKeepAliveMs,
+    },
     holdPool,
     speculation: new SpeculationPolicy(),
     async close() {
+      abandonment.close();
       await subscriber.close();
       await queues.close();
       await holdPool.end();

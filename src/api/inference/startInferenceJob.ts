@@ -1,32 +1,37 @@
 import type { Context } from "koa";
-import type { AppDeps } from "../appDeps.ts";
 import type { CompletionJob, CompletionWork, Endpoint } from "../../contracts/completionJob.ts";
 import type { RegisteredModel } from "../../models/modelRegistry.ts";
+import type { AppDeps } from "../appDeps.ts";
 import { admitWithHold } from "./admission/admitWithHold.ts";
-import { newCompletionId } from "./completionId.ts";
 import type { InferenceServices } from "./inferenceServices.ts";
 import { principalOf } from "./requireInference.ts";
 import { currentTraceparent } from "./run/currentTraceparent.ts";
-import type { RunningJob } from "./run/inferenceGateway.ts";
+import type { RunningJob } from "./relay/runningJob.ts";
 
-export type StartedInferenceJob = { job: RunningJob; completionId: string; created: number };
+export type InferenceJobSpec = {
+  model: RegisteredModel;
+  endpoint: Endpoint;
+  completionId: string;
+  /** Unix seconds, the `created` of the response. */
+  created: number;
+  work: CompletionWork;
+  /** A streamed request: it waits longer for a worker, and hears when it is admitted and where it stands in line. */
+  stream: boolean;
+  /** The request is admitted and queued (its hold placed): a stream may open its response. */
+  onAdmitted?: () => void;
+  /** The number of jobs waiting for the model when this one was queued (this one included). */
+  onPosition?: (position: number) => void;
+};
 
 /**
- * The common path of every inference endpoint after validation: a completion id, admission (hold the
- * worst-case cost on the monthly budget: 429 / 402, released if the job never runs) and the job on the
- * model's queue carrying ids, the request and the trace context (never a secret); the job first and
- * the hold right after it when admitWithHold may speculate.
+ * The common path of every inference endpoint after validation: admission (hold the worst-case cost on
+ * the monthly budget: 429 / 402, released if the job never runs) and the job on the model's queue
+ * carrying ids, the request and the trace context (never a secret); the job first and the hold right
+ * after it when admitWithHold may speculate. Resolves once a worker started the job.
  */
-export async function startInferenceJob(
-  deps: AppDeps,
-  inference: InferenceServices,
-  ctx: Context,
-  options: { model: RegisteredModel; endpoint: Endpoint; idPrefix: Parameters<typeof newCompletionId>[0]; work: CompletionWork },
-): Promise<StartedInferenceJob> {
-  const { model, endpoint, work } = options;
+export async function startInferenceJob(deps: AppDeps, inference: InferenceServices, ctx: Context, spec: InferenceJobSpec): Promise<RunningJob> {
+  const { model, endpoint, work, completionId, created } = spec;
   const principal = principalOf(ctx);
-  const completionId = newCompletionId(options.idPrefix);
-  const created = Math.floor(deps.clock.now().getTime() / 1000);
   const traceparent = currentTraceparent();
   const request: Omit<CompletionJob, "replyTo"> = {
     completionId,
@@ -39,18 +44,26 @@ export async function startInferenceJob(
     work,
   };
   const admission = { pool: inference.holdPool, clock: deps.clock, policy: inference.speculation };
-  const job = await admitWithHold(
+  const startTimeoutMs = spec.stream ? inference.limits.jobStartTimeoutStreamMs : inference.limits.jobStartTimeoutMs;
+  const reasoning = model.capabilities.reasoning;
+  return admitWithHold(
     admission,
     { completionId, accountId: principal.accountId, work, model },
     {
-      start: (speculative, onQueued) => inference.gateway.start(speculative ? { ...request, speculative } : request, onQueued),
+      start: (speculative, onQueued) =>
+        inference.gateway.start(speculative ? { ...request, speculative } : request, {
+          startTimeoutMs,
+          reasoning,
+          ...(onQueued ? { onQueued } : {}),
+          ...(spec.onPosition ? { onPosition: spec.onPosition } : {}),
+        }),
       cancel: () => inference.gateway.cancel(model.id, completionId),
+      ...(spec.onAdmitted ? { admitted: spec.onAdmitted } : {}),
     },
   );
-  return { job, completionId, created };
 }
 
-/** A non-streaming request whose client went away stops listening (the job itself finishes and is charged). */
+/** A non-streaming request whose client went away stops listening (the job runs on: see AbandonmentWatch). */
 export function releaseOnDisconnect(ctx: Context, job: RunningJob): void {
   ctx.res.on("close", () => {
     if (!ctx.res.writableFinished) job.release();

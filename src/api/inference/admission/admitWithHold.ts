@@ -1,6 +1,6 @@
 import type { Clock } from "../../../runtime/clock.ts";
 import type { Pool } from "../../../db/createPool.ts";
-import { ModelUnavailableError } from "../../http/errors.ts";
+import { ApiError, ModelUnavailableError } from "../../http/errors.ts";
 import { budgetRefusalError } from "./budgetRefusalError.ts";
 import { jobHoldMicroChf, type HoldableModel, type HoldableWork } from "./jobHoldMicroChf.ts";
 import { placeHold, type PlaceHoldInput } from "../../../ledger/budget/placeHold.ts";
@@ -17,6 +17,11 @@ export type AdmittedStart<T extends { release(): void }> = {
   start(speculative: boolean, onQueued?: () => void): Promise<T>;
   /** Takes a speculatively started job off the queue, or has its worker abort it. */
   cancel(): Promise<void>;
+  /**
+   * Called once the job is queued and its hold placed, before a worker started it: from then on the
+   * request is admitted and the client may be told (a stream opens its response).
+   */
+  admitted?(): void;
 };
 
 /**
@@ -30,7 +35,8 @@ export type AdmittedStart<T extends { release(): void }> = {
  *   refused (or fails), the job is cancelled; the refusal is recorded by the hold statement itself, so
  *   the worker never charges it even if the cancel comes too late.
  *
- * When the start fails with model_unavailable the job never ran, so the hold is released at once;
+ * When the start fails with model_unavailable, or the job was cancelled while it waited in line, it never
+ * ran, so the hold is released at once;
  * after any other failure the job may still run and settle, and the hold is left to its settle or to
  * the sweeper.
  */
@@ -50,9 +56,9 @@ export async function admitWithHold<T extends { release(): void }>(deps: Admissi
   deps.policy.observe(input.accountId, placed, now);
   if (!placed.ok) throw budgetRefusalError(placed);
   try {
-    return await job.start(false);
+    return await job.start(false, () => job.admitted?.());
   } catch (error) {
-    if (error instanceof ModelUnavailableError) await releaseHold(deps.pool, input.completionId).catch(() => null);
+    if (neverRan(error)) await releaseHold(deps.pool, input.completionId).catch(() => null);
     throw error;
   }
 }
@@ -86,10 +92,16 @@ async function admitSpeculatively<T extends { release(): void }>(deps: Admission
     );
     throw error;
   }
+  job.admitted?.();
   try {
     return await starting;
   } catch (error) {
-    if (error instanceof ModelUnavailableError) await releaseHold(deps.pool, hold.holdId).catch(() => null);
+    if (neverRan(error)) await releaseHold(deps.pool, hold.holdId).catch(() => null);
     throw error;
   }
+}
+
+/** The start failed in a way that means no worker ran the job: unavailable, or cancelled while it waited in line. */
+function neverRan(error: unknown): boolean {
+  return error instanceof ModelUnavailableError || (error instanceof ApiError && error.code === "completion_cancelled");
 }

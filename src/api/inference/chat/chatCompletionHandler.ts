@@ -1,15 +1,15 @@
 import type { Context } from "koa";
 import type { AppDeps } from "../../appDeps.ts";
-import { nullIfReleased } from "../run/inferenceGateway.ts";
-import { collectReply } from "../run/collectReply.ts";
-import { relayStream } from "../run/relayStream.ts";
 import { requireInference } from "../requireInference.ts";
 import { resolveModel } from "../resolveModel.ts";
-import { SseResponse } from "../sse/sseResponse.ts";
-import { releaseOnDisconnect, startInferenceJob } from "../startInferenceJob.ts";
-import { chatCompletionBody, chatStreamFormat } from "./chatFormat.ts";
+import type { ResponseShape } from "../run/serveCompletion.ts";
+import { serveNewCompletion } from "../run/serveCompletion.ts";
 import type { ChatCompletionRequest } from "./chatCompletionRequestSchema.ts";
+import { chatCompletionBody, chatStreamFormat } from "./chatFormat.ts";
 import { toEngineChatRequest } from "./toEngineChatRequest.ts";
+
+/** chat.completion bodies and chat.completion.chunk streams. */
+export const chatResponseShape: ResponseShape = { streamFormat: chatStreamFormat, body: chatCompletionBody };
 
 /** POST /v1/chat/completions, after validation: enqueue the job, then stream or collect the reply. */
 export function chatCompletionHandler(deps: AppDeps) {
@@ -17,22 +17,15 @@ export function chatCompletionHandler(deps: AppDeps) {
     const body = ctx.state.body as ChatCompletionRequest;
     const inference = requireInference(deps);
     const model = resolveModel(inference.registry, body.model, "chat");
-    const request = toEngineChatRequest(body, model);
-    const { job, completionId, created } = await startInferenceJob(deps, inference, ctx, {
+    await serveNewCompletion(deps, inference, ctx, {
       model,
       endpoint: "chat.completions",
       idPrefix: "chatcmpl",
-      work: { kind: "chat", request },
+      work: { kind: "chat", request: toEngineChatRequest(body, model) },
+      stream: body.stream === true,
+      includeUsage: body.stream_options?.include_usage === true,
+      shape: chatResponseShape,
+      body,
     });
-    const head = { id: completionId, created, model: model.id, reasoning: model.capabilities.reasoning };
-    if (body.stream === true) {
-      const includeUsage = body.stream_options?.include_usage === true;
-      const sse = new SseResponse(ctx, () => job.release());
-      await relayStream(job, sse, chatStreamFormat({ ...head, includeUsage }), includeUsage);
-      return;
-    }
-    releaseOnDisconnect(ctx, job);
-    const collected = await collectReply(job).catch(nullIfReleased);
-    if (collected) ctx.body = chatCompletionBody(head, collected);
   };
 }

@@ -2,18 +2,17 @@ import type { Context } from "koa";
 import type { AppDeps } from "../../appDeps.ts";
 import { InvalidRequestError } from "../../http/errors.ts";
 import type { EngineChatRequest } from "../../../contracts/engineRequestSchemas.ts";
-import { nullIfReleased } from "../run/inferenceGateway.ts";
-import { collectReply } from "../run/collectReply.ts";
-import { relayStream } from "../run/relayStream.ts";
+import { type ResponseShape, serveNewCompletion } from "../run/serveCompletion.ts";
 import { requireInference } from "../requireInference.ts";
 import { resolveModel } from "../resolveModel.ts";
 import { samplingParams } from "../samplingSchemas.ts";
-import { SseResponse } from "../sse/sseResponse.ts";
-import { releaseOnDisconnect, startInferenceJob } from "../startInferenceJob.ts";
 import { completionStreamFormat, textCompletionBody } from "./completionFormat.ts";
 import type { CompletionRequest } from "./completionRequestSchema.ts";
 
 export const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
+
+/** text_completion bodies and streams. */
+export const textResponseShape: ResponseShape = { streamFormat: completionStreamFormat, body: textCompletionBody };
 
 /** POST /v1/completions: the prompt becomes one user message of a chat, on the same queue path. */
 export function completionHandler(deps: AppDeps) {
@@ -30,21 +29,15 @@ export function completionHandler(deps: AppDeps) {
     }
     const prompt = typeof body.prompt === "string" ? body.prompt : body.prompt[0]!;
     const request: EngineChatRequest = { messages: [{ role: "user", content: prompt }], maxTokens, ...samplingParams(body) };
-    const { job, completionId, created } = await startInferenceJob(deps, inference, ctx, {
+    await serveNewCompletion(deps, inference, ctx, {
       model,
       endpoint: "completions",
       idPrefix: "cmpl",
       work: { kind: "chat", request },
+      stream: body.stream === true,
+      includeUsage: body.stream_options?.include_usage === true,
+      shape: textResponseShape,
+      body,
     });
-    const head = { id: completionId, created, model: model.id };
-    if (body.stream === true) {
-      const includeUsage = body.stream_options?.include_usage === true;
-      const sse = new SseResponse(ctx, () => job.release());
-      await relayStream(job, sse, completionStreamFormat({ ...head, includeUsage }), includeUsage);
-      return;
-    }
-    releaseOnDisconnect(ctx, job);
-    const collected = await collectReply(job).catch(nullIfReleased);
-    if (collected) ctx.body = textCompletionBody(head, collected);
   };
 }

@@ -1,9 +1,10 @@
 import type { Context } from "koa";
 import type { AppDeps } from "../../appDeps.ts";
-import { nullIfReleased } from "../run/inferenceGateway.ts";
+import { nullIfReleased } from "../relay/runningJob.ts";
 import { collectEmbeddings } from "../run/collectReply.ts";
 import { requireInference } from "../requireInference.ts";
 import { resolveModel } from "../resolveModel.ts";
+import { newCompletionId } from "../completionId.ts";
 import { releaseOnDisconnect, startInferenceJob } from "../startInferenceJob.ts";
 import type { EmbeddingRequest } from "./embeddingRequestSchema.ts";
 
@@ -14,7 +15,16 @@ export function embeddingHandler(deps: AppDeps) {
     const inference = requireInference(deps);
     const model = resolveModel(inference.registry, body.model, "embeddings");
     const input = typeof body.input === "string" ? [body.input] : body.input;
-    const { job } = await startInferenceJob(deps, inference, ctx, { model, endpoint: "embeddings", idPrefix: "embd", work: { kind: "embeddings", input } });
+    const completionId = newCompletionId("embd");
+    const created = Math.floor(deps.clock.now().getTime() / 1000);
+    const job = await startInferenceJob(deps, inference, ctx, {
+      model,
+      endpoint: "embeddings",
+      completionId,
+      created,
+      work: { kind: "embeddings", input },
+      stream: false,
+    });
     releaseOnDisconnect(ctx, job);
     const collected = await collectEmbeddings(job).catch(nullIfReleased);
     if (!collected) return;

@@ -1,6 +1,6 @@
 import { InternalApiError } from "../../http/errors.ts";
 import type { Usage } from "../../../contracts/deltaMessage.ts";
-import type { RunningJob } from "./inferenceGateway.ts";
+import type { RunningJob } from "../relay/runningJob.ts";
 import { jobErrorToApiError } from "./jobErrorToApiError.ts";
 import { ReplyAccumulator } from "./replyAccumulator.ts";
 import type { FinishReason } from "./streamFormat.ts";

@@ -1,94 +1,134 @@
 import type { CompletionJob } from "../../../contracts/completionJob.ts";
 import type { CompletionFeed } from "../relay/completionFeed.ts";
 import type { CompletionQueues } from "../completionQueues.ts";
-import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
+import { isTerminal } from "../../../contracts/deltaMessage.ts";
+import type { AbandonmentWatch } from "../abandonmentWatch.ts";
+import type { CompletionRecord, CompletionRecords } from "../completionRecords.ts";
+import { jobErrorToApiError } from "./jobErrorToApiError.ts";
+import { JobReleasedError, type RunningJob } from "../relay/runningJob.ts";
 import type { DeltaSubscriber } from "../relay/deltaSubscriber.ts";
 import type { WorkerPresence } from "../../../contracts/workerPresence.ts";
 import { InternalApiError, ModelUnavailableError } from "../../http/errors.ts";
 
-/** Raised by RunningJob.next() after release(): the listener went away (client disconnect), not the job. */
-export class JobReleasedError extends Error {
-  constructor() {
-    super("stopped listening to the job");
-    this.name = "JobReleasedError";
-  }
-}
+export type GatewayLimits = {
+  /** How long a started job may stay silent. */
+  jobIdleTimeoutMs: number;
+  /** More waiting jobs than this for a model: a new request is refused at once. */
+  queueMaxWaiting: number;
+};
 
-/** For `.catch()` on a collected answer: the client went away (null), anything else is rethrown. */
-export function nullIfReleased(error: unknown): null {
-  if (error instanceof JobReleasedError) return null;
-  throw error;
-}
-
-export type GatewayTimeouts = { jobStartTimeoutMs: number; jobIdleTimeoutMs: number };
-
-/** A job a worker has started: its messages after `started`, in order. */
-export type RunningJob = {
-  completionId: string;
-  /** The next message; throws api_error when the job stays silent for the idle timeout. */
-  next(): Promise<DeltaMessage>;
-  /** Stops listening (client gone or answer complete); the job runs on. */
-  release(): void;
+export type StartOptions = {
+  /** The model is a reasoning model (kept in the completion's record for later reads). */
+  reasoning: boolean;
+  /** How long to wait for a worker to start the job (per request class: streams wait longer). */
+  startTimeoutMs: number;
+  /** Called once Redis acknowledged the enqueue (before a worker started the job). */
+  onQueued?: () => void;
+  /** The number of jobs waiting for the model when this one was queued (this one included). */
+  onPosition?: (position: number) => void;
 };
 
 /**
- * The API's side of the queue: checks that a worker serves the model, subscribes to the completion's
- * deltas, enqueues the job and waits for a worker to start it.
+ * The API's side of the queue: checks that a worker serves the model and that its queue is not too
+ * deep, records the completion (CompletionRecords), subscribes to its deltas, enqueues the job and waits
+ * for a worker to start it.
  */
 export class InferenceGateway {
   readonly #presence: WorkerPresence;
   readonly #queues: CompletionQueues;
   readonly #subscriber: DeltaSubscriber;
-  readonly #timeouts: GatewayTimeouts;
+  readonly #records: CompletionRecords;
+  readonly #abandonment: AbandonmentWatch;
+  readonly #limits: GatewayLimits;
 
-  constructor(deps: { presence: WorkerPresence; queues: CompletionQueues; subscriber: DeltaSubscriber; timeouts: GatewayTimeouts }) {
+  constructor(deps: {
+    presence: WorkerPresence;
+    queues: CompletionQueues;
+    subscriber: DeltaSubscriber;
+    records: CompletionRecords;
+    abandonment: AbandonmentWatch;
+    limits: GatewayLimits;
+  }) {
     this.#presence = deps.presence;
     this.#queues = deps.queues;
     this.#subscriber = deps.subscriber;
-    this.#timeouts = deps.timeouts;
+    this.#records = deps.records;
+    this.#abandonment = deps.abandonment;
+    this.#limits = deps.limits;
   }
 
   /**
-   * Enqueues the job (with this process's reply channel; `onQueued` is called once Redis acknowledged
-   * it) and resolves once a worker started it. No live
-   * worker for the model, or the job not started within JOB_START_TIMEOUT_MS (it is then removed from
-   * the queue) -> 503 model_unavailable.
+   * Enqueues the job (with this process's reply channel) and its record, and resolves once a worker
+   * started it. No live worker for the model, a queue deeper than queueMaxWaiting (both checked right
+   * behind the enqueue; the job is then taken back off the queue), or the job not started within
+   * `startTimeoutMs` (it is then removed from the queue) -> 503 model_unavailable.
    */
-  async start(request: Omit<CompletionJob, "replyTo">, onQueued?: () => void): Promise<RunningJob> {
+  async start(request: Omit<CompletionJob, "replyTo">, options: StartOptions): Promise<RunningJob> {
     await this.#subscriber.ready;
     const job: CompletionJob = { ...request, replyTo: this.#subscriber.replyTo };
+    const record: CompletionRecord = {
+      completionId: job.completionId,
+      accountId: job.accountId,
+      model: job.model,
+      endpoint: job.endpoint,
+      created: job.created,
+      reasoning: options.reasoning,
+      replyTo: job.replyTo,
+    };
     const feed = this.#subscriber.open(job.completionId);
     try {
-      // The enqueue goes out first: it starts the way to the first token. The liveness check follows
-      // right behind it, once BullMQ has written the job (setImmediate runs after the enqueue's
-      // synchronous steps and microtasks), so Redis does not answer it before taking the job; both are
-      // in flight together. Without a live worker the job is taken back off the queue; if a worker
-      // appeared and took it meanwhile, it runs. A failed liveness check (the job is already queued) is
-      // not a verdict: the start timeout decides.
-      const enqueuing = this.#queues.enqueue(job);
-      const checking = new Promise<boolean>((resolve, reject) => setImmediate(() => this.#presence.isLive(job.model).then(resolve, reject)));
-      const [live, enqueued] = await Promise.allSettled([checking, enqueuing]);
+      // The enqueue goes out first: it starts the way to the first token. The liveness and depth checks
+      // follow right behind it, once BullMQ has written the job (setImmediate runs after the enqueue's
+      // synchronous steps and microtasks), so Redis does not answer them before taking the job; all are
+      // in flight together. Without a live worker, or behind too many waiting jobs, the job is taken back
+      // off the queue; if a worker took it meanwhile, it runs. A failed check (the job is already
+      // queued) is not a verdict: the start timeout decides.
+      const enqueuing = Promise.all([this.#queues.enqueue(job), this.#records.create(record)]);
+      const checkingLive = new Promise<boolean>((resolve, reject) => setImmediate(() => this.#presence.isLive(job.model).then(resolve, reject)));
+      // Counted once the job is in: the count includes it unless a worker took it already.
+      const countingWaiting = enqueuing.then(() => this.#queues.waitingCount(job.model));
+      const [live, waiting, enqueued] = await Promise.allSettled([checkingLive, countingWaiting, enqueuing]);
       if (enqueued.status === "rejected") throw enqueued.reason;
-      onQueued?.();
-      if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) {
-        throw unavailable(job.model);
+      if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
+      if (waiting.status === "fulfilled") {
+        if (waiting.value > this.#limits.queueMaxWaiting && (await this.#queues.removeWaiting(job.model, job.completionId))) {
+          throw new ModelUnavailableError(
+            `The model '${job.model}' has too many requests waiting. Retry after a short delay or use another model.`,
+            "queue_full",
+            {
+              retryAfterSeconds: 5,
+            },
+          );
+        }
       }
-      await this.#awaitStart(feed, job);
+      // Queued and not refused: admission may go on (a stream opens its response), then hear its position.
+      options.onQueued?.();
+      if (waiting.status === "fulfilled") options.onPosition?.(Math.max(1, waiting.value));
+      await this.#awaitStart(feed, job, options.startTimeoutMs);
     } catch (error) {
       feed.close();
       throw error;
     }
-    const idleMs = this.#timeouts.jobIdleTimeoutMs;
+    const idleMs = this.#limits.jobIdleTimeoutMs;
+    let ended = false;
     return {
       completionId: job.completionId,
       async next() {
         const message = await feed.next(idleMs);
-        if (message) return message;
+        if (message) {
+          if (isTerminal(message)) ended = true;
+          return message;
+        }
         if (feed.closed) throw new JobReleasedError();
         feed.close();
         throw new InternalApiError("The model stopped answering.");
       },
-      release: () => feed.close(),
+      release: () => {
+        if (feed.closed && ended) return;
+        const early = !ended && !feed.closed;
+        feed.close();
+        if (early) this.#abandonment.detached(record);
+      },
     };
   }
 
@@ -98,20 +138,24 @@ export class InferenceGateway {
    */
   async cancel(model: string, completionId: string): Promise<void> {
     this.#subscriber.stopListening(completionId);
-    await this.#queues.cancel(model, completionId);
+    await this.#queues.cancel(model, completionId, "refused");
   }
 
-  async #awaitStart(feed: CompletionFeed, job: CompletionJob): Promise<void> {
-    const first = await feed.next(this.#timeouts.jobStartTimeoutMs);
+  async #awaitStart(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number): Promise<void> {
+    const first = await feed.next(startTimeoutMs);
     if (first?.type === "started") return;
+    if (first?.type === "error") throw jobErrorToApiError(first.error);
     if (first) throw new InternalApiError("The worker answered out of order.");
     if (await this.#queues.removeWaiting(job.model, job.completionId)) throw unavailable(job.model);
     // A worker took the job just now: its `started` is on the way.
-    const late = await feed.next(this.#timeouts.jobIdleTimeoutMs);
+    const late = await feed.next(this.#limits.jobIdleTimeoutMs);
+    if (late?.type === "error") throw jobErrorToApiError(late.error);
     if (late?.type !== "started") throw new InternalApiError("The worker did not start the job.");
   }
 }
 
 function unavailable(model: string): ModelUnavailableError {
-  return new ModelUnavailableError(`The model '${model}' is temporarily unavailable. Retry after a short delay or use another model.`);
+  return new ModelUnavailableError(`The model '${model}' is temporarily unavailable. Retry after a short delay or use another model.`, "model_unavailable", {
+    retryAfterSeconds: 1,
+  });
 }

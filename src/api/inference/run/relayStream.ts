@@ -1,7 +1,7 @@
 import { errorBody, InternalApiError } from "../../http/errors.ts";
 import { toApiError } from "../../http/errorHandler.ts";
 import type { SseResponse } from "../sse/sseResponse.ts";
-import { JobReleasedError, type RunningJob } from "./inferenceGateway.ts";
+import { JobReleasedError, type RunningJob } from "../relay/runningJob.ts";
 import { jobErrorToApiError } from "./jobErrorToApiError.ts";
 import type { StreamFormat } from "./streamFormat.ts";
 

@@ -1,18 +1,29 @@
 import type { Context } from "koa";
 
+/** What a client waits before reconnecting after a dropped stream (the SSE `retry:` field). */
+const RECONNECT_MS = 2_000;
+
 /**
  * A server-sent event response written straight to the socket (Koa steps aside): each event is
- * `id: <seq>` + `data: <json>`, the stream ends with `data: [DONE]`. Headers go out with the first event,
- * so anything that fails before it is still an ordinary JSON error response.
+ * `id: <seq>` + `data: <json>`, the stream ends with `data: [DONE]`. Until the response is opened (by the
+ * first event, or by open() once the request is admitted), anything that fails is still an ordinary JSON
+ * error response. Once open, a comment line (`: keep-alive`) goes out whenever nothing was written for
+ * `keepAliveMs`, so proxies and clients do not time out while the job waits in line or thinks.
  */
 export class SseResponse {
   readonly #ctx: Context;
+  readonly #keepAliveMs: number;
   #open = false;
   #clientGone = false;
+  #ended = false;
+  #lastWrite = 0;
+  #keepAlive: NodeJS.Timeout | null = null;
 
-  constructor(ctx: Context, onClientGone: () => void) {
+  constructor(ctx: Context, onClientGone: () => void, options: { keepAliveMs: number }) {
     this.#ctx = ctx;
+    this.#keepAliveMs = options.keepAliveMs;
     ctx.res.on("close", () => {
+      this.#stopKeepAlive();
       if (ctx.res.writableFinished) return;
       this.#clientGone = true;
       onClientGone();
@@ -28,16 +39,36 @@ export class SseResponse {
     return this.#clientGone;
   }
 
+  /** Sends the headers now (and the reconnect delay), before any event. */
+  open(): void {
+    if (this.#open) return;
+    this.#ensureOpen();
+    this.#write(`retry: ${RECONNECT_MS}\n\n`);
+  }
+
+  /** A comment line (`: text`), ignored by SSE clients: queue positions, keep-alives. */
+  comment(text: string): void {
+    this.open();
+    this.#write(`: ${text}\n\n`);
+  }
+
   event(id: number, data: unknown): void {
     this.#ensureOpen();
-    if (this.#clientGone) return;
-    this.#ctx.res.write(`id: ${id}\ndata: ${JSON.stringify(data)}\n\n`);
+    this.#write(`id: ${id}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 
   done(): void {
     this.#ensureOpen();
-    if (this.#clientGone) return;
+    this.#stopKeepAlive();
+    if (this.#clientGone || this.#ended) return;
+    this.#ended = true;
     this.#ctx.res.end("data: [DONE]\n\n");
+  }
+
+  #write(text: string): void {
+    if (this.#clientGone || this.#ended) return;
+    this.#lastWrite = performance.now();
+    this.#ctx.res.write(text);
   }
 
   #ensureOpen(): void {
@@ -46,10 +77,23 @@ export class SseResponse {
     const ctx = this.#ctx;
     ctx.respond = false;
     ctx.res.statusCode = 200;
+    for (const [name, value] of Object.entries(ctx.response.headers)) if (value !== undefined) ctx.res.setHeader(name, value as string | string[]);
     ctx.res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
-    ctx.res.setHeader("Cache-Control", "no-cache, no-transform");
+    ctx.res.setHeader("Cache-Control", "no-store, no-transform");
     ctx.res.setHeader("Connection", "keep-alive");
     ctx.res.setHeader("X-Accel-Buffering", "no");
-    // No flushHeaders(): the headers leave with the first event, in one packet.
+    // No flushHeaders(): the headers leave with the first write, in one packet.
+    this.#lastWrite = performance.now();
+    // Checked twice a period, so no silence lasts longer than keepAliveMs.
+    const half = this.#keepAliveMs / 2;
+    this.#keepAlive = setInterval(() => {
+      if (performance.now() - this.#lastWrite >= half) this.#write(": keep-alive\n\n");
+    }, half);
+    this.#keepAlive.unref();
+  }
+
+  #stopKeepAlive(): void {
+    if (this.#keepAlive) clearInterval(this.#keepAlive);
+    this.#keepAlive = null;
   }
 }

@@ -1,0 +1,76 @@
+import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
+import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
+import { decodeDeltaMessage } from "../../../contracts/replyBatch.ts";
+import type { Redis } from "../../../redis/createRedis.ts";
+import { InternalApiError } from "../../http/errors.ts";
+import { JobReleasedError, type RunningJob } from "./runningJob.ts";
+
+/** Longest single blocking read: a released follower's connection is closed at once anyway. */
+const BLOCK_MS = 5_000;
+
+/**
+ * A completion's messages read from its replay stream (InferenceKeys.replayStream), from the start or
+ * after a sequence number, and then as the worker appends them: what a client that resumes (Last-Event-ID)
+ * or attaches (the same Idempotency-Key) gets, in any API process. Skips `started`. Reads block on a
+ * connection of its own (a duplicate of `redis`), closed on release.
+ */
+export class ReplayFollower implements RunningJob {
+  readonly completionId: string;
+  readonly #connection: Redis;
+  readonly #stream: string;
+  readonly #idleTimeoutMs: number;
+  #afterSeq: number;
+  #lastEntryId = "0-0";
+  #buffer: DeltaMessage[] = [];
+  #released = false;
+
+  constructor(redis: Redis, keys: InferenceKeys, completionId: string, options: { afterSeq: number; idleTimeoutMs: number }) {
+    this.completionId = completionId;
+    this.#connection = redis.duplicate();
+    this.#connection.on("error", () => undefined);
+    this.#stream = keys.replayStream(completionId);
+    this.#afterSeq = options.afterSeq;
+    this.#idleTimeoutMs = options.idleTimeoutMs;
+  }
+
+  async next(): Promise<DeltaMessage> {
+    const deadline = Date.now() + this.#idleTimeoutMs;
+    for (;;) {
+      const message = this.#buffer.shift();
+      if (message) return message;
+      if (this.#released) throw new JobReleasedError();
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        this.release();
+        throw new InternalApiError("The model stopped answering.");
+      }
+      await this.#read(Math.min(left, BLOCK_MS));
+    }
+  }
+
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.#connection.disconnect();
+  }
+
+  async #read(blockMs: number): Promise<void> {
+    let result: [string, [string, string[]][]][] | null;
+    try {
+      result = (await this.#connection.xread("BLOCK", blockMs, "STREAMS", this.#stream, this.#lastEntryId)) as typeof result;
+    } catch (error) {
+      if (this.#released) return;
+      throw error;
+    }
+    for (const [, entries] of result ?? []) {
+      for (const [entryId, fields] of entries) {
+        this.#lastEntryId = entryId;
+        const json = fields[fields.indexOf("m") + 1];
+        const message = json === undefined ? undefined : decodeDeltaMessage(json);
+        if (!message || message.seq <= this.#afterSeq || message.type === "started") continue;
+        this.#afterSeq = message.seq;
+        this.#buffer.push(message);
+      }
+    }
+  }
+}

@@ -1,0 +1,24 @@
+import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
+
+/** Raised by RunningJob.next() after release(): the listener went away (client disconnect), not the job. */
+export class JobReleasedError extends Error {
+  constructor() {
+    super("stopped listening to the job");
+    this.name = "JobReleasedError";
+  }
+}
+
+/** For `.catch()` on a collected answer: the client went away (null), anything else is rethrown. */
+export function nullIfReleased(error: unknown): null {
+  if (error instanceof JobReleasedError) return null;
+  throw error;
+}
+
+/** A job a worker has started: its messages after `started`, in order. */
+export type RunningJob = {
+  completionId: string;
+  /** The next message; throws api_error when the job stays silent for the idle timeout. */
+  next(): Promise<DeltaMessage>;
+  /** Stops listening (client gone or answer complete); the job runs on (see AbandonmentWatch). */
+  release(): void;
+};

@@ -1,0 +1,70 @@
+import type { Context } from "koa";
+import type { Endpoint } from "../../../contracts/completionJob.ts";
+import { isTerminal } from "../../../contracts/deltaMessage.ts";
+import type { AppDeps } from "../../appDeps.ts";
+import { NotFoundError } from "../../http/errors.ts";
+import { parseWith } from "../../http/validate.ts";
+import type { CompletionRecord } from "../completionRecords.ts";
+import type { InferenceServices } from "../inferenceServices.ts";
+import { principalOf, requireInference } from "../requireInference.ts";
+import { type ResponseShape, serveExistingCompletion } from "../run/serveCompletion.ts";
+import { LastEventIdSchema, type StoredCompletionQuery } from "./storedCompletionQuerySchema.ts";
+
+/** The caller's completion of this endpoint, or 404 (another account's completion does not exist for it). */
+async function ownCompletion(inference: InferenceServices, ctx: Context, endpoint: Endpoint): Promise<CompletionRecord> {
+  const completionId = String(ctx.params.completionId ?? "");
+  const record = completionId ? await inference.records.find(completionId) : null;
+  if (!record || record.accountId !== principalOf(ctx).accountId || record.endpoint !== endpoint) {
+    throw new NotFoundError(`No completion with id '${completionId}' (completions are kept for a limited time).`, {
+      param: "completion_id",
+      code: "completion_not_found",
+    });
+  }
+  return record;
+}
+
+/**
+ * GET /v1/chat/completions/{id} (and /v1/completions/{id}): the stored completion, in the same shape as
+ * the POST's answer (waiting for its end if it still runs); with `stream=true`, its events after
+ * `starting_after` / Last-Event-ID and then the rest live, each with its `id:`.
+ */
+export function getStoredCompletion(deps: AppDeps, endpoint: Endpoint, shape: ResponseShape) {
+  return async function getCompletion(ctx: Context): Promise<void> {
+    const inference = requireInference(deps);
+    const query = ctx.state.query as StoredCompletionQuery;
+    const record = await ownCompletion(inference, ctx, endpoint);
+    const lastEventId = ctx.get("last-event-id");
+    const afterSeq = query.starting_after ?? (lastEventId ? parseWith(LastEventIdSchema, lastEventId) : -1);
+    await serveExistingCompletion(inference, ctx, record, { afterSeq, stream: query.stream === true, includeUsage: query.include_usage === true, shape });
+  };
+}
+
+/**
+ * POST /v1/chat/completions/{id}/cancel (and /v1/completions/{id}/cancel): stops the completion at once.
+ * A job still waiting for a worker is taken off the queue and charged nothing; a running one is aborted
+ * by its worker, which charges the tokens generated so far. Its stream ends with an error event of code
+ * `completion_cancelled` and `[DONE]`. Answers `status`: `cancelled` (it never ran), `cancelling` (its
+ * worker is stopping it) or `completed` (it had already ended).
+ */
+export function cancelStoredCompletion(deps: AppDeps, endpoint: Endpoint) {
+  return async function cancelCompletion(ctx: Context): Promise<void> {
+    const inference = requireInference(deps);
+    const record = await ownCompletion(inference, ctx, endpoint);
+    const object = endpoint === "completions" ? "text_completion.cancellation" : "chat.completion.cancellation";
+    const last = await inference.records.lastMessage(record.completionId);
+    let status: "cancelled" | "cancelling" | "completed" = "completed";
+    if (!last || !isTerminal(last)) {
+      const removed = await inference.queues.cancel(record.model, record.completionId, "user");
+      if (removed) {
+        await inference.records.endUnstarted(record, {
+          seq: 0,
+          type: "error",
+          error: { kind: "cancelled", message: "The completion was cancelled by its owner before it started.", param: null },
+        });
+      }
+      status = removed ? "cancelled" : "cancelling";
+    }
+    ctx.set("cache-control", "no-store");
+    ctx.body = { id: record.completionId, object, status };
+  };
+}

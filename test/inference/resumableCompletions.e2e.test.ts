@@ -1,0 +1,260 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../support/eventually.ts";
+import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { openHolds } from "../usage/usageFixtures.ts";
+import { completionEvents } from "./inferenceSteps.ts";
+import { pacedEngine } from "./pacedEngine.ts";
+import { type SseItem, SseReader } from "./sseReader.ts";
+
+/**
+ * Stored, resumable completions: every event has an id, a client that drops resumes with Last-Event-ID
+ * (or starting_after) and gets each event exactly once; the stored result is readable by its owner's
+ * keys only; a disconnect is not a cancel (the job runs on for the grace period), an explicit cancel
+ * stops it at once, and either way the tokens generated are charged once.
+ */
+describe("resumable completions (real worker, engine paced at 150 ms per delta, grace period 400 ms)", () => {
+  let platform: TestPlatform;
+  let key: string;
+  let accountId: string;
+  let otherKey: string;
+  beforeAll(async () => {
+    platform = await startTestPlatform({
+      wrapEngine: (_model, engine) => pacedEngine(engine, 150),
+      env: { COMPLETION_ABANDON_GRACE_MS: "400", DELTA_COALESCE_MS: "0" },
+    });
+    const created = await platform.createKey();
+    key = created.key;
+    accountId = created.account.accountId;
+    otherKey = (await platform.createKey()).key;
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
+
+  const body = (extra: Record<string, unknown> = {}) => ({
+    model: TINY_CHAT,
+    messages: [{ role: "user", content: "Tell me a story" }],
+    max_tokens: 40,
+    temperature: 0,
+    ...extra,
+  });
+  const post = (requestBody: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+    fetch(`${platform.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+      body: JSON.stringify(requestBody),
+      ...(signal ? { signal } : {}),
+    });
+  const get = (path: string, options: { key?: string; headers?: Record<string, string> } = {}) =>
+    fetch(`${platform.baseUrl}${path}`, { headers: { authorization: `Bearer ${options.key ?? key}`, ...options.headers } });
+  const contentOf = (items: SseItem[]) =>
+    items
+      .filter((i) => i.data !== undefined && i.data !== "[DONE]")
+      .map((i) => JSON.parse(i.data!) as { choices: { delta?: { content?: string } }[] })
+      .map((chunk) => chunk.choices[0]?.delta?.content ?? "")
+      .join("");
+  const ids = (items: SseItem[]) => items.filter((i) => i.id !== undefined).map((i) => Number(i.id));
+
+  it("a stream dropped half-way resumes with Last-Event-ID: every event once, in order, and the usage charged once", async () => {
+    const controller = new AbortController();
+    const response = await post(body({ stream: true }), {}, controller.signal);
+    expect(response.status).toBe(200);
+    const completionId = response.headers.get("x-completion-id")!;
+    expect(completionId).toMatch(/^chatcmpl-/);
+    const first = new SseReader(response);
+    const seen: SseItem[] = [];
+    for (let item = await first.next(); item && ids(seen).length < 4; item = await first.next()) seen.push(item);
+    expect(seen.some((i) => i.retry !== undefined)).toBe(true);
+    controller.abort();
+    await first.cancel();
+    const lastId = ids(seen).at(-1)!;
+
+    const resumed = await get(`/v1/chat/completions/${completionId}?stream=true`, { headers: { "last-event-id": String(lastId) } });
+    expect(resumed.status).toBe(200);
+    expect(resumed.headers.get("content-type")).toMatch(/text\/event-stream/);
+    const rest = await new SseReader(resumed).rest();
+    expect(rest.at(-1)!.data).toBe("[DONE]");
+    const all = [...ids(seen), ...ids(rest)];
+    expect(all).toEqual([...all].sort((a, b) => a - b));
+    expect(new Set(all).size).toBe(all.length);
+    for (let i = 1; i < all.length; i++) expect(all[i]! - all[i - 1]!).toBe(1);
+
+    const stored = await get(`/v1/chat/completions/${completionId}`);
+    expect(stored.status).toBe(200);
+    const storedBody = (await stored.json()) as {
+      id: string;
+      object: string;
+      choices: { message: { content: string } }[];
+      usage: { completion_tokens: number };
+    };
+    expect(storedBody).toMatchObject({ id: completionId, object: "chat.completion" });
+    expect(contentOf([...seen, ...rest])).toBe(storedBody.choices[0]!.message.content);
+    const events = await completionEvents(platform.deps.pool, completionId);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.data.outcome).not.toBe("cancelled");
+    expect(events[0]!.data.completionTokens).toBe(storedBody.usage.completion_tokens);
+  });
+
+  it("starting_after replays from a given event; another account's key and an unknown id get 404", async () => {
+    const created = await (await post(body())).json();
+    const id = (created as { id: string }).id;
+    const replay = await new SseReader(await get(`/v1/chat/completions/${id}?stream=true&starting_after=1`)).rest();
+    expect(Math.min(...ids(replay))).toBe(2);
+    expect((await get(`/v1/chat/completions/${id}`, { key: otherKey })).status).toBe(404);
+    expect((await get(`/v1/chat/completions/${id}?stream=true`, { key: otherKey })).status).toBe(404);
+    const unknown = await get("/v1/chat/completions/chatcmpl-doesnotexist");
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ error: { type: "invalid_request_error", code: "completion_not_found" } });
+    expect((await get(`/v1/completions/${id}`)).status).toBe(404);
+    expect((await get(`/v1/chat/completions/${id}?starting_after=x`)).status).toBe(400);
+    expect((await get(`/v1/chat/completions/${id}?stream=true`, { headers: { "last-event-id": "abc" } })).status).toBe(400);
+  });
+
+  it("a client that goes away and never comes back: the job stops after the grace period, charged for what it generated, its hold settled", async () => {
+    const controller = new AbortController();
+    const response = await post(body({ stream: true }), {}, controller.signal);
+    const completionId = response.headers.get("x-completion-id")!;
+    const reader = new SseReader(response);
+    await reader.nextEvent();
+    await reader.nextEvent();
+    controller.abort();
+    await reader.cancel();
+    const [usage] = await eventually(async () => {
+      const events = await completionEvents(platform.deps.pool, completionId);
+      return events.length ? events : undefined;
+    }, 10_000);
+    expect(usage!.data.outcome).toBe("cancelled");
+    expect(usage!.data.completionTokens).toBeGreaterThan(0);
+    const full = await platform.openai(key).chat.completions.create(body() as never);
+    expect(usage!.data.completionTokens).toBeLessThan(full.usage!.completion_tokens);
+    expect(await eventually(async () => ((await openHolds(platform.deps.pool, accountId)) === 0 ? true : undefined), 5_000)).toBe(true);
+    const stored = await get(`/v1/chat/completions/${completionId}`);
+    expect(stored.status).toBe(409);
+    expect(await stored.json()).toMatchObject({ error: { code: "completion_cancelled" } });
+  });
+
+  it("a client that comes back within the grace period keeps the job running to its end", async () => {
+    const controller = new AbortController();
+    const response = await post(body({ stream: true }), {}, controller.signal);
+    const completionId = response.headers.get("x-completion-id")!;
+    const reader = new SseReader(response);
+    const { event } = await reader.nextEvent();
+    controller.abort();
+    await reader.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const rest = await new SseReader(await get(`/v1/chat/completions/${completionId}?stream=true`, { headers: { "last-event-id": event!.id! } })).rest();
+    expect(rest.at(-1)!.data).toBe("[DONE]");
+    const events = await completionEvents(platform.deps.pool, completionId);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.data.outcome).not.toBe("cancelled");
+  });
+
+  it("cancel stops a running stream at once: an error event, [DONE], the generated tokens charged; others cannot cancel it", async () => {
+    const response = await post(body({ stream: true }));
+    const completionId = response.headers.get("x-completion-id")!;
+    const reader = new SseReader(response);
+    await reader.nextEvent();
+    const foreign = await fetch(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${otherKey}` },
+    });
+    expect(foreign.status).toBe(404);
+    const asked = Date.now();
+    const cancel = await fetch(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(cancel.status).toBe(200);
+    expect(await cancel.json()).toEqual({ id: completionId, object: "chat.completion.cancellation", status: "cancelling" });
+    const rest = await reader.rest();
+    expect(Date.now() - asked).toBeLessThan(2_000);
+    expect(rest.at(-1)!.data).toBe("[DONE]");
+    const error = JSON.parse(rest.at(-2)!.data!) as { error: { code: string } };
+    expect(error.error.code).toBe("completion_cancelled");
+    const events = await eventually(async () => {
+      const found = await completionEvents(platform.deps.pool, completionId);
+      return found.length ? found : undefined;
+    });
+    expect(events).toHaveLength(1);
+    expect(events[0]!.data.outcome).toBe("cancelled");
+    const again = await fetch(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(await again.json()).toMatchObject({ status: "completed" });
+  });
+
+  it("the same Idempotency-Key sent 10 times at once: one completion, one charge; the same key with another body is 400", async () => {
+    const headers = { "idempotency-key": `idem-${Date.now()}` };
+    const answers = await Promise.all(Array.from({ length: 10 }, () => post(body(), headers)));
+    const bodies = (await Promise.all(answers.map((a) => a.json()))) as { id: string; choices: { message: { content: string } }[] }[];
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
+    const id = bodies[0]!.id;
+    expect(new Set(bodies.map((b) => b.id))).toEqual(new Set([id]));
+    expect(new Set(bodies.map((b) => b.choices[0]!.message.content)).size).toBe(1);
+    expect(await completionEvents(platform.deps.pool, id)).toHaveLength(1);
+    const streamed = await new SseReader(await post(body({ stream: true }), headers)).rest();
+    expect(streamed.at(-1)!.data).toBe("[DONE]");
+    expect(JSON.parse(streamed.find((i) => i.id !== undefined)!.data!).id).toBe(id);
+    const reused = await post(body({ max_tokens: 5 }), headers);
+    expect(reused.status).toBe(400);
+    expect(await reused.json()).toMatchObject({ error: { type: "invalid_request_error", code: "idempotency_key_reused", param: "Idempotency-Key" } });
+    expect(await completionEvents(platform.deps.pool, id)).toHaveLength(1);
+  });
+});
+
+describe("waiting in line (no worker at first)", () => {
+  let platform: TestPlatform;
+  let key: string;
+  let accountId: string;
+  beforeAll(async () => {
+    platform = await startTestPlatform({ startWorker: false, env: { SSE_KEEPALIVE_MS: "200", QUEUE_MAX_WAITING: "2", JOB_START_TIMEOUT_STREAM_MS: "4000" } });
+    const created = await platform.createKey();
+    key = created.key;
+    accountId = created.account.accountId;
+    // A worker beats presence for the model but is not consuming: the queue only fills.
+    await platform.deps.redis.zadd(`${platform.deps.config.redisPrefix}:workers:${TINY_CHAT}`, Date.now() + 600_000, "test-presence");
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
+
+  const stream = (signal?: AbortSignal) =>
+    fetch(`${platform.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], stream: true, max_tokens: 8 }),
+      ...(signal ? { signal } : {}),
+    });
+
+  it("a queued stream gets its headers, its completion id, its queue position and keep-alives at once; a too deep queue answers 503 at once; cancel ends a queued one uncharged", async () => {
+    const firstResponse = await stream();
+    expect(firstResponse.status).toBe(200);
+    const completionId = firstResponse.headers.get("x-completion-id")!;
+    const first = new SseReader(firstResponse);
+    const opening = [await first.next(), await first.next()];
+    expect(opening.map((i) => i?.retry ?? i?.comment)).toEqual(["2000", "queued position=1"]);
+    expect((await first.next())!.comment).toBe("keep-alive");
+
+    const second = new SseReader(await stream());
+    expect((await second.next())!.retry).toBe("2000");
+    const started = Date.now();
+    const refused = await stream();
+    expect(refused.status).toBe(503);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(refused.headers.get("retry-after")).toBe("5");
+    expect(await refused.json()).toMatchObject({ error: { type: "model_unavailable", code: "queue_full" } });
+
+    const cancel = await fetch(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(await cancel.json()).toMatchObject({ status: "cancelled" });
+    const rest = await first.rest();
+    expect(rest.at(-1)!.data).toBe("[DONE]");
+    expect(JSON.parse(rest.at(-2)!.data!)).toMatchObject({ error: { code: "completion_cancelled" } });
+    await second.cancel();
+    expect(await completionEvents(platform.deps.pool, completionId)).toEqual([]);
+    expect(await eventually(async () => ((await openHolds(platform.deps.pool, accountId)) <= 1 ? true : undefined), 5_000)).toBe(true);
+  });
+});
