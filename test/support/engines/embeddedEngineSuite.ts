@@ -250,6 +250,7 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
         jsonSchema: true,
         logprobs: true,
         reasoning: false,
+        continuation: true,
         contextLength: model.contextSize,
       });
     });
