@@ -320,6 +320,11 @@ describe("a job run again after its worker died (CompletionJobRunner, Redis, Pos
     const received = await runAgain(job, [{ type: "started" }, { type: "embeddings", embeddings: [[0.5]] }]);
     expect(received.map((m) => m.type)).toEqual(["started", "embeddings", "usage"]);
     expect(consecutive(received)).toBe(true);
+    expect((await replayed(job)).map((m) => [m.seq, m.type])).toEqual([
+      [0, "started"],
+      [1, "embeddings"],
+      [2, "usage"],
+    ]);
     expect(await completionEvents(db.pool, job.completionId)).toHaveLength(1);
   });
 });

@@ -121,7 +121,9 @@ export function planResumption(
 ): Resumption {
   if (delivered.terminal) return { kind: "ended" };
   if (recorded) return { kind: "recorded", usage: recorded };
-  const point: ResumePoint = { nextSeq: delivered.lastSeq + 1, started: delivered.started, generation: "generate", delivered, failure: null };
+  // Every run's first message is `started`: any message delivered means it was (even if trimmed away since).
+  const started = delivered.started || delivered.lastSeq >= 0;
+  const point: ResumePoint = { nextSeq: delivered.lastSeq + 1, started, generation: "generate", delivered, failure: null };
   const fail = (reason: string): Resumption => ({
     kind: "run",
     point: { ...point, failure: { kind: "internal", message: `${STOPPED}${reason}`, param: null } },
@@ -181,7 +183,7 @@ async function deliveredUsage(engine: Engine, request: ChatRequest, delivered: D
  * finish if it was not delivered, then `usage` as recorded, or `error` for a run recorded as failed.
  */
 export function endFromRecord(publisher: DeltaPublisher, job: CompletionJob, delivered: Delivered, usage: UsageRecordedData): void {
-  if (!delivered.started) publisher.send({ type: "started" });
+  if (delivered.lastSeq < 0) publisher.send({ type: "started" });
   const lost = job.work.kind === "embeddings" && !delivered.embeddings;
   if (usage.outcome === "failed" || usage.outcome === "cancelled" || lost) {
     publisher.send({ type: "error", error: { kind: "internal", message: "The model failed while generating.", param: null } });
