@@ -13,6 +13,7 @@ import { CompletionWorker } from "./completion/completionWorker.ts";
 import { CoalescingWindow } from "./completion/coalescingWindow.ts";
 import { DeltaPublisher } from "./completion/deltaPublisher.ts";
 import { JobCancellations } from "./completion/jobCancellations.ts";
+import { ReplayReader } from "./completion/replayReader.ts";
 import { TurnWriter } from "./completion/turnWriter.ts";
 import { UsageRecorder } from "./completion/usageRecorder.ts";
 import { WorkerHeartbeat } from "./completion/workerHeartbeat.ts";
@@ -52,6 +53,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
   const foldPool = createPool(config.databaseUrl, 10, { synchronousCommit: false });
   const usage = new UsageRecorder(pool, { foldPool });
   const cancellations = new JobCancellations(config.redisUrl, keys);
+  const replay = new ReplayReader(redis, keys);
   const workers: CompletionWorker[] = [];
   const heartbeat = new WorkerHeartbeat({
     presence: new WorkerPresence(redis, keys),
@@ -69,18 +71,29 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
         model,
         engine,
         usage,
-        publisherFor: (job) =>
+        publisherFor: (job, firstSeq) =>
           new DeltaPublisher(keys, job, {
             window,
             writer,
             replayTtlSeconds: config.completionRetentionSeconds,
             replayMaxLen: config.deltaReplayMaxLen,
+            firstSeq,
           }),
+        replay,
         now: () => new Date(),
         logger: logger.child({ model: model.id }),
         cancellations,
       });
-      const worker = new CompletionWorker({ modelId: model.id, redis, keys, concurrency: EngineSet.concurrencyOf(model), runner, logger });
+      const worker = new CompletionWorker({
+        modelId: model.id,
+        redis,
+        keys,
+        concurrency: EngineSet.concurrencyOf(model),
+        runner,
+        logger,
+        lockDurationMs: config.workerLockMs,
+        stalledIntervalMs: config.workerStalledCheckMs,
+      });
       workers.push(worker);
       await worker.start();
     }

@@ -64,6 +64,8 @@ const EnvSchema = z.object({
   IDEMPOTENCY_TTL_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   WORKER_MODELS: z.string().optional(),
   WORKER_HEARTBEAT_MS: intFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
+  WORKER_LOCK_MS: intFromEnv(5_000).refine((n) => n >= 200, "must be at least 200"),
+  WORKER_STALLED_CHECK_MS: intFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
   DELTA_COALESCE_MS: intFromEnv(4),
   COMPLETION_RETENTION_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   DELTA_REPLAY_MAXLEN: intFromEnv(20_000).refine((n) => n > 0, "must be positive"),
@@ -107,6 +109,14 @@ export type Config = {
   workerModels: string[] | undefined;
   /** Worker heartbeat period; a worker counts as live for three periods after its last beat. */
   workerHeartbeatMs: number;
+  /**
+   * How long a running job's lock lasts unless its worker renews it (BullMQ renews every half of it). A
+   * worker that dies is noticed once its locks ran out (and the next stalled check ran): another worker
+   * then continues its jobs. A worker whose event loop is blocked longer than this is taken for dead too.
+   */
+  workerLockMs: number;
+  /** How often the workers of a queue look for jobs whose lock ran out (BullMQ's stalled-job check). */
+  workerStalledCheckMs: number;
   /** Later deltas of a completion are batched for this long (the first one never waits). */
   deltaCoalesceMs: number;
   /** How long a completion's events and record are kept after its last message (resume, GET, idempotent retries). */
@@ -157,6 +167,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_S,
     workerModels: parseList(e.WORKER_MODELS),
     workerHeartbeatMs: e.WORKER_HEARTBEAT_MS,
+    workerLockMs: e.WORKER_LOCK_MS,
+    workerStalledCheckMs: e.WORKER_STALLED_CHECK_MS,
     deltaCoalesceMs: e.DELTA_COALESCE_MS,
     completionRetentionSeconds: e.COMPLETION_RETENTION_S,
     deltaReplayMaxLen: e.DELTA_REPLAY_MAXLEN,

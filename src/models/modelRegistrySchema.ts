@@ -32,6 +32,12 @@ export const UpstreamEngineConfigSchema = z
       .regex(/^[A-Z_][A-Z0-9_]*$/)
       .optional(),
     maxConcurrency: z.number().int().positive().max(1024).optional(),
+    /**
+     * The server continues a final assistant message when asked to (vLLM's `continue_final_message`),
+     * so a generation whose worker died can be continued from the text already delivered. Default false:
+     * such a generation then ends with an error.
+     */
+    continueFinalMessage: z.boolean().optional(),
   })
   .strict();
 

@@ -109,6 +109,41 @@ describe("EmbeddedEngine on the tiny model's designed reply", () => {
   });
 });
 
+describe("EmbeddedEngine continuing a reply already begun", () => {
+  it("continues the delivered text as the same model response, after the prompt, an assistant prefill or nothing else", async () => {
+    const engine = await EmbeddedEngine.load({ modelPath, threads: 1, contextSize: 512 }, { llama });
+    try {
+      const request = userChat("Hello there", { maxTokens: 64 });
+      const full = await collectChat(engine, request);
+      expect(full.text).toBe("Hello! I am a tiny test model.");
+      const continued = await collectChat(engine, request, undefined, { continueFrom: "Hello! I am" });
+      expect(continued.text).toBe(" a tiny test model.");
+      expect(continued.result.finishReason).toBe("stop");
+      // Usage: the request's prompt (without the continued text) and the new tokens only.
+      expect(continued.result.usage.promptTokens).toBe(full.result.usage.promptTokens);
+      expect((await engine.countTokens("Hello! I am")) + continued.result.usage.completionTokens).toBe(full.result.usage.completionTokens);
+      // The client's own assistant prefill is the start of the same response: the text follows it.
+      const prefilled = { ...request, messages: [...request.messages, { role: "assistant" as const, content: "Hello!" }] };
+      expect((await collectChat(engine, prefilled)).text).toBe(" I am a tiny test model.");
+      expect((await collectChat(engine, prefilled, undefined, { continueFrom: " I am a" })).text).toBe(" tiny test model.");
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("refuses to continue a reply under a grammar (response format) or with tools", async () => {
+    const engine = await EmbeddedEngine.load({ modelPath, threads: 1, contextSize: 512 }, { llama });
+    try {
+      const json = userChat("Hi", { responseFormat: { type: "json_object" } });
+      await expect(collectChat(engine, json, undefined, { continueFrom: "{" })).rejects.toMatchObject({ name: "EngineError", kind: "internal" });
+      const tools = userChat("Hi", { tools: [{ type: "function", function: { name: "f" } }] });
+      await expect(collectChat(engine, tools, undefined, { continueFrom: "x" })).rejects.toMatchObject({ name: "EngineError", kind: "internal" });
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
 describe("EmbeddedEngine sampling", () => {
   it("applies presence and frequency penalties (a negative penalty makes the reply repeat itself)", async () => {
     const engine = await EmbeddedEngine.load({ modelPath, threads: 1, contextSize: 512 }, { llama });

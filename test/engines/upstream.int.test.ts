@@ -246,6 +246,39 @@ describe("UpstreamEngine request body", () => {
   });
 });
 
+describe("UpstreamEngine continuing a reply already begun", () => {
+  it("sends it as a final assistant message with continue_final_message when the registry says the upstream can (vLLM)", async () => {
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [chunk({ delta: { content: " world" } }), chunk({ delta: {}, finish_reason: "stop" }), usageChunk(20, 2), "data: [DONE]\n\n"]);
+      res.end();
+    });
+    const engine = engineFor({ continueFinalMessage: true });
+    expect(engine.capabilities().continuation).toBe(true);
+    const deltas: EngineDelta[] = [];
+    const result = await engine.chat(request({ maxTokens: 7 }), (delta) => deltas.push(delta), new AbortController().signal, { continueFrom: "Hello there" });
+    expect(text(deltas)).toBe(" world");
+    const body = upstream.received.at(-1)!.body;
+    expect(body).toMatchObject({
+      messages: [
+        { role: "user", content: "Hi" },
+        { role: "assistant", content: "Hello there" },
+      ],
+      continue_final_message: true,
+      add_generation_prompt: false,
+      max_tokens: 7,
+    });
+    // The upstream counts the continued text as prompt: its estimate (11 bytes / 3 -> 4 tokens) is taken off.
+    expect(result).toEqual({ finishReason: "stop", usage: { promptTokens: 16, completionTokens: 2, reasoningTokens: 0 } });
+  });
+
+  it("refuses to continue when the registry does not say the upstream can", async () => {
+    const engine = engineFor();
+    expect(engine.capabilities().continuation).toBe(false);
+    const continuing = engine.chat(request(), () => undefined, new AbortController().signal, { continueFrom: "Hello" });
+    await expect(continuing).rejects.toMatchObject({ name: "EngineError", kind: "internal" });
+  });
+});
+
 describe("UpstreamEngine connection pool", () => {
   const answer = [chunk({ delta: { content: "ok" }, finish_reason: "stop" }), usageChunk(1, 1), "data: [DONE]\n\n"];
 

@@ -270,6 +270,7 @@ describe("UpstreamEngine token estimates and capabilities", () => {
       jsonSchema: false,
       logprobs: false,
       reasoning: false,
+      continuation: false,
       contextLength: 4096,
     });
   });

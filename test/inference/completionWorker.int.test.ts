@@ -6,6 +6,7 @@ import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { CompletionWorker } from "../../workers/completion/completionWorker.ts";
+import type { RunMode } from "../../workers/completion/resumption.ts";
 import { eventually } from "../support/eventually.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 
@@ -14,10 +15,13 @@ const MODEL = "worker-test-model";
 /** A runner whose jobs run until the test lets them finish. */
 class HeldRunner {
   readonly started: string[] = [];
+  /** Every run with how the job reached the worker. */
+  readonly runs: [string, RunMode][] = [];
   readonly #release = new Map<string, () => void>();
 
-  run(job: CompletionJob): Promise<void> {
+  run(job: CompletionJob, _signal?: AbortSignal, mode: RunMode = "new"): Promise<void> {
     this.started.push(job.completionId);
+    this.runs.push([job.completionId, mode]);
     return new Promise((resolve) => this.#release.set(job.completionId, resolve));
   }
 
@@ -36,6 +40,7 @@ class HeldRunner {
  */
 const LOCK_MODEL = "worker-test-model-lock";
 const STALLED_MODEL = "worker-test-model-stalled";
+const TWICE_MODEL = "worker-test-model-stalled-twice";
 
 function job(completionId: string, keys: InferenceKeys, model = MODEL): CompletionJob {
   return {
@@ -211,7 +216,7 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     expect(runner.started).toEqual(["long-1"]);
   });
 
-  it("fails, and does not run again, a job whose worker died while running it (BullMQ's stalled check)", async () => {
+  it("runs once more, as redelivered, a job whose worker died while running it (BullMQ's stalled check)", async () => {
     // The dead worker: it took the job (BullMQ's manual fetch, a 300 ms lock) and was gone without
     // renewing the lock or finishing the job.
     const dead = new Worker<CompletionJob>(keys.queueName(STALLED_MODEL), null, {
@@ -238,12 +243,56 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
       stalledIntervalMs: 200,
     });
     await worker.start();
-    await eventually(async () => ((await bullQueue(STALLED_MODEL).getJobState("crashed-1")) === "failed" ? true : undefined), 10_000);
-    expect((await bullQueue(STALLED_MODEL).getJob("crashed-1"))?.failedReason).toMatch(/stalled/);
-    // The worker goes on with the next job; the stalled one never reached the runner.
+    // Noticed within a lock and two checks, and handed to the runner as a job run again.
+    await eventually(async () => (runner.started.includes("crashed-1") ? true : undefined), 10_000);
+    expect(runner.runs).toEqual([["crashed-1", "redelivered"]]);
+    runner.finish("crashed-1");
+    await eventually(async () => ((await bullQueue(STALLED_MODEL).getJobState("crashed-1")) === "unknown" ? true : undefined));
+    // The worker goes on with the next job, a new one.
     await queues.enqueue(job("after-crash-1", keys, STALLED_MODEL));
     await eventually(async () => (runner.started.includes("after-crash-1") ? true : undefined));
-    expect(runner.started).toEqual(["after-crash-1"]);
+    expect(runner.runs).toEqual([
+      ["crashed-1", "redelivered"],
+      ["after-crash-1", "new"],
+    ]);
+  });
+
+  it("fails a job whose workers died twice, and has the runner end its stream (abandoned) instead of running it", async () => {
+    // Two workers in turn take the job and die; this one also runs BullMQ's stalled check meanwhile.
+    const dead = new Worker<CompletionJob>(keys.queueName(TWICE_MODEL), null, {
+      connection: workerRedis,
+      prefix: keys.prefix,
+      autorun: false,
+      lockDuration: 300,
+      stalledInterval: 150,
+      maxStalledCount: 1,
+    });
+    dead.on("error", () => undefined);
+    const state = () => bullQueue(TWICE_MODEL).getJobState("twice-1");
+    await queues.enqueue(job("twice-1", keys, TWICE_MODEL));
+    expect((await dead.getNextJob("dead-worker-1"))?.id).toBe("twice-1");
+    await dead.startStalledCheckTimer();
+    await eventually(async () => ((await state()) === "waiting" ? true : undefined), 10_000);
+    const again = await dead.getNextJob("dead-worker-2");
+    expect(again?.stalledCounter).toBe(1);
+    await eventually(async () => ((await state()) === "waiting" ? true : undefined), 10_000);
+    await dead.close();
+    runner = new HeldRunner();
+    worker = new CompletionWorker({
+      modelId: TWICE_MODEL,
+      redis: workerRedis,
+      keys,
+      concurrency: 2,
+      runner,
+      logger: silentLogger,
+      lockDurationMs: 600,
+      stalledIntervalMs: 200,
+    });
+    await worker.start();
+    await eventually(async () => ((await state()) === "failed" ? true : undefined), 10_000);
+    expect((await bullQueue(TWICE_MODEL).getJob("twice-1"))?.failedReason).toMatch(/stalled more than allowable limit/);
+    await eventually(async () => (runner.runs.length > 0 ? true : undefined));
+    expect(runner.runs).toEqual([["twice-1", "abandoned"]]);
   });
 
   it("fails a job whose data does not parse, and goes on with the next", async () => {

@@ -8,13 +8,18 @@ import { platformTracer } from "../../src/observability/telemetry.ts";
 import { EngineError, type ChatRequest, type Engine, type EngineDelta } from "../engines/engine.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
 import type { JobCancellations, TrackedJob } from "./jobCancellations.ts";
+import type { ReplayReader } from "./replayReader.ts";
+import { endFromRecord, foldDelivered, generateChat, NEW_JOB, planResumption, type ResumePoint, type RunMode } from "./resumption.ts";
 import type { RecordOutcome, UsageRecorder } from "./usageRecorder.ts";
 
 export type CompletionJobRunnerDeps = {
   model: RegisteredModel;
   engine: Engine;
   usage: UsageRecorder;
-  publisherFor: (job: { completionId: string; replyTo: string }) => DeltaPublisher;
+  /** The publisher of a job's messages, numbering them from `firstSeq`. */
+  publisherFor: (job: { completionId: string; replyTo: string }, firstSeq: number) => DeltaPublisher;
+  /** What earlier runs of a job delivered (read for a job run again). */
+  replay: Pick<ReplayReader, "read">;
   now: () => Date;
   logger: Logger;
   /** Cancels from the API (speculative admissions refused); without it, jobs cannot be cancelled. */
@@ -44,6 +49,13 @@ const CANCELLED_MESSAGE = {
  * outcome charging what was generated and ends with an `error` of kind cancelled. A speculative job's
  * usage waits for its hold (UsageRecorder). Each job runs in
  * a `RunCompletion` span continuing the request's trace.
+ *
+ * A job BullMQ hands out again because its worker died (RunMode "redelivered") picks up what that worker
+ * delivered (resumption.ts): nothing when its stream was ended or its usage recorded (then the stream is
+ * ended from the record); otherwise its messages go on numbered after the last one delivered, the
+ * engine continuing the delivered reply (prompt + delivered text as the start of the assistant's turn)
+ * where it can, or the stream ends with an error charging what was delivered. Usage is charged once
+ * (UsageRecorder): the prompt once, the delivered tokens plus the new ones.
  */
 export class CompletionJobRunner {
   readonly #deps: CompletionJobRunnerDeps;
@@ -52,19 +64,24 @@ export class CompletionJobRunner {
     this.#deps = deps;
   }
 
-  run(job: CompletionJob, signal: AbortSignal): Promise<void> {
+  run(job: CompletionJob, signal: AbortSignal, mode: RunMode = "new"): Promise<void> {
     const parent = propagation.extract(context.active(), job.traceparent ? { traceparent: job.traceparent } : {});
     return context.with(parent, () =>
       platformTracer().startActiveSpan(
         "RunCompletion",
         {
           kind: SpanKind.CONSUMER,
-          attributes: { "inference.model": job.model, "inference.endpoint": job.endpoint, "inference.completion_id": job.completionId },
+          attributes: {
+            "inference.model": job.model,
+            "inference.endpoint": job.endpoint,
+            "inference.completion_id": job.completionId,
+            "inference.run_mode": mode,
+          },
         },
         async (span) => {
           const tracked = this.#deps.cancellations?.track(job.completionId);
           try {
-            await this.#run(job, tracked ? AbortSignal.any([signal, tracked.signal]) : signal, tracked);
+            await this.#run(job, tracked ? AbortSignal.any([signal, tracked.signal]) : signal, tracked, mode);
           } catch (error) {
             span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
             throw error;
@@ -77,18 +94,20 @@ export class CompletionJobRunner {
     );
   }
 
-  async #run(job: CompletionJob, signal: AbortSignal, tracked: TrackedJob | undefined): Promise<void> {
+  async #run(job: CompletionJob, signal: AbortSignal, tracked: TrackedJob | undefined, mode: RunMode): Promise<void> {
     const { engine, model, logger } = this.#deps;
-    const generated = { content: "", reasoning: "" };
+    const point = mode === "new" ? NEW_JOB : await this.#resume(job, mode);
+    if (point === null) return;
+    const generated = { content: point.delivered.content + point.delivered.toolText, reasoning: point.delivered.reasoning };
     const collect = (delta: EngineDelta) => {
       generated.content += (delta.content ?? "") + (delta.toolCalls ?? []).map((c) => c.function?.arguments ?? "").join("");
       generated.reasoning += delta.reasoning ?? "";
     };
-    const publisher = this.#deps.publisherFor(job);
+    const publisher = this.#deps.publisherFor(job, point.nextSeq);
     const startedAt = this.#deps.now();
     // `started` goes out once the engine call has been made (its request is on the wire first), and in
     // any case before the job's first other message.
-    let announced = false;
+    let announced = point.started;
     const announce = () => {
       if (announced) return;
       announced = true;
@@ -96,12 +115,14 @@ export class CompletionJobRunner {
     };
     setImmediate(announce);
     let usage: Usage = NO_USAGE;
-    let failure: JobError | null = null;
+    let failure: JobError | null = point.failure;
     let finishReason: string | null = null;
     try {
-      if (job.work.kind === "chat") {
-        const result = await engine.chat(
+      if (failure === null && job.work.kind === "chat") {
+        const result = await generateChat(
+          engine,
           job.work.request,
+          point,
           (delta) => {
             announce();
             collect(delta);
@@ -110,13 +131,13 @@ export class CompletionJobRunner {
           signal,
         );
         announce();
-        publisher.send({ type: "finish", finishReason: result.finishReason });
+        if (point.delivered.finishReason === null) publisher.send({ type: "finish", finishReason: result.finishReason });
         finishReason = result.finishReason;
         usage = result.usage;
-      } else {
+      } else if (failure === null && job.work.kind === "embeddings") {
         const result = await engine.embed(job.work.input, signal);
         announce();
-        publisher.send({ type: "embeddings", embeddings: result.embeddings });
+        if (!point.delivered.embeddings) publisher.send({ type: "embeddings", embeddings: result.embeddings });
         usage = { promptTokens: result.promptTokens, completionTokens: 0, reasoningTokens: 0 };
       }
     } catch (error) {
@@ -170,6 +191,26 @@ export class CompletionJobRunner {
     announce();
     publisher.send(failure ? { type: "error", error: failure } : { type: "usage", usage });
     await publisher.close();
+  }
+
+  /**
+   * Where a job run again picks up (see resumption.ts), or null when nothing is left to do: its stream was
+   * ended, or its usage was recorded (the stream is then ended here from the record).
+   */
+  async #resume(job: CompletionJob, mode: RunMode): Promise<ResumePoint | null> {
+    const { replay, usage, engine, logger } = this.#deps;
+    const [messages, recorded] = await Promise.all([replay.read(job.completionId), usage.recorded(job.completionId)]);
+    const delivered = foldDelivered(messages);
+    const plan = planResumption(job, delivered, recorded, mode, engine.capabilities());
+    const generation = plan.kind === "run" ? (plan.point.failure ? "failed" : plan.point.generation) : plan.kind;
+    logger.warn("running a job whose worker died", { completionId: job.completionId, model: job.model, mode, lastSeq: delivered.lastSeq, generation });
+    if (plan.kind === "run") return plan.point;
+    if (plan.kind === "recorded") {
+      const publisher = this.#deps.publisherFor(job, delivered.lastSeq + 1);
+      endFromRecord(publisher, job, delivered, plan.usage);
+      await publisher.close();
+    }
+    return null;
   }
 
   /** Tokens a failed chat job had generated (and its prompt), so they are charged; 0 when nothing came out. */

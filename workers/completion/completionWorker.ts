@@ -4,9 +4,16 @@ import type { Redis } from "../../src/redis/createRedis.ts";
 import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { Logger } from "../../src/observability/logger.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";
+import type { RunMode } from "./resumption.ts";
 
 /** The job runner's signal: jobs are stopped by the API's cancels (JobCancellations), not by the queue. */
 const NEVER_ABORTED = new AbortController().signal;
+
+/** How often a job whose worker died is handed out again; once more and BullMQ fails it. */
+const MAX_STALLED_RESTARTS = 1;
+
+/** BullMQ's reason for a job failed after stalling more than MAX_STALLED_RESTARTS times. */
+const STALLED_TOO_OFTEN = /stalled more than allowable limit/;
 
 /**
  * The BullMQ consumer of one model's queue: one BullMQ `Worker` whose concurrency is the model's slot
@@ -16,10 +23,18 @@ const NEVER_ABORTED = new AbortController().signal;
  * connection per model, whatever the concurrency), the renewal of the running jobs' locks (every half
  * lock duration), the stalled-job check, moving a finished job to completed (removed) or failed.
  *
- * A job whose worker died (its lock expired) is not re-run: its client already saw part of the output
- * and its usage may be recorded. With `maxStalledCount: 0`, BullMQ's stalled check (run by any worker of
- * the queue) takes the job off the active list and marks it to fail ("job stalled more than allowable
- * limit"); the worker that fetches it next fails it without calling the processor.
+ * A job whose worker died is noticed by BullMQ's stalled check, run by every worker of the queue every
+ * `stalledIntervalMs`: a job still active whose lock ran out (not renewed for `lockDurationMs`) goes
+ * back to the queue, once (`maxStalledCount` 1), and the worker that takes it runs it as "redelivered":
+ * the runner picks up what the dead worker delivered (resumption.ts) instead of running it blindly
+ * again. A job whose workers died twice is failed by BullMQ without reaching the processor; the
+ * `failed` event then has the runner end its stream with an error ("abandoned"), so its client is not
+ * left waiting.
+ *
+ * The trade-off of a short lock: a worker whose event loop is blocked for longer than the lock (its
+ * renewals are timers) is taken for dead, and its jobs continue elsewhere while it may still write. The
+ * engines generate off the event loop (llama.cpp's threads, the network), so only a pathological stall
+ * does that; the default lock is 5 s (WORKER_LOCK_MS).
  */
 export class CompletionWorker {
   readonly modelId: string;
@@ -27,6 +42,7 @@ export class CompletionWorker {
   readonly #runner: Pick<CompletionJobRunner, "run">;
   readonly #logger: Logger;
   #running: Promise<void> | null = null;
+  readonly #abandoning = new Set<Promise<void>>();
 
   constructor(options: {
     modelId: string;
@@ -35,9 +51,9 @@ export class CompletionWorker {
     concurrency: number;
     runner: Pick<CompletionJobRunner, "run">;
     logger: Logger;
-    /** How long a job's lock lasts unless renewed (BullMQ's default, 30 s; tests make it short). */
+    /** How long a job's lock lasts unless renewed (default 30 s, BullMQ's; the worker role passes WORKER_LOCK_MS). */
     lockDurationMs?: number;
-    /** How often the stalled-job check runs (BullMQ's default, 30 s; tests make it short). */
+    /** How often the stalled-job check runs (default 30 s, BullMQ's; the worker role passes WORKER_STALLED_CHECK_MS). */
     stalledIntervalMs?: number;
   }) {
     this.modelId = options.modelId;
@@ -50,16 +66,17 @@ export class CompletionWorker {
       concurrency: Math.max(1, options.concurrency),
       lockDuration: options.lockDurationMs ?? 30_000,
       ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
-      // A job whose worker died is not re-run: its client already saw part of the output.
-      maxStalledCount: 0,
+      // A job whose worker died runs once more, picking up what was delivered (see the class comment).
+      maxStalledCount: MAX_STALLED_RESTARTS,
       removeOnComplete: { count: 0 },
       removeOnFail: { age: 3600, count: 1000 },
     });
     this.#worker.on("error", (error) => this.#logger.warn("queue worker error", { model: this.modelId, error }));
     this.#worker.on("lockRenewalFailed", (jobIds) => this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }));
     this.#worker.on("stalled", (jobId) =>
-      this.#logger.warn("a job's worker stopped renewing its lock: the job is failed, not re-run", { model: this.modelId, jobId }),
+      this.#logger.warn("a job's worker stopped renewing its lock: another worker continues the job", { model: this.modelId, jobId }),
     );
+    this.#worker.on("failed", (job, error) => this.#onFailed(job, error));
   }
 
   /** Starts consuming and resolves once the worker is connected. */
@@ -76,6 +93,7 @@ export class CompletionWorker {
     // create); its own blocking connection is closed.
     await this.#worker.close();
     await this.#running;
+    await Promise.all(this.#abandoning);
   }
 
   async #process(job: Job<CompletionJob, void>): Promise<void> {
@@ -84,6 +102,21 @@ export class CompletionWorker {
       this.#logger.error("invalid job data", { jobId: job.id, issues: parsed.error.issues.slice(0, 3) });
       throw new Error("invalid job data");
     }
-    await this.#runner.run(parsed.data, NEVER_ABORTED);
+    // BullMQ counts the times a job was found stalled (its worker died); attempts cannot retry (attempts: 1).
+    const mode: RunMode = job.stalledCounter > 0 || job.attemptsStarted > 1 ? "redelivered" : "new";
+    await this.#runner.run(parsed.data, NEVER_ABORTED, mode);
+  }
+
+  /** A job failed for stalling too often: its stream is ended with an error (and what was delivered charged). */
+  #onFailed(job: Job<CompletionJob, void> | undefined, error: Error): void {
+    if (!job || !STALLED_TOO_OFTEN.test(error.message)) return;
+    const parsed = CompletionJobSchema.safeParse(job.data);
+    if (!parsed.success) return;
+    this.#logger.error("a job's workers died too often: its stream is ended with an error", { model: this.modelId, jobId: job.id });
+    const ending = this.#runner.run(parsed.data, NEVER_ABORTED, "abandoned").catch((failure: unknown) => {
+      this.#logger.error("could not end the stream of an abandoned job", { model: this.modelId, jobId: job.id, error: failure as Error });
+    });
+    this.#abandoning.add(ending);
+    void ending.finally(() => this.#abandoning.delete(ending));
   }
 }

@@ -12,11 +12,16 @@ export type DeltaPublisherOptions = {
   writer: TurnWriter;
   replayTtlSeconds: number;
   replayMaxLen: number;
+  /**
+   * The sequence number of the first message: 0 for a new job; after the last message an earlier run of
+   * the job wrote, when this run picks up where a worker that died stopped.
+   */
+  firstSeq?: number;
   now?: () => number;
 };
 
 /**
- * Writes one completion's messages to Redis, numbered 0, 1, 2, ...: to the reply channel of the API
+ * Writes one completion's messages to Redis, numbered 0, 1, 2, ... (or on from `firstSeq`): to the reply channel of the API
  * process that enqueued the job, for live listening, plus XADD to the completion's capped, expiring
  * replay stream; the TurnWriter sends them with every other message of the same event-loop turn.
  *
@@ -31,7 +36,8 @@ export class DeltaPublisher implements PendingFlush {
   readonly #replyTo: string;
   readonly #stream: string;
   readonly #options: Required<DeltaPublisherOptions>;
-  #seq = 0;
+  readonly #firstSeq: number;
+  #seq: number;
   #lastWrite = Number.NEGATIVE_INFINITY;
   #pending: EngineDelta | null = null;
   #deltas = 0;
@@ -47,13 +53,15 @@ export class DeltaPublisher implements PendingFlush {
     this.#completionId = job.completionId;
     this.#replyTo = job.replyTo;
     this.#stream = keys.replayStream(job.completionId);
-    this.#options = { now: () => performance.now(), ...options };
+    this.#options = { now: () => performance.now(), ...options, firstSeq: options.firstSeq ?? 0 };
+    this.#firstSeq = this.#options.firstSeq;
+    this.#seq = this.#firstSeq;
     options.window.opened();
   }
 
-  /** Number of messages written so far. */
+  /** Number of messages this publisher wrote so far. */
   get written(): number {
-    return this.#seq;
+    return this.#seq - this.#firstSeq;
   }
 
   delta(delta: EngineDelta): void {
@@ -113,7 +121,7 @@ export class DeltaPublisher implements PendingFlush {
     const sequenced = { ...message, seq: this.#seq++ } as DeltaMessage;
     // The expiry is (re)set on the first and last messages and now and then between, not on every delta.
     const last = sequenced.type === "usage" || sequenced.type === "error";
-    const expire = sequenced.seq % 256 === 0 || last ? this.#options.replayTtlSeconds : null;
+    const expire = sequenced.seq % 256 === 0 || sequenced.seq === this.#firstSeq || last ? this.#options.replayTtlSeconds : null;
     this.#written = this.#options.writer.write(
       this.#stream,
       this.#options.replayMaxLen,

@@ -1,6 +1,7 @@
 import type { Pool } from "../../src/db/createPool.ts";
+import { readStream } from "../../src/ledger/eventStore/readStream.ts";
 import type { EventMetadata } from "../../src/ledger/eventStore/types.ts";
-import { UsageRecordedDataSchema, type UsageRecorded, type UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
+import { completionStreamId, UsageRecordedDataSchema, type UsageRecorded, type UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
 import { settleUsage, type SettleResult } from "../../src/ledger/budget/settleUsage.ts";
 
 export type RecordOutcome = "recorded" | "already_recorded" | "refused";
@@ -49,6 +50,13 @@ export class UsageRecorder {
       await new Promise((resolve) => setTimeout(resolve, pause));
       pause = Math.min(pause * 2, 250);
     }
+  }
+
+  /** The usage recorded for a completion, or null when none is (a job run again checks it first). */
+  async recorded(completionId: string): Promise<UsageRecordedData | null> {
+    const { events } = await readStream(this.#pool, completionStreamId(completionId));
+    const event = events.find((e) => e.type === "UsageRecorded");
+    return event ? UsageRecordedDataSchema.parse(event.data) : null;
   }
 
   async #settle(event: UsageRecorded, metadata: EventMetadata, requireAdmission: boolean): Promise<SettleResult> {

@@ -23,6 +23,7 @@ export async function createEngine(model: RegisteredModel, config: Pick<Config, 
     model: engine.model,
     ...(apiKey ? { apiKey } : {}),
     contextLength: model.context_length,
+    ...(engine.continueFinalMessage === undefined ? {} : { continueFinalMessage: engine.continueFinalMessage }),
     capabilities: {
       chat: c.chat,
       completions: c.completions,

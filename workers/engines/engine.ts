@@ -60,15 +60,28 @@ export type EngineCapabilities = {
   jsonSchema: boolean;
   logprobs: boolean;
   reasoning: boolean;
+  /** chat() can continue a reply already begun (ChatOptions.continueFrom). */
+  continuation: boolean;
   contextLength: number;
 };
 
 export type DeltaSink = (delta: EngineDelta) => void;
 
+export type ChatOptions = {
+  /**
+   * The start of the assistant's reply, already generated (by a worker that died): the engine continues
+   * this text as the same reply instead of starting a new one. Deltas carry only the new text; usage
+   * counts the request's prompt without this text, and only the newly generated tokens. Only with
+   * `capabilities().continuation`, and never with tools or a response format (their output cannot be
+   * picked up half-way).
+   */
+  continueFrom?: string;
+};
+
 export interface Engine {
   capabilities(): EngineCapabilities;
   /** Streams a chat reply through onDelta; resolves when generation ends. Rejects with an AbortError-like error when signal aborts. */
-  chat(request: EngineChatRequest, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult>;
+  chat(request: EngineChatRequest, onDelta: DeltaSink, signal: AbortSignal, options?: ChatOptions): Promise<EngineResult>;
   /** Streams a text completion of a plain prompt. */
   complete(request: EngineTextRequest, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult>;
   embed(texts: string[], signal: AbortSignal): Promise<EmbedResult>;

@@ -241,6 +241,24 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
       await expect(chat(userChat(long))).rejects.toBeInstanceOf(EngineError);
     });
 
+    it("continues a reply already begun (what a worker that died delivered) as the same reply, counting the prompt once", async () => {
+      const request = userChat(model.prompt, { maxTokens: 24 });
+      const full = await chat({ ...request, logprobs: true });
+      const half = full.deltas.slice(0, Math.max(1, Math.floor(full.deltas.length / 2)));
+      const begun = half.map((delta) => delta.content ?? "").join("");
+      const sampled = half.reduce((n, delta) => n + (delta.logprobs?.length ?? 0), 0);
+      const continued = await collectChat(engine, { ...request, maxTokens: 24 - sampled }, undefined, { continueFrom: begun });
+      expect(continued.result.usage.promptTokens).toBe(full.result.usage.promptTokens);
+      expect(continued.result.usage.completionTokens).toBeGreaterThan(0);
+      expect(continued.result.usage.completionTokens).toBeLessThanOrEqual(24 - sampled);
+      // Greedy decoding from the same tokens gives the rest of the same reply (when the begun text
+      // tokenizes back into the tokens that were sampled, which a different split of it would not).
+      if ((await engine.countTokens(begun)) === sampled) {
+        expect(begun + continued.text).toBe(full.text);
+        expect(continued.result.finishReason).toBe(full.result.finishReason);
+      }
+    });
+
     it("reports capabilities: chat, completions, embeddings, tools, json_schema, logprobs; no reasoning for a ChatML model", () => {
       expect(engine.capabilities()).toEqual({
         chat: true,
@@ -250,6 +268,7 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
         jsonSchema: true,
         logprobs: true,
         reasoning: false,
+        continuation: true,
         contextLength: model.contextSize,
       });
     });

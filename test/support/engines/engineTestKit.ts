@@ -1,4 +1,4 @@
-import type { ChatRequest, EngineDelta, EngineResult, Engine, TokenLogprob, ToolCall } from "../../../workers/engines/engine.ts";
+import type { ChatOptions, ChatRequest, EngineDelta, EngineResult, Engine, TokenLogprob, ToolCall } from "../../../workers/engines/engine.ts";
 
 /** Test helpers for engine suites: run a chat and gather what it streamed. */
 export type Collected = {
@@ -16,9 +16,9 @@ export function userChat(content: string, overrides: Partial<ChatRequest> = {}):
   return { ...greedy, messages: [{ role: "user", content }], ...overrides };
 }
 
-export async function collectChat(engine: Engine, request: ChatRequest, signal = new AbortController().signal): Promise<Collected> {
+export async function collectChat(engine: Engine, request: ChatRequest, signal = new AbortController().signal, options: ChatOptions = {}): Promise<Collected> {
   const deltas: EngineDelta[] = [];
-  const result = await engine.chat(request, (delta) => deltas.push(delta), signal);
+  const result = await engine.chat(request, (delta) => deltas.push(delta), signal, options);
   return { ...gather(deltas), deltas, result };
 }
 

@@ -10,7 +10,18 @@ import type {
   LlamaModel,
 } from "node-llama-cpp";
 import { EngineError } from "../engine.ts";
-import type { ChatMessage, ChatRequest, DeltaSink, EmbedResult, Engine, EngineCapabilities, EngineResult, TextRequest, ToolDefinition } from "../engine.ts";
+import type {
+  ChatMessage,
+  ChatOptions,
+  ChatRequest,
+  DeltaSink,
+  EmbedResult,
+  Engine,
+  EngineCapabilities,
+  EngineResult,
+  TextRequest,
+  ToolDefinition,
+} from "../engine.ts";
 import { chatPlan, renderPromptTokens } from "./chatPlan.ts";
 import { createLlama } from "./createLlama.ts";
 import { embeddedEngineOptions, resolveThreads } from "./embeddedEngineOptions.ts";
@@ -19,7 +30,7 @@ import { MeanPooledEmbedder } from "./meanPooledEmbedder.ts";
 import { resolveModelChatWrapper } from "./resolveModelChatWrapper.ts";
 import { runChat } from "./runChat.ts";
 import { abortReason, SlotPool } from "./slotPool.ts";
-import { toChatFunctions, toChatHistory } from "./toChatHistory.ts";
+import { toChatFunctions, toChatHistory, withContinuedResponse } from "./toChatHistory.ts";
 import { TokenLogprobs } from "./tokenLogprobs.ts";
 
 export type EmbeddedEngineDeps = {
@@ -115,14 +126,16 @@ export class EmbeddedEngine implements Engine {
       jsonSchema: on("jsonSchema", true),
       logprobs: on("logprobs", true),
       reasoning: on("reasoning", this.#hasThoughts()),
+      continuation: true,
       contextLength: this.#loaded.context.contextSize,
     };
   }
 
-  async chat(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
+  /** With `continueFrom`, the text is appended to the model response LlamaChat generates, which it then continues. */
+  async chat(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options: ChatOptions = {}): Promise<EngineResult> {
     this.#ensureOpen();
     this.#checkCapabilities(request, "chat");
-    return this.#generate(request, onDelta, signal);
+    return this.#generate(request, onDelta, signal, options.continueFrom);
   }
 
   /** A text completion: the prompt becomes one user message of the chat (the spec's conversion). */
@@ -164,10 +177,15 @@ export class EmbeddedEngine implements Engine {
     await this.#loaded.model.dispose();
   }
 
-  async #generate(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
+  async #generate(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, continueFrom?: string): Promise<EngineResult> {
     const loaded = this.#loaded;
     try {
-      const plan = await chatPlan({ ...loaded, jsonGrammar: () => this.#getJsonGrammar() }, request);
+      const planned = await chatPlan({ ...loaded, jsonGrammar: () => this.#getJsonGrammar() }, request);
+      const continued = continueFrom === undefined || continueFrom === "" ? null : continueFrom;
+      if (continued !== null && (planned.functions !== undefined || planned.grammar !== undefined)) {
+        throw new EngineError("internal", "A reply with tools or a response format cannot be continued");
+      }
+      const plan = continued === null ? planned : { ...planned, history: withContinuedResponse(planned.history, continued) };
       const promptTokens = renderPromptTokens(loaded, plan.history, plan.functions);
       const contextLength = loaded.context.contextSize;
       if (promptTokens >= contextLength) {
@@ -178,7 +196,10 @@ export class EmbeddedEngine implements Engine {
         );
       }
       const deps = { ...loaded, thoughtBudget: this.#thoughtBudget(request) };
-      return await loaded.pool.use(signal, (sequence) => runChat(deps, sequence, request, { ...plan, promptTokens }, onDelta, signal));
+      const result = await loaded.pool.use(signal, (sequence) => runChat(deps, sequence, request, { ...plan, promptTokens }, onDelta, signal));
+      if (continued === null) return result;
+      // The continued text was rendered into the prompt; the request's own prompt is what it counts.
+      return { ...result, usage: { ...result.usage, promptTokens: renderPromptTokens(loaded, planned.history, planned.functions) } };
     } catch (error) {
       throw this.#mapError(error, signal, "messages");
     }

@@ -34,6 +34,21 @@ export function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
   return history;
 }
 
+/**
+ * The history with `text` appended to its last model response (the one generation continues): what
+ * LlamaChat's history holds after generating that text itself, so generating from it continues the same
+ * reply, whether it began the response, followed an assistant prefill or tool results.
+ */
+export function withContinuedResponse(history: ChatHistoryItem[], text: string): ChatHistoryItem[] {
+  const last = history.at(-1);
+  if (last === undefined || last.type !== "model") throw new Error("a chat history ends with the model response to generate");
+  const response = [...last.response];
+  const tail = response.at(-1);
+  if (typeof tail === "string") response[response.length - 1] = tail + text;
+  else response.push(text);
+  return [...history.slice(0, -1), { ...last, response }];
+}
+
 function toModelItem(message: ChatMessage, text: string, callsById: Map<string, ChatModelFunctionCall>, index: number): ChatModelResponse {
   const response: ChatModelResponse["response"] = [];
   if (text !== "") response.push(text);

@@ -1,12 +1,19 @@
 import type { ChatRequest } from "../engine.ts";
 
-export type UpstreamChatBodyOptions = { model: string; reasoning: boolean };
+export type UpstreamChatBodyOptions = {
+  model: string;
+  reasoning: boolean;
+  /** Sent as a final assistant message the upstream continues (vLLM: continue_final_message, no generation prompt). */
+  continueFrom?: string;
+};
 
 /**
  * The OpenAI wire body for a chat request, streamed with usage. Every parameter of the request is passed
  * through under its wire name; `extra` (backend-specific parameters such as `top_k`, `min_p`,
  * `chat_template_kwargs`) goes in untouched, but cannot override the model, the messages or streaming,
- * which this adapter relies on.
+ * which this adapter relies on. With `continueFrom`, the reply begun is a final assistant message the
+ * upstream continues (vLLM's `continue_final_message: true, add_generation_prompt: false`); those two
+ * cannot be overridden either.
  *
  * The token bound was resolved by the API from max_tokens / max_completion_tokens. It is sent as
  * `max_completion_tokens` to a reasoning model (where the bound includes the thinking) and as the more
@@ -15,7 +22,13 @@ export type UpstreamChatBodyOptions = { model: string; reasoning: boolean };
 export function toUpstreamChatBody(request: ChatRequest, options: UpstreamChatBodyOptions): Record<string, unknown> {
   const body: Record<string, unknown> = { ...request.extra };
   body.model = options.model;
-  body.messages = request.messages;
+  if (options.continueFrom === undefined) {
+    body.messages = request.messages;
+  } else {
+    body.messages = [...request.messages, { role: "assistant", content: options.continueFrom }];
+    body.continue_final_message = true;
+    body.add_generation_prompt = false;
+  }
   body.stream = true;
   body.stream_options = { include_usage: true };
   body[options.reasoning ? "max_completion_tokens" : "max_tokens"] = request.maxTokens;

@@ -1,5 +1,16 @@
 import { EngineError } from "../engine.ts";
-import type { ChatMessage, ChatRequest, DeltaSink, EmbedResult, Engine, EngineCapabilities, EngineResult, TextRequest, ToolDefinition } from "../engine.ts";
+import type {
+  ChatMessage,
+  ChatOptions,
+  ChatRequest,
+  DeltaSink,
+  EmbedResult,
+  Engine,
+  EngineCapabilities,
+  EngineResult,
+  TextRequest,
+  ToolDefinition,
+} from "../engine.ts";
 import { ChatStreamAccumulator } from "./chatStreamAccumulator.ts";
 import { estimateChatTokens, estimateTokens } from "./estimateTokens.ts";
 import { parseEmbeddings } from "./parseEmbeddings.ts";
@@ -28,11 +39,24 @@ export class UpstreamEngine implements Engine {
   }
 
   capabilities(): EngineCapabilities {
-    return { ...this.#options.capabilities, contextLength: this.#options.contextLength };
+    return { ...this.#options.capabilities, continuation: this.#options.continueFinalMessage, contextLength: this.#options.contextLength };
   }
 
-  async chat(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
-    const body = toUpstreamChatBody(request, { model: this.#options.model, reasoning: this.#options.capabilities.reasoning });
+  /**
+   * With `continueFrom` (only when the registry says the upstream supports it), the text is sent as a
+   * final assistant message with vLLM's `continue_final_message`; the upstream counts it as prompt, so
+   * its estimate is taken off the reported prompt tokens.
+   */
+  async chat(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options: ChatOptions = {}): Promise<EngineResult> {
+    const continueFrom = options.continueFrom === "" ? undefined : options.continueFrom;
+    if (continueFrom !== undefined && !this.#options.continueFinalMessage) {
+      throw new EngineError("internal", "This upstream is not configured to continue a final assistant message");
+    }
+    const body = toUpstreamChatBody(request, {
+      model: this.#options.model,
+      reasoning: this.#options.capabilities.reasoning,
+      ...(continueFrom === undefined ? {} : { continueFrom }),
+    });
     const call = this.#open(signal);
     let draining = false;
     try {
@@ -51,10 +75,11 @@ export class UpstreamEngine implements Engine {
         const release = (): void => this.#release(call);
         answer.response.once("end", release).once("close", release);
       }
-      return {
-        finishReason: accumulator.finishReason ?? "stop",
-        usage: toEngineUsage(accumulator.usage, accumulator.generated, () => estimateChatTokens(request.messages, request.tools)),
-      };
+      const usage = toEngineUsage(accumulator.usage, accumulator.generated, () => estimateChatTokens(request.messages, request.tools));
+      if (continueFrom !== undefined && accumulator.usage?.prompt_tokens != null) {
+        usage.promptTokens = Math.max(0, usage.promptTokens - estimateTokens(continueFrom));
+      }
+      return { finishReason: accumulator.finishReason ?? "stop", usage };
     } finally {
       if (!draining) this.#release(call);
     }

@@ -21,6 +21,11 @@ export const upstreamEngineOptions = z.object({
   /** Sent as `Authorization: Bearer`; never logged or put into an error message. */
   apiKey: z.string().min(1).optional(),
   capabilities: capabilitySwitches,
+  /**
+   * The upstream continues a final assistant message on request (vLLM: `continue_final_message: true,
+   * add_generation_prompt: false`): chat() then accepts `continueFrom`.
+   */
+  continueFinalMessage: z.boolean().default(false),
   /** Tokens per sequence (prompt + completion) the upstream serves. */
   contextLength: z.number().int().positive(),
   /**

@@ -1,0 +1,199 @@
+import type { CompletionJob } from "../../src/contracts/completionJob.ts";
+import type { DeltaMessage, JobError, Usage } from "../../src/contracts/deltaMessage.ts";
+import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
+import type { ChatRequest, DeltaSink, Engine, EngineCapabilities, EngineResult, FinishReason } from "../engines/engine.ts";
+import type { DeltaPublisher } from "./deltaPublisher.ts";
+
+/** How a job reached the worker running it. */
+export type RunMode =
+  /** Taken from the queue for the first time. */
+  | "new"
+  /** Handed out again by BullMQ's stalled-job check: the worker running it died (its lock ran out). */
+  | "redelivered"
+  /** Its workers died too often and BullMQ failed it: its stream is ended without running it again. */
+  | "abandoned";
+
+/** What earlier runs of a job delivered, folded from its replay stream. */
+export type Delivered = {
+  /** Sequence number of the last message; -1 when there is none. */
+  lastSeq: number;
+  /** Every message from 0 to lastSeq is there (the stream is capped: its oldest entries may be trimmed). */
+  whole: boolean;
+  started: boolean;
+  content: string;
+  reasoning: string;
+  /** Names and arguments of the tool calls, concatenated: charged like content. */
+  toolText: string;
+  toolCalls: boolean;
+  logprobs: boolean;
+  embeddings: boolean;
+  finishReason: FinishReason | null;
+  /** `usage` or `error`: the stream was ended. */
+  terminal: boolean;
+};
+
+const NOTHING_DELIVERED: Delivered = {
+  lastSeq: -1,
+  whole: true,
+  started: false,
+  content: "",
+  reasoning: "",
+  toolText: "",
+  toolCalls: false,
+  logprobs: false,
+  embeddings: false,
+  finishReason: null,
+  terminal: false,
+};
+
+/** A replay stream's messages as what they delivered. A repeated number keeps its first message, as the API's feed does. */
+export function foldDelivered(messages: DeltaMessage[]): Delivered {
+  const delivered: Delivered = { ...NOTHING_DELIVERED };
+  let expected = 0;
+  for (const message of messages) {
+    if (message.seq < expected) continue;
+    if (message.seq > expected) delivered.whole = false;
+    expected = message.seq + 1;
+    delivered.lastSeq = message.seq;
+    switch (message.type) {
+      case "started":
+        delivered.started = true;
+        break;
+      case "delta": {
+        const { content, reasoning, toolCalls, logprobs } = message.delta;
+        delivered.content += content ?? "";
+        delivered.reasoning += reasoning ?? "";
+        for (const call of toolCalls ?? []) delivered.toolText += (call.function?.name ?? "") + (call.function?.arguments ?? "");
+        delivered.toolCalls ||= (toolCalls?.length ?? 0) > 0;
+        delivered.logprobs ||= (logprobs?.length ?? 0) > 0;
+        break;
+      }
+      case "embeddings":
+        delivered.embeddings = true;
+        break;
+      case "finish":
+        delivered.finishReason = message.finishReason;
+        break;
+      case "usage":
+      case "error":
+        delivered.terminal = true;
+        break;
+    }
+  }
+  return delivered;
+}
+
+/** Where a run starts: a new job at the beginning, a job run again after what its earlier runs delivered. */
+export type ResumePoint = {
+  /** The number of the run's first message. */
+  nextSeq: number;
+  /** `started` was delivered: not sent again. */
+  started: boolean;
+  /**
+   * `generate`: run the engine as for a new job (nothing generated was delivered; an embeddings job's
+   * result, if delivered, is not sent again); `continue`: the engine continues the delivered reply;
+   * `none`: the reply was delivered whole (its finish too), only the usage is missing.
+   */
+  generation: "generate" | "continue" | "none";
+  delivered: Delivered;
+  /** The job cannot go on: its stream ends with this error, what was delivered is charged. */
+  failure: JobError | null;
+};
+
+export const NEW_JOB: ResumePoint = { nextSeq: 0, started: false, generation: "generate", delivered: NOTHING_DELIVERED, failure: null };
+
+/** What a run does, given what earlier runs of its job delivered and whether its usage is recorded. */
+export type Resumption =
+  /** The stream was ended (`usage` or `error` delivered): nothing to do, nothing to charge. */
+  | { kind: "ended" }
+  /** The usage is recorded (so charged) but the stream was not ended: end it from the record. */
+  | { kind: "recorded"; usage: UsageRecordedData }
+  | { kind: "run"; point: ResumePoint };
+
+const STOPPED = "The worker generating this response stopped";
+
+export function planResumption(
+  job: CompletionJob,
+  delivered: Delivered,
+  recorded: UsageRecordedData | null,
+  mode: RunMode,
+  capabilities: Pick<EngineCapabilities, "continuation">,
+): Resumption {
+  if (delivered.terminal) return { kind: "ended" };
+  if (recorded) return { kind: "recorded", usage: recorded };
+  // Every run's first message is `started`: any message delivered means it was (even if trimmed away since).
+  const started = delivered.started || delivered.lastSeq >= 0;
+  const point: ResumePoint = { nextSeq: delivered.lastSeq + 1, started, generation: "generate", delivered, failure: null };
+  const fail = (reason: string): Resumption => ({
+    kind: "run",
+    point: { ...point, failure: { kind: "internal", message: `${STOPPED}${reason}`, param: null } },
+  });
+  if (!delivered.whole) return fail(", and the part of it already sent can no longer be read back to continue it.");
+  if (delivered.finishReason !== null) return { kind: "run", point: { ...point, generation: "none" } };
+  if (mode === "abandoned") return fail(" too often; it is not run again.");
+  if (job.work.kind === "embeddings") return { kind: "run", point };
+  const output = delivered.content !== "" || delivered.reasoning !== "" || delivered.toolCalls || delivered.logprobs;
+  if (!output) return { kind: "run", point };
+  const blocker = continuationBlocker(job.work.request, delivered, capabilities);
+  return blocker ? fail(blocker) : { kind: "run", point: { ...point, generation: "continue" } };
+}
+
+/** Why a reply already begun cannot be continued, or null when it can. */
+function continuationBlocker(request: ChatRequest, delivered: Delivered, capabilities: Pick<EngineCapabilities, "continuation">): string | null {
+  if (!capabilities.continuation) return ", and this model cannot continue a response it has begun.";
+  if (delivered.toolCalls || ((request.tools?.length ?? 0) > 0 && request.toolChoice !== "none")) return ", and a response with tools cannot be continued.";
+  if (request.responseFormat !== undefined && request.responseFormat.type !== "text") return ", and a response with a response_format cannot be continued.";
+  if (request.logprobs === true || delivered.logprobs) return ", and a response with logprobs cannot be continued.";
+  if (delivered.reasoning !== "") return ", and a response whose reasoning was sent cannot be continued.";
+  return null;
+}
+
+/**
+ * The chat generation of a run: the engine's, for a new job; for a job run again, the continuation of
+ * the delivered reply (at most the tokens it has left), or none when the reply was delivered whole.
+ * Usage: the prompt once, the delivered tokens (counted by the engine's tokenizer) plus the new ones.
+ */
+export async function generateChat(engine: Engine, request: ChatRequest, point: ResumePoint, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
+  if (point.generation === "generate") return engine.chat(request, onDelta, signal);
+  const delivered = await deliveredUsage(engine, request, point.delivered);
+  if (point.generation === "none") return { finishReason: point.delivered.finishReason ?? "stop", usage: delivered };
+  const left = request.maxTokens - delivered.completionTokens;
+  if (left <= 0) return { finishReason: "length", usage: delivered };
+  const result = await engine.chat({ ...request, maxTokens: left }, onDelta, signal, { continueFrom: point.delivered.content });
+  return {
+    finishReason: result.finishReason,
+    usage: {
+      promptTokens: result.usage.promptTokens,
+      completionTokens: delivered.completionTokens + result.usage.completionTokens,
+      reasoningTokens: delivered.reasoningTokens + result.usage.reasoningTokens,
+    },
+  };
+}
+
+/** The request's prompt and what was delivered of the reply, in tokens. */
+async function deliveredUsage(engine: Engine, request: ChatRequest, delivered: Delivered): Promise<Usage> {
+  const text = delivered.content + delivered.toolText;
+  const reasoningTokens = delivered.reasoning === "" ? 0 : await engine.countTokens(delivered.reasoning);
+  const contentTokens = text === "" ? 0 : await engine.countTokens(text);
+  return { promptTokens: await engine.countChatTokens(request.messages, request.tools), completionTokens: contentTokens + reasoningTokens, reasoningTokens };
+}
+
+/**
+ * Ends a stream whose usage is recorded (the worker died between recording it and sending `usage`): the
+ * finish if it was not delivered, then `usage` as recorded, or `error` for a run recorded as failed.
+ */
+export function endFromRecord(publisher: DeltaPublisher, job: CompletionJob, delivered: Delivered, usage: UsageRecordedData): void {
+  if (delivered.lastSeq < 0) publisher.send({ type: "started" });
+  const lost = job.work.kind === "embeddings" && !delivered.embeddings;
+  if (usage.outcome === "failed" || usage.outcome === "cancelled" || lost) {
+    publisher.send({ type: "error", error: { kind: "internal", message: "The model failed while generating.", param: null } });
+    return;
+  }
+  if (job.work.kind === "chat" && delivered.finishReason === null) {
+    publisher.send({ type: "finish", finishReason: usage.outcome === "length" ? "length" : delivered.toolCalls ? "tool_calls" : "stop" });
+  }
+  publisher.send({
+    type: "usage",
+    usage: { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, reasoningTokens: usage.reasoningTokens },
+  });
+}
