@@ -185,11 +185,13 @@ function streamChat(platform: TestPlatform, key: string, index: number, tokens: 
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
         let id: number | null = null;
-        let data = "";
+        let data: string | null = null;
         for (const line of block.split("\n")) {
           if (line.startsWith("id: ")) id = Number(line.slice(4));
-          else if (line.startsWith("data: ")) data += line.slice(6);
+          else if (line.startsWith("data: ")) data = (data ?? "") + line.slice(6);
         }
+        // Comment lines (queue position, keep-alive) and `retry:` carry no event, as for any SSE client.
+        if (data === null) continue;
         stream.events.push({ id, data });
         if (data === "[DONE]") continue;
         const chunk = JSON.parse(data);
