@@ -20,6 +20,7 @@ export class DeltaSubscriber {
   readonly #commands: Redis;
   readonly #keys: InferenceKeys;
   readonly #feeds = new Map<string, CompletionFeed>();
+  readonly #reconnected: (() => void)[] = [];
 
   /** `commands` is a normal connection (for replay reads); the subscriber connection is created here. */
   constructor(redisUrl: string, commands: Redis, keys: InferenceKeys, listenerId: string = randomUUID()) {
@@ -32,6 +33,16 @@ export class DeltaSubscriber {
     // from the replay streams by the feeds (a gap in the sequence, or silence).
     this.ready = this.#subscriber.subscribe(this.replyTo).then(() => undefined);
     this.ready.catch(() => undefined);
+    let connected = false;
+    this.#subscriber.on("ready", () => {
+      if (connected) for (const listener of this.#reconnected) listener();
+      connected = true;
+    });
+  }
+
+  /** Calls `listener` each time the connection to Redis is back after a loss (not on the first connect). */
+  onReconnect(listener: () => void): void {
+    this.#reconnected.push(listener);
   }
 
   /** Number of completions being listened to (for tests and metrics). */

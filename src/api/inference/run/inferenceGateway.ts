@@ -40,6 +40,8 @@ export class InferenceGateway {
   readonly #records: CompletionRecords;
   readonly #abandonment: AbandonmentWatch;
   readonly #limits: GatewayLimits;
+  /** Jobs enqueued by this process that no worker started yet. */
+  readonly #waiting = new Map<string, { job: CompletionJob; record: CompletionRecord }>();
 
   constructor(deps: {
     presence: WorkerPresence;
@@ -55,6 +57,18 @@ export class InferenceGateway {
     this.#records = deps.records;
     this.#abandonment = deps.abandonment;
     this.#limits = deps.limits;
+    this.#subscriber.onReconnect(() => void this.#resubmitWaiting());
+  }
+
+  /**
+   * Redis came back after a loss: a Redis without persistence may have lost the queue. Every job this
+   * process still waits to see started is submitted again with its record, under the same job id (BullMQ
+   * ignores an add whose job id it has, so a job that survived is not queued twice).
+   */
+  async #resubmitWaiting(): Promise<void> {
+    for (const { job, record } of this.#waiting.values()) {
+      await Promise.all([this.#queues.enqueue(job), this.#records.create(record)]).catch(() => undefined);
+    }
   }
 
   /**
@@ -76,6 +90,7 @@ export class InferenceGateway {
       replyTo: job.replyTo,
     };
     const feed = this.#subscriber.open(job.completionId);
+    this.#waiting.set(job.completionId, { job, record });
     try {
       // The enqueue goes out first: it starts the way to the first token. The liveness and depth checks
       // follow right behind it, once BullMQ has written the job (setImmediate runs after the enqueue's
@@ -108,6 +123,8 @@ export class InferenceGateway {
     } catch (error) {
       feed.close();
       throw error;
+    } finally {
+      this.#waiting.delete(job.completionId);
     }
     const idleMs = this.#limits.jobIdleTimeoutMs;
     let ended = false;
