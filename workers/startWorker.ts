@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../src/config/config.ts";
-import { createPool, type Pool } from "../src/db/createPool.ts";
+import { createPool, poolTimeouts, type Pool } from "../src/db/createPool.ts";
 import { createRedis } from "../src/redis/createRedis.ts";
 import { InferenceKeys } from "../src/contracts/inferenceKeys.ts";
 import { WorkerPresence } from "../src/contracts/workerPresence.ts";
@@ -49,7 +49,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
   const writer = new TurnWriter(deltaRedis);
   const engines = new EngineSet((model) => createEngine(model, config));
   // The budget half of each settle commits without waiting for the WAL flush (see settleUsage).
-  const foldPool = createPool(config.databaseUrl, 10, { synchronousCommit: false });
+  const foldPool = createPool(config.databaseUrl, 10, { synchronousCommit: false, timeouts: poolTimeouts(config, "background") });
   const usage = new UsageRecorder(pool, { foldPool });
   const cancellations = new JobCancellations(config.redisUrl, keys);
   const workers: CompletionWorker[] = [];

@@ -62,6 +62,10 @@ const EnvSchema = z.object({
   DELTA_COALESCE_MS: intFromEnv(4),
   DELTA_REPLAY_TTL_S: intFromEnv(600).refine((n) => n > 0, "must be positive"),
   DELTA_REPLAY_MAXLEN: intFromEnv(20_000).refine((n) => n > 0, "must be positive"),
+  PG_CONNECT_TIMEOUT_MS: intFromEnv(1500).refine((n) => n > 0, "must be positive"),
+  PG_API_STATEMENT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  PG_STATEMENT_TIMEOUT_MS: intFromEnv(30_000),
+  PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000),
 });
 
 export type Config = {
@@ -98,6 +102,17 @@ export type Config = {
   deltaReplayTtlSeconds: number;
   /** Approximate cap on the entries of a completion's replay stream. */
   deltaReplayMaxLen: number;
+  /** PostgreSQL timeouts of every pool (src/db/createPool.ts: poolTimeouts picks those of one use). */
+  postgres: {
+    /** Opening a connection, or waiting for a free one of a busy pool. */
+    connectTimeoutMs: number;
+    /** statement_timeout of the API's pools (the HTTP request path). */
+    apiStatementTimeoutMs: number;
+    /** statement_timeout of the other pools (worker, projector, operator CLI); 0 = none. */
+    statementTimeoutMs: number;
+    /** idle_in_transaction_session_timeout of every pool; 0 = none. */
+    idleInTransactionTimeoutMs: number;
+  };
   /** Reads an environment variable named by the model registry (an upstream engine's `apiKeyEnv`). */
   secretFromEnv: (name: string) => string | undefined;
 };
@@ -140,6 +155,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     deltaCoalesceMs: e.DELTA_COALESCE_MS,
     deltaReplayTtlSeconds: e.DELTA_REPLAY_TTL_S,
     deltaReplayMaxLen: e.DELTA_REPLAY_MAXLEN,
+    postgres: {
+      connectTimeoutMs: e.PG_CONNECT_TIMEOUT_MS,
+      apiStatementTimeoutMs: e.PG_API_STATEMENT_TIMEOUT_MS,
+      statementTimeoutMs: e.PG_STATEMENT_TIMEOUT_MS,
+      idleInTransactionTimeoutMs: e.PG_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    },
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
   };
 }

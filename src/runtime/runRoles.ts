@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from "../config/config.ts";
-import { createPool } from "../db/createPool.ts";
+import { createPool, type Pool, type PoolUse, poolTimeouts } from "../db/createPool.ts";
 import { ensureDatabase } from "../db/ensureDatabase.ts";
 import { migrate } from "../db/migrate.ts";
 import { createLogger } from "../observability/logger.ts";
@@ -12,6 +12,8 @@ import type { RoleDefinition, RunningRole } from "./role.ts";
  * reads the configuration, checks PostgreSQL (and Redis when a role needs it), creates and migrates
  * the database, starts the roles in order, and stops them in reverse order on SIGINT / SIGTERM.
  * Exits 1 with a one-line reason when a dependency or the configuration is wrong.
+ *
+ * Each role gets a pool with the timeouts of its `poolUse` (roles of the same use share one).
  */
 export function runRoles(roles: RoleDefinition[]): void {
   start(roles).catch((error: unknown) => {
@@ -31,18 +33,31 @@ async function start(roles: RoleDefinition[]): Promise<void> {
   await checkPostgres(config.databaseUrl);
   if (roles.some((r) => r.needsRedis)) await checkRedis(config.redisUrl);
   if (await ensureDatabase(config.databaseUrl)) logger.info("created database");
-  const pool = createPool(config.databaseUrl);
-  const applied = await migrate(pool);
-  if (applied.length) logger.info("applied migrations", { migrations: applied });
+  const migrations = createPool(config.databaseUrl, 1, { keepOpen: 0, timeouts: poolTimeouts(config, "background") });
+  try {
+    const applied = await migrate(migrations);
+    if (applied.length) logger.info("applied migrations", { migrations: applied });
+  } finally {
+    await migrations.end();
+  }
+  const pools = new Map<PoolUse, Pool>();
+  const poolFor = (use: PoolUse): Pool => {
+    let pool = pools.get(use);
+    if (!pool) {
+      pool = createPool(config.databaseUrl, 10, { timeouts: poolTimeouts(config, use) });
+      pools.set(use, pool);
+    }
+    return pool;
+  };
   const running: RunningRole[] = [];
-  for (const role of roles) running.push(await role.start({ config, pool, logger: logger.child({ role: role.name }) }));
+  for (const role of roles) running.push(await role.start({ config, pool: poolFor(role.poolUse), logger: logger.child({ role: role.name }) }));
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info("shutting down", { signal });
     for (const role of running.reverse()) await role.stop();
-    await pool.end();
+    await Promise.all([...pools.values()].map((p) => p.end()));
     await telemetry.shutdown();
     process.exit(0);
   };
