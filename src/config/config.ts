@@ -66,6 +66,8 @@ const EnvSchema = z.object({
   PG_API_STATEMENT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   PG_STATEMENT_TIMEOUT_MS: intFromEnv(30_000),
   PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000),
+  REDIS_CONNECT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  REDIS_COMMAND_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
 });
 
 export type Config = {
@@ -112,6 +114,13 @@ export type Config = {
     statementTimeoutMs: number;
     /** idle_in_transaction_session_timeout of every pool; 0 = none. */
     idleInTransactionTimeoutMs: number;
+  };
+  /** Redis timeouts (src/redis/createRedis.ts). */
+  redisTimeouts: {
+    /** Opening a connection (each reconnection attempt). */
+    connectTimeoutMs: number;
+    /** A command of a fail-fast (request path) connection that gets no answer within this fails. */
+    commandTimeoutMs: number;
   };
   /** Reads an environment variable named by the model registry (an upstream engine's `apiKeyEnv`). */
   secretFromEnv: (name: string) => string | undefined;
@@ -161,6 +170,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       statementTimeoutMs: e.PG_STATEMENT_TIMEOUT_MS,
       idleInTransactionTimeoutMs: e.PG_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     },
+    redisTimeouts: { connectTimeoutMs: e.REDIS_CONNECT_TIMEOUT_MS, commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS },
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
   };
 }

@@ -105,6 +105,6 @@ function sharedDatabase(db: TestDatabase): TestDatabase {
 }
 
 function sharedRedis(other: TestRedis): TestRedis {
-  const redis = createRedis(TEST_REDIS_URL);
+  const redis = createRedis(TEST_REDIS_URL, { kind: "fail-fast" });
   return { redis, prefix: other.prefix, close: async () => redis.disconnect() };
 }

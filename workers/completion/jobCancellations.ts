@@ -1,4 +1,4 @@
-import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
+import { createRedis, type Redis, type RedisTimeouts } from "../../src/redis/createRedis.ts";
 import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 
 /** The reason a cancelled job's signal carries. */
@@ -26,9 +26,9 @@ export class JobCancellations {
   /** completion id -> when the early cancel expires (insertion order = age). */
   readonly #early = new Map<string, number>();
 
-  constructor(redisUrl: string, keys: InferenceKeys, options: { rememberMs?: number } = {}) {
+  constructor(redisUrl: string, keys: InferenceKeys, options: { rememberMs?: number; timeouts?: RedisTimeouts } = {}) {
     this.#rememberMs = options.rememberMs ?? 60_000;
-    this.#subscriber = createRedis(redisUrl);
+    this.#subscriber = createRedis(redisUrl, { kind: "subscriber", ...(options.timeouts ? { timeouts: options.timeouts } : {}) });
     this.#subscriber.on("message", (_channel: string, completionId: string) => this.cancel(completionId));
     this.ready = this.#subscriber.subscribe(keys.cancelChannel()).then(() => undefined);
     this.ready.catch(() => undefined);

@@ -34,7 +34,7 @@ export function createInferenceServices(deps: { config: Config; redis: Redis }, 
   const keys = new InferenceKeys(config.redisPrefix);
   const presence = new WorkerPresence(redis, keys);
   const queues = new CompletionQueues(redis, keys);
-  const subscriber = new DeltaSubscriber(config.redisUrl, redis, keys);
+  const subscriber = new DeltaSubscriber(redis, keys);
   const holdPool = createPool(config.databaseUrl, 10, { synchronousCommit: false, timeouts: poolTimeouts(config, "api") });
   const gateway = new InferenceGateway({
     presence,
