@@ -24,6 +24,8 @@ export async function startInferenceJob(
   options: { model: RegisteredModel; endpoint: Endpoint; idPrefix: Parameters<typeof newCompletionId>[0]; work: CompletionWork },
 ): Promise<StartedInferenceJob> {
   const { model, endpoint, work } = options;
+  // Redis away: 503 before a budget hold is placed for a job that cannot be queued.
+  inference.gateway.assertConnected();
   const principal = principalOf(ctx);
   const completionId = newCompletionId(options.idPrefix);
   const created = Math.floor(deps.clock.now().getTime() / 1000);

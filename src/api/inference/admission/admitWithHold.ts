@@ -1,6 +1,6 @@
 import type { Clock } from "../../../runtime/clock.ts";
 import type { Pool } from "../../../db/createPool.ts";
-import { ModelUnavailableError } from "../../http/errors.ts";
+import { ModelUnavailableError, ServiceUnavailableError } from "../../http/errors.ts";
 import { budgetRefusalError } from "./budgetRefusalError.ts";
 import { jobHoldMicroChf, type HoldableModel, type HoldableWork } from "./jobHoldMicroChf.ts";
 import { placeHold, type PlaceHoldInput } from "../../../ledger/budget/placeHold.ts";
@@ -30,9 +30,10 @@ export type AdmittedStart<T extends { release(): void }> = {
  *   refused (or fails), the job is cancelled; the refusal is recorded by the hold statement itself, so
  *   the worker never charges it even if the cancel comes too late.
  *
- * When the start fails with model_unavailable the job never ran, so the hold is released at once;
- * after any other failure the job may still run and settle, and the hold is left to its settle or to
- * the sweeper.
+ * When the start fails with model_unavailable, or because Redis refused the enqueue (redis_unavailable),
+ * the job never ran, so the hold is released at once (were the job queued after all, by a command Redis
+ * ran just before its connection dropped, its settle charges the actual cost all the same); after any
+ * other failure the job may still run and settle, and the hold is left to its settle or to the sweeper.
  */
 export async function admitWithHold<T extends { release(): void }>(deps: AdmissionDeps, input: AdmissionInput, job: AdmittedStart<T>): Promise<T> {
   const now = deps.clock.now();
@@ -52,7 +53,7 @@ export async function admitWithHold<T extends { release(): void }>(deps: Admissi
   try {
     return await job.start(false);
   } catch (error) {
-    if (error instanceof ModelUnavailableError) await releaseHold(deps.pool, input.completionId).catch(() => null);
+    if (neverRan(error)) await releaseHold(deps.pool, input.completionId).catch(() => null);
     throw error;
   }
 }
@@ -89,7 +90,12 @@ async function admitSpeculatively<T extends { release(): void }>(deps: Admission
   try {
     return await starting;
   } catch (error) {
-    if (error instanceof ModelUnavailableError) await releaseHold(deps.pool, hold.holdId).catch(() => null);
+    if (neverRan(error)) await releaseHold(deps.pool, hold.holdId).catch(() => null);
     throw error;
   }
+}
+
+/** A start that failed this way left no job behind (see admitWithHold). */
+function neverRan(error: unknown): boolean {
+  return error instanceof ModelUnavailableError || (error instanceof ServiceUnavailableError && error.dependency === "redis");
 }
