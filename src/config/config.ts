@@ -68,6 +68,7 @@ const EnvSchema = z.object({
   PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000),
   REDIS_CONNECT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   REDIS_COMMAND_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  SHUTDOWN_GRACE_MS: intFromEnv(30_000).refine((n) => n > 0, "must be positive"),
 });
 
 export type Config = {
@@ -122,6 +123,8 @@ export type Config = {
     /** A command of a fail-fast (request path) connection that gets no answer within this fails. */
     commandTimeoutMs: number;
   };
+  /** SIGTERM / SIGINT: how long the roles may take to drain before the process exits anyway. */
+  shutdownGraceMs: number;
   /** Reads an environment variable named by the model registry (an upstream engine's `apiKeyEnv`). */
   secretFromEnv: (name: string) => string | undefined;
 };
@@ -171,6 +174,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       idleInTransactionTimeoutMs: e.PG_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     },
     redisTimeouts: { connectTimeoutMs: e.REDIS_CONNECT_TIMEOUT_MS, commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS },
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
   };
 }

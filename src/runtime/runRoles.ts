@@ -6,6 +6,7 @@ import { createLogger } from "../observability/logger.ts";
 import { startTelemetry } from "../observability/telemetry.ts";
 import { checkPostgres, checkRedis, DependencyUnavailableError } from "./checkDependencies.ts";
 import type { RoleDefinition, RunningRole } from "./role.ts";
+import { stopWithin } from "./stopWithin.ts";
 
 /**
  * The body of every entry point (src/main.ts, src/api/main.ts, workers/main.ts, projections/main.ts):
@@ -13,7 +14,9 @@ import type { RoleDefinition, RunningRole } from "./role.ts";
  * the database, starts the roles in order, and stops them in reverse order on SIGINT / SIGTERM.
  * Exits 1 with a one-line reason when a dependency or the configuration is wrong.
  *
- * Each role gets a pool with the timeouts of its `poolUse` (roles of the same use share one).
+ * Each role gets a pool with the timeouts of its `poolUse` (roles of the same use share one). A stop
+ * that takes longer than SHUTDOWN_GRACE_MS (a stream still running, a dependency that does not
+ * answer) is cut: the process logs which roles had not finished and exits 1. A second signal exits at once.
  */
 export function runRoles(roles: RoleDefinition[]): void {
   start(roles).catch((error: unknown) => {
@@ -49,18 +52,34 @@ async function start(roles: RoleDefinition[]): Promise<void> {
     }
     return pool;
   };
-  const running: RunningRole[] = [];
-  for (const role of roles) running.push(await role.start({ config, pool: poolFor(role.poolUse), logger: logger.child({ role: role.name }) }));
+  const running: { name: string; role: RunningRole }[] = [];
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      logger.warn("second signal: exiting without waiting", { signal });
+      process.exit(1);
+    }
     stopping = true;
-    logger.info("shutting down", { signal });
-    for (const role of running.reverse()) await role.stop();
-    await Promise.all([...pools.values()].map((p) => p.end()));
-    await telemetry.shutdown();
+    logger.info("shutting down", { signal, graceMs: config.shutdownGraceMs });
+    const steps = [
+      ...[...running].reverse().map(({ name, role }) => ({ name, stop: () => role.stop() })),
+      { name: "postgres pools", stop: () => Promise.all([...pools.values()].map((p) => p.end())) },
+      { name: "telemetry", stop: () => telemetry.shutdown() },
+    ];
+    const outcome = await stopWithin(steps, config.shutdownGraceMs);
+    if (outcome.cut.length) {
+      logger.error("shutdown grace period exceeded: exiting with work still in flight", { graceMs: config.shutdownGraceMs, cut: outcome.cut });
+      process.exit(1);
+    }
+    for (const failure of outcome.failed) logger.warn("a step of the shutdown failed", { step: failure.name, error: failure.error });
+    logger.info("stopped", { ms: outcome.elapsedMs });
     process.exit(0);
   };
+  // Before the roles start: a signal during start-up stops those already running.
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
+  for (const role of roles) {
+    if (stopping) return;
+    running.push({ name: role.name, role: await role.start({ config, pool: poolFor(role.poolUse), logger: logger.child({ role: role.name }) }) });
+  }
 }
