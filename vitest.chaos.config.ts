@@ -1,9 +1,9 @@
 import { defineConfig } from "vitest/config";
 
-/** `npm run chaos`: the fault tests at full size (`*.chaos.test.ts`), kept out of `npm test` (vitest.config.ts). */
+/** `npm run chaos`: every fault test (test/faults), the full-size ones (`*.chaos.test.ts`, kept out of `npm test`) included. */
 export default defineConfig({
   test: {
-    include: ["test/**/*.chaos.test.ts"],
+    include: ["test/faults/**/*.test.ts"],
     globalSetup: ["test/support/globalSetup.ts"],
     pool: "forks",
     maxWorkers: 1,

@@ -185,7 +185,7 @@ async function dropDatabase(databaseUrl: string): Promise<void> {
 }
 
 async function deleteRedisPrefix(redisUrl: string, prefix: string): Promise<void> {
-  const redis = createRedis(redisUrl);
+  const redis = createRedis(redisUrl, { kind: "fail-fast" });
   try {
     await deleteKeysByPrefix(redis, prefix);
   } finally {

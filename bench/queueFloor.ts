@@ -18,7 +18,7 @@ export async function startQueueFloor(options: { engineBaseUrl: string; redisUrl
   const children: Child[] = [];
   const stop = async (): Promise<void> => {
     for (const child of children.reverse()) await child.stop();
-    const redis = createRedis(options.redisUrl);
+    const redis = createRedis(options.redisUrl, { kind: "fail-fast" });
     await deleteKeysByPrefix(redis, prefix).catch(() => undefined);
     redis.disconnect();
   };

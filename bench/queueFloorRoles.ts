@@ -21,8 +21,8 @@ import { createRedis } from "../src/redis/createRedis.ts";
 const QUEUE = "floor";
 
 async function api(redisUrl: string, prefix: string): Promise<void> {
-  const commands = createRedis(redisUrl);
-  const subscriber = createRedis(redisUrl);
+  const commands = createRedis(redisUrl, { kind: "fail-fast" });
+  const subscriber = createRedis(redisUrl, { kind: "subscriber" });
   const queue = new Queue(QUEUE, { connection: commands, prefix });
   const replyTo = `${prefix}:reply`;
   const open = new Map<string, http.ServerResponse>();
@@ -63,7 +63,7 @@ async function api(redisUrl: string, prefix: string): Promise<void> {
 async function worker(redisUrl: string, prefix: string, engineUrl: string, concurrency: number): Promise<void> {
   const target = new URL(`${engineUrl}/chat/completions`);
   const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
-  const publisher = createRedis(redisUrl);
+  const publisher = createRedis(redisUrl, { kind: "worker" });
   const runJob = (data: { body: unknown; replyTo: string }, id: string) =>
     new Promise<void>((resolve, reject) => {
       const payload = JSON.stringify(data.body);
@@ -88,7 +88,7 @@ async function worker(redisUrl: string, prefix: string, engineUrl: string, concu
       request.end(payload);
     });
   const bullWorker = new Worker<{ body: unknown; replyTo: string }>(QUEUE, (job) => runJob(job.data, job.id!), {
-    connection: createRedis(redisUrl),
+    connection: createRedis(redisUrl, { kind: "worker" }),
     prefix,
     concurrency,
     maxStalledCount: 0,

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../src/config/config.ts";
-import { createPool } from "../src/db/createPool.ts";
+import { createPool, poolTimeouts } from "../src/db/createPool.ts";
 import { migrate } from "../src/db/migrate.ts";
 import { allProjections } from "./allProjections.ts";
 import { rebuildProjections } from "./rebuildProjections.ts";
@@ -16,7 +16,8 @@ import { replayReadModels } from "./replayReadModels.ts";
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { rebuild: { type: "boolean", default: false } } });
   const config = loadConfig(process.env);
-  const pool = createPool(config.databaseUrl, 2);
+  // The comparisons scan whole tables: no statement timeout (still the connect and idle-in-transaction ones).
+  const pool = createPool(config.databaseUrl, 2, { timeouts: { ...poolTimeouts(config, "background"), statementMs: 0, queryMs: 0 } });
   try {
     await migrate(pool);
     if (values.rebuild) {

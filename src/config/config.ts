@@ -69,6 +69,13 @@ const EnvSchema = z.object({
   DELTA_COALESCE_MS: intFromEnv(4),
   COMPLETION_RETENTION_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   DELTA_REPLAY_MAXLEN: intFromEnv(20_000).refine((n) => n > 0, "must be positive"),
+  PG_CONNECT_TIMEOUT_MS: intFromEnv(1500).refine((n) => n > 0, "must be positive"),
+  PG_API_STATEMENT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  PG_STATEMENT_TIMEOUT_MS: intFromEnv(30_000),
+  PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000),
+  REDIS_CONNECT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  REDIS_COMMAND_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  SHUTDOWN_GRACE_MS: intFromEnv(30_000).refine((n) => n > 0, "must be positive"),
 });
 
 export type Config = {
@@ -123,6 +130,26 @@ export type Config = {
   completionRetentionSeconds: number;
   /** Approximate cap on the entries of a completion's replay stream. */
   deltaReplayMaxLen: number;
+  /** PostgreSQL timeouts of every pool (src/db/createPool.ts: poolTimeouts picks those of one use). */
+  postgres: {
+    /** Opening a connection, or waiting for a free one of a busy pool. */
+    connectTimeoutMs: number;
+    /** statement_timeout of the API's pools (the HTTP request path). */
+    apiStatementTimeoutMs: number;
+    /** statement_timeout of the other pools (worker, projector, operator CLI); 0 = none. */
+    statementTimeoutMs: number;
+    /** idle_in_transaction_session_timeout of every pool; 0 = none. */
+    idleInTransactionTimeoutMs: number;
+  };
+  /** Redis timeouts (src/redis/createRedis.ts). */
+  redisTimeouts: {
+    /** Opening a connection (each reconnection attempt). */
+    connectTimeoutMs: number;
+    /** A command of a fail-fast (request path) connection that gets no answer within this fails. */
+    commandTimeoutMs: number;
+  };
+  /** SIGTERM / SIGINT: how long the roles may take to drain before the process exits anyway. */
+  shutdownGraceMs: number;
   /** Reads an environment variable named by the model registry (an upstream engine's `apiKeyEnv`). */
   secretFromEnv: (name: string) => string | undefined;
 };
@@ -172,6 +199,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     deltaCoalesceMs: e.DELTA_COALESCE_MS,
     completionRetentionSeconds: e.COMPLETION_RETENTION_S,
     deltaReplayMaxLen: e.DELTA_REPLAY_MAXLEN,
+    postgres: {
+      connectTimeoutMs: e.PG_CONNECT_TIMEOUT_MS,
+      apiStatementTimeoutMs: e.PG_API_STATEMENT_TIMEOUT_MS,
+      statementTimeoutMs: e.PG_STATEMENT_TIMEOUT_MS,
+      idleInTransactionTimeoutMs: e.PG_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    },
+    redisTimeouts: { connectTimeoutMs: e.REDIS_CONNECT_TIMEOUT_MS, commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS },
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
   };
 }

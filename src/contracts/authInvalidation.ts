@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Redis } from "../redis/createRedis.ts";
+import { duplicateAs, type Redis } from "../redis/createRedis.ts";
 import type { Logger } from "../observability/logger.ts";
 
 /**
@@ -27,7 +27,7 @@ export type AuthInvalidationSubscriberOptions = {
   onResync: () => void;
 };
 
-/** One dedicated subscriber connection per API process (`redis.duplicate()`). */
+/** One dedicated subscriber connection per API process (next to `redis`, which may fail fast; this one waits and re-subscribes). */
 export class AuthInvalidationSubscriber {
   readonly #options: AuthInvalidationSubscriberOptions;
   #connection: Redis | null = null;
@@ -40,7 +40,7 @@ export class AuthInvalidationSubscriber {
     if (this.#connection) return;
     const { redis, redisPrefix, logger, onInvalidate, onResync } = this.#options;
     const channel = authInvalidationChannel(redisPrefix);
-    const connection = redis.duplicate();
+    const connection = duplicateAs(redis, "subscriber");
     this.#connection = connection;
     connection.on("error", (error: Error) => logger.warn("auth invalidation subscriber error", { error: error.message }));
     connection.on("ready", () => onResync());

@@ -27,10 +27,10 @@ export class WorkerPresence {
     const pipeline = this.#redis.pipeline();
     for (const id of modelIds) pipeline.zcount(this.#keys.modelWorkers(id), now, "+inf");
     const results = (await pipeline.exec()) ?? [];
-    return modelIds.filter((_, i) => {
-      const [error, count] = results[i] ?? [null, 0];
-      return !error && Number(count) > 0;
-    });
+    // A failed read (Redis away) is an error, not "no live worker".
+    const failed = results.find(([error]) => error);
+    if (failed) throw failed[0];
+    return modelIds.filter((_, i) => Number(results[i]?.[1] ?? 0) > 0);
   }
 
   async beat(modelId: string, workerId: string, ttlMs: number): Promise<void> {

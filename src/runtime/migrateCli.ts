@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from "../config/config.ts";
 import { checkPostgres, DependencyUnavailableError } from "./checkDependencies.ts";
-import { createPool } from "../db/createPool.ts";
+import { createPool, poolTimeouts } from "../db/createPool.ts";
 import { ensureDatabase } from "../db/ensureDatabase.ts";
 import { migrate } from "../db/migrate.ts";
 
@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   await checkPostgres(config.databaseUrl);
   if (await ensureDatabase(config.databaseUrl)) process.stdout.write("created the database\n");
-  const pool = createPool(config.databaseUrl, 1);
+  const pool = createPool(config.databaseUrl, 1, { timeouts: poolTimeouts(config, "background") });
   try {
     const applied = await migrate(pool);
     process.stdout.write(applied.length ? `applied ${applied.join(", ")}\n` : "the database is up to date\n");

@@ -1,8 +1,8 @@
 import type { Config } from "../config/config.ts";
-import type { Pool } from "../db/createPool.ts";
+import type { Pool, PoolUse } from "../db/createPool.ts";
 import type { Logger } from "../observability/logger.ts";
 
-/** What every role is started with. */
+/** What every role is started with. `pool` has the timeouts of the role's `poolUse`. */
 export type RoleContext = { config: Config; pool: Pool; logger: Logger };
 
 /** A started role; stop() drains it and frees what it holds (not the shared pool). */
@@ -17,4 +17,6 @@ export type RoleDefinition = {
   start: RoleStarter;
   /** Whether the role talks to Redis (checked at start-up, so a missing Redis is named at once). */
   needsRedis: boolean;
+  /** The PostgreSQL timeouts its pool gets: `api` (HTTP request path, short) or `background` (see createPool). */
+  poolUse: PoolUse;
 };

@@ -1,17 +1,22 @@
 import { ConfigError, loadConfig } from "../config/config.ts";
-import { createPool } from "../db/createPool.ts";
+import { createPool, type Pool, type PoolUse, poolTimeouts } from "../db/createPool.ts";
 import { ensureDatabase } from "../db/ensureDatabase.ts";
 import { migrate } from "../db/migrate.ts";
 import { createLogger } from "../observability/logger.ts";
 import { startTelemetry } from "../observability/telemetry.ts";
 import { checkPostgres, checkRedis, DependencyUnavailableError } from "./checkDependencies.ts";
 import type { RoleDefinition, RunningRole } from "./role.ts";
+import { stopWithin } from "./stopWithin.ts";
 
 /**
  * The body of every entry point (src/main.ts, src/api/main.ts, workers/main.ts, projections/main.ts):
  * reads the configuration, checks PostgreSQL (and Redis when a role needs it), creates and migrates
  * the database, starts the roles in order, and stops them in reverse order on SIGINT / SIGTERM.
  * Exits 1 with a one-line reason when a dependency or the configuration is wrong.
+ *
+ * Each role gets a pool with the timeouts of its `poolUse` (roles of the same use share one). A stop
+ * that takes longer than SHUTDOWN_GRACE_MS (a stream still running, a dependency that does not
+ * answer) is cut: the process logs which roles had not finished and exits 1. A second signal exits at once.
  */
 export function runRoles(roles: RoleDefinition[]): void {
   start(roles).catch((error: unknown) => {
@@ -31,21 +36,50 @@ async function start(roles: RoleDefinition[]): Promise<void> {
   await checkPostgres(config.databaseUrl);
   if (roles.some((r) => r.needsRedis)) await checkRedis(config.redisUrl);
   if (await ensureDatabase(config.databaseUrl)) logger.info("created database");
-  const pool = createPool(config.databaseUrl);
-  const applied = await migrate(pool);
-  if (applied.length) logger.info("applied migrations", { migrations: applied });
-  const running: RunningRole[] = [];
-  for (const role of roles) running.push(await role.start({ config, pool, logger: logger.child({ role: role.name }) }));
+  const migrations = createPool(config.databaseUrl, 1, { keepOpen: 0, timeouts: poolTimeouts(config, "background") });
+  try {
+    const applied = await migrate(migrations);
+    if (applied.length) logger.info("applied migrations", { migrations: applied });
+  } finally {
+    await migrations.end();
+  }
+  const pools = new Map<PoolUse, Pool>();
+  const poolFor = (use: PoolUse): Pool => {
+    let pool = pools.get(use);
+    if (!pool) {
+      pool = createPool(config.databaseUrl, 10, { timeouts: poolTimeouts(config, use) });
+      pools.set(use, pool);
+    }
+    return pool;
+  };
+  const running: { name: string; role: RunningRole }[] = [];
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      logger.warn("second signal: exiting without waiting", { signal });
+      process.exit(1);
+    }
     stopping = true;
-    logger.info("shutting down", { signal });
-    for (const role of running.reverse()) await role.stop();
-    await pool.end();
-    await telemetry.shutdown();
+    logger.info("shutting down", { signal, graceMs: config.shutdownGraceMs });
+    const steps = [
+      ...[...running].reverse().map(({ name, role }) => ({ name, stop: () => role.stop() })),
+      { name: "postgres pools", stop: () => Promise.all([...pools.values()].map((p) => p.end())) },
+      { name: "telemetry", stop: () => telemetry.shutdown() },
+    ];
+    const outcome = await stopWithin(steps, config.shutdownGraceMs);
+    if (outcome.cut.length) {
+      logger.error("shutdown grace period exceeded: exiting with work still in flight", { graceMs: config.shutdownGraceMs, cut: outcome.cut });
+      process.exit(1);
+    }
+    for (const failure of outcome.failed) logger.warn("a step of the shutdown failed", { step: failure.name, error: failure.error });
+    logger.info("stopped", { ms: outcome.elapsedMs });
     process.exit(0);
   };
+  // Before the roles start: a signal during start-up stops those already running.
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
+  for (const role of roles) {
+    if (stopping) return;
+    running.push({ name: role.name, role: await role.start({ config, pool: poolFor(role.poolUse), logger: logger.child({ role: role.name }) }) });
+  }
 }

@@ -76,7 +76,7 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     redis = await createTestRedis();
     keys = new InferenceKeys(redis.prefix);
     queues = new CompletionQueues(redis.redis, keys);
-    workerRedis = createRedis(TEST_REDIS_URL);
+    workerRedis = createRedis(TEST_REDIS_URL, { kind: "worker" });
   });
   afterEach(async () => {
     runner?.finishAll();

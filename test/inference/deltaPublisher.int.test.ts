@@ -4,7 +4,8 @@ import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { CoalescingWindow } from "../../workers/completion/coalescingWindow.ts";
 import { DeltaPublisher } from "../../workers/completion/deltaPublisher.ts";
 import { TurnWriter } from "../../workers/completion/turnWriter.ts";
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
+import { duplicateAs } from "../../src/redis/createRedis.ts";
+import { createTestRedis, type TestRedis } from "../support/testRedis.ts";
 
 describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
   let testRedis: TestRedis;
@@ -15,7 +16,7 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
   beforeAll(async () => {
     testRedis = await createTestRedis();
     keys = new InferenceKeys(testRedis.prefix);
-    subscriber = new DeltaSubscriber(TEST_REDIS_URL, testRedis.redis, keys);
+    subscriber = new DeltaSubscriber(testRedis.redis, keys);
     await subscriber.ready;
     writer = new TurnWriter(testRedis.redis);
   });
@@ -120,8 +121,8 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
   });
 
   it("sends what is written in one event-loop turn for one API process as one PUBLISH, and only to that process", async () => {
-    const other = new DeltaSubscriber(TEST_REDIS_URL, testRedis.redis, keys);
-    const raw = testRedis.redis.duplicate();
+    const other = new DeltaSubscriber(testRedis.redis, keys);
+    const raw = duplicateAs(testRedis.redis, "subscriber");
     try {
       await other.ready;
       const payloads: string[] = [];

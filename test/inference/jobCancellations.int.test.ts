@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CompletionQueues } from "../../src/api/inference/completionQueues.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { JobCancellations, JobCancelledError } from "../../workers/completion/jobCancellations.ts";
+import { duplicateAs } from "../../src/redis/createRedis.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 
 describe("JobCancellations (real Redis pub/sub)", () => {
@@ -34,7 +35,7 @@ describe("JobCancellations (real Redis pub/sub)", () => {
 
   it("aborts a job a worker is running when the API cancels it", async () => {
     const seen: { cancelled: boolean; reason: unknown }[] = [];
-    const connection = redis.redis.duplicate();
+    const connection = duplicateAs(redis.redis, "worker");
     const worker = new Worker(
       keys.queueName("m1"),
       async (job) => {

@@ -53,9 +53,9 @@ describe("a job run again after its worker died (CompletionJobRunner, Redis, Pos
   beforeAll(async () => {
     db = await createTestDatabase();
     testRedis = await createTestRedis();
-    writerRedis = createRedis(TEST_REDIS_URL);
+    writerRedis = createRedis(TEST_REDIS_URL, { kind: "worker" });
     keys = new InferenceKeys(testRedis.prefix);
-    subscriber = new DeltaSubscriber(TEST_REDIS_URL, testRedis.redis, keys);
+    subscriber = new DeltaSubscriber(testRedis.redis, keys);
     await subscriber.ready;
     dir = await mkdtemp(join(tmpdir(), "resume-"));
     tiny = await writeTinyModel(join(dir, "tiny.gguf"));

@@ -16,8 +16,8 @@ describe("TurnWriter", () => {
 
   beforeAll(async () => {
     testRedis = await createTestRedis();
-    connection = createRedis(TEST_REDIS_URL);
-    listener = createRedis(TEST_REDIS_URL);
+    connection = createRedis(TEST_REDIS_URL, { kind: "worker" });
+    listener = createRedis(TEST_REDIS_URL, { kind: "subscriber" });
     await connection.ping();
     writer = new TurnWriter(connection);
   });

@@ -5,7 +5,7 @@ import type { AppDeps } from "../../src/api/appDeps.ts";
 import { ApiKeyAuth, type ApiKeyAuthOptions } from "../../src/api/auth/apiKeyAuth.ts";
 import type { Clock } from "../../src/runtime/clock.ts";
 import { loadConfig, type Config } from "../../src/config/config.ts";
-import { createPool } from "../../src/db/createPool.ts";
+import { createPool, poolTimeouts } from "../../src/db/createPool.ts";
 import { createRedis } from "../../src/redis/createRedis.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { routeFactories } from "../../src/api/routes.ts";
@@ -37,28 +37,37 @@ export async function startTestApp(
     keyAuth?: Pick<ApiKeyAuthOptions, "cacheTtlMs" | "lastUsedFlushIntervalMs">;
     /** A second API instance on the same database and Redis prefix as `shareWith` (own pool, Redis, cache). */
     shareWith?: TestApp;
+    /**
+     * The app reaches its (fresh) database at this rewrite of its URL (e.g. through a fault-injecting
+     * proxy), with a pool of its own that has the API's timeouts (PG_* from `env`), as in production.
+     */
+    databaseUrl?: (url: string) => string;
+    /** The Redis server of the app (and of a platform's worker); default TEST_REDIS_URL. */
+    redisUrl?: string;
   } = {},
 ): Promise<TestApp> {
   const db = options.shareWith ? sharedDatabase(options.shareWith.db) : await createTestDatabase();
-  const testRedis = options.shareWith ? sharedRedis(options.shareWith.testRedis) : await createTestRedis();
+  const redisUrl = options.redisUrl ?? TEST_REDIS_URL;
+  const testRedis = options.shareWith ? sharedRedis(options.shareWith.testRedis) : await createTestRedis(redisUrl);
   let config = loadConfig({
-    DATABASE_URL: db.url,
-    REDIS_URL: TEST_REDIS_URL,
+    DATABASE_URL: options.databaseUrl ? options.databaseUrl(db.url) : db.url,
+    REDIS_URL: redisUrl,
     REDIS_PREFIX: testRedis.prefix,
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     PORT: "1",
     ...options.env,
   });
   if (options.configure) config = options.configure(config);
-  const keyAuth = new ApiKeyAuth({ pool: db.pool, redis: testRedis.redis, redisPrefix: config.redisPrefix, logger: silentLogger, ...options.keyAuth });
+  const pool = options.databaseUrl ? createPool(config.databaseUrl, 20, { timeouts: poolTimeouts(config, "api") }) : db.pool;
+  const keyAuth = new ApiKeyAuth({ pool, redis: testRedis.redis, redisPrefix: config.redisPrefix, logger: silentLogger, ...options.keyAuth });
   await keyAuth.start();
   const deps: AppDeps = {
     config,
-    pool: db.pool,
+    pool,
     redis: testRedis.redis,
     clock: options.clock ?? { now: () => new Date() },
     logger: silentLogger,
-    accounts: { pool: db.pool, changes: keyAuth.accountChanges() },
+    accounts: { pool, changes: keyAuth.accountChanges() },
     keyAuth,
   };
   const app = createApp(deps, options.routes ?? routeFactories);
@@ -93,7 +102,8 @@ export async function startTestApp(
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await keyAuth.stop();
-      await testRedis.close();
+      await testRedis.close().catch(() => undefined);
+      if (pool !== db.pool) await pool.end();
       await db.drop();
     },
   };
@@ -105,6 +115,6 @@ function sharedDatabase(db: TestDatabase): TestDatabase {
 }
 
 function sharedRedis(other: TestRedis): TestRedis {
-  const redis = createRedis(TEST_REDIS_URL);
+  const redis = createRedis(TEST_REDIS_URL, { kind: "fail-fast" });
   return { redis, prefix: other.prefix, close: async () => redis.disconnect() };
 }

@@ -71,6 +71,8 @@ export async function startTestPlatform(
     env?: Record<string, string>;
     startWorker?: boolean;
     wrapEngine?: (model: RegisteredModel, engine: Engine) => Engine;
+    /** The Redis server of the app and the worker (startTestApp's `redisUrl`). */
+    redisUrl?: string;
   } = {},
 ): Promise<TestPlatform> {
   const dir = await mkdtemp(path.join(tmpdir(), "inference-test-"));
@@ -83,7 +85,11 @@ export async function startTestPlatform(
   let services: InferenceServices | null = null;
   const servicesFor = (deps: AppDeps): InferenceServices => (services ??= createInferenceServices(deps, registry));
   const routes: RouteFactory[] = routeFactories.map((factory) => (deps: AppDeps) => factory({ ...deps, inference: servicesFor(deps) }));
-  const app = await startTestApp({ routes, env: { MODELS_CONFIG: registryFile, WORKER_HEARTBEAT_MS: "500", ...options.env } });
+  const app = await startTestApp({
+    routes,
+    env: { MODELS_CONFIG: registryFile, WORKER_HEARTBEAT_MS: "500", ...options.env },
+    ...(options.redisUrl ? { redisUrl: options.redisUrl } : {}),
+  });
   const inference = services as InferenceServices | null;
   if (!inference) throw new Error("the app did not build its routes");
 

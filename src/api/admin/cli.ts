@@ -3,7 +3,7 @@ import { systemClock } from "../../runtime/clock.ts";
 import { ConfigError, loadConfig, type Config } from "../../config/config.ts";
 import { publishAuthInvalidation } from "../../contracts/authInvalidation.ts";
 import { createRedis } from "../../redis/createRedis.ts";
-import { createPool } from "../../db/createPool.ts";
+import { createPool, poolTimeouts } from "../../db/createPool.ts";
 import { ensureDatabase } from "../../db/ensureDatabase.ts";
 import { migrate } from "../../db/migrate.ts";
 import { DomainError } from "../../ledger/domainError.ts";
@@ -21,7 +21,7 @@ async function run(command: Exclude<AdminCommand, { command: "help" }>): Promise
   const config = loadConfig(process.env);
   await checkPostgres(config.databaseUrl);
   await ensureDatabase(config.databaseUrl);
-  const pool = createPool(config.databaseUrl, 2);
+  const pool = createPool(config.databaseUrl, 2, { timeouts: poolTimeouts(config, "background") });
   try {
     await migrate(pool);
     const accounts = { pool, changes: { committed: (accountId: string) => notifyApiProcesses(config, accountId) } };
@@ -39,7 +39,7 @@ async function run(command: Exclude<AdminCommand, { command: "help" }>): Promise
 
 /** Tells running API processes to drop cached authorisations of the account (best effort: their cache TTL is the safety net). */
 async function notifyApiProcesses(config: Config, accountId: string): Promise<void> {
-  const redis = createRedis(config.redisUrl, { lazyConnect: true });
+  const redis = createRedis(config.redisUrl, { kind: "fail-fast", timeouts: config.redisTimeouts, lazyConnect: true });
   try {
     await Promise.race([
       redis.connect().then(() => publishAuthInvalidation(redis, config.redisPrefix, { accountId })),

@@ -2,7 +2,9 @@ import type { Context, Next } from "koa";
 import { DomainError } from "../../ledger/domainError.ts";
 import { ConcurrencyError } from "../../ledger/eventStore/concurrencyError.ts";
 import type { Logger } from "../../observability/logger.ts";
-import { ApiError, ConflictError, errorBody, InternalApiError, InvalidRequestError, NotFoundError } from "./errors.ts";
+import { isDatabaseUnavailable } from "../../db/databaseUnavailable.ts";
+import { isRedisUnavailable } from "../../redis/redisUnavailable.ts";
+import { ApiError, ConflictError, errorBody, InternalApiError, InvalidRequestError, NotFoundError, ServiceUnavailableError } from "./errors.ts";
 
 /** Maps anything thrown below it to an ApiError. */
 export function toApiError(error: unknown): ApiError {
@@ -14,6 +16,9 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof ConcurrencyError) {
     return new ConflictError("The resource was changed by another request at the same time; retry the request.");
   }
+  // A dependency that is away: 503 with Retry-After, not 500.
+  if (isRedisUnavailable(error)) return new ServiceUnavailableError("redis");
+  if (isDatabaseUnavailable(error)) return new ServiceUnavailableError("postgres");
   const e = error as { status?: number; statusCode?: number; expose?: boolean; type?: string; message?: string };
   const status = e.status ?? e.statusCode;
   if (status && status >= 400 && status < 500) {
@@ -38,7 +43,15 @@ export function errorHandler(logger: Logger) {
       await next();
     } catch (error) {
       const apiError = toApiError(error);
-      if (apiError.status >= 500) {
+      if (apiError instanceof ServiceUnavailableError) {
+        // An outage fails every request alike: one line each, no stack.
+        logger.warn("request failed: dependency unavailable", {
+          method: ctx.method,
+          path: ctx.path,
+          dependency: apiError.dependency,
+          cause: (error as Error).message,
+        });
+      } else if (apiError.status >= 500) {
         logger.error("request failed", { method: ctx.method, path: ctx.path, error: error as Error });
       }
       if (ctx.headerSent || !ctx.writable) return;

@@ -78,6 +78,28 @@ export class ModelUnavailableError extends ApiError {
   }
 }
 
+/** A dependency of the platform that can be away for a while. */
+export type Dependency = "postgres" | "redis";
+
+/** Seconds a client is asked to wait (Retry-After) before retrying after a dependency outage. */
+export const DEPENDENCY_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * PostgreSQL or Redis cannot be reached or did not answer in time: 503 service_unavailable with code
+ * database_unavailable or redis_unavailable and a Retry-After. Never a 500, and never a hang.
+ */
+export class ServiceUnavailableError extends ApiError {
+  readonly dependency: Dependency;
+  constructor(dependency: Dependency) {
+    const what = dependency === "postgres" ? "The database" : "The job queue (Redis)";
+    super(503, "service_unavailable", `${what} is temporarily unavailable. Retry after a short delay.`, {
+      code: dependency === "postgres" ? "database_unavailable" : "redis_unavailable",
+      headers: { "retry-after": String(DEPENDENCY_RETRY_AFTER_SECONDS) },
+    });
+    this.dependency = dependency;
+  }
+}
+
 export class InternalApiError extends ApiError {
   constructor(message = "The server had an error while processing your request.") {
     super(500, "api_error", message, { code: "internal_error" });

@@ -1,8 +1,9 @@
 import { Queue } from "bullmq";
 import { type CancelReason, encodeCancelMessage } from "../../contracts/cancelMessage.ts";
 import { RUN_COMPLETION, type CompletionJob } from "../../contracts/completionJob.ts";
-import type { Redis } from "../../redis/createRedis.ts";
+import { redisAway, type Redis } from "../../redis/createRedis.ts";
 import type { InferenceKeys } from "../../contracts/inferenceKeys.ts";
+import { ServiceUnavailableError } from "../http/errors.ts";
 
 /**
  * The producer side of the per-model BullMQ queues (one Queue object per model, created on first use,
@@ -28,11 +29,19 @@ export class CompletionQueues {
     return queue;
   }
 
+  /** Whether the connection is down after having been up: nothing is sent then (a command would fail, or BullMQ would wait for Redis). */
+  get away(): boolean {
+    return redisAway(this.#redis);
+  }
+
   /**
    * Enqueues the job with jobId = completion id. One attempt only: a generation that failed half-way is
    * not silently re-run (its deltas were already sent). Finished jobs are removed; failed ones kept a while.
+   * Fails at once with redis_unavailable while the connection is down: a queue created then would wait
+   * for Redis to come back (BullMQ's start-up), and the job could be queued long after its client gave up.
    */
   async enqueue(job: CompletionJob): Promise<void> {
+    if (this.away) throw new ServiceUnavailableError("redis");
     await this.queue(job.model).add(RUN_COMPLETION, job, {
       jobId: job.completionId,
       attempts: 1,

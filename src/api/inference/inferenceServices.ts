@@ -1,5 +1,5 @@
 import type { Config } from "../../config/config.ts";
-import { createPool, type Pool } from "../../db/createPool.ts";
+import { createPool, poolTimeouts, type Pool } from "../../db/createPool.ts";
 import { CompletionQueues } from "./completionQueues.ts";
 import type { Redis } from "../../redis/createRedis.ts";
 import { DeltaSubscriber } from "./relay/deltaSubscriber.ts";
@@ -51,8 +51,8 @@ export function createInferenceServices(deps: { config: Config; redis: Redis; lo
   const keys = new InferenceKeys(config.redisPrefix);
   const presence = new WorkerPresence(redis, keys);
   const queues = new CompletionQueues(redis, keys);
-  const subscriber = new DeltaSubscriber(config.redisUrl, redis, keys);
-  const holdPool = createPool(config.databaseUrl, 10, { synchronousCommit: false });
+  const subscriber = new DeltaSubscriber(redis, keys);
+  const holdPool = createPool(config.databaseUrl, 10, { synchronousCommit: false, timeouts: poolTimeouts(config, "api") });
   const records = new CompletionRecords(redis, keys, config.completionRetentionSeconds);
   const abandonment = new AbandonmentWatch({
     records,

@@ -31,6 +31,8 @@ export type InferenceJobSpec = {
  */
 export async function startInferenceJob(deps: AppDeps, inference: InferenceServices, ctx: Context, spec: InferenceJobSpec): Promise<RunningJob> {
   const { model, endpoint, work, completionId, created } = spec;
+  // Redis away: 503 before a budget hold is placed for a job that cannot be queued.
+  inference.gateway.assertConnected();
   const principal = principalOf(ctx);
   const traceparent = currentTraceparent();
   const request: Omit<CompletionJob, "replyTo"> = {

@@ -1,6 +1,6 @@
 import type { Clock } from "../../../runtime/clock.ts";
 import type { Pool } from "../../../db/createPool.ts";
-import { ApiError, ModelUnavailableError } from "../../http/errors.ts";
+import { ApiError, ModelUnavailableError, ServiceUnavailableError } from "../../http/errors.ts";
 import { budgetRefusalError } from "./budgetRefusalError.ts";
 import { jobHoldMicroChf, type HoldableModel, type HoldableWork } from "./jobHoldMicroChf.ts";
 import { placeHold, type PlaceHoldInput } from "../../../ledger/budget/placeHold.ts";
@@ -35,10 +35,11 @@ export type AdmittedStart<T extends { release(): void }> = {
  *   refused (or fails), the job is cancelled; the refusal is recorded by the hold statement itself, so
  *   the worker never charges it even if the cancel comes too late.
  *
- * When the start fails with model_unavailable, or the job was cancelled while it waited in line, it never
- * ran, so the hold is released at once;
- * after any other failure the job may still run and settle, and the hold is left to its settle or to
- * the sweeper.
+ * When the start fails with model_unavailable, because Redis refused the enqueue (redis_unavailable), or
+ * because the job was cancelled while it waited in line, it never ran, so the hold is released at once
+ * (were the job queued after all, by a command Redis ran just before its connection dropped, its settle
+ * charges the actual cost all the same); after any other failure the job may still run and settle, and
+ * the hold is left to its settle or to the sweeper.
  */
 export async function admitWithHold<T extends { release(): void }>(deps: AdmissionDeps, input: AdmissionInput, job: AdmittedStart<T>): Promise<T> {
   const now = deps.clock.now();
@@ -101,7 +102,11 @@ async function admitSpeculatively<T extends { release(): void }>(deps: Admission
   }
 }
 
-/** The start failed in a way that means no worker ran the job: unavailable, or cancelled while it waited in line. */
+/** A start that failed this way left no job behind (see admitWithHold). */
 function neverRan(error: unknown): boolean {
-  return error instanceof ModelUnavailableError || (error instanceof ApiError && error.code === "completion_cancelled");
+  return (
+    error instanceof ModelUnavailableError ||
+    (error instanceof ServiceUnavailableError && error.dependency === "redis") ||
+    (error instanceof ApiError && error.code === "completion_cancelled")
+  );
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { createRedis, type Redis } from "../../../redis/createRedis.ts";
+import { duplicateAs, redisAway, type Redis } from "../../../redis/createRedis.ts";
 import { CompletionFeed } from "./completionFeed.ts";
 import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
@@ -21,14 +21,18 @@ export class DeltaSubscriber {
   readonly #keys: InferenceKeys;
   readonly #feeds = new Map<string, CompletionFeed>();
   readonly #reconnected: (() => void)[] = [];
+  #connections = 0;
 
-  /** `commands` is a normal connection (for replay reads); the subscriber connection is created here. */
-  constructor(redisUrl: string, commands: Redis, keys: InferenceKeys, listenerId: string = randomUUID()) {
-    this.#subscriber = createRedis(redisUrl);
+  /** `commands` is a normal connection (for replay reads); the subscriber connection (to the same server) is created here. */
+  constructor(commands: Redis, keys: InferenceKeys, listenerId: string = randomUUID()) {
+    this.#subscriber = duplicateAs(commands, "subscriber");
     this.#commands = commands;
     this.#keys = keys;
     this.replyTo = keys.replyChannel(listenerId);
     this.#subscriber.on("message", (_channel: string, text: string) => this.#dispatch(text));
+    this.#subscriber.on("ready", () => {
+      this.#connections++;
+    });
     // ioredis subscribes again by itself after a reconnect; what was published meanwhile is refilled
     // from the replay streams by the feeds (a gap in the sequence, or silence).
     this.ready = this.#subscriber.subscribe(this.replyTo).then(() => undefined);
@@ -43,6 +47,16 @@ export class DeltaSubscriber {
   /** Calls `listener` each time the connection to Redis is back after a loss (not on the first connect). */
   onReconnect(listener: () => void): void {
     this.#reconnected.push(listener);
+  }
+
+  /** Whether the subscriber connection is down after having been up (replies published meanwhile are missed). */
+  get away(): boolean {
+    return redisAway(this.#subscriber);
+  }
+
+  /** How many times the subscriber connection was (re)established: a change means replies may have been missed. */
+  get connections(): number {
+    return this.#connections;
   }
 
   /** Number of completions being listened to (for tests and metrics). */

@@ -1,7 +1,7 @@
 import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
 import { decodeDeltaMessage } from "../../../contracts/replyBatch.ts";
-import type { Redis } from "../../../redis/createRedis.ts";
+import { duplicateAs, type Redis } from "../../../redis/createRedis.ts";
 import { InternalApiError } from "../../http/errors.ts";
 import { JobReleasedError, type RunningJob } from "./runningJob.ts";
 
@@ -26,7 +26,8 @@ export class ReplayFollower implements RunningJob {
 
   constructor(redis: Redis, keys: InferenceKeys, completionId: string, options: { afterSeq: number; idleTimeoutMs: number }) {
     this.completionId = completionId;
-    this.#connection = redis.duplicate();
+    // Its reads block for seconds: a connection without the request path's command timeout.
+    this.#connection = duplicateAs(redis, "subscriber");
     this.#connection.on("error", () => undefined);
     this.#stream = keys.replayStream(completionId);
     this.#afterSeq = options.afterSeq;

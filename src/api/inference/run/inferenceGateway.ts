@@ -8,7 +8,8 @@ import { jobErrorToApiError } from "./jobErrorToApiError.ts";
 import { JobReleasedError, type RunningJob } from "../relay/runningJob.ts";
 import type { DeltaSubscriber } from "../relay/deltaSubscriber.ts";
 import type { WorkerPresence } from "../../../contracts/workerPresence.ts";
-import { InternalApiError, ModelUnavailableError } from "../../http/errors.ts";
+import { InternalApiError, ModelUnavailableError, ServiceUnavailableError } from "../../http/errors.ts";
+import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
 
 export type GatewayLimits = {
   /** How long a started job may stay silent. */
@@ -78,8 +79,13 @@ export class InferenceGateway {
    * `startTimeoutMs` (it is then removed from the queue) -> 503 model_unavailable.
    */
   async start(request: Omit<CompletionJob, "replyTo">, options: StartOptions): Promise<RunningJob> {
+    this.assertConnected();
     await this.#subscriber.ready;
     const job: CompletionJob = { ...request, replyTo: this.#subscriber.replyTo };
+    const connections = this.#subscriber.connections;
+    // Silence after Redis went away and came back (or while it is away) is the outage's, not the model's.
+    const silent = (internal: string) =>
+      this.#subscriber.away || this.#subscriber.connections !== connections ? new ServiceUnavailableError("redis") : new InternalApiError(internal);
     const record: CompletionRecord = {
       completionId: job.completionId,
       accountId: job.accountId,
@@ -103,7 +109,7 @@ export class InferenceGateway {
       // Counted once the job is in: the count includes it unless a worker took it already.
       const countingWaiting = enqueuing.then(() => this.#queues.waitingCount(job.model));
       const [live, waiting, enqueued] = await Promise.allSettled([checkingLive, countingWaiting, enqueuing]);
-      if (enqueued.status === "rejected") throw enqueued.reason;
+      if (enqueued.status === "rejected") throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis") : enqueued.reason;
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
       if (waiting.status === "fulfilled") {
         if (waiting.value > this.#limits.queueMaxWaiting && (await this.#queues.removeWaiting(job.model, job.completionId))) {
@@ -119,7 +125,7 @@ export class InferenceGateway {
       // Queued and not refused: admission may go on (a stream opens its response), then hear its position.
       options.onQueued?.();
       if (waiting.status === "fulfilled") options.onPosition?.(Math.max(1, waiting.value));
-      await this.#awaitStart(feed, job, options.startTimeoutMs);
+      await this.#awaitStart(feed, job, options.startTimeoutMs, silent);
     } catch (error) {
       feed.close();
       throw error;
@@ -138,7 +144,7 @@ export class InferenceGateway {
         }
         if (feed.closed) throw new JobReleasedError();
         feed.close();
-        throw new InternalApiError("The model stopped answering.");
+        throw silent("The model stopped answering.");
       },
       release: () => {
         if (feed.closed && ended) return;
@@ -150,6 +156,14 @@ export class InferenceGateway {
   }
 
   /**
+   * Throws 503 redis_unavailable while Redis is away: both connections must be up, the enqueue's and
+   * the subscriber's that the job's replies come back on. Checked before anything else of a request.
+   */
+  assertConnected(): void {
+    if (this.#queues.away || this.#subscriber.away) throw new ServiceUnavailableError("redis");
+  }
+
+  /**
    * Stops a job that start() enqueued but that must not run (its speculative admission was refused):
    * stops listening to it, then takes it off the queue or has its worker abort it.
    */
@@ -158,7 +172,7 @@ export class InferenceGateway {
     await this.#queues.cancel(model, completionId, "refused");
   }
 
-  async #awaitStart(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number): Promise<void> {
+  async #awaitStart(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number, silent: (internal: string) => Error): Promise<void> {
     const first = await feed.next(startTimeoutMs);
     if (first?.type === "started") return;
     if (first?.type === "error") throw jobErrorToApiError(first.error);
@@ -167,7 +181,7 @@ export class InferenceGateway {
     // A worker took the job just now: its `started` is on the way.
     const late = await feed.next(this.#limits.jobIdleTimeoutMs);
     if (late?.type === "error") throw jobErrorToApiError(late.error);
-    if (late?.type !== "started") throw new InternalApiError("The worker did not start the job.");
+    if (late?.type !== "started") throw silent("The worker did not start the job.");
   }
 }
 

@@ -1,0 +1,72 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import net, { type AddressInfo } from "node:net";
+
+/** A private redis-server on a loopback port of its own, to stop and restart (by its PID) in fault tests. */
+export type RedisServer = {
+  port: number;
+  url: string;
+  /** Starts it (on the same port each time) and waits until it answers PING. */
+  start(): Promise<void>;
+  /** Kills it (SIGKILL: gone at once, like a crash) and waits for it to exit. */
+  stop(): Promise<void>;
+};
+
+export async function startRedisServer(): Promise<RedisServer> {
+  const port = await freePort();
+  let child: ChildProcess | null = null;
+  const server: RedisServer = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async start() {
+      if (child) return;
+      child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+      const exited = new Promise<never>((_, reject) => child!.once("exit", (code) => reject(new Error(`redis-server exited (${code})`))));
+      exited.catch(() => undefined);
+      await Promise.race([waitForPong(port, 10_000), exited]);
+    },
+    async stop() {
+      const running = child;
+      child = null;
+      if (!running || running.exitCode !== null || running.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => running.once("exit", () => resolve()));
+      running.kill("SIGKILL");
+      await exited;
+    },
+  };
+  await server.start();
+  return server;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPong(port: number, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (await ping(port)) return;
+    if (Date.now() > until) throw new Error(`redis-server on port ${port} did not answer PING`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.on("error", () => done(false));
+    socket.on("connect", () => socket.write("PING\r\n"));
+    socket.on("data", (chunk) => done(chunk.toString().startsWith("+PONG")));
+  });
+}

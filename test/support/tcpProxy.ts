@@ -1,0 +1,94 @@
+import net, { type AddressInfo } from "node:net";
+
+/**
+ * What the proxy does with traffic:
+ * - `pass`: forwards both ways;
+ * - `refuse`: the server is gone: stops listening (a new connection is refused by the kernel,
+ *   ECONNREFUSED) and closes every open connection;
+ * - `blackhole`: packets are silently dropped: new connections are accepted and never forwarded, and
+ *   open connections stop forwarding in both directions (what arrives is discarded), without closing.
+ */
+export type ProxyMode = "pass" | "refuse" | "blackhole";
+
+export type TcpProxy = {
+  port: number;
+  mode: ProxyMode;
+  /** `url` with its host and port replaced by the proxy's. */
+  rewrite(url: string): string;
+  setMode(mode: ProxyMode): Promise<void>;
+  close(): Promise<void>;
+};
+
+/** A TCP proxy on 127.0.0.1 (ephemeral port) in front of `target`, for fault injection in tests. */
+export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  const sockets = new Set<net.Socket>();
+  let mode: ProxyMode = "pass";
+  const track = (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+  };
+  const server = net.createServer((client) => {
+    track(client);
+    if (mode !== "pass") {
+      // Accepted, never forwarded.
+      client.on("data", () => undefined);
+      return;
+    }
+    const upstream = net.connect(target.port, target.host);
+    track(upstream);
+    client.on("data", (chunk) => {
+      if (mode === "pass") upstream.write(chunk);
+    });
+    upstream.on("data", (chunk) => {
+      if (mode === "pass") client.write(chunk);
+    });
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+  });
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, "127.0.0.1", () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  const stopListening = () => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
+  await listen(0);
+  const port = (server.address() as AddressInfo).port;
+  const destroyAll = () => {
+    for (const socket of sockets) socket.destroy();
+  };
+  const proxy: TcpProxy = {
+    port,
+    get mode() {
+      return mode;
+    },
+    rewrite(url) {
+      const u = new URL(url);
+      u.hostname = "127.0.0.1";
+      u.port = String(port);
+      return u.toString();
+    },
+    async setMode(next) {
+      if (next === mode) return;
+      const previous = mode;
+      mode = next;
+      if (next === "refuse") {
+        const closed = stopListening();
+        destroyAll();
+        await closed;
+      } else if (previous === "refuse") {
+        await listen(port);
+      }
+    },
+    async close() {
+      mode = "refuse";
+      const closed = stopListening();
+      destroyAll();
+      await closed;
+    },
+  };
+  return proxy;
+}
