@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HoldSweeper } from "../../src/ledger/budget/holdSweeper.ts";
+import { silentLogger } from "../../src/observability/logger.ts";
+import { completionEvents } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
@@ -75,5 +78,22 @@ describe("Redis outage under load", () => {
     }
 
     await eventually(async () => ((await chat()).status === 200 ? true : undefined), 20_000);
+
+    // Never charged twice: each answered completion has one UsageRecorded, and no completion has two.
+    for (const res of results.filter((r) => r.status === 200)) expect(await completionEvents(platform.deps.pool, res.body.id)).toHaveLength(1);
+    const doubled = await platform.deps.pool.query("SELECT stream_id FROM es_events WHERE event_type = 'UsageRecorded' GROUP BY stream_id HAVING count(*) > 1");
+    expect(doubled.rows).toEqual([]);
+    // No hold left once the sweeper ran (holds of jobs lost with Redis are released; settled ones folded).
+    const sweeper = new HoldSweeper({
+      pool: platform.deps.pool,
+      clock: { now: () => new Date(Date.now() + 3_600_000) },
+      logger: silentLogger,
+      maxHoldAgeMs: 60_000,
+      intervalMs: 0,
+    });
+    await sweeper.sweepOnce();
+    const holds = await platform.deps.pool.query("SELECT count(*)::int AS n FROM budget_holds");
+    expect(holds.rows[0].n).toBe(0);
+    process.stdout.write(`after the Redis restart: ${JSON.stringify(Object.fromEntries(statuses))} (status: requests)\n`);
   }, 120_000);
 });

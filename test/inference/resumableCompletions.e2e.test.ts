@@ -258,3 +258,41 @@ describe("waiting in line (no worker at first)", () => {
     expect(await eventually(async () => ((await openHolds(platform.deps.pool, accountId)) <= 1 ? true : undefined), 5_000)).toBe(true);
   });
 });
+
+describe("cancel frees the worker's slot (engine paced at 1 s per delta, 2 slots)", () => {
+  let platform: TestPlatform;
+  let key: string;
+  beforeAll(async () => {
+    platform = await startTestPlatform({ wrapEngine: (_model, engine) => pacedEngine(engine, 1_000), env: { DELTA_COALESCE_MS: "0" } });
+    key = (await platform.createKey()).key;
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
+
+  const stream = () =>
+    fetch(`${platform.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: TINY_CHAT, messages: [{ role: "user", content: "Tell me a story" }], max_tokens: 40, temperature: 0, stream: true }),
+    });
+
+  it("a queued request starts within 2 s of the cancel of a running one, long before that one would have ended", async () => {
+    const [a, b] = await Promise.all([stream(), stream()]);
+    const readers = [new SseReader(a), new SseReader(b)];
+    await Promise.all(readers.map((r) => r.nextEvent()));
+    const waiting = new SseReader(await stream());
+    const queued = await waiting.next();
+    expect(queued?.retry ?? queued?.comment).toBeDefined();
+    const cancelledAt = Date.now();
+    const cancel = await fetch(`${platform.baseUrl}/v1/chat/completions/${a.headers.get("x-completion-id")}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(await cancel.json()).toMatchObject({ status: "cancelling" });
+    const { event } = await waiting.nextEvent();
+    expect(event?.id).toBeDefined();
+    expect(Date.now() - cancelledAt).toBeLessThan(2_000);
+    await Promise.all([...readers, waiting].map((r) => r.cancel()));
+  });
+});
