@@ -44,3 +44,20 @@ export function decodeDeltaMessage(text: string): DeltaMessage | undefined {
     return undefined;
   }
 }
+
+/** The message of one replay-stream entry's fields (`m` <json>), or undefined for a malformed entry. */
+export function decodeReplayEntry(fields: readonly string[]): DeltaMessage | undefined {
+  const at = fields.indexOf("m");
+  const json = at < 0 ? undefined : fields[at + 1];
+  return json === undefined ? undefined : decodeDeltaMessage(json);
+}
+
+/** The messages of a replay stream's entries (XRANGE), in order, malformed ones skipped. */
+export function decodeReplayEntries(entries: readonly [string, string[]][]): DeltaMessage[] {
+  const messages: DeltaMessage[] = [];
+  for (const [, fields] of entries) {
+    const message = decodeReplayEntry(fields);
+    if (message) messages.push(message);
+  }
+  return messages;
+}

@@ -1,6 +1,6 @@
 import type { DeltaMessage } from "../../src/contracts/deltaMessage.ts";
 import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
-import { decodeDeltaMessage } from "../../src/contracts/replyBatch.ts";
+import { decodeReplayEntries } from "../../src/contracts/replyBatch.ts";
 import type { Redis } from "../../src/redis/createRedis.ts";
 
 /**
@@ -18,13 +18,6 @@ export class ReplayReader {
   }
 
   async read(completionId: string): Promise<DeltaMessage[]> {
-    const entries = await this.#redis.xrange(this.#keys.replayStream(completionId), "-", "+");
-    const messages: DeltaMessage[] = [];
-    for (const [, fields] of entries) {
-      const json = fields[fields.indexOf("m") + 1];
-      const message = json === undefined ? undefined : decodeDeltaMessage(json);
-      if (message) messages.push(message);
-    }
-    return messages;
+    return decodeReplayEntries(await this.#redis.xrange(this.#keys.replayStream(completionId), "-", "+"));
   }
 }

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { DeltaMessage } from "../../contracts/deltaMessage.ts";
 import { EndpointSchema } from "../../contracts/completionJob.ts";
 import type { InferenceKeys } from "../../contracts/inferenceKeys.ts";
-import { decodeDeltaMessage, encodeReplyBatch, encodeReplyEntry } from "../../contracts/replyBatch.ts";
+import { decodeReplayEntry, encodeReplyBatch, encodeReplyEntry } from "../../contracts/replyBatch.ts";
 import type { Redis } from "../../redis/createRedis.ts";
 
 /** What the API keeps of a completion it enqueued, for its owner's later reads, resumes and cancels. */
@@ -69,8 +69,7 @@ export class CompletionRecords {
   async lastMessage(completionId: string): Promise<DeltaMessage | undefined> {
     const entries = await this.#redis.xrevrange(this.#keys.replayStream(completionId), "+", "-", "COUNT", 1);
     const fields = entries[0]?.[1];
-    const json = fields?.[fields.indexOf("m") + 1];
-    return json === undefined ? undefined : decodeDeltaMessage(json);
+    return fields ? decodeReplayEntry(fields) : undefined;
   }
 
   /**

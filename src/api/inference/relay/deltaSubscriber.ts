@@ -3,7 +3,7 @@ import { duplicateAs, redisAway, type Redis } from "../../../redis/createRedis.t
 import { CompletionFeed } from "./completionFeed.ts";
 import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
-import { decodeDeltaMessage, decodeReplyBatch } from "../../../contracts/replyBatch.ts";
+import { decodeReplayEntries, decodeReplyBatch } from "../../../contracts/replyBatch.ts";
 
 /**
  * The one Redis subscriber connection of an API process, subscribed once to the process's own reply
@@ -84,14 +84,7 @@ export class DeltaSubscriber {
 
   /** Every message of a completion still in its replay stream, in order. */
   async replay(completionId: string): Promise<DeltaMessage[]> {
-    const entries = await this.#commands.xrange(this.#keys.replayStream(completionId), "-", "+");
-    const messages: DeltaMessage[] = [];
-    for (const [, fields] of entries) {
-      const json = fields[fields.indexOf("m") + 1];
-      const parsed = json === undefined ? undefined : decodeDeltaMessage(json);
-      if (parsed) messages.push(parsed);
-    }
-    return messages;
+    return decodeReplayEntries(await this.#commands.xrange(this.#keys.replayStream(completionId), "-", "+"));
   }
 
   async close(): Promise<void> {

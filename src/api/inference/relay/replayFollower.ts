@@ -1,6 +1,6 @@
 import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
-import { decodeDeltaMessage } from "../../../contracts/replyBatch.ts";
+import { decodeReplayEntry } from "../../../contracts/replyBatch.ts";
 import { duplicateAs, type Redis } from "../../../redis/createRedis.ts";
 import { InternalApiError } from "../../http/errors.ts";
 import { JobReleasedError, type RunningJob } from "./runningJob.ts";
@@ -66,8 +66,7 @@ export class ReplayFollower implements RunningJob {
     for (const [, entries] of result ?? []) {
       for (const [entryId, fields] of entries) {
         this.#lastEntryId = entryId;
-        const json = fields[fields.indexOf("m") + 1];
-        const message = json === undefined ? undefined : decodeDeltaMessage(json);
+        const message = decodeReplayEntry(fields);
         if (!message || message.seq <= this.#afterSeq || message.type === "started") continue;
         this.#afterSeq = message.seq;
         this.#buffer.push(message);
