@@ -67,8 +67,16 @@ export class InferenceGateway {
    * ignores an add whose job id it has, so a job that survived is not queued twice).
    */
   async #resubmitWaiting(): Promise<void> {
-    for (const { job, record } of this.#waiting.values()) {
-      await Promise.all([this.#queues.enqueue(job), this.#records.create(record)]).catch(() => undefined);
+    // The subscriber may be back before the connection that enqueues: retry for a few seconds.
+    for (let attempt = 0; attempt < 20 && this.#waiting.size > 0; attempt++) {
+      let failed = 0;
+      for (const { job, record } of [...this.#waiting.values()]) {
+        await Promise.all([this.#queues.enqueue(job), this.#records.create(record)]).catch(() => {
+          failed++;
+        });
+      }
+      if (failed === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
 
