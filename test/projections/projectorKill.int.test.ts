@@ -5,10 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
 import type { UsageRecorded } from "../../src/ledger/usageRecordedEvent.ts";
 import { allProjections } from "../../projections/allProjections.ts";
+import { PROJECTION_LOCK_SPACE } from "../../projections/projectionLocks.ts";
 import { replayReadModels } from "../../projections/replayReadModels.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { createBudgetedAccount, usageEvent } from "../usage/usageFixtures.ts";
-import { eventuallyTrue } from "../support/eventually.ts";
+import { eventually, eventuallyTrue } from "../support/eventually.ts";
 import { expectedUsage, liveUsage } from "./usageExpectations.ts";
 
 const PROJECTOR_MAIN = fileURLToPath(new URL("../../projections/main.ts", import.meta.url));
@@ -43,6 +44,16 @@ function exited(child: ChildProcess): Promise<void> {
 async function projectedRequests(): Promise<number> {
   const r = await db.pool.query<{ n: string | null }>("SELECT sum(requests) AS n FROM rm_key_usage_daily");
   return Number(r.rows[0]!.n ?? 0);
+}
+
+/** Whether a projector holds a projection's active lock in this database (it is projecting). */
+async function projectorActive(): Promise<boolean> {
+  const r = await db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_locks
+      WHERE locktype = 'advisory' AND classid = $1 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    [PROJECTION_LOCK_SPACE.active],
+  );
+  return r.rows[0]!.n > 0;
 }
 
 const pick = <T>(items: T[]) => items[Math.floor(Math.random() * items.length)]!;
@@ -83,7 +94,9 @@ describe("projector crash safety", () => {
     const applied: number[] = [];
     while (writing || kills < 6) {
       const child = spawnProjector();
-      await new Promise((r) => setTimeout(r, 400 + Math.random() * 2000));
+      // Kill it at a random moment once it is projecting (its start-up time varies with the machine's load).
+      await eventually(async () => ((await projectorActive()) ? true : undefined), 20_000);
+      await new Promise((r) => setTimeout(r, 50 + Math.random() * 600));
       child.kill("SIGKILL");
       await exited(child);
       kills++;
