@@ -191,11 +191,10 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     expect(most).toBe(6);
   });
 
-  it("keeps the lock of a job that runs longer than the lock duration, so the job completes", async () => {
-    runner = new HeldRunner();
-    // The stalled check runs every 200 ms: a lock that ran out would get the job failed within it.
+  /** A worker of 2 slots on `modelId` with a 600 ms lock and a stalled check every 200 ms (BullMQ's defaults are 30 s). */
+  const startShortLockWorker = async (modelId: string) => {
     worker = new CompletionWorker({
-      modelId: LOCK_MODEL,
+      modelId,
       redis: workerRedis,
       keys,
       concurrency: 2,
@@ -205,6 +204,12 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
       stalledIntervalMs: 200,
     });
     await worker.start();
+  };
+
+  it("keeps the lock of a job that runs longer than the lock duration, so the job completes", async () => {
+    runner = new HeldRunner();
+    // The stalled check runs every 200 ms: a lock that ran out would get the job failed within it.
+    await startShortLockWorker(LOCK_MODEL);
     await queues.enqueue(job("long-1", keys, LOCK_MODEL));
     await eventually(async () => (runner.started.includes("long-1") ? true : undefined));
     await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -232,17 +237,7 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     await dead.close();
     expect(await bullQueue(STALLED_MODEL).getJobState("crashed-1")).toBe("active");
     runner = new HeldRunner();
-    worker = new CompletionWorker({
-      modelId: STALLED_MODEL,
-      redis: workerRedis,
-      keys,
-      concurrency: 2,
-      runner,
-      logger: silentLogger,
-      lockDurationMs: 600,
-      stalledIntervalMs: 200,
-    });
-    await worker.start();
+    await startShortLockWorker(STALLED_MODEL);
     // Noticed within a lock and two checks, and handed to the runner as a job run again.
     await eventually(async () => (runner.started.includes("crashed-1") ? true : undefined), 10_000);
     expect(runner.runs).toEqual([["crashed-1", "redelivered"]]);
@@ -278,17 +273,7 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     await eventually(async () => ((await state()) === "waiting" ? true : undefined), 10_000);
     await dead.close();
     runner = new HeldRunner();
-    worker = new CompletionWorker({
-      modelId: TWICE_MODEL,
-      redis: workerRedis,
-      keys,
-      concurrency: 2,
-      runner,
-      logger: silentLogger,
-      lockDurationMs: 600,
-      stalledIntervalMs: 200,
-    });
-    await worker.start();
+    await startShortLockWorker(TWICE_MODEL);
     await eventually(async () => ((await state()) === "failed" ? true : undefined), 10_000);
     expect((await bullQueue(TWICE_MODEL).getJob("twice-1"))?.failedReason).toMatch(/stalled more than allowable limit/);
     await eventually(async () => (runner.runs.length > 0 ? true : undefined));

@@ -200,6 +200,10 @@ describe("resumable completions (real worker, engine paced at 150 ms per delta, 
     expect(reused.status).toBe(400);
     expect(await reused.json()).toMatchObject({ error: { type: "invalid_request_error", code: "idempotency_key_reused", param: "Idempotency-Key" } });
     expect(await completionEvents(platform.deps.pool, id)).toHaveLength(1);
+    const malformed = await post(body(), { "idempotency-key": "has a space" });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ error: { type: "invalid_request_error", code: "invalid_idempotency_key", param: "Idempotency-Key" } });
+    expect(malformed.headers.get("x-completion-id")).toBeNull();
   });
 });
 
