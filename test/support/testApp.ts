@@ -9,7 +9,7 @@ import { createPool, poolTimeouts } from "../../src/db/createPool.ts";
 import { createRedis } from "../../src/redis/createRedis.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { routeFactories } from "../../src/api/routes.ts";
-import { createTestDatabase, type TestDatabase } from "./testDatabase.ts";
+import { createTestDatabase, TEST_POOL_TIMEOUTS, type TestDatabase } from "./testDatabase.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "./testRedis.ts";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
@@ -110,7 +110,7 @@ export async function startTestApp(
 }
 
 function sharedDatabase(db: TestDatabase): TestDatabase {
-  const pool = createPool(db.url, 20);
+  const pool = createPool(db.url, 20, { timeouts: TEST_POOL_TIMEOUTS });
   return { name: db.name, url: db.url, pool, drop: () => pool.end() };
 }
 

@@ -1,6 +1,13 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { createPool, type Pool } from "../../src/db/createPool.ts";
+import { createPool, DEFAULT_POOL_TIMEOUTS, type Pool, type PoolTimeouts } from "../../src/db/createPool.ts";
+
+/**
+ * The tests' own pools wait up to 30 s for a free connection: tests that run hundreds of operations at
+ * once on 20 connections must not fail on a loaded CI machine. (The service's pools give up after
+ * PG_CONNECT_TIMEOUT_MS; the fault tests build the API's pools with those.)
+ */
+export const TEST_POOL_TIMEOUTS: PoolTimeouts = { ...DEFAULT_POOL_TIMEOUTS, connectMs: 30_000 };
 import { ADMIN_DATABASE_URL, databaseUrl, ensureTemplateDatabase } from "./templateDatabase.ts";
 
 export type TestDatabase = { name: string; url: string; pool: Pool; drop(): Promise<void> };
@@ -26,7 +33,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     await admin.end();
   }
   const url = databaseUrl(name);
-  const pool = createPool(url, 20);
+  const pool = createPool(url, 20, { timeouts: TEST_POOL_TIMEOUTS });
   return {
     name,
     url,
