@@ -28,7 +28,12 @@ export async function startProjector({ config, pool, logger, metrics }: RoleCont
       metrics.budget.holdsFolded.inc(folded);
     },
   });
-  const unwatchLag = metrics.sources.addProjectionLag(() => readProjectionLag(pool, allProjections.map((p) => p.name)));
+  const unwatchLag = metrics.sources.addProjectionLag(() =>
+    readProjectionLag(
+      pool,
+      allProjections.map((p) => p.name),
+    ),
+  );
   runner.start();
   sweeper.start();
   logger.info("projector started", { projections: allProjections.map((p) => p.name) });

@@ -57,7 +57,12 @@ describe("GET /metrics after a known workload (real API, queue, worker and embed
       const holds = await platform.deps.pool.query("SELECT count(*)::int AS n FROM budget_holds");
       return holds.rows[0].n === 0 ? true : undefined;
     });
-    const orphan = await placeHold(platform.deps.pool, { holdId: randomUUID(), accountId: account.accountId, amountMicroChf: 5, now: new Date(Date.now() - 5000) });
+    const orphan = await placeHold(platform.deps.pool, {
+      holdId: randomUUID(),
+      accountId: account.accountId,
+      amountMicroChf: 5,
+      now: new Date(Date.now() - 5000),
+    });
     expect(orphan.ok).toBe(true);
     const config = { ...platform.deps.config, budgetSweepIntervalMs: 100, budgetHoldMaxAgeMs: 1000, projectorPollMs: 20 };
     projector = await startProjector({ config, pool: platform.deps.pool, logger: silentLogger, metrics: platform.deps.metrics });

@@ -1,5 +1,14 @@
 import type { PlatformMetrics } from "../../src/observability/metrics.ts";
-import { type ChatOptions, type ChatRequest, type DeltaSink, type EmbedResult, type Engine, EngineError, type EngineResult, type TextRequest } from "./engine.ts";
+import {
+  type ChatOptions,
+  type ChatRequest,
+  type DeltaSink,
+  type EmbedResult,
+  type Engine,
+  EngineError,
+  type EngineResult,
+  type TextRequest,
+} from "./engine.ts";
 
 type GenerationMetrics = PlatformMetrics["inference"];
 
@@ -37,7 +46,10 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
     try {
       return await call();
     } catch (error) {
-      metrics.engineErrors.inc({ ...model, kind: error instanceof EngineError ? error.kind : (error as Error)?.name === "AbortError" ? "aborted" : "internal" });
+      metrics.engineErrors.inc({
+        ...model,
+        kind: error instanceof EngineError ? error.kind : (error as Error)?.name === "AbortError" ? "aborted" : "internal",
+      });
       throw error;
     }
   };

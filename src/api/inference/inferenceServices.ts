@@ -58,10 +58,7 @@ export function createInferenceServices(
   const queues = new CompletionQueues(redis, keys);
   const subscriber = new DeltaSubscriber(redis, keys);
   const holdPool = createPool(config.databaseUrl, 10, { synchronousCommit: false, timeouts: poolTimeouts(config, "api") });
-  const unwatch = [
-    metrics.sources.addPool("api-holds", holdPool),
-    metrics.sources.addQueueDepth(() => readQueueDepth(queues, registry)),
-  ];
+  const unwatch = [metrics.sources.addPool("api-holds", holdPool), metrics.sources.addQueueDepth(() => readQueueDepth(queues, registry))];
   const records = new CompletionRecords(redis, keys, config.completionRetentionSeconds);
   const abandonment = new AbandonmentWatch({
     records,
