@@ -109,7 +109,7 @@ describe("deploy/", () => {
     const exported = new Set<string>();
     for (const metric of await registry.getMetricsAsJSON()) {
       exported.add(metric.name);
-      if (metric.type === "histogram") for (const suffix of ["_bucket", "_sum", "_count"]) exported.add(metric.name + suffix);
+      if (String(metric.type) === "histogram") for (const suffix of ["_bucket", "_sum", "_count"]) exported.add(metric.name + suffix);
     }
     const used = new Set<string>();
     for (const panel of panels) {

@@ -112,6 +112,7 @@ export class CompletionWorker {
     const parsed = CompletionJobSchema.safeParse(job.data);
     if (!parsed.success) {
       this.#logger.error("invalid job data", { jobId: job.id, issues: parsed.error.issues.slice(0, 3) });
+      this.#metrics?.failed.inc({ model: this.modelId });
       throw new Error("invalid job data");
     }
     // BullMQ counts the times a job was found stalled (its worker died); attempts cannot retry (attempts: 1).
