@@ -1,4 +1,6 @@
+import Router from "@koa/router";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { routeFactories } from "../../src/api/routes.ts";
 import { randomUUID } from "node:crypto";
 import { loadConfig } from "../../src/config/config.ts";
 import { placeHold } from "../../src/ledger/budget/placeHold.ts";
@@ -158,6 +160,40 @@ describe("GET /metrics after a known workload (real API, queue, worker and embed
       }
     }
     for (const secret of new Set(secrets)) expect(metricsText).not.toContain(secret);
+  });
+});
+
+describe("a client that leaves before the response begins", () => {
+  it("is counted with status 499 under its route template, not Koa's placeholder 404", async () => {
+    let arrived!: () => void;
+    const reached = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const slowRoutes = () => {
+      const router = new Router();
+      router.get("/slow/:thing", async (ctx) => {
+        arrived();
+        await new Promise((resolve) => ctx.req.once("close", resolve));
+        ctx.body = { late: true };
+      });
+      return router;
+    };
+    const app = await startTestApp({ routes: [...routeFactories, slowRoutes] });
+    try {
+      const abort = new AbortController();
+      const request = fetch(`${app.baseUrl}/slow/${randomUUID()}`, { signal: abort.signal }).catch((error: unknown) => error);
+      await reached;
+      abort.abort();
+      expect(await request).toBeInstanceOf(Error);
+      const counted = await eventually(async () => {
+        const s = await scrape(`${app.baseUrl}/metrics`);
+        return sampleValue(s.samples, "http_server_requests_total", { route: "/slow/:thing" }) ? s : undefined;
+      });
+      expect(sampleValue(counted.samples, "http_server_requests_total", { method: "GET", route: "/slow/:thing", status: "499" })).toBe(1);
+      expect(sampleValue(counted.samples, "http_server_requests_total", { route: "/slow/:thing", status: "404" })).toBeUndefined();
+    } finally {
+      await app.close();
+    }
   });
 });
 
