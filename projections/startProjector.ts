@@ -3,12 +3,13 @@ import type { RoleContext, RunningRole } from "../src/runtime/role.ts";
 import { HoldSweeper } from "../src/ledger/budget/holdSweeper.ts";
 import { allProjections } from "./allProjections.ts";
 import { ProjectionRunner } from "./projectionRunner.ts";
+import { readProjectionLag } from "./projectionLag.ts";
 
 /**
  * The projector role: runs every projection (one active instance per projection across processes,
  * the others stand by) and the sweeper of orphaned budget holds.
  */
-export async function startProjector({ config, pool, logger }: RoleContext): Promise<RunningRole> {
+export async function startProjector({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
   const runner = new ProjectionRunner({
     pool,
     logger,
@@ -22,12 +23,23 @@ export async function startProjector({ config, pool, logger }: RoleContext): Pro
     logger,
     maxHoldAgeMs: config.budgetHoldMaxAgeMs,
     intervalMs: config.budgetSweepIntervalMs,
+    onSwept: ({ folded, released }) => {
+      metrics.budget.holdsReleased.inc({ by: "sweeper" }, released);
+      metrics.budget.holdsFolded.inc(folded);
+    },
   });
+  const unwatchLag = metrics.sources.addProjectionLag(() =>
+    readProjectionLag(
+      pool,
+      allProjections.map((p) => p.name),
+    ),
+  );
   runner.start();
   sweeper.start();
   logger.info("projector started", { projections: allProjections.map((p) => p.name) });
   return {
     async stop() {
+      unwatchLag();
       await sweeper.stop();
       await runner.stop();
     },

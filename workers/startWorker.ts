@@ -8,6 +8,8 @@ import { WorkerPresence } from "../src/contracts/workerPresence.ts";
 import { loadModelRegistry } from "../src/models/loadModelRegistry.ts";
 import type { RegisteredModel } from "../src/models/modelRegistry.ts";
 import type { Logger } from "../src/observability/logger.ts";
+import type { PlatformMetrics } from "../src/observability/metrics.ts";
+import { meteredEngine } from "./engines/meteredEngine.ts";
 import { CompletionJobRunner } from "./completion/completionJobRunner.ts";
 import { CompletionWorker } from "./completion/completionWorker.ts";
 import { CoalescingWindow } from "./completion/coalescingWindow.ts";
@@ -21,7 +23,7 @@ import { createEngine } from "./engines/createEngine.ts";
 import type { Engine } from "./engines/engine.ts";
 import { EngineSet } from "./engines/engineSet.ts";
 
-export type WorkerContext = { config: Config; pool: Pool; logger: Logger };
+export type WorkerContext = { config: Config; pool: Pool; logger: Logger; metrics: PlatformMetrics };
 
 export type WorkerOptions = {
   /** Replaces the engine adapters (tests wrap the real engine to make it fail). */
@@ -36,7 +38,7 @@ export type RunningWorker = { workerId: string; modelIds: string[]; stop(): Prom
  * consumes each model's queue, and heartbeats the models into Redis once it is ready to take jobs.
  * stop(): leave first (so the API answers 503 at once), then finish the running jobs, then unload.
  */
-export async function startWorker({ config, pool, logger }: WorkerContext, options: WorkerOptions = {}): Promise<RunningWorker> {
+export async function startWorker({ config, pool, logger, metrics }: WorkerContext, options: WorkerOptions = {}): Promise<RunningWorker> {
   const registry = await loadModelRegistry(config.modelsConfigPath);
   const wanted = config.workerModels;
   const unknown = (wanted ?? []).filter((id) => !registry.get(id));
@@ -46,11 +48,13 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
   const keys = new InferenceKeys(config.redisPrefix);
   const redis = createRedis(config.redisUrl, { kind: "worker", timeouts: config.redisTimeouts });
   const deltaRedis = createRedis(config.redisUrl, { kind: "worker", timeouts: config.redisTimeouts });
+  const unwatch = [metrics.sources.addRedis("worker", redis), metrics.sources.addRedis("worker-deltas", deltaRedis)];
   const window = new CoalescingWindow(config.deltaCoalesceMs);
   const writer = new TurnWriter(deltaRedis);
   const engines = new EngineSet((model) => createEngine(model, config));
   // The budget half of each settle commits without waiting for the WAL flush (see settleUsage).
   const foldPool = createPool(config.databaseUrl, 10, { synchronousCommit: false, timeouts: poolTimeouts(config, "background") });
+  unwatch.push(metrics.sources.addPool("worker-folds", foldPool));
   const usage = new UsageRecorder(pool, { foldPool });
   const cancellations = new JobCancellations(config.redisUrl, keys, { timeouts: config.redisTimeouts });
   const replay = new ReplayReader(redis, keys);
@@ -65,7 +69,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
   try {
     for (const model of models) {
       const loaded = await engines.engineFor(model);
-      const engine = options.wrapEngine ? options.wrapEngine(model, loaded) : loaded;
+      const engine = meteredEngine(options.wrapEngine ? options.wrapEngine(model, loaded) : loaded, model.id, metrics.inference);
       warnOnCapabilityMismatch(model, engine, logger);
       const runner = new CompletionJobRunner({
         model,
@@ -93,6 +97,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
         logger,
         lockDurationMs: config.workerLockMs,
         stalledIntervalMs: config.workerStalledCheckMs,
+        metrics: metrics.jobs,
       });
       workers.push(worker);
       await worker.start();
@@ -100,6 +105,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
     await cancellations.ready;
     await heartbeat.start();
   } catch (error) {
+    for (const stop of unwatch) stop();
     cancellations.close();
     await Promise.all(workers.map((w) => w.close()));
     await engines.close();
@@ -116,6 +122,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
       await heartbeat.stop();
       await Promise.all(workers.map((w) => w.close()));
       await engines.close();
+      for (const stop of unwatch) stop();
       cancellations.close();
       redis.disconnect();
       deltaRedis.disconnect();

@@ -6,6 +6,7 @@ import { errorHandler } from "./http/errorHandler.ts";
 import { NotFoundError } from "./http/errors.ts";
 import { traceRequests } from "./http/traceRequests.ts";
 import { requestId } from "./http/requestId.ts";
+import { httpMetrics } from "./http/httpMetrics.ts";
 
 export type RouteFactory = (deps: AppDeps) => Router;
 
@@ -15,14 +16,13 @@ export type RouteFactory = (deps: AppDeps) => Router;
  */
 export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   const app = new Koa({ proxy: true });
+  const routers = routeFactories.map((factory) => factory(deps));
   app.use(requestId());
   app.use(traceRequests());
+  app.use(httpMetrics(deps.metrics, routers));
   app.use(errorHandler(deps.logger));
   app.use(koaBody({ json: true, jsonStrict: true, jsonLimit: "4mb", multipart: false, urlencoded: false, text: false }));
-  for (const factory of routeFactories) {
-    const router = factory(deps);
-    app.use(router.routes());
-  }
+  for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {
     throw new NotFoundError(`Unknown request URL: ${ctx.method} ${ctx.path}.`, { code: "unknown_url" });
   });

@@ -6,6 +6,7 @@ import type { AccountCommandContext } from "../ledger/accounts/accountCommandCon
 import type { InferenceServices } from "./inference/inferenceServices.ts";
 import type { Redis } from "../redis/createRedis.ts";
 import type { Logger } from "../observability/logger.ts";
+import type { PlatformMetrics } from "../observability/metrics.ts";
 
 /** What the API's route factories are built from. Passed in, never imported as globals. */
 export type AppDeps = {
@@ -14,6 +15,8 @@ export type AppDeps = {
   redis: Redis;
   clock: Clock;
   logger: Logger;
+  /** The process's Prometheus registry and metrics (shared with the other roles of the process). */
+  metrics: PlatformMetrics;
   /** Account commands: the pool, and the invalidation of cached authorisations after each committed change. */
   accounts: AccountCommandContext;
   /** API-key auth cache (pub/sub invalidated) and last-used batcher: one per API process, started/stopped by its owner. */

@@ -7,6 +7,7 @@ import { usageRoutes } from "./usage/usageRoutes.ts";
 import { apiKeyRoutes } from "./keys/apiKeyRoutes.ts";
 import { modelsRoutes } from "./models/modelsRoutes.ts";
 import { inferenceRoutes } from "./inference/inferenceRoutes.ts";
+import { metricsRoutes } from "./metrics/metricsRoutes.ts";
 
 /**
  * Every slice's router, in the order they are mounted. inferenceAuthRoutes guards every `/v1` path:
@@ -22,4 +23,5 @@ export const routeFactories: RouteFactory[] = [
   adminRoutes,
   apiKeyRoutes,
   usageRoutes,
+  metricsRoutes,
 ];

@@ -9,13 +9,14 @@ import { loadModelRegistry } from "../models/loadModelRegistry.ts";
 import { routeFactories } from "./routes.ts";
 import type { RoleContext, RunningRole } from "../runtime/role.ts";
 
-export async function startApi({ config, pool, logger }: RoleContext): Promise<RunningRole> {
+export async function startApi({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
   const redis = createRedis(config.redisUrl, { kind: "fail-fast", timeouts: config.redisTimeouts });
+  const unwatchRedis = metrics.sources.addRedis("api", redis);
   const keyAuth = new ApiKeyAuth({ pool, redis, redisPrefix: config.redisPrefix, logger });
   await keyAuth.start();
-  const inference = createInferenceServices({ config, redis, logger }, await loadModelRegistry(config.modelsConfigPath));
+  const inference = createInferenceServices({ config, redis, logger, metrics }, await loadModelRegistry(config.modelsConfigPath));
   const accounts = { pool, changes: keyAuth.accountChanges() };
-  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, accounts, keyAuth, inference };
+  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, metrics, accounts, keyAuth, inference };
   const app = createApp(deps, routeFactories);
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
@@ -30,6 +31,7 @@ export async function startApi({ config, pool, logger }: RoleContext): Promise<R
       server.closeAllConnections();
       await keyAuth.stop();
       await inference.close();
+      unwatchRedis();
       redis.disconnect();
     },
   };

@@ -76,6 +76,8 @@ const EnvSchema = z.object({
   REDIS_CONNECT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   REDIS_COMMAND_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   SHUTDOWN_GRACE_MS: intFromEnv(30_000).refine((n) => n > 0, "must be positive"),
+  METRICS_PORT: intFromEnv(0).refine((n) => n < 65536, "must be a TCP port (1-65535), or 0 for none"),
+  METRICS_ON_API_PORT: z.enum(["true", "false"], { message: 'expected "true" or "false"' }).optional().default("true"),
 });
 
 export type Config = {
@@ -150,6 +152,13 @@ export type Config = {
   };
   /** SIGTERM / SIGINT: how long the roles may take to drain before the process exits anyway. */
   shutdownGraceMs: number;
+  /** Prometheus metrics (docs/observability.md). */
+  metrics: {
+    /** A listener serving only GET /metrics for every role of the process; undefined = none. */
+    port: number | undefined;
+    /** Whether the API also answers GET /metrics on its public port. */
+    onApiPort: boolean;
+  };
   /** Reads an environment variable named by the model registry (an upstream engine's `apiKeyEnv`). */
   secretFromEnv: (name: string) => string | undefined;
 };
@@ -207,6 +216,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     redisTimeouts: { connectTimeoutMs: e.REDIS_CONNECT_TIMEOUT_MS, commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    metrics: { port: e.METRICS_PORT === 0 ? undefined : e.METRICS_PORT, onApiPort: e.METRICS_ON_API_PORT === "true" },
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
   };
 }

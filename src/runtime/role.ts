@@ -1,9 +1,10 @@
 import type { Config } from "../config/config.ts";
 import type { Pool, PoolUse } from "../db/createPool.ts";
 import type { Logger } from "../observability/logger.ts";
+import type { PlatformMetrics } from "../observability/metrics.ts";
 
-/** What every role is started with. `pool` has the timeouts of the role's `poolUse`. */
-export type RoleContext = { config: Config; pool: Pool; logger: Logger };
+/** What every role is started with. `pool` has the timeouts of the role's `poolUse`; `metrics` is the process's one registry. */
+export type RoleContext = { config: Config; pool: Pool; logger: Logger; metrics: PlatformMetrics };
 
 /** A started role; stop() drains it and frees what it holds (not the shared pool). */
 export type RunningRole = { stop(): Promise<void> };

@@ -4,6 +4,8 @@ import { ensureDatabase } from "../db/ensureDatabase.ts";
 import { migrate } from "../db/migrate.ts";
 import { createLogger } from "../observability/logger.ts";
 import { startTelemetry } from "../observability/telemetry.ts";
+import { createMetrics } from "../observability/metrics.ts";
+import { startMetricsServer } from "../observability/metricsServer.ts";
 import { checkPostgres, checkRedis, DependencyUnavailableError } from "./checkDependencies.ts";
 import type { RoleDefinition, RunningRole } from "./role.ts";
 import { stopWithin } from "./stopWithin.ts";
@@ -43,15 +45,19 @@ async function start(roles: RoleDefinition[]): Promise<void> {
   } finally {
     await migrations.end();
   }
+  const metrics = createMetrics();
   const pools = new Map<PoolUse, Pool>();
   const poolFor = (use: PoolUse): Pool => {
     let pool = pools.get(use);
     if (!pool) {
       pool = createPool(config.databaseUrl, 10, { timeouts: poolTimeouts(config, use) });
       pools.set(use, pool);
+      metrics.sources.addPool(use, pool);
     }
     return pool;
   };
+  const metricsServer = config.metrics.port ? await startMetricsServer(metrics, { port: config.metrics.port, host: config.host }) : null;
+  if (metricsServer) logger.info("metrics listening", { port: metricsServer.port, path: "/metrics" });
   const running: { name: string; role: RunningRole }[] = [];
   let stopping = false;
   const stop = async (signal: string) => {
@@ -63,6 +69,7 @@ async function start(roles: RoleDefinition[]): Promise<void> {
     logger.info("shutting down", { signal, graceMs: config.shutdownGraceMs });
     const steps = [
       ...[...running].reverse().map(({ name, role }) => ({ name, stop: () => role.stop() })),
+      ...(metricsServer ? [{ name: "metrics listener", stop: () => metricsServer.close() }] : []),
       { name: "postgres pools", stop: () => Promise.all([...pools.values()].map((p) => p.end())) },
       { name: "telemetry", stop: () => telemetry.shutdown() },
     ];
@@ -80,6 +87,6 @@ async function start(roles: RoleDefinition[]): Promise<void> {
   process.on("SIGTERM", () => void stop("SIGTERM"));
   for (const role of roles) {
     if (stopping) return;
-    running.push({ name: role.name, role: await role.start({ config, pool: poolFor(role.poolUse), logger: logger.child({ role: role.name }) }) });
+    running.push({ name: role.name, role: await role.start({ config, pool: poolFor(role.poolUse), logger: logger.child({ role: role.name }), metrics }) });
   }
 }

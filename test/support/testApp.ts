@@ -8,6 +8,7 @@ import { loadConfig, type Config } from "../../src/config/config.ts";
 import { createPool, poolTimeouts } from "../../src/db/createPool.ts";
 import { createRedis } from "../../src/redis/createRedis.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
+import { createMetrics } from "../../src/observability/metrics.ts";
 import { routeFactories } from "../../src/api/routes.ts";
 import { createTestDatabase, TEST_POOL_TIMEOUTS, type TestDatabase } from "./testDatabase.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "./testRedis.ts";
@@ -67,6 +68,7 @@ export async function startTestApp(
     redis: testRedis.redis,
     clock: options.clock ?? { now: () => new Date() },
     logger: silentLogger,
+    metrics: createMetrics({ defaultMetrics: false }),
     accounts: { pool, changes: keyAuth.accountChanges() },
     keyAuth,
   };

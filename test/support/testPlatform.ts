@@ -103,7 +103,7 @@ export async function startTestPlatform(
       if (platform.worker) throw new Error("a worker is already running");
       const config = workerOptions.models ? { ...app.deps.config, workerModels: workerOptions.models } : app.deps.config;
       const wrapEngine = workerOptions.wrapEngine ?? options.wrapEngine;
-      platform.worker = await startWorker({ config, pool: app.deps.pool, logger: silentLogger }, wrapEngine ? { wrapEngine } : {});
+      platform.worker = await startWorker({ config, pool: app.deps.pool, logger: silentLogger, metrics: app.deps.metrics }, wrapEngine ? { wrapEngine } : {});
       return platform.worker;
     },
     async stopWorker() {

@@ -5,6 +5,7 @@ import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { Logger } from "../../src/observability/logger.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";
 import type { RunMode } from "./resumption.ts";
+import type { PlatformMetrics } from "../../src/observability/metrics.ts";
 
 /** The job runner's signal: jobs are stopped by the API's cancels (JobCancellations), not by the queue. */
 const NEVER_ABORTED = new AbortController().signal;
@@ -41,6 +42,8 @@ export class CompletionWorker {
   readonly #worker: Worker<CompletionJob, void>;
   readonly #runner: Pick<CompletionJobRunner, "run">;
   readonly #logger: Logger;
+  readonly #metrics: PlatformMetrics["jobs"] | undefined;
+  readonly #concurrency: number;
   #running: Promise<void> | null = null;
   readonly #abandoning = new Set<Promise<void>>();
 
@@ -55,15 +58,19 @@ export class CompletionWorker {
     lockDurationMs?: number;
     /** How often the stalled-job check runs (default 30 s, BullMQ's; the worker role passes WORKER_STALLED_CHECK_MS). */
     stalledIntervalMs?: number;
+    /** The worker role's job metrics (queue wait, started/completed/failed/stalled, busy slots); none when absent. */
+    metrics?: PlatformMetrics["jobs"];
   }) {
     this.modelId = options.modelId;
     this.#runner = options.runner;
     this.#logger = options.logger;
+    this.#metrics = options.metrics;
+    this.#concurrency = Math.max(1, options.concurrency);
     this.#worker = new Worker<CompletionJob, void>(options.keys.queueName(options.modelId), (job) => this.#process(job), {
       connection: options.redis,
       prefix: options.keys.prefix,
       autorun: false,
-      concurrency: Math.max(1, options.concurrency),
+      concurrency: this.#concurrency,
       lockDuration: options.lockDurationMs ?? 30_000,
       ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
       // A job whose worker died runs once more, picking up what was delivered (see the class comment).
@@ -73,15 +80,18 @@ export class CompletionWorker {
     });
     this.#worker.on("error", (error) => this.#logger.warn("queue worker error", { model: this.modelId, error }));
     this.#worker.on("lockRenewalFailed", (jobIds) => this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }));
-    this.#worker.on("stalled", (jobId) =>
-      this.#logger.warn("a job's worker stopped renewing its lock: another worker continues the job", { model: this.modelId, jobId }),
-    );
+    this.#worker.on("stalled", (jobId) => {
+      this.#metrics?.stalled.inc({ model: this.modelId });
+      this.#logger.warn("a job's worker stopped renewing its lock: another worker continues the job", { model: this.modelId, jobId });
+    });
     this.#worker.on("failed", (job, error) => this.#onFailed(job, error));
   }
 
   /** Starts consuming and resolves once the worker is connected. */
   async start(): Promise<void> {
     await this.#worker.waitUntilReady();
+    this.#metrics?.slots.set({ model: this.modelId }, this.#concurrency);
+    this.#metrics?.slotsBusy.set({ model: this.modelId }, 0);
     this.#running = this.#worker.run().catch((error: unknown) => {
       this.#logger.error("queue worker stopped", { model: this.modelId, error: error as Error });
     });
@@ -94,22 +104,41 @@ export class CompletionWorker {
     await this.#worker.close();
     await this.#running;
     await Promise.all(this.#abandoning);
+    this.#metrics?.slots.remove({ model: this.modelId });
+    this.#metrics?.slotsBusy.remove({ model: this.modelId });
   }
 
   async #process(job: Job<CompletionJob, void>): Promise<void> {
     const parsed = CompletionJobSchema.safeParse(job.data);
     if (!parsed.success) {
       this.#logger.error("invalid job data", { jobId: job.id, issues: parsed.error.issues.slice(0, 3) });
+      this.#metrics?.failed.inc({ model: this.modelId });
       throw new Error("invalid job data");
     }
     // BullMQ counts the times a job was found stalled (its worker died); attempts cannot retry (attempts: 1).
     const mode: RunMode = job.stalledCounter > 0 || job.attemptsStarted > 1 ? "redelivered" : "new";
-    await this.#runner.run(parsed.data, NEVER_ABORTED, mode);
+    const metrics = this.#metrics;
+    if (!metrics) return this.#runner.run(parsed.data, NEVER_ABORTED, mode);
+    const model = { model: this.modelId };
+    // Enqueue (the API's clock) to pickup (this one's): a job handed out again waited for its first worker's death instead.
+    if (mode === "new") metrics.queueWait.observe(model, Math.max(0, Date.now() - job.timestamp) / 1000);
+    metrics.started.inc({ ...model, mode });
+    metrics.slotsBusy.inc(model);
+    try {
+      await this.#runner.run(parsed.data, NEVER_ABORTED, mode);
+      metrics.completed.inc(model);
+    } catch (error) {
+      metrics.failed.inc(model);
+      throw error;
+    } finally {
+      metrics.slotsBusy.dec(model);
+    }
   }
 
   /** A job failed for stalling too often: its stream is ended with an error (and what was delivered charged). */
   #onFailed(job: Job<CompletionJob, void> | undefined, error: Error): void {
     if (!job || !STALLED_TOO_OFTEN.test(error.message)) return;
+    this.#metrics?.failed.inc({ model: this.modelId });
     const parsed = CompletionJobSchema.safeParse(job.data);
     if (!parsed.success) return;
     this.#logger.error("a job's workers died too often: its stream is ended with an error", { model: this.modelId, jobId: job.id });

@@ -13,6 +13,8 @@ import { AbandonmentWatch } from "./abandonmentWatch.ts";
 import { CompletionRecords } from "./completionRecords.ts";
 import { IdempotencyKeys } from "./idempotencyKeys.ts";
 import { ReplayFollower } from "./relay/replayFollower.ts";
+import type { PlatformMetrics } from "../../observability/metrics.ts";
+import { readQueueDepth } from "./queueDepth.ts";
 
 /**
  * What the inference and models routes of one API process use: the registry, worker presence, the
@@ -46,13 +48,17 @@ export type InferenceServices = {
 
 export type InferenceLimits = { jobStartTimeoutMs: number; jobStartTimeoutStreamMs: number; jobIdleTimeoutMs: number; sseKeepAliveMs: number };
 
-export function createInferenceServices(deps: { config: Config; redis: Redis; logger: Logger }, registry: ModelRegistry): InferenceServices {
-  const { config, redis, logger } = deps;
+export function createInferenceServices(
+  deps: { config: Config; redis: Redis; logger: Logger; metrics: PlatformMetrics },
+  registry: ModelRegistry,
+): InferenceServices {
+  const { config, redis, logger, metrics } = deps;
   const keys = new InferenceKeys(config.redisPrefix);
   const presence = new WorkerPresence(redis, keys);
   const queues = new CompletionQueues(redis, keys);
   const subscriber = new DeltaSubscriber(redis, keys);
   const holdPool = createPool(config.databaseUrl, 10, { synchronousCommit: false, timeouts: poolTimeouts(config, "api") });
+  const unwatch = [metrics.sources.addPool("api-holds", holdPool), metrics.sources.addQueueDepth(() => readQueueDepth(queues, registry))];
   const records = new CompletionRecords(redis, keys, config.completionRetentionSeconds);
   const abandonment = new AbandonmentWatch({
     records,
@@ -88,6 +94,7 @@ export function createInferenceServices(deps: { config: Config; redis: Redis; lo
     holdPool,
     speculation: new SpeculationPolicy(),
     async close() {
+      for (const stop of unwatch) stop();
       abandonment.close();
       await subscriber.close();
       await queues.close();

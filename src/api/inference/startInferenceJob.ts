@@ -45,7 +45,7 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
     ...(traceparent ? { traceparent } : {}),
     work,
   };
-  const admission = { pool: inference.holdPool, clock: deps.clock, policy: inference.speculation };
+  const admission = { pool: inference.holdPool, clock: deps.clock, policy: inference.speculation, metrics: deps.metrics };
   const startTimeoutMs = spec.stream ? inference.limits.jobStartTimeoutStreamMs : inference.limits.jobStartTimeoutMs;
   const reasoning = model.capabilities.reasoning;
   return admitWithHold(

@@ -24,6 +24,8 @@ export type HoldSweeperOptions = {
   intervalMs: number;
   /** Holds released per statement batch. */
   batchSize?: number;
+  /** Told what each sweep did (the projector counts it in its metrics). */
+  onSwept?: (swept: { folded: number; released: number }) => void;
 };
 
 /** How long the refusal of a speculative admission is kept for its job's settle (a day). */
@@ -86,6 +88,7 @@ export class HoldSweeper {
     );
     if (released) logger.warn("released orphaned budget holds", { released, olderThan: cutoff.toISOString() });
     // A refusal is looked at only by the settle of its job, which comes when the job ends.
+    this.#options.onSwept?.({ folded, released });
     await pool.query("DELETE FROM refused_holds WHERE refused_at < $1", [new Date(now - REFUSALS_KEPT_MS).toISOString()]);
     return folded + released;
   }

@@ -6,10 +6,12 @@ import { jobHoldMicroChf, type HoldableModel, type HoldableWork } from "./jobHol
 import { placeHold, type PlaceHoldInput } from "../../../ledger/budget/placeHold.ts";
 import { releaseHold } from "../../../ledger/budget/releaseHold.ts";
 import type { SpeculationPolicy } from "./speculationPolicy.ts";
+import type { PlatformMetrics } from "../../../observability/metrics.ts";
+import type { PlaceHoldResult } from "../../../ledger/budget/placeHold.ts";
 
 export type AdmissionInput = { completionId: string; accountId: string; work: HoldableWork; model: HoldableModel };
 
-export type AdmissionDeps = { pool: Pool; clock: Clock; policy: SpeculationPolicy };
+export type AdmissionDeps = { pool: Pool; clock: Clock; policy: SpeculationPolicy; metrics: Pick<PlatformMetrics, "budget"> };
 
 /** How admission drives the job: start it (enqueue, wait for a worker), or cancel it once enqueued. */
 export type AdmittedStart<T extends { release(): void }> = {
@@ -55,11 +57,12 @@ export async function admitWithHold<T extends { release(): void }>(deps: Admissi
     throw error;
   });
   deps.policy.observe(input.accountId, placed, now);
+  countHold(deps, placed, "careful");
   if (!placed.ok) throw budgetRefusalError(placed);
   try {
     return await job.start(false, () => job.admitted?.());
   } catch (error) {
-    if (neverRan(error)) await releaseHold(deps.pool, input.completionId).catch(() => null);
+    if (neverRan(error)) await releaseNeverRan(deps, input.completionId);
     throw error;
   }
 }
@@ -83,6 +86,7 @@ async function admitSpeculatively<T extends { release(): void }>(deps: Admission
   try {
     const placed = await placeHold(deps.pool, { ...hold, speculative: true });
     deps.policy.observe(hold.accountId, placed, hold.now);
+    countHold(deps, placed, "speculative");
     if (!placed.ok) throw budgetRefusalError(placed);
   } catch (error) {
     deps.policy.forget(hold.accountId);
@@ -97,9 +101,20 @@ async function admitSpeculatively<T extends { release(): void }>(deps: Admission
   try {
     return await starting;
   } catch (error) {
-    if (neverRan(error)) await releaseHold(deps.pool, hold.holdId).catch(() => null);
+    if (neverRan(error)) await releaseNeverRan(deps, hold.holdId);
     throw error;
   }
+}
+
+function countHold(deps: AdmissionDeps, placed: PlaceHoldResult, mode: "careful" | "speculative"): void {
+  if (placed.ok) deps.metrics.budget.holdsPlaced.inc({ mode });
+  else deps.metrics.budget.holdsRefused.inc({ status: placed.reason === "subscription_required" ? "402" : "429", reason: placed.reason });
+}
+
+/** Releases the hold of a job that never ran (counted when a hold was there to release). */
+async function releaseNeverRan(deps: AdmissionDeps, holdId: string): Promise<void> {
+  const released = await releaseHold(deps.pool, holdId).catch(() => null);
+  if (released !== null) deps.metrics.budget.holdsReleased.inc({ by: "admission" });
 }
 
 /** A start that failed this way left no job behind (see admitWithHold). */

@@ -1,0 +1,30 @@
+import type Router from "@koa/router";
+import type { Context, Next } from "koa";
+import type { PlatformMetrics } from "../../observability/metrics.ts";
+import { routeTemplate } from "./routeTemplate.ts";
+
+const CLIENT_CLOSED_REQUEST = "499";
+
+/**
+ * Counts every request by method, route template and final status, and observes its duration until
+ * the response is finished or the connection closed (a stream: its whole length). Mounted above the
+ * error handler, so the status is the one the client got; 499 when the client left before it began.
+ */
+export function httpMetrics(metrics: PlatformMetrics, routers: Router[]) {
+  return async function measureRequest(ctx: Context, next: Next): Promise<void> {
+    const startedAt = process.hrtime.bigint();
+    let recorded = false;
+    const record = () => {
+      if (recorded) return;
+      recorded = true;
+      // A client that left before the response began has no status yet (Koa's placeholder is 404): 499, as nginx logs it.
+      const status = ctx.res.headersSent ? String(ctx.status) : CLIENT_CLOSED_REQUEST;
+      const labels = { method: ctx.method, route: routeTemplate(routers, ctx.method, ctx.path), status };
+      metrics.http.requests.inc(labels);
+      metrics.http.duration.observe(labels, Number(process.hrtime.bigint() - startedAt) / 1e9);
+    };
+    ctx.res.once("finish", record);
+    ctx.res.once("close", record);
+    await next();
+  };
+}

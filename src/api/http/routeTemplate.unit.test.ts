@@ -1,0 +1,37 @@
+import Router from "@koa/router";
+import { describe, expect, it } from "vitest";
+import { routeTemplate, UNMATCHED_ROUTE } from "./routeTemplate.ts";
+
+const noop = () => undefined;
+
+function routers(): Router[] {
+  const guard = new Router();
+  guard.all("/v1{/*rest}", noop);
+  const inference = new Router();
+  inference.post("/v1/chat/completions", noop);
+  inference.get("/v1/chat/completions/:completionId", noop);
+  const keys = new Router({ prefix: "/api/v1/accounts/user/api-keys" });
+  keys.get("/", noop);
+  keys.get("/:keyId", noop);
+  keys.post("/create", noop);
+  return [guard, inference, keys];
+}
+
+describe("routeTemplate", () => {
+  it("names the route template, with its router's prefix, never the raw path", () => {
+    const all = routers();
+    expect(routeTemplate(all, "POST", "/v1/chat/completions")).toBe("/v1/chat/completions");
+    expect(routeTemplate(all, "GET", "/v1/chat/completions/chatcmpl-123")).toBe("/v1/chat/completions/:completionId");
+    expect(routeTemplate(all, "GET", "/api/v1/accounts/user/api-keys/0b6c3f0e-0000-4000-8000-000000000000")).toBe("/api/v1/accounts/user/api-keys/:keyId");
+    expect(routeTemplate(all, "POST", "/api/v1/accounts/user/api-keys/create")).toBe("/api/v1/accounts/user/api-keys/create");
+    expect(routeTemplate(all, "HEAD", "/api/v1/accounts/user/api-keys/x")).toBe("/api/v1/accounts/user/api-keys/:keyId");
+  });
+
+  it("is 'unmatched' for a path only a catch-all guard or nothing matches, or a method no route has", () => {
+    const all = routers();
+    expect(routeTemplate(all, "GET", "/v1/whatever/sk-secret")).toBe(UNMATCHED_ROUTE);
+    expect(routeTemplate(all, "GET", "/no/such/path")).toBe(UNMATCHED_ROUTE);
+    expect(routeTemplate(all, "DELETE", "/v1/chat/completions")).toBe(UNMATCHED_ROUTE);
+    expect(routeTemplate(all, "GET", "/%E0%A4%A")).toBe(UNMATCHED_ROUTE);
+  });
+});

@@ -1,0 +1,70 @@
+import type { PlatformMetrics } from "../../src/observability/metrics.ts";
+import {
+  type ChatOptions,
+  type ChatRequest,
+  type DeltaSink,
+  type EmbedResult,
+  type Engine,
+  EngineError,
+  type EngineResult,
+  type TextRequest,
+} from "./engine.ts";
+
+type GenerationMetrics = PlatformMetrics["inference"];
+
+/**
+ * An engine that measures what it generates for one model: time to first token (from the call to the
+ * first delta with output), the time between later deltas, tokens in and out, decode speed, and
+ * failures by kind. Wraps any adapter (embedded, upstream) without changing what it does.
+ */
+export function meteredEngine(engine: Engine, modelId: string, metrics: GenerationMetrics): Engine {
+  const model = { model: modelId };
+  const generate = async (call: (onDelta: DeltaSink) => Promise<EngineResult>, onDelta: DeltaSink): Promise<EngineResult> => {
+    const calledAt = performance.now();
+    let firstAt: number | null = null;
+    let lastAt = 0;
+    const measured: DeltaSink = (delta) => {
+      const now = performance.now();
+      if (firstAt === null) {
+        firstAt = now;
+        metrics.timeToFirstToken.observe(model, (now - calledAt) / 1000);
+      } else {
+        metrics.interTokenLatency.observe(model, (now - lastAt) / 1000);
+      }
+      lastAt = now;
+      onDelta(delta);
+    };
+    const result = await counted(() => call(measured));
+    const { promptTokens, completionTokens } = result.usage;
+    metrics.inputTokens.inc(model, promptTokens);
+    metrics.outputTokens.inc(model, completionTokens);
+    const decodeSeconds = firstAt === null ? 0 : (lastAt - firstAt) / 1000;
+    if (completionTokens > 1 && decodeSeconds > 0) metrics.tokensPerSecond.observe(model, (completionTokens - 1) / decodeSeconds);
+    return result;
+  };
+  const counted = async <T>(call: () => Promise<T>): Promise<T> => {
+    try {
+      return await call();
+    } catch (error) {
+      metrics.engineErrors.inc({
+        ...model,
+        kind: error instanceof EngineError ? error.kind : (error as Error)?.name === "AbortError" ? "aborted" : "internal",
+      });
+      throw error;
+    }
+  };
+  return {
+    capabilities: () => engine.capabilities(),
+    chat: (request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options?: ChatOptions) =>
+      generate((sink) => engine.chat(request, sink, signal, options), onDelta),
+    complete: (request: TextRequest, onDelta: DeltaSink, signal: AbortSignal) => generate((sink) => engine.complete(request, sink, signal), onDelta),
+    embed: async (texts: string[], signal: AbortSignal): Promise<EmbedResult> => {
+      const result = await counted(() => engine.embed(texts, signal));
+      metrics.inputTokens.inc(model, result.promptTokens);
+      return result;
+    },
+    countChatTokens: (messages, tools) => engine.countChatTokens(messages, tools),
+    countTokens: (text) => engine.countTokens(text),
+    close: () => engine.close(),
+  };
+}
