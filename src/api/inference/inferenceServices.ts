@@ -13,6 +13,7 @@ import { AbandonmentWatch } from "./abandonmentWatch.ts";
 import { CompletionRecords } from "./completionRecords.ts";
 import { IdempotencyKeys } from "./idempotencyKeys.ts";
 import { ReplayFollower } from "./relay/replayFollower.ts";
+import { JsonSchemaCompiler } from "./jsonSchemas/jsonSchemaProblem.ts";
 
 /**
  * What the inference and models routes of one API process use: the registry, worker presence, the
@@ -41,6 +42,8 @@ export type InferenceServices = {
   holdPool: Pool;
   /** When admission may enqueue the job before its hold is placed (speculative admission; per API process). */
   speculation: SpeculationPolicy;
+  /** Validates the JSON Schemas of requests (tool parameters, response formats). */
+  schemas: JsonSchemaCompiler;
   close(): Promise<void>;
 };
 
@@ -78,6 +81,7 @@ export function createInferenceServices(deps: { config: Config; redis: Redis; lo
     records,
     abandonment,
     idempotency: new IdempotencyKeys(redis, keys, config.idempotencyTtlSeconds),
+    schemas: new JsonSchemaCompiler(),
     follow: (completionId, afterSeq) => new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs }),
     limits: {
       jobStartTimeoutMs: config.jobStartTimeoutMs,

@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { samplingFields } from "../samplingSchemas.ts";
+import { exceedsNestingDepth } from "../jsonSchemas/jsonNestingDepth.ts";
+import { MAX_SCHEMA_DEPTH } from "../jsonSchemas/jsonSchemaProblem.ts";
 
 const TextPartSchema = z.strictObject({ type: z.literal("text"), text: z.string() });
 /** Message content: a string or text parts (other part types, e.g. images, are not served). */
@@ -28,7 +30,16 @@ export const ChatMessageSchema = z.discriminatedUnion("role", [
   z.strictObject({ role: z.literal("tool"), content: ContentSchema, tool_call_id: z.string().min(1) }),
 ]);
 
-const JsonObjectSchema = z.record(z.string(), z.unknown());
+/**
+ * A JSON Schema a client sends (tool parameters, a response format): an object, nested at most
+ * MAX_SCHEMA_DEPTH levels (checked without recursion, before anything walks it). Whether it is a valid,
+ * satisfiable schema is checked by checkRequestSchemas with a real validator.
+ */
+const JsonObjectSchema = z.record(z.string(), z.unknown()).superRefine((schema, ctx) => {
+  if (exceedsNestingDepth(schema, MAX_SCHEMA_DEPTH)) {
+    ctx.addIssue({ code: "custom", message: `the schema is nested too deeply (more than ${MAX_SCHEMA_DEPTH} levels).` });
+  }
+});
 
 export const ToolSchema = z.strictObject({
   type: z.literal("function"),
