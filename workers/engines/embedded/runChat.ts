@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomInt } from "node:crypto";
 import { LlamaChat } from "node-llama-cpp";
 import type {
   ChatWrapper,
@@ -68,7 +68,9 @@ export async function runChat(
     topP: request.topP,
     topK: numberExtra(request.extra, "top_k") ?? 0,
     minP: numberExtra(request.extra, "min_p") ?? 0,
-    ...(request.seed === undefined ? {} : { seed: request.seed }),
+    // Without a seed node-llama-cpp seeds with the current second, so identical requests within a
+    // second would repeat each other: each request without one samples from a fresh random seed.
+    seed: request.seed ?? randomInt(0, 2 ** 32),
     // Stop sequences apply to text; they never cut a forced tool call's JSON.
     ...(request.stop === undefined || request.stop.length === 0 || plan.forced !== null ? {} : { customStopTriggers: request.stop }),
     repeatPenalty: penalize
