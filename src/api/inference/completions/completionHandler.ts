@@ -7,7 +7,8 @@ import { requireInference } from "../requireInference.ts";
 import { resolveModel } from "../resolveModel.ts";
 import { samplingParams } from "../samplingSchemas.ts";
 import { completionStreamFormat, textCompletionBody } from "./completionFormat.ts";
-import type { CompletionRequest } from "./completionRequestSchema.ts";
+import { COMPLETION_REQUEST_FIELDS, type CompletionRequest } from "./completionRequestSchema.ts";
+import { backendParameters } from "../backendParameters.ts";
 
 export const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 
@@ -28,7 +29,8 @@ export function completionHandler(deps: AppDeps) {
       });
     }
     const prompt = typeof body.prompt === "string" ? body.prompt : body.prompt[0]!;
-    const request: EngineChatRequest = { messages: [{ role: "user", content: prompt }], maxTokens, ...samplingParams(body) };
+    const extra = backendParameters(body, COMPLETION_REQUEST_FIELDS, model);
+    const request: EngineChatRequest = { messages: [{ role: "user", content: prompt }], maxTokens, ...samplingParams(body), ...(extra ? { extra } : {}) };
     await serveNewCompletion(deps, inference, ctx, {
       model,
       endpoint: "completions",
