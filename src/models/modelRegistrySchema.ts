@@ -89,15 +89,20 @@ export const ModelEntrySchema = z
     extra_parameters: z.array(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lower-case letters, digits and '_'")).optional(),
     /** The `reasoning_effort` values this model's backend accepts. Absent: low, medium and high (reasoning models only). */
     reasoning_efforts: z.array(z.string().min(1).max(32)).min(1).optional(),
+    /** Embeddings: the length of the model's vectors (shown in the models API; bounds `dimensions`). */
+    embedding_dimensions: z.number().int().positive().max(65536).optional(),
     /**
      * Embeddings: the model was trained so that a prefix of its vector is itself an embedding
      * (Matryoshka representation learning), so `dimensions` may ask for fewer (truncated and
-     * renormalised). Absent or false: `dimensions` is refused.
+     * renormalised). Needs embedding_dimensions. Absent or false: `dimensions` is refused.
      */
     truncatable_embeddings: z.boolean().optional(),
   })
   .strict()
   .superRefine((entry, ctx) => {
+    if (entry.truncatable_embeddings === true && entry.embedding_dimensions === undefined) {
+      ctx.addIssue({ code: "custom", path: ["embedding_dimensions"], message: "truncatable_embeddings needs embedding_dimensions" });
+    }
     if (entry.engine.type !== "embedded") return;
     for (const [index, name] of (entry.extra_parameters ?? []).entries()) {
       if (!EMBEDDED_EXTRA_PARAMETERS.includes(name)) {

@@ -5,11 +5,9 @@ import { unsupportedParameter } from "../resolveModel.ts";
 import { samplingParams } from "../samplingSchemas.ts";
 import { CHAT_REQUEST_FIELDS, type ChatCompletionRequest, type ChatMessageInput } from "./chatCompletionRequestSchema.ts";
 import { backendParameters } from "../backendParameters.ts";
+import { DEFAULT_REASONING_EFFORTS } from "../../models/modelBody.ts";
 
 export const CHAT_DEFAULT_MAX_TOKENS = 150;
-
-/** The reasoning_effort values of a reasoning model whose registry entry names none. */
-const DEFAULT_REASONING_EFFORTS = ["low", "medium", "high"];
 
 /**
  * Checks the extended parameters against the model's capabilities (400 naming the first unsupported
