@@ -56,7 +56,7 @@ describe("the model catalogue and embedding dimensions (real HTTP API, tiny mode
     expect(Math.hypot(...vector)).toBeCloseTo(1, 5);
     const prefix = (full.body.data[0].embedding as number[]).slice(0, 16);
     const norm = Math.hypot(...prefix);
-    vector.forEach((value, index) => expect(value).toBeCloseTo(prefix[index]! / norm, 5));
+    for (const [index, value] of vector.entries()) expect(value).toBeCloseTo(prefix[index]! / norm, 5);
   });
 
   it.each([
