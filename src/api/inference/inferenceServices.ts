@@ -13,7 +13,7 @@ import { AbandonmentWatch } from "./abandonmentWatch.ts";
 import { CompletionRecords } from "./completionRecords.ts";
 import { IdempotencyKeys } from "./idempotencyKeys.ts";
 import { ReplayFollower } from "./relay/replayFollower.ts";
-import { JsonSchemaCompiler } from "./jsonSchemas/jsonSchemaProblem.ts";
+import { JsonSchemaValidator } from "./jsonSchemas/jsonSchemaProblem.ts";
 
 /**
  * What the inference and models routes of one API process use: the registry, worker presence, the
@@ -43,7 +43,7 @@ export type InferenceServices = {
   /** When admission may enqueue the job before its hold is placed (speculative admission; per API process). */
   speculation: SpeculationPolicy;
   /** Validates the JSON Schemas of requests (tool parameters, response formats). */
-  schemas: JsonSchemaCompiler;
+  schemas: JsonSchemaValidator;
   close(): Promise<void>;
 };
 
@@ -81,7 +81,7 @@ export function createInferenceServices(deps: { config: Config; redis: Redis; lo
     records,
     abandonment,
     idempotency: new IdempotencyKeys(redis, keys, config.idempotencyTtlSeconds),
-    schemas: new JsonSchemaCompiler(),
+    schemas: new JsonSchemaValidator(),
     follow: (completionId, afterSeq) => new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs }),
     limits: {
       jobStartTimeoutMs: config.jobStartTimeoutMs,

@@ -1,5 +1,5 @@
 import { InvalidRequestError } from "../../http/errors.ts";
-import { jsonSchemaProblem, type JsonSchemaCompiler } from "./jsonSchemaProblem.ts";
+import { jsonSchemaProblem, type JsonSchemaValidator } from "./jsonSchemaProblem.ts";
 
 type SchemaCarrier = {
   tools?: ReadonlyArray<{ function: { parameters?: Record<string, unknown> | undefined } }> | null;
@@ -11,7 +11,7 @@ type SchemaCarrier = {
  * format) with jsonSchemaProblem: the first bad one is a 400 naming its parameter, before any admission
  * or enqueue.
  */
-export function checkRequestSchemas(body: SchemaCarrier, compiler: JsonSchemaCompiler): void {
+export function checkRequestSchemas(body: SchemaCarrier, compiler: JsonSchemaValidator): void {
   for (const [index, tool] of (body.tools ?? []).entries()) {
     if (tool.function.parameters !== undefined) refuse(`tools[${index}].function.parameters`, jsonSchemaProblem(tool.function.parameters, compiler));
   }
