@@ -111,6 +111,14 @@ describe("OpenAI request fields and backend-specific parameters (real HTTP API; 
     expect(tokenizer.encode(banned.body.choices[0].message.content as string)[0]).not.toBe(first);
   });
 
+  it("honours the embedded engine's backend parameters: top_k 1 samples like greedy decoding", async () => {
+    const greedy = await chat({ model: TINY_CHAT, max_tokens: 12, temperature: 0 });
+    const topOne = await Promise.all([1, 2].map(() => chat({ model: TINY_CHAT, max_tokens: 12, temperature: 1, top_k: 1 })));
+    for (const response of topOne) expect(response.body.choices[0].message.content).toBe(greedy.body.choices[0].message.content);
+    const tuned = await chat({ model: TINY_CHAT, max_tokens: 4, top_k: -1, min_p: 0.05, repetition_penalty: 1.2 });
+    expect(tuned.status).toBe(200);
+  });
+
   it("passes logit_bias and the allowed backend parameters through to an upstream, untouched", async () => {
     const extras = { top_k: 20, min_p: 0.05, repetition_penalty: 1.1, chat_template_kwargs: { enable_thinking: false } };
     const response = await chat({ model: "thinker", max_completion_tokens: 32, logit_bias: { "42": -5 }, ...extras });

@@ -69,7 +69,7 @@ export async function runChat(
     maxTokens,
     temperature: request.temperature,
     topP: request.topP,
-    topK: numberExtra(request.extra, "top_k") ?? 0,
+    topK: Math.max(0, numberExtra(request.extra, "top_k") ?? 0),
     minP: numberExtra(request.extra, "min_p") ?? 0,
     // Without a seed node-llama-cpp seeds with the current second, so identical requests within a
     // second would repeat each other: each request without one samples from a fresh random seed.
