@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseSse } from "./inferenceSteps.ts";
+import { eventually } from "../support/eventually.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
 
 describe("text completions with several prompts (real HTTP API, tiny model)", () => {
@@ -34,6 +35,29 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
     expect(multi.body.usage).toEqual({ prompt_tokens: sum("prompt_tokens"), completion_tokens: sum("completion_tokens"), total_tokens: sum("total_tokens") });
     expect(multi.headers.get("x-completion-id")).toBe(multi.body.id);
     expect((await usageEventCount()) - before).toBe(3);
+  });
+
+  it("fails as a whole when one prompt fails, cancelling the others and leaving no hold behind", async () => {
+    const other = await platform.createKey();
+    const response = await platform.request("POST", "/v1/completions", {
+      token: other.key,
+      body: { model: TINY_CHAT, max_tokens: 200, prompt: ["Hello there", "word ".repeat(3000)] },
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.error.type).toBe("invalid_request_error");
+    const budget = await eventually(async () => {
+      const row = await platform.deps.pool.query("SELECT coalesce(sum(held_micro_chf), 0)::int AS held FROM rm_budget WHERE account_id = $1", [
+        other.account.accountId,
+      ]);
+      return row.rows[0].held === 0 ? row.rows[0] : undefined;
+    });
+    expect(budget.held).toBe(0);
+    const outcomes = await platform.deps.pool.query(
+      "SELECT data->>'outcome' AS outcome FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'keyId' = $1",
+      [other.keyId],
+    );
+    expect(outcomes.rows.map((row) => row.outcome).sort()).toEqual(expect.arrayContaining(["failed"]));
+    expect(outcomes.rowCount).toBe(2);
   });
 
   it("still streams a single prompt given as an array of one", async () => {

@@ -14,7 +14,8 @@ import { multiPromptCompletionBody } from "./completionFormat.ts";
  * A non-streamed text completion of several prompts (OpenAI semantics: one choice per prompt, `index`
  * the prompt's position, usage summed). Each prompt is its own job and completion, with its own budget
  * hold and usage record (so each is charged exactly once, for what it generated); the answer carries the
- * first one's id. If any job cannot start or fails, the others are cancelled (charged for what they had
+ * first one's id. The prompts after the first wait for a worker as long as a stream does (they queue
+ * behind the earlier ones of the same request). If any job cannot start or fails, the others are cancelled (charged for what they had
  * generated, like any cancelled completion) and the request fails with that error.
  */
 export async function serveMultiPromptCompletion(
@@ -44,6 +45,7 @@ export async function serveMultiPromptCompletion(
         created,
         work: { kind: "chat", request },
         stream: false,
+        patient: index > 0,
       }),
     ),
   );
