@@ -64,6 +64,14 @@ export const SamplingParamsSchema = z.object({
   logprobs: z.boolean().optional(),
   /** 0..20, only with logprobs. */
   topLogprobs: z.number().int().optional(),
+  /** OpenAI's logit_bias: token id (decimal text, the model's vocabulary) -> -100..100 added to its logit. */
+  logitBias: z.record(z.string().regex(/^\d{1,9}$/), z.number().min(-100).max(100)).optional(),
+  /**
+   * The client set no token bound and the model's backend default applies (upstream reasoning models):
+   * the adapter sends no max_tokens / max_completion_tokens, and `maxTokens` is only the bound the API
+   * held money for (the model's context length).
+   */
+  maxTokensDefault: z.boolean().optional(),
 });
 
 export const EngineChatRequestSchema = SamplingParamsSchema.extend({
@@ -72,7 +80,8 @@ export const EngineChatRequestSchema = SamplingParamsSchema.extend({
   toolChoice: ToolChoiceSchema.optional(),
   parallelToolCalls: z.boolean().optional(),
   responseFormat: ResponseFormatSchema.optional(),
-  reasoningEffort: z.enum(["low", "medium", "high"]).optional(),
+  /** One of the values the model's registry entry allows (low, medium, high unless it names others). */
+  reasoningEffort: z.string().min(1).max(32).optional(),
   /** Extra backend-specific parameters, passed through untouched by the upstream adapter. */
   extra: JsonObjectSchema.optional(),
 });

@@ -69,6 +69,9 @@ export const ModelPricingSchema = z
   })
   .strict();
 
+/** The backend-specific parameters the embedded engine honours (node-llama-cpp sampling options). */
+export const EMBEDDED_EXTRA_PARAMETERS: readonly string[] = ["top_k", "min_p", "repetition_penalty"];
+
 export const ModelEntrySchema = z
   .object({
     id: ModelIdSchema,
@@ -86,8 +89,31 @@ export const ModelEntrySchema = z
     extra_parameters: z.array(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lower-case letters, digits and '_'")).optional(),
     /** The `reasoning_effort` values this model's backend accepts. Absent: low, medium and high (reasoning models only). */
     reasoning_efforts: z.array(z.string().min(1).max(32)).min(1).optional(),
+    /** Embeddings: the length of the model's vectors (shown in the models API; bounds `dimensions`). */
+    embedding_dimensions: z.number().int().positive().max(65536).optional(),
+    /**
+     * Embeddings: the model was trained so that a prefix of its vector is itself an embedding
+     * (Matryoshka representation learning), so `dimensions` may ask for fewer (truncated and
+     * renormalised). Needs embedding_dimensions. Absent or false: `dimensions` is refused.
+     */
+    truncatable_embeddings: z.boolean().optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((entry, ctx) => {
+    if (entry.truncatable_embeddings === true && entry.embedding_dimensions === undefined) {
+      ctx.addIssue({ code: "custom", path: ["embedding_dimensions"], message: "truncatable_embeddings needs embedding_dimensions" });
+    }
+    if (entry.engine.type !== "embedded") return;
+    for (const [index, name] of (entry.extra_parameters ?? []).entries()) {
+      if (!EMBEDDED_EXTRA_PARAMETERS.includes(name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["extra_parameters", index],
+          message: `the embedded engine does not take "${name}" (it takes ${EMBEDDED_EXTRA_PARAMETERS.join(", ")})`,
+        });
+      }
+    }
+  });
 
 export const RegistryFileSchema = z
   .object({

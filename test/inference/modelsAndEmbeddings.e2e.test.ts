@@ -34,7 +34,7 @@ describe("models, embeddings and auth through the openai SDK", () => {
 
   it("retrieves one model, and answers 404 model_not_found for an unknown one", async () => {
     const model = await openai.models.retrieve(TINY_CHAT);
-    expect(model).toEqual({ id: TINY_CHAT, object: "model", created: 1735689600, owned_by: "inference-platform" });
+    expect(model).toMatchObject({ id: TINY_CHAT, object: "model", created: 1735689600, owned_by: "inference-platform" });
     const error = await openai.models.retrieve("no-such-model").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
     const apiError = error as InstanceType<typeof OpenAI.NotFoundError>;

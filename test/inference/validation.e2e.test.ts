@@ -114,7 +114,7 @@ describe("validation errors: 400 invalid_request_error naming the param (openai 
     [{ model: TINY_CHAT, prompt: "x", temperature: 3 }, "temperature"],
     [{ model: TINY_CHAT, prompt: "x", max_tokens: 0 }, "max_tokens"],
     [{ model: TINY_CHAT, prompt: "x", echo: true }, "echo"],
-    [{ model: TINY_CHAT, prompt: ["a", "b"] }, "prompt"],
+    [{ model: TINY_CHAT, prompt: ["a", "b"], stream: true }, "prompt"],
   ])("completions %j -> param %s", async (body, param) => {
     const error = (await openai.completions.create(body as never).catch((e: unknown) => e)) as BadRequest;
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);

@@ -34,6 +34,7 @@ export function tinyModelEntries(modelFile: string): ModelEntry[] {
       capabilities: { ...none, chat: true, completions: true, tools: true, json_schema: true, logprobs: true },
       context_length: 1024,
       pricing,
+      extra_parameters: ["top_k", "min_p", "repetition_penalty"],
     },
     {
       id: TINY_EMBED,

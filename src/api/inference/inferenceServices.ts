@@ -15,6 +15,7 @@ import { IdempotencyKeys } from "./idempotencyKeys.ts";
 import { ReplayFollower } from "./relay/replayFollower.ts";
 import type { PlatformMetrics } from "../../observability/metrics.ts";
 import { readQueueDepth } from "./queueDepth.ts";
+import { JsonSchemaValidator } from "./jsonSchemas/jsonSchemaProblem.ts";
 
 /**
  * What the inference and models routes of one API process use: the registry, worker presence, the
@@ -43,6 +44,8 @@ export type InferenceServices = {
   holdPool: Pool;
   /** When admission may enqueue the job before its hold is placed (speculative admission; per API process). */
   speculation: SpeculationPolicy;
+  /** Validates the JSON Schemas of requests (tool parameters, response formats). */
+  schemas: JsonSchemaValidator;
   close(): Promise<void>;
 };
 
@@ -84,6 +87,7 @@ export function createInferenceServices(
     records,
     abandonment,
     idempotency: new IdempotencyKeys(redis, keys, config.idempotencyTtlSeconds),
+    schemas: new JsonSchemaValidator(),
     follow: (completionId, afterSeq) => new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs }),
     limits: {
       jobStartTimeoutMs: config.jobStartTimeoutMs,

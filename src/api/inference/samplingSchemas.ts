@@ -21,6 +21,11 @@ export const samplingFields = {
   n: z.literal(1).nullish(),
   /** End-user id for the caller's own tracking; accepted and not used. */
   user: z.string().max(256).nullish(),
+  /** Token id (the model's vocabulary, as decimal text) -> -100..100 added to its logit; honoured. */
+  logit_bias: z
+    .record(z.string().regex(/^\d{1,9}$/, "keys must be token ids (decimal integers)"), z.number().min(-100).max(100))
+    .refine((bias) => Object.keys(bias).length <= 1024, "at most 1024 token ids")
+    .nullish(),
 };
 
 export function stopList(stop: string | string[] | null | undefined): string[] | undefined {
@@ -30,6 +35,7 @@ export function stopList(stop: string | string[] | null | undefined): string[] |
 }
 
 type SamplingBody = {
+  logit_bias?: Record<string, number> | null;
   temperature?: number | null;
   top_p?: number | null;
   presence_penalty?: number | null;
@@ -47,6 +53,7 @@ export function samplingParams(body: SamplingBody) {
     presencePenalty: body.presence_penalty ?? 0,
     frequencyPenalty: body.frequency_penalty ?? 0,
     ...(body.seed != null ? { seed: body.seed } : {}),
+    ...(body.logit_bias != null && Object.keys(body.logit_bias).length > 0 ? { logitBias: body.logit_bias } : {}),
     ...(stop ? { stop } : {}),
   };
 }

@@ -17,6 +17,11 @@ export type InferenceJobSpec = {
   work: CompletionWork;
   /** A streamed request: it waits longer for a worker, and hears when it is admitted and where it stands in line. */
   stream: boolean;
+  /**
+   * Waits for a worker as long as a stream does, though it is not one: a later prompt of a multi-prompt
+   * text completion, which queues behind the earlier prompts of the same request.
+   */
+  patient?: boolean;
   /** The request is admitted and queued (its hold placed): a stream may open its response. */
   onAdmitted?: () => void;
   /** The number of jobs waiting for the model when this one was queued (this one included). */
@@ -46,7 +51,7 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
     work,
   };
   const admission = { pool: inference.holdPool, clock: deps.clock, policy: inference.speculation, metrics: deps.metrics };
-  const startTimeoutMs = spec.stream ? inference.limits.jobStartTimeoutStreamMs : inference.limits.jobStartTimeoutMs;
+  const startTimeoutMs = spec.stream || spec.patient ? inference.limits.jobStartTimeoutStreamMs : inference.limits.jobStartTimeoutMs;
   const reasoning = model.capabilities.reasoning;
   return admitWithHold(
     admission,

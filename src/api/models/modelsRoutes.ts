@@ -2,11 +2,7 @@ import Router from "@koa/router";
 import type { AppDeps } from "../appDeps.ts";
 import { NotFoundError } from "../http/errors.ts";
 import type { RegisteredModel } from "../../models/modelRegistry.ts";
-
-/** One entry of the models API (spec 2, Model). */
-export function modelBody(model: RegisteredModel) {
-  return { id: model.id, object: "model" as const, created: model.created ?? 0, owned_by: model.owned_by };
-}
+import { modelBody } from "./modelBody.ts";
 
 /**
  * GET /v1/models: the registry's models that have a live worker (heartbeat in Redis).

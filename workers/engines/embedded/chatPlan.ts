@@ -5,6 +5,7 @@ import { forcedToolCall } from "./forcedToolCall.ts";
 import type { ForcedToolCall } from "./forcedToolCall.ts";
 import { toChatFunctions, toChatHistory } from "./toChatHistory.ts";
 import { toGbnfSchema } from "./toGbnfSchema.ts";
+import { unsatisfiableReason } from "../../../src/contracts/unsatisfiableSchema.ts";
 
 /** What one chat job feeds LlamaChat: the history, and either functions (tool_choice auto) or a grammar. */
 export type ChatPlan = {
@@ -45,7 +46,15 @@ export async function chatPlan(deps: ChatPlanDeps, request: ChatRequest): Promis
   return { ...base, history, functions: undefined, grammar: undefined };
 }
 
+/**
+ * The grammar of a JSON schema. node-llama-cpp builds one even for a schema nothing can match (an empty
+ * enum, `not: {}`): the output could then never validate, so such a schema is refused first, as the
+ * client's mistake (invalid_request: a 400, nothing generated, nothing charged); so is any schema the
+ * grammar builder fails on.
+ */
 async function schemaGrammar(deps: ChatPlanDeps, schema: object, param: string): Promise<LlamaJsonSchemaGrammar<never>> {
+  const unsatisfiable = unsatisfiableReason(schema);
+  if (unsatisfiable !== null) throw new EngineError("invalid_request", `No output can satisfy this JSON schema: ${unsatisfiable}`, param);
   try {
     return (await deps.llama.createGrammarForJsonSchema(schema as never)) as LlamaJsonSchemaGrammar<never>;
   } catch (error) {

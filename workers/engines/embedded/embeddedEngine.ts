@@ -208,7 +208,8 @@ export class EmbeddedEngine implements Engine {
   #thoughtBudget(request: ChatRequest): number | undefined {
     if (!this.#hasThoughts()) return undefined;
     if (!this.capabilities().reasoning) return 0;
-    return request.reasoningEffort === undefined ? undefined : this.#loaded.options.reasoningBudgets[request.reasoningEffort];
+    const budgets: Record<string, number> = this.#loaded.options.reasoningBudgets;
+    return request.reasoningEffort === undefined ? undefined : budgets[request.reasoningEffort];
   }
 
   #hasThoughts(): boolean {

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomInt } from "node:crypto";
 import { LlamaChat } from "node-llama-cpp";
 import type {
   ChatWrapper,
@@ -15,6 +15,7 @@ import type { ChatPlan } from "./chatPlan.ts";
 import { parseRequiredCalls } from "./forcedToolCall.ts";
 import { SampledTokenRecorder } from "./sampledTokenRecorder.ts";
 import type { TokenLogprobs } from "./tokenLogprobs.ts";
+import { tokenBiasFor } from "./logitBias.ts";
 
 export type RunChatDeps = {
   model: LlamaModel;
@@ -59,21 +60,32 @@ export async function runChat(
     if (chunk.text === "" && (logprobs === undefined || logprobs.length === 0)) return;
     onDelta({ ...(chunk.text === "" ? {} : { content: chunk.text }), ...(logprobs === undefined || logprobs.length === 0 ? {} : { logprobs }) });
   };
-  const penalize = request.presencePenalty !== 0 || request.frequencyPenalty !== 0;
+  const repetitionPenalty = numberExtra(request.extra, "repetition_penalty") ?? 1;
+  const penalize = request.presencePenalty !== 0 || request.frequencyPenalty !== 0 || repetitionPenalty !== 1;
+  const tokenBias = tokenBiasFor(deps.model, request.logitBias);
   const options: LLamaChatGenerateResponseOptions<ChatModelFunctions> = {
     onResponseChunk,
     signal,
     maxTokens,
     temperature: request.temperature,
     topP: request.topP,
-    topK: numberExtra(request.extra, "top_k") ?? 0,
+    topK: Math.max(0, numberExtra(request.extra, "top_k") ?? 0),
     minP: numberExtra(request.extra, "min_p") ?? 0,
-    ...(request.seed === undefined ? {} : { seed: request.seed }),
+    // Without a seed node-llama-cpp seeds with the current second, so identical requests within a
+    // second would repeat each other: each request without one samples from a fresh random seed.
+    seed: request.seed ?? randomInt(0, 2 ** 32),
     // Stop sequences apply to text; they never cut a forced tool call's JSON.
     ...(request.stop === undefined || request.stop.length === 0 || plan.forced !== null ? {} : { customStopTriggers: request.stop }),
     repeatPenalty: penalize
-      ? { penalty: 1, presencePenalty: request.presencePenalty, frequencyPenalty: request.frequencyPenalty, lastTokens: 256, penalizeNewLine: true }
+      ? {
+          penalty: repetitionPenalty,
+          presencePenalty: request.presencePenalty,
+          frequencyPenalty: request.frequencyPenalty,
+          lastTokens: 256,
+          penalizeNewLine: true,
+        }
       : false,
+    ...(tokenBias === undefined ? {} : { tokenBias }),
     ...(deps.thoughtBudget === undefined ? {} : { budgets: { thoughtTokens: deps.thoughtBudget } }),
   };
   if (plan.functions !== undefined) {

@@ -17,7 +17,8 @@ export type UpstreamChatBodyOptions = {
  *
  * The token bound was resolved by the API from max_tokens / max_completion_tokens. It is sent as
  * `max_completion_tokens` to a reasoning model (where the bound includes the thinking) and as the more
- * widely supported `max_tokens` otherwise; vLLM and SGLang treat both the same.
+ * widely supported `max_tokens` otherwise; vLLM and SGLang treat both the same. A reasoning model whose
+ * client set no bound (`maxTokensDefault`) is sent none: the backend's default applies.
  */
 export function toUpstreamChatBody(request: ChatRequest, options: UpstreamChatBodyOptions): Record<string, unknown> {
   const body: Record<string, unknown> = { ...request.extra };
@@ -31,13 +32,15 @@ export function toUpstreamChatBody(request: ChatRequest, options: UpstreamChatBo
   }
   body.stream = true;
   body.stream_options = { include_usage: true };
-  body[options.reasoning ? "max_completion_tokens" : "max_tokens"] = request.maxTokens;
+  // No bound from the client for a reasoning model: the backend's default applies (spec 4.1).
+  if (!(options.reasoning && request.maxTokensDefault === true)) body[options.reasoning ? "max_completion_tokens" : "max_tokens"] = request.maxTokens;
   body.temperature = request.temperature;
   body.top_p = request.topP;
   body.presence_penalty = request.presencePenalty;
   body.frequency_penalty = request.frequencyPenalty;
   if (request.seed !== undefined) body.seed = request.seed;
   if (request.stop !== undefined && request.stop.length > 0) body.stop = request.stop;
+  if (request.logitBias !== undefined) body.logit_bias = request.logitBias;
   if (request.logprobs !== undefined) body.logprobs = request.logprobs;
   if (request.logprobs === true && request.topLogprobs !== undefined) body.top_logprobs = request.topLogprobs;
   if (request.tools !== undefined && request.tools.length > 0) body.tools = request.tools;

@@ -7,6 +7,7 @@ import { serveNewCompletion } from "../run/serveCompletion.ts";
 import type { ChatCompletionRequest } from "./chatCompletionRequestSchema.ts";
 import { chatCompletionBody, chatStreamFormat } from "./chatFormat.ts";
 import { toEngineChatRequest } from "./toEngineChatRequest.ts";
+import { checkRequestSchemas } from "../jsonSchemas/checkRequestSchemas.ts";
 
 /** chat.completion bodies and chat.completion.chunk streams. */
 export const chatResponseShape: ResponseShape = { streamFormat: chatStreamFormat, body: chatCompletionBody };
@@ -17,6 +18,7 @@ export function chatCompletionHandler(deps: AppDeps) {
     const body = ctx.state.body as ChatCompletionRequest;
     const inference = requireInference(deps);
     const model = resolveModel(inference.registry, body.model, "chat");
+    checkRequestSchemas(body, inference.schemas);
     await serveNewCompletion(deps, inference, ctx, {
       model,
       endpoint: "chat.completions",

@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { samplingFields } from "../samplingSchemas.ts";
+import { exceedsNestingDepth } from "../jsonSchemas/jsonNestingDepth.ts";
+import { MAX_SCHEMA_DEPTH } from "../jsonSchemas/jsonSchemaProblem.ts";
 
 const TextPartSchema = z.strictObject({ type: z.literal("text"), text: z.string() });
 /** Message content: a string or text parts (other part types, e.g. images, are not served). */
@@ -28,7 +30,16 @@ export const ChatMessageSchema = z.discriminatedUnion("role", [
   z.strictObject({ role: z.literal("tool"), content: ContentSchema, tool_call_id: z.string().min(1) }),
 ]);
 
-const JsonObjectSchema = z.record(z.string(), z.unknown());
+/**
+ * A JSON Schema a client sends (tool parameters, a response format): an object, nested at most
+ * MAX_SCHEMA_DEPTH levels (checked without recursion, before anything walks it). Whether it is a valid,
+ * satisfiable schema is checked by checkRequestSchemas with a real validator.
+ */
+const JsonObjectSchema = z.record(z.string(), z.unknown()).superRefine((schema, ctx) => {
+  if (exceedsNestingDepth(schema, MAX_SCHEMA_DEPTH)) {
+    ctx.addIssue({ code: "custom", message: `the schema is nested too deeply (more than ${MAX_SCHEMA_DEPTH} levels).` });
+  }
+});
 
 export const ToolSchema = z.strictObject({
   type: z.literal("function"),
@@ -59,20 +70,44 @@ export const ResponseFormatSchema = z.discriminatedUnion("type", [
   }),
 ]);
 
-/** POST /v1/chat/completions (spec 4.1). Unknown top-level fields are refused, never dropped. */
+/**
+ * OpenAI request fields that are accepted and deliberately not used (docs/compatibility.md): what they
+ * ask for changes nothing a client gets back from this service.
+ */
+const acceptedAndIgnored = {
+  /** Tags for OpenAI's dashboard: 16 string pairs at most (keys up to 64 characters, values up to 512). */
+  metadata: z
+    .record(z.string().max(64), z.string().max(512))
+    .refine((pairs) => Object.keys(pairs).length <= 16, "at most 16 key-value pairs")
+    .nullish(),
+  /** Every completion is kept for the retention period either way (resumable, readable by its owner); nothing longer. */
+  store: z.boolean().nullish(),
+  /** One tier is served: "auto" and "default" name it; a tier with other latency or price is refused. */
+  service_tier: z.enum(["auto", "default"], "only 'auto' and 'default' are served").nullish(),
+  /** Predicted Outputs only speed a generation up, never change it; no prediction tokens are charged. */
+  prediction: z.strictObject({ type: z.literal("content"), content: z.union([z.string(), z.array(TextPartSchema)]) }).nullish(),
+};
+
+/**
+ * POST /v1/chat/completions (spec 4.1). Fields beyond these are backend-specific parameters, allowed per
+ * model by its registry entry (backendParameters: an unknown one is a 400, never dropped).
+ */
 export const ChatCompletionRequestSchema = z
-  .strictObject({
+  .object({
     ...samplingFields,
+    ...acceptedAndIgnored,
     messages: z.array(ChatMessageSchema).min(1),
     tools: z.array(ToolSchema).max(128).nullish(),
     tool_choice: ToolChoiceSchema.nullish(),
     parallel_tool_calls: z.boolean().nullish(),
-    reasoning_effort: z.enum(["low", "medium", "high"]).nullish(),
+    /** Checked against the model's allowed values (toEngineChatRequest). */
+    reasoning_effort: z.string().min(1).max(32).nullish(),
     max_completion_tokens: z.number().int().min(1).nullish(),
     response_format: ResponseFormatSchema.nullish(),
     logprobs: z.boolean().nullish(),
     top_logprobs: z.number().int().min(0).max(20).nullish(),
   })
+  .catchall(z.unknown())
   .superRefine((body, ctx) => {
     if (body.top_logprobs !== null && body.top_logprobs !== undefined && body.logprobs !== true) {
       ctx.addIssue({ code: "custom", path: ["top_logprobs"], message: "top_logprobs requires logprobs to be true." });
@@ -99,3 +134,6 @@ export const ChatCompletionRequestSchema = z
 
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
 export type ChatMessageInput = z.infer<typeof ChatMessageSchema>;
+
+/** The OpenAI fields of a chat request; any other field is a backend-specific parameter. */
+export const CHAT_REQUEST_FIELDS: ReadonlySet<string> = new Set(Object.keys(ChatCompletionRequestSchema.shape));

@@ -3,7 +3,9 @@ import type { EngineChatRequest } from "../../../contracts/engineRequestSchemas.
 import type { RegisteredModel } from "../../../models/modelRegistry.ts";
 import { unsupportedParameter } from "../resolveModel.ts";
 import { samplingParams } from "../samplingSchemas.ts";
-import type { ChatCompletionRequest, ChatMessageInput } from "./chatCompletionRequestSchema.ts";
+import { CHAT_REQUEST_FIELDS, type ChatCompletionRequest, type ChatMessageInput } from "./chatCompletionRequestSchema.ts";
+import { backendParameters } from "../backendParameters.ts";
+import { DEFAULT_REASONING_EFFORTS } from "../../models/modelBody.ts";
 
 export const CHAT_DEFAULT_MAX_TOKENS = 150;
 
@@ -23,10 +25,22 @@ export function toEngineChatRequest(body: ChatCompletionRequest, model: Register
   if (format && format.type !== "text" && !can.json_schema) throw unsupportedParameter(model, "response_format", `response_format ${format.type}`);
   if (body.logprobs === true && !can.logprobs) throw unsupportedParameter(model, "logprobs", "logprobs");
   if (body.reasoning_effort && !can.reasoning) throw unsupportedParameter(model, "reasoning_effort", "reasoning_effort (it is not a reasoning model)");
+  const efforts = model.reasoning_efforts ?? DEFAULT_REASONING_EFFORTS;
+  if (body.reasoning_effort && !efforts.includes(body.reasoning_effort)) {
+    throw new InvalidRequestError(`Invalid 'reasoning_effort': the model '${model.id}' takes ${efforts.map((e) => `'${e}'`).join(", ")}.`, {
+      param: "reasoning_effort",
+      code: "invalid_value",
+    });
+  }
+  const extra = backendParameters(body, CHAT_REQUEST_FIELDS, model);
 
   const maxParam = body.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
-  const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS;
-  if (maxTokens >= model.context_length) {
+  const clientMax = body.max_completion_tokens ?? body.max_tokens;
+  // An upstream reasoning model without a bound from the client: its backend's default applies (spec
+  // 4.1); the context length bounds what it can generate, so that is what admission holds money for.
+  const backendDefault = clientMax == null && can.reasoning && model.engine.type === "upstream";
+  const maxTokens = clientMax ?? (backendDefault ? model.context_length : CHAT_DEFAULT_MAX_TOKENS);
+  if (!backendDefault && maxTokens >= model.context_length) {
     throw new InvalidRequestError(`${maxParam} is too large: ${maxTokens}. This model's context length is ${model.context_length} tokens.`, {
       param: maxParam,
       code: "invalid_value",
@@ -35,6 +49,7 @@ export function toEngineChatRequest(body: ChatCompletionRequest, model: Register
   return {
     messages: body.messages.map(toEngineMessage),
     maxTokens,
+    ...(backendDefault ? { maxTokensDefault: true } : {}),
     ...samplingParams(body),
     ...(body.logprobs === true ? { logprobs: true, ...(body.top_logprobs != null ? { topLogprobs: body.top_logprobs } : {}) } : {}),
     ...(hasTools ? { tools: body.tools!.map((t) => ({ type: "function" as const, function: withoutNulls(t.function) })) } : {}),
@@ -42,6 +57,7 @@ export function toEngineChatRequest(body: ChatCompletionRequest, model: Register
     ...(body.parallel_tool_calls != null ? { parallelToolCalls: body.parallel_tool_calls } : {}),
     ...(format ? { responseFormat: format.type === "json_schema" ? { type: "json_schema", json_schema: withoutNulls(format.json_schema) } : format } : {}),
     ...(body.reasoning_effort ? { reasoningEffort: body.reasoning_effort } : {}),
+    ...(extra ? { extra } : {}),
   };
 }
 

@@ -17,6 +17,21 @@ export function textCompletionBody(head: Omit<Head, "includeUsage">, collected: 
   };
 }
 
+/** One text_completion body for several prompts: a choice per prompt (index = the prompt's), usage summed. */
+export function multiPromptCompletionBody(head: Omit<Head, "includeUsage">, replies: readonly CollectedReply[]) {
+  const total = { promptTokens: 0, completionTokens: 0, reasoningTokens: 0 };
+  for (const { usage } of replies) {
+    total.promptTokens += usage.promptTokens;
+    total.completionTokens += usage.completionTokens;
+    total.reasoningTokens += usage.reasoningTokens;
+  }
+  return {
+    ...textCompletionBody(head, replies[0]!),
+    choices: replies.map((collected, index) => ({ text: collected.reply.content, index, logprobs: null, finish_reason: collected.finishReason })),
+    usage: usageBody(total, false),
+  };
+}
+
 export function completionStreamFormat(head: Head): StreamFormat {
   const chunk = chunkBuilder("text_completion", head);
   return {

@@ -7,14 +7,19 @@ import { requireInference } from "../requireInference.ts";
 import { resolveModel } from "../resolveModel.ts";
 import { samplingParams } from "../samplingSchemas.ts";
 import { completionStreamFormat, textCompletionBody } from "./completionFormat.ts";
-import type { CompletionRequest } from "./completionRequestSchema.ts";
+import { COMPLETION_REQUEST_FIELDS, type CompletionRequest } from "./completionRequestSchema.ts";
+import { backendParameters } from "../backendParameters.ts";
+import { serveMultiPromptCompletion } from "./multiPromptCompletion.ts";
 
 export const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 
 /** text_completion bodies and streams. */
 export const textResponseShape: ResponseShape = { streamFormat: completionStreamFormat, body: textCompletionBody };
 
-/** POST /v1/completions: the prompt becomes one user message of a chat, on the same queue path. */
+/**
+ * POST /v1/completions: the prompt becomes one user message of a chat, on the same queue path; several
+ * prompts (not streamed) become one job each and one choice each (serveMultiPromptCompletion).
+ */
 export function completionHandler(deps: AppDeps) {
   return async function createCompletion(ctx: Context): Promise<void> {
     const body = ctx.state.body as CompletionRequest;
@@ -27,8 +32,25 @@ export function completionHandler(deps: AppDeps) {
         code: "invalid_value",
       });
     }
-    const prompt = typeof body.prompt === "string" ? body.prompt : body.prompt[0]!;
-    const request: EngineChatRequest = { messages: [{ role: "user", content: prompt }], maxTokens, ...samplingParams(body) };
+    const prompts = typeof body.prompt === "string" ? [body.prompt] : body.prompt;
+    const extra = backendParameters(body, COMPLETION_REQUEST_FIELDS, model);
+    const requestFor = (prompt: string): EngineChatRequest => ({
+      messages: [{ role: "user", content: prompt }],
+      maxTokens,
+      ...samplingParams(body),
+      ...(extra ? { extra } : {}),
+    });
+    if (prompts.length > 1) {
+      if (ctx.get("idempotency-key")) {
+        throw new InvalidRequestError("An Idempotency-Key names one completion; send several prompts without it.", {
+          param: "Idempotency-Key",
+          code: "invalid_value",
+        });
+      }
+      await serveMultiPromptCompletion(deps, inference, ctx, { model, requests: prompts.map(requestFor) });
+      return;
+    }
+    const request = requestFor(prompts[0]!);
     await serveNewCompletion(deps, inference, ctx, {
       model,
       endpoint: "completions",

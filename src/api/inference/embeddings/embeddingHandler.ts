@@ -3,17 +3,31 @@ import type { AppDeps } from "../../appDeps.ts";
 import { nullIfReleased } from "../relay/runningJob.ts";
 import { collectEmbeddings } from "../run/collectReply.ts";
 import { requireInference } from "../requireInference.ts";
-import { resolveModel } from "../resolveModel.ts";
+import { resolveModel, unsupportedParameter } from "../resolveModel.ts";
+import { InvalidRequestError } from "../../http/errors.ts";
+import { truncatedEmbedding } from "./truncatedEmbedding.ts";
 import { newCompletionId } from "../completionId.ts";
 import { releaseOnDisconnect, startInferenceJob } from "../startInferenceJob.ts";
 import type { EmbeddingRequest } from "./embeddingRequestSchema.ts";
 
-/** POST /v1/embeddings: through the same queue; `encoding_format: "base64"` gives little-endian float32. */
+/**
+ * POST /v1/embeddings: through the same queue; `encoding_format: "base64"` gives little-endian float32;
+ * `dimensions` (models with truncatable_embeddings only) shortens each vector and renormalises it.
+ */
 export function embeddingHandler(deps: AppDeps) {
   return async function createEmbeddings(ctx: Context): Promise<void> {
     const body = ctx.state.body as EmbeddingRequest;
     const inference = requireInference(deps);
     const model = resolveModel(inference.registry, body.model, "embeddings");
+    const dimensions = body.dimensions ?? null;
+    if (dimensions !== null && !model.truncatable_embeddings)
+      throw unsupportedParameter(model, "dimensions", "dimensions (its embeddings cannot be shortened)");
+    if (dimensions !== null && dimensions > (model.embedding_dimensions ?? 0)) {
+      throw new InvalidRequestError(`Invalid 'dimensions': the model '${model.id}' gives ${model.embedding_dimensions} dimensions at most.`, {
+        param: "dimensions",
+        code: "invalid_value",
+      });
+    }
     const input = typeof body.input === "string" ? [body.input] : body.input;
     const completionId = newCompletionId("embd");
     const created = Math.floor(deps.clock.now().getTime() / 1000);
@@ -28,7 +42,8 @@ export function embeddingHandler(deps: AppDeps) {
     releaseOnDisconnect(ctx, job);
     const collected = await collectEmbeddings(job).catch(nullIfReleased);
     if (!collected) return;
-    const { embeddings, usage } = collected;
+    const { usage } = collected;
+    const embeddings = dimensions === null ? collected.embeddings : collected.embeddings.map((vector) => truncatedEmbedding(vector, dimensions));
     const base64 = body.encoding_format === "base64";
     ctx.body = {
       object: "list",

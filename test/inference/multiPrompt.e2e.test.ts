@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseSse } from "./inferenceSteps.ts";
+import { eventually } from "../support/eventually.ts";
+import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+
+describe("text completions with several prompts (real HTTP API, tiny model)", () => {
+  let platform: TestPlatform;
+  let key: string;
+  let keyId: string;
+  beforeAll(async () => {
+    platform = await startTestPlatform();
+    ({ key, keyId } = await platform.createKey());
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
+
+  const complete = (body: Record<string, unknown>) =>
+    platform.request("POST", "/v1/completions", { token: key, body: { model: TINY_CHAT, max_tokens: 6, temperature: 0, ...body } });
+
+  it("answers one choice per prompt, indexed by prompt, with the usage summed and each prompt charged once", async () => {
+    const prompts = ["Hello there", "Once upon a time", "The weather"];
+    const singles = await Promise.all(prompts.map((prompt) => complete({ prompt })));
+    const before = await usageEventCount();
+    const multi = await complete({ prompt: prompts });
+    expect(multi.status, multi.text).toBe(200);
+    expect(multi.body.object).toBe("text_completion");
+    expect(multi.body.choices).toHaveLength(3);
+    multi.body.choices.forEach((choice: { index: number; text: string; logprobs: unknown }, index: number) => {
+      expect(choice.index).toBe(index);
+      expect(choice.text).toBe(singles[index]!.body.choices[0].text);
+      expect(choice.logprobs).toBeNull();
+    });
+    const sum = (field: string) => singles.reduce((total, single) => total + (single.body.usage[field] as number), 0);
+    expect(multi.body.usage).toEqual({ prompt_tokens: sum("prompt_tokens"), completion_tokens: sum("completion_tokens"), total_tokens: sum("total_tokens") });
+    expect(multi.headers.get("x-completion-id")).toBe(multi.body.id);
+    expect((await usageEventCount()) - before).toBe(3);
+  });
+
+  it("fails as a whole when one prompt fails, cancelling the others and leaving no hold behind", async () => {
+    const other = await platform.createKey();
+    const response = await platform.request("POST", "/v1/completions", {
+      token: other.key,
+      body: { model: TINY_CHAT, max_tokens: 200, prompt: ["Hello there", "word ".repeat(3000)] },
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.error.type).toBe("invalid_request_error");
+    const budget = await eventually(async () => {
+      const row = await platform.deps.pool.query("SELECT coalesce(sum(held_micro_chf), 0)::int AS held FROM rm_budget WHERE account_id = $1", [
+        other.account.accountId,
+      ]);
+      return row.rows[0].held === 0 ? row.rows[0] : undefined;
+    });
+    expect(budget.held).toBe(0);
+    const outcomes = await platform.deps.pool.query(
+      "SELECT data->>'outcome' AS outcome FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'keyId' = $1",
+      [other.keyId],
+    );
+    expect(outcomes.rows.map((row) => row.outcome).sort()).toEqual(expect.arrayContaining(["failed"]));
+    expect(outcomes.rowCount).toBe(2);
+  });
+
+  it("still streams a single prompt given as an array of one", async () => {
+    const response = await complete({ prompt: ["Hello there"], stream: true });
+    expect(response.status).toBe(200);
+    expect(parseSse(response.text).at(-1)!.data).toBe("[DONE]");
+  });
+
+  it.each([
+    [{ prompt: ["a", "b"], stream: true }, "prompt"],
+    [{ prompt: [] }, "prompt"],
+    [{ prompt: Array.from({ length: 17 }, () => "x") }, "prompt"],
+  ])("refuses %j with a 400 naming %s", async (body, param) => {
+    const response = await complete(body);
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatchObject({ type: "invalid_request_error", param });
+  });
+
+  async function usageEventCount(): Promise<number> {
+    const rows = await platform.deps.pool.query("SELECT 1 FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'keyId' = $1", [keyId]);
+    return rows.rowCount ?? 0;
+  }
+});

@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BpeTokenizer } from "../../tools/gguf/bpeTokenizer.ts";
+import { chunk, startFakeUpstream, usageChunk, writeSse, type FakeUpstream } from "../engines/upstreamFakeServer.ts";
+import { startTestPlatform, TINY_CHAT, TINY_PLAIN, tinyModelEntries, type TestPlatform } from "../support/testPlatform.ts";
+
+const user = [{ role: "user", content: "Hi" }];
+const upstreamModel = { owned_by: "upstream-lab", context_length: 8192, pricing: { input_per_million_chf: 1, output_per_million_chf: 2 } };
+const upstreamCapabilities = { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false };
+
+describe("OpenAI request fields and backend-specific parameters (real HTTP API; tiny model and an upstream stand-in)", () => {
+  let upstream: FakeUpstream;
+  let platform: TestPlatform;
+  let key: string;
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    upstream.handle(async (_request, res) => {
+      await writeSse(res, [
+        chunk({ delta: { role: "assistant", content: "ok" } }),
+        chunk({ delta: {}, finish_reason: "stop" }),
+        usageChunk(5, 1),
+        "data: [DONE]\n\n",
+      ]);
+      res.end();
+    });
+    platform = await startTestPlatform({
+      models: (file) => [
+        ...tinyModelEntries(file),
+        {
+          id: "thinker",
+          ...upstreamModel,
+          engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "r1" },
+          capabilities: { ...upstreamCapabilities, reasoning: true },
+          extra_parameters: ["top_k", "min_p", "repetition_penalty", "chat_template_kwargs"],
+          reasoning_efforts: ["none", "minimal", "low", "medium", "high"],
+        },
+        {
+          id: "plain-upstream",
+          ...upstreamModel,
+          engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "p1" },
+          capabilities: { ...upstreamCapabilities, reasoning: false },
+        },
+      ],
+    });
+    key = (await platform.createKey()).key;
+  });
+  afterAll(async () => {
+    await platform?.close();
+    await upstream?.close();
+  });
+
+  const chat = (body: Record<string, unknown>) => platform.request("POST", "/v1/chat/completions", { token: key, body: { messages: user, ...body } });
+  /** The body the upstream received for the last request. */
+  const lastUpstreamBody = () => upstream.received.at(-1)!.body as Record<string, unknown>;
+
+  it("accepts metadata, store, service_tier auto/default and prediction, and ignores them", async () => {
+    const response = await chat({
+      model: TINY_CHAT,
+      max_tokens: 4,
+      metadata: { team: "search" },
+      store: true,
+      service_tier: "default",
+      prediction: { type: "content", content: "Hello" },
+    });
+    expect(response.status).toBe(200);
+    expect(response.body.choices[0].message.content.length).toBeGreaterThan(0);
+  });
+
+  it.each([
+    [{ service_tier: "flex" }, "service_tier"],
+    [{ service_tier: "priority" }, "service_tier"],
+    [{ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"])) }, "metadata"],
+    [{ metadata: { k: 1 } }, "metadata.k"],
+    [{ logit_bias: { abc: 1 } }, "logit_bias.abc"],
+    [{ logit_bias: { "5": 101 } }, "logit_bias.5"],
+    [{ logit_bias: { "99999999": 5 } }, "logit_bias"],
+    [{ prediction: { type: "content" } }, "prediction.content"],
+  ])("refuses %j with a 400 naming %s", async (fields, param) => {
+    const response = await chat({ model: TINY_CHAT, max_tokens: 4, ...fields });
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatchObject({ type: "invalid_request_error", param });
+  });
+
+  it.each([
+    [{ echo: true }, "echo"],
+    [{ suffix: "end" }, "suffix"],
+    [{ logprobs: 2 }, "logprobs"],
+    [{ best_of: 3 }, "best_of"],
+  ])("text completions refuse %j with a 400 naming %s (and accept their no-op values)", async (fields, param) => {
+    const response = await platform.request("POST", "/v1/completions", { token: key, body: { model: TINY_CHAT, prompt: "Hi", max_tokens: 2, ...fields } });
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatchObject({ type: "invalid_request_error", param });
+    const noop = await platform.request("POST", "/v1/completions", {
+      token: key,
+      body: { model: TINY_CHAT, prompt: "Hi", max_tokens: 2, echo: false, suffix: null, logprobs: null, best_of: 1 },
+    });
+    expect(noop.status).toBe(200);
+  });
+
+  it("honours logit_bias on the embedded engine: +100 forces a token, -100 bans the greedy one", async () => {
+    const tokenizer = new BpeTokenizer(platform.tiny.vocab);
+    const forced = tokenizer.encode(" model")[0]!;
+    const forcedText = tokenizer.decode([forced]);
+    const pushed = await chat({ model: TINY_CHAT, max_tokens: 5, temperature: 0, logit_bias: { [String(forced)]: 100 } });
+    expect(pushed.status).toBe(200);
+    expect(pushed.body.choices[0].message.content).toBe(forcedText.repeat(5));
+
+    const greedy = await chat({ model: TINY_CHAT, max_tokens: 3, temperature: 0 });
+    const first = tokenizer.encode(greedy.body.choices[0].message.content as string)[0]!;
+    const banned = await chat({ model: TINY_CHAT, max_tokens: 3, temperature: 0, logit_bias: { [String(first)]: -100 } });
+    expect(banned.status).toBe(200);
+    expect(tokenizer.encode(banned.body.choices[0].message.content as string)[0]).not.toBe(first);
+  });
+
+  it("honours the embedded engine's backend parameters: top_k 1 samples like greedy decoding", async () => {
+    const greedy = await chat({ model: TINY_CHAT, max_tokens: 12, temperature: 0 });
+    const topOne = await Promise.all([1, 2].map(() => chat({ model: TINY_CHAT, max_tokens: 12, temperature: 1, top_k: 1 })));
+    for (const response of topOne) expect(response.body.choices[0].message.content).toBe(greedy.body.choices[0].message.content);
+    const tuned = await chat({ model: TINY_CHAT, max_tokens: 4, top_k: -1, min_p: 0.05, repetition_penalty: 1.2 });
+    expect(tuned.status).toBe(200);
+  });
+
+  it("passes logit_bias and the allowed backend parameters through to an upstream, untouched", async () => {
+    const extras = { top_k: 20, min_p: 0.05, repetition_penalty: 1.1, chat_template_kwargs: { enable_thinking: false } };
+    const response = await chat({ model: "thinker", max_completion_tokens: 32, logit_bias: { "42": -5 }, ...extras });
+    expect(response.status).toBe(200);
+    expect(lastUpstreamBody()).toMatchObject({ model: "r1", logit_bias: { "42": -5 }, ...extras });
+    const text = await platform.request("POST", "/v1/completions", { token: key, body: { model: "thinker", prompt: "Hi", top_k: 3 } });
+    expect(text.status).toBe(200);
+    expect(lastUpstreamBody()).toMatchObject({ top_k: 3 });
+  });
+
+  it.each([
+    ["plain-upstream", { top_k: 20 }, "top_k"],
+    [TINY_PLAIN, { min_p: 0.1 }, "min_p"],
+    ["thinker", { mirostat: 2 }, "mirostat"],
+    ["thinker", { top_k: 1.5 }, "top_k"],
+    ["thinker", { min_p: 2 }, "min_p"],
+  ])("%s refuses %j with a 400 naming %s", async (model, extras, param) => {
+    const before = upstream.received.length;
+    const response = await chat({ model, max_tokens: 4, ...extras });
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatchObject({ type: "invalid_request_error", param });
+    expect(upstream.received.length).toBe(before);
+  });
+
+  it("sends an upstream reasoning model no token bound when the client set none (the backend's default applies)", async () => {
+    const response = await chat({ model: "thinker" });
+    expect(response.status).toBe(200);
+    const sent = lastUpstreamBody();
+    expect(sent).not.toHaveProperty("max_completion_tokens");
+    expect(sent).not.toHaveProperty("max_tokens");
+    await chat({ model: "thinker", max_tokens: 77 });
+    expect(lastUpstreamBody()).toMatchObject({ max_completion_tokens: 77 });
+    await chat({ model: "plain-upstream" });
+    expect(lastUpstreamBody()).toMatchObject({ max_tokens: 150 });
+  });
+
+  it("takes every reasoning_effort the model's registry entry allows, and refuses others", async () => {
+    for (const effort of ["none", "minimal", "high"]) {
+      const response = await chat({ model: "thinker", reasoning_effort: effort, max_tokens: 8 });
+      expect(response.status).toBe(200);
+      expect(lastUpstreamBody()).toMatchObject({ reasoning_effort: effort });
+    }
+    const refused = await chat({ model: "thinker", reasoning_effort: "extreme" });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ param: "reasoning_effort" });
+    const notReasoning = await chat({ model: "plain-upstream", reasoning_effort: "low" });
+    expect(notReasoning.status).toBe(400);
+    expect(notReasoning.body.error).toMatchObject({ param: "reasoning_effort" });
+  });
+});
