@@ -7,6 +7,7 @@ import { usageRoutes } from "./usage/usageRoutes.ts";
 import { apiKeyRoutes } from "./keys/apiKeyRoutes.ts";
 import { modelsRoutes } from "./models/modelsRoutes.ts";
 import { inferenceRoutes } from "./inference/inferenceRoutes.ts";
+import { consoleRoutes } from "./console/consoleRoutes.ts";
 
 /**
  * Every slice's router, in the order they are mounted. inferenceAuthRoutes guards every `/v1` path:
@@ -22,4 +23,6 @@ export const routeFactories: RouteFactory[] = [
   adminRoutes,
   apiKeyRoutes,
   usageRoutes,
+  // The web console (its pages, assets and cookie session); last: it serves `/` and a few page paths.
+  consoleRoutes,
 ];
