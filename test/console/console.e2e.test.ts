@@ -211,6 +211,23 @@ describe("web console in Chromium against the real service (API, worker, project
     // The failed login's 401 is the only error the browser logged.
     expect(watch.problems.filter((p) => !p.includes("401"))).toEqual([]);
   });
+
+  it("explains the 5-key limit where it bites: with 5 active keys, creating is off and the page says why", async () => {
+    for (let i = 1; i <= 5; i++) {
+      expect(await page.getByText("You have reached the limit").count()).toBe(0);
+      await page.getByLabel("Key name").fill(`key ${i}`);
+      await page.getByRole("button", { name: "Create key" }).click();
+      await page.locator("#new-key-value").waitFor();
+      await page.getByRole("button", { name: "I have saved it" }).click();
+    }
+    await page.getByText("5 of 5 active keys in use. You have reached the limit: revoke a key").waitFor();
+    expect(await page.getByRole("button", { name: "Create key" }).isDisabled()).toBe(true);
+    // Revoking one makes room again.
+    await page.getByRole("button", { name: "Revoke key 1" }).click();
+    await page.getByRole("alertdialog").getByRole("button", { name: "Revoke key" }).click();
+    await page.getByText("4 of 5 active keys in use.").waitFor();
+    expect(await page.getByRole("button", { name: "Create key" }).isDisabled()).toBe(false);
+  });
 });
 
 async function cookieHeader(): Promise<string> {

@@ -168,6 +168,7 @@ describe("console pages and assets", () => {
     }
     for (const path of [
       "/console/app/index.html",
+      "/console/app/dailySeries.unit.test.ts",
       "/console/app/nope.js",
       "/console/app/..%2F..%2Fconsole.ts",
       "/console/vendor/..%2F..%2F..%2Fpackage.json",

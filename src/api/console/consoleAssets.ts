@@ -47,7 +47,8 @@ export type ConsoleAssets = {
 export function loadConsoleAssets(): ConsoleAssets {
   const files = new Map<string, ConsoleAsset>();
   for (const entry of readdirSync(STATIC_DIR, { withFileTypes: true })) {
-    if (!entry.isFile() || entry.name === "index.html") continue;
+    // Unit tests of the browser modules sit beside them and are not served.
+    if (!entry.isFile() || entry.name === "index.html" || entry.name.endsWith(".test.ts")) continue;
     files.set(`/console/app/${entry.name}`, asset(readFileSync(path.join(STATIC_DIR, entry.name)), entry.name));
   }
   for (const [name, specifier] of Object.entries(VENDOR_MODULES)) {

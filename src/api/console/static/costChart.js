@@ -1,20 +1,8 @@
 import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
-import { chf } from "./format.js";
+import { axisDecimals, dailySeries } from "./dailySeries.js";
+import { chf, count } from "./format.js";
 import { html } from "./html.js";
-
-const DAY_MS = 86_400_000;
-
-/** One point per day from start_date to end_date, zero where the usage API has no row. */
-export function dailySeries(usage) {
-  const byDate = new Map(usage.data.map((row) => [row.date, row]));
-  const days = [];
-  for (let t = Date.parse(`${usage.start_date}T00:00:00Z`); t <= Date.parse(`${usage.end_date}T00:00:00Z`); t += DAY_MS) {
-    const day = new Date(t).toISOString().slice(0, 10);
-    days.push({ day, t: t / 1000, cost: byDate.get(day)?.cost_chf ?? 0, requests: byDate.get(day)?.requests ?? 0 });
-  }
-  return days;
-}
 
 /** Daily CHF cost as bars (uPlot, drawn on a canvas), with the same numbers as a table for screen readers. */
 export function CostChart({ usage }) {
@@ -30,10 +18,19 @@ export function CostChart({ usage }) {
         legend: { show: false },
         cursor: { show: true, drag: { x: false, y: false } },
         scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 0.01] } },
-        axes: [{ stroke: "#334155" }, { stroke: "#334155", size: 70, values: (_u, ticks) => ticks.map((v) => v.toFixed(v < 0.01 ? 4 : 2)) }],
+        axes: [
+          { stroke: "#334155" },
+          {
+            stroke: "#334155",
+            // Wide enough for the longest label (micro-CHF ticks have 6 decimals).
+            size: (_u, values) => 24 + 8 * Math.max(4, ...(values ?? []).map((v) => v.length)),
+            values: (_u, ticks) => ticks.map((v) => v.toFixed(axisDecimals(ticks))),
+          },
+        ],
         series: [{}, { label: "Cost (CHF)", fill: "#2563eb", stroke: "#1d4ed8", paths: uPlot.paths.bars({ size: [0.7, 40] }), points: { show: false } }],
       },
-      [days.map((d) => d.t), days.map((d) => d.cost)],
+      // No bar at all on days without cost.
+      [days.map((d) => d.t), days.map((d) => (d.cost > 0 ? d.cost : null))],
       element,
     );
     const observer = new ResizeObserver(() => plot.setSize({ width: width(), height: 220 }));
@@ -47,7 +44,7 @@ export function CostChart({ usage }) {
   return html`
     <section class="card" aria-labelledby="chart-title">
       <h2 id="chart-title">Daily cost, last 30 days</h2>
-      <p class="hint">${usage.start_date} to ${usage.end_date}: ${chf(total)} in ${usage.total.requests} requests.</p>
+      <p class="hint">${usage.start_date} to ${usage.end_date}: ${chf(total)} in ${count(usage.total.requests)} ${usage.total.requests === 1 ? "request" : "requests"}.</p>
       <div class="chart" ref=${target} role="img" aria-label=${`Bar chart of daily cost; total ${chf(total)}. The same numbers are in the table below it.`}></div>
       <details>
         <summary>Show the daily numbers as a table</summary>

@@ -63,8 +63,8 @@ export function KeyRow({ apiKey, api, keysPath, onChanged }) {
           mode === "confirm-revoke"
             ? html`<div role="alertdialog" aria-labelledby=${`revoke-q-${apiKey.id}`} class="confirm">
                 <p id=${`revoke-q-${apiKey.id}`}>Revoke “${apiKey.name}”? Every call with it will be refused (403) at once. This cannot be undone.</p>
-                <button type="button" class="danger" onClick=${revoke} ref=${(el) => el?.focus()}>Revoke key</button>
-                <button type="button" onClick=${() => setMode("view")}>Keep it</button>
+                <button type="button" class="danger" onClick=${revoke}>Revoke key</button>
+                <button type="button" onClick=${() => setMode("view")} ref=${(el) => el?.focus()}>Keep it</button>
               </div>`
             : active &&
               html`<button type="button" onClick=${() => setMode("rename")} aria-label=${`Rename ${apiKey.name}`}>Rename</button>

@@ -9,7 +9,8 @@ const USAGE_PATH = "/api/v1/accounts/user/usage";
 /** Spent, held and remaining of this period's budget, as a bar with the figures written out beside it. */
 function BudgetGauge({ period }) {
   const budget = period.budget_chf;
-  const pct = (part) => (budget > 0 ? Math.min(100, (part / budget) * 100) : 0);
+  // Any spending at all shows as at least a sliver.
+  const pct = (part) => (budget > 0 && part > 0 ? Math.max(0.5, Math.min(100, (part / budget) * 100)) : 0);
   const spentPct = pct(period.spent_chf);
   const heldPct = Math.min(100 - spentPct, pct(period.held_chf));
   return html`
