@@ -1,4 +1,6 @@
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { pathToFileURL } from "node:url";
 import OpenAI from "openai";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +14,8 @@ import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/test
 
 // Functions passed to page.evaluate run in the browser: they reach its globals through `globalThis as any`
 // (this TypeScript project has no DOM types).
-const SCREENSHOTS = new URL("../../docs/", import.meta.url);
+/** `UPDATE_SCREENSHOTS=1` writes the README's screenshots into docs/; otherwise they go to a temp dir. */
+const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? new URL("../../docs/", import.meta.url) : pathToFileURL(`${tmpdir()}/console-screenshots-${process.pid}/`);
 
 let platform: TestPlatform;
 let runner: ProjectionRunner;
@@ -35,6 +38,7 @@ afterAll(async () => {
   await browser?.close();
   await runner?.stop();
   await platform?.close();
+  if (process.env.UPDATE_SCREENSHOTS !== "1") await rm(SCREENSHOTS, { recursive: true, force: true });
 });
 
 const screenshot = (name: string) => page.screenshot({ path: new URL(name, SCREENSHOTS).pathname, fullPage: true });
