@@ -14,8 +14,10 @@ import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/test
 
 // Functions passed to page.evaluate run in the browser: they reach its globals through `globalThis as any`
 // (this TypeScript project has no DOM types).
+
 /** `UPDATE_SCREENSHOTS=1` writes the README's screenshots into docs/; otherwise they go to a temp dir. */
-const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? new URL("../../docs/", import.meta.url) : pathToFileURL(`${tmpdir()}/console-screenshots-${process.pid}/`);
+const SCREENSHOTS =
+  process.env.UPDATE_SCREENSHOTS === "1" ? new URL("../../docs/", import.meta.url) : pathToFileURL(`${tmpdir()}/console-screenshots-${process.pid}/`);
 
 let platform: TestPlatform;
 let runner: ProjectionRunner;
