@@ -30,12 +30,24 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
     setError(null);
     setStreaming("");
     abort.current = new AbortController();
+    let partial = "";
+    const onText = (text) => {
+      partial = text;
+      setStreaming(text);
+    };
     try {
-      const reply = await streamChat({ apiKey: playgroundKey, model, messages, signal: abort.current.signal, onText: setStreaming });
+      const reply = await streamChat({ apiKey: playgroundKey, model, messages, signal: abort.current.signal, onText });
       setTurns([...messages, { role: "assistant", content: reply }]);
     } catch (failure) {
-      if (failure.name !== "AbortError") setError(failure);
-      setTurns(messages);
+      if (failure.name === "AbortError") {
+        // Stopped: keep what had arrived.
+        setTurns(partial ? [...messages, { role: "assistant", content: partial }] : messages);
+      } else {
+        // Nothing was answered: take the message back into the box, to send again once the cause is fixed.
+        setError(failure);
+        setTurns(turns);
+        setMessage(messages.at(-1).content);
+      }
     } finally {
       setStreaming(null);
       abort.current = null;
