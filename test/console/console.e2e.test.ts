@@ -43,7 +43,16 @@ afterAll(async () => {
   if (process.env.UPDATE_SCREENSHOTS !== "1") await rm(SCREENSHOTS, { recursive: true, force: true });
 });
 
-const screenshot = (name: string) => page.screenshot({ path: new URL(name, SCREENSHOTS).pathname, fullPage: true });
+/** Saves a screenshot of the page, after checking that each of its form fields has a label. */
+async function screenshot(name: string): Promise<void> {
+  const unlabelled = await page.evaluate((): string[] =>
+    [...(globalThis as any).document.querySelectorAll("input, select, textarea")]
+      .filter((field: any) => field.labels.length === 0 && !field.getAttribute("aria-label"))
+      .map((field: any) => field.outerHTML),
+  );
+  expect(unlabelled, name).toEqual([]);
+  await page.screenshot({ path: new URL(name, SCREENSHOTS).pathname, fullPage: true });
+}
 const keyRow = (name: string) => page.locator("tr", { has: page.locator("td.key-name", { hasText: name }) });
 
 /**
@@ -125,8 +134,11 @@ describe("web console in Chromium against the real service (API, worker, project
     await waitForRequests("laptop", "1");
     expect(await keyRow("laptop").locator("td[data-label='Cost']").textContent()).not.toBe("CHF 0.00");
 
-    await page.getByRole("button", { name: "Rename laptop" }).click();
+    // By keyboard: the Rename button takes Enter, the field gets the focus, Enter saves.
+    await page.getByRole("button", { name: "Rename laptop" }).focus();
+    await page.keyboard.press("Enter");
     const input = page.getByLabel("New name for laptop");
+    await expect.poll(() => input.evaluate((el) => el === (globalThis as any).document.activeElement)).toBe(true);
     await input.fill("laptop (old)");
     await input.press("Enter");
     await keyRow("laptop (old)").waitFor();
