@@ -54,6 +54,8 @@ function App({ api }) {
     if (to !== location.pathname) history.pushState(null, "", to);
     setPath(to);
     window.scrollTo(0, 0);
+    // Screen readers and keyboards start on the new page's content, not on the link just used.
+    setTimeout(() => document.getElementById("main")?.focus({ preventScroll: true }), 0);
   }, []);
 
   const loadSession = useCallback(async () => {
