@@ -8,6 +8,7 @@ import { apiKeyRoutes } from "./keys/apiKeyRoutes.ts";
 import { modelsRoutes } from "./models/modelsRoutes.ts";
 import { inferenceRoutes } from "./inference/inferenceRoutes.ts";
 import { metricsRoutes } from "./metrics/metricsRoutes.ts";
+import { consoleRoutes } from "./console/consoleRoutes.ts";
 
 /**
  * Every slice's router, in the order they are mounted. inferenceAuthRoutes guards every `/v1` path:
@@ -24,4 +25,6 @@ export const routeFactories: RouteFactory[] = [
   apiKeyRoutes,
   usageRoutes,
   metricsRoutes,
+  // The web console (its pages, assets and cookie session); last: it serves `/` and a few page paths.
+  consoleRoutes,
 ];

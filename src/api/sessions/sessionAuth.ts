@@ -1,22 +1,34 @@
 import type { Context, Next } from "koa";
 import type { AppDeps } from "../appDeps.ts";
 import { bearerToken } from "../http/bearerToken.ts";
-import { AuthenticationError } from "../http/errors.ts";
+import { ApiError, AuthenticationError } from "../http/errors.ts";
 import { findSession } from "./sessionStore.ts";
+import { CSRF_HEADER, csrfTokenAccepted, readSessionCookie } from "./sessionCookie.ts";
 
-export type SessionState = { accountId: string; sessionToken: string };
+export type SessionState = { accountId: string; sessionToken: string; via: "bearer" | "cookie" };
+
+/** A cookie-authenticated state-changing call without the session's CSRF token. */
+export class CsrfTokenError extends ApiError {
+  constructor() {
+    super(403, "permission_error", `Missing or invalid CSRF token: send the console's token in the ${CSRF_HEADER} header.`, { code: "invalid_csrf_token" });
+  }
+}
 
 /**
- * Key-management and account routes: `Authorization: Bearer <SESSION_TOKEN>`. Sets
- * ctx.state.session = { accountId, sessionToken }; 401 authentication_error otherwise.
+ * Key-management and account routes: `Authorization: Bearer <SESSION_TOKEN>` (scripts), or the web
+ * console's HttpOnly session cookie, which on state-changing methods also needs the CSRF header. Sets
+ * ctx.state.session; 401 authentication_error without a valid session.
  */
 export function sessionAuth(deps: Pick<AppDeps, "pool" | "clock">) {
   return async function requireSession(ctx: Context, next: Next): Promise<void> {
-    const token = bearerToken(ctx);
+    const bearer = bearerToken(ctx);
+    const token = bearer ?? readSessionCookie(ctx);
     if (!token) throw new AuthenticationError("Missing session token: send `Authorization: Bearer <SESSION_TOKEN>`.", "missing_session");
+    const via = bearer ? "bearer" : "cookie";
+    if (via === "cookie" && !csrfTokenAccepted(ctx, token)) throw new CsrfTokenError();
     const session = await findSession(deps.pool, token, deps.clock.now());
     if (!session) throw new AuthenticationError("Invalid or expired session token. Log in again.", "invalid_session");
-    ctx.state.session = { accountId: session.accountId, sessionToken: token } satisfies SessionState;
+    ctx.state.session = { accountId: session.accountId, sessionToken: token, via } satisfies SessionState;
     await next();
   };
 }

@@ -1,0 +1,50 @@
+/** What an error status of the chat API means, in words a console user can act on. */
+const STATUS_HINTS = {
+  401: "The API key is missing or malformed.",
+  402: "Your account has no active subscription, so API calls are refused (402).",
+  403: "This API key is invalid or revoked (403).",
+  429: "This period's budget is used up (429); usage resets at the start of the next billing period.",
+};
+
+/**
+ * Streams a chat completion from /v1/chat/completions (the same API the SDKs use, with an API key),
+ * calling onText with each piece of content as it arrives. Resolves with the full reply.
+ */
+export async function streamChat({ apiKey, model, messages, signal, onText }) {
+  const response = await fetch("/v1/chat/completions", {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify({ model, messages, stream: true, max_tokens: 256 }),
+    signal,
+  });
+  if (!response.ok) {
+    const body = await response.json().catch(() => null);
+    const hint = STATUS_HINTS[response.status];
+    throw new Error([hint, body?.error?.message].filter(Boolean).join(" ") || `HTTP ${response.status}`);
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let reply = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    const events = buffer.split(/\r?\n\r?\n/);
+    buffer = events.pop();
+    for (const event of events) {
+      for (const line of event.split(/\r?\n/)) {
+        if (!line.startsWith("data:")) continue;
+        const data = line.slice(5).trim();
+        if (data === "[DONE]") return reply;
+        const chunk = JSON.parse(data);
+        if (chunk.error) throw new Error(chunk.error.message);
+        const text = chunk.choices?.[0]?.delta?.content ?? "";
+        if (text) {
+          reply += text;
+          onText(reply);
+        }
+      }
+    }
+  }
+  return reply;
+}

@@ -1,0 +1,125 @@
+import { render } from "preact";
+import { useCallback, useEffect, useState } from "preact/hooks";
+import { createApi } from "./api.js";
+import { AuthPage } from "./authPages.js";
+import { html } from "./html.js";
+import { AccountPage } from "./accountPage.js";
+import { UsagePage } from "./usagePage.js";
+import { ModelsPage } from "./modelsPage.js";
+import { PlaygroundPage } from "./playgroundPage.js";
+
+const PAGES = [
+  { path: "/account", title: "API keys", component: AccountPage },
+  { path: "/usage", title: "Usage", component: UsagePage },
+  { path: "/models", title: "Models", component: ModelsPage },
+  { path: "/playground", title: "Playground", component: PlaygroundPage },
+];
+const PUBLIC_PATHS = ["/login", "/signup"];
+
+function Header({ account, path, navigate, onLogout }) {
+  return html`
+    <header class="top">
+      <a class="skip" href="#main">Skip to content</a>
+      <span class="brand">Inference Platform</span>
+      <nav aria-label="Console">
+        <ul>
+          ${PAGES.map(
+            (page) => html`<li>
+              <a
+                href=${page.path}
+                aria-current=${path === page.path ? "page" : undefined}
+                onClick=${(e) => {
+                  e.preventDefault();
+                  navigate(page.path);
+                }}
+                >${page.title}</a
+              >
+            </li>`,
+          )}
+        </ul>
+      </nav>
+      <span class="who">${account.email}</span>
+      <button type="button" onClick=${onLogout}>Log out</button>
+    </header>
+  `;
+}
+
+function App({ api }) {
+  const [path, setPath] = useState(location.pathname);
+  const [session, setSession] = useState(undefined); // undefined: not known yet; null: logged out
+  // A key created in this page stays in memory (never stored) so the playground can use it.
+  const [playgroundKey, setPlaygroundKey] = useState("");
+
+  const navigate = useCallback((to) => {
+    if (to !== location.pathname) history.pushState(null, "", to);
+    setPath(to);
+    window.scrollTo(0, 0);
+    // Screen readers and keyboards start on the new page's content, not on the link just used.
+    setTimeout(() => document.getElementById("main")?.focus({ preventScroll: true }), 0);
+  }, []);
+
+  const loadSession = useCallback(async () => {
+    try {
+      const current = await api.get("/console/session");
+      api.setCsrfToken(current.csrf_token);
+      setSession(current);
+    } catch {
+      api.setCsrfToken(null);
+      setSession(null);
+    }
+  }, [api]);
+
+  useEffect(() => {
+    loadSession();
+    const onPop = () => setPath(location.pathname);
+    window.addEventListener("popstate", onPop);
+    return () => window.removeEventListener("popstate", onPop);
+  }, [loadSession]);
+
+  const page = PAGES.find((p) => p.path === path);
+  useEffect(() => {
+    if (session === undefined) return;
+    if (!session && !PUBLIC_PATHS.includes(path)) navigate("/login");
+    if (session && !page) navigate("/account");
+  }, [session, path, page, navigate]);
+  useEffect(() => {
+    document.title = `${page ? page.title : path === "/signup" ? "Sign up" : "Log in"} · Inference Platform`;
+  }, [page, path]);
+
+  if (session === undefined) return html`<p class="loading">Loading the console…</p>`;
+  if (!session) {
+    return html`<${AuthPage}
+      api=${api}
+      mode=${path === "/signup" ? "signup" : "login"}
+      navigate=${navigate}
+      onLoggedIn=${async (csrfToken) => {
+        api.setCsrfToken(csrfToken);
+        await loadSession();
+        navigate("/account");
+      }}
+    />`;
+  }
+  if (!page) return null;
+  const logout = async () => {
+    await api.del("/console/session").catch(() => undefined);
+    api.setCsrfToken(null);
+    setPlaygroundKey("");
+    setSession(null);
+    navigate("/login");
+  };
+  const Page = page.component;
+  return html`
+    <${Header} account=${session.account} path=${path} navigate=${navigate} onLogout=${logout} />
+    <main id="main" tabindex="-1">
+      <${Page}
+        api=${api}
+        account=${session.account}
+        navigate=${navigate}
+        playgroundKey=${playgroundKey}
+        setPlaygroundKey=${setPlaygroundKey}
+      />
+    </main>
+  `;
+}
+
+render(html`<${App} api=${createApi()} />`, document.getElementById("app"));

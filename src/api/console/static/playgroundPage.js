@@ -1,0 +1,121 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import { html } from "./html.js";
+import { streamChat } from "./chatStream.js";
+import { ErrorMessage } from "./widgets.js";
+
+/** Pick a model, send a chat message, watch the reply stream in (through the public API, with an API key). */
+export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate }) {
+  const [models, setModels] = useState([]);
+  const [model, setModel] = useState("");
+  const [message, setMessage] = useState("");
+  const [turns, setTurns] = useState([]);
+  const [streaming, setStreaming] = useState(null);
+  const [error, setError] = useState(null);
+  const abort = useRef(null);
+
+  useEffect(() => {
+    api.get("/console/models").then((list) => {
+      const chat = list.data.filter((m) => m.capabilities.includes("chat"));
+      setModels(chat);
+      setModel((current) => current || (chat.find((m) => m.available) ?? chat[0])?.id || "");
+    }, setError);
+    return () => abort.current?.abort();
+  }, [api]);
+
+  async function send(event) {
+    event.preventDefault();
+    const messages = [...turns, { role: "user", content: message }];
+    setTurns(messages);
+    setMessage("");
+    setError(null);
+    setStreaming("");
+    abort.current = new AbortController();
+    let partial = "";
+    const onText = (text) => {
+      partial = text;
+      setStreaming(text);
+    };
+    try {
+      const reply = await streamChat({ apiKey: playgroundKey, model, messages, signal: abort.current.signal, onText });
+      setTurns([...messages, { role: "assistant", content: reply }]);
+    } catch (failure) {
+      if (failure.name === "AbortError") {
+        // Stopped: keep what had arrived.
+        setTurns(partial ? [...messages, { role: "assistant", content: partial }] : messages);
+      } else {
+        // Nothing was answered: take the message back into the box, to send again once the cause is fixed.
+        setError(failure);
+        setTurns(turns);
+        setMessage(messages.at(-1).content);
+      }
+    } finally {
+      setStreaming(null);
+      abort.current = null;
+    }
+  }
+
+  return html`
+    <h1>Playground</h1>
+    <section class="card" aria-labelledby="playground-title">
+      <h2 id="playground-title" class="visually-hidden">Chat</h2>
+      <form class="stack" onSubmit=${send}>
+        <div class="row">
+          <div class="stack grow">
+            <label for="pg-model">Model</label>
+            <select id="pg-model" value=${model} onChange=${(e) => setModel(e.currentTarget.value)}>
+              ${models.map((m) => html`<option value=${m.id}>${m.id}${m.available ? "" : " (no worker)"}</option>`)}
+            </select>
+          </div>
+          <div class="stack grow">
+            <label for="pg-key">API key</label>
+            <input
+              id="pg-key"
+              type="password"
+              autocomplete="off"
+              required
+              value=${playgroundKey}
+              onInput=${(e) => setPlaygroundKey(e.currentTarget.value)}
+              aria-describedby="pg-key-hint"
+            />
+          </div>
+        </div>
+        <p id="pg-key-hint" class="hint">
+          The playground calls the API like any client, so it needs one of your keys. A key you created on the${" "}
+          <a
+            href="/account"
+            onClick=${(e) => {
+              e.preventDefault();
+              navigate("/account");
+            }}
+            >API keys page</a
+          >${" "}
+          during this visit is filled in; it is kept only in this page's memory.
+        </p>
+        <ol class="chat" aria-label="Conversation">
+          ${turns.map((t) => html`<li class=${`turn ${t.role}`}><span class="who-said">${t.role === "user" ? "You" : "Model"}</span>${t.content}</li>`)}
+          ${streaming !== null && html`<li class="turn assistant streaming"><span class="who-said">Model</span><span id="pg-reply">${streaming}</span></li>`}
+        </ol>
+        <p role="status" class="visually-hidden">${streaming !== null ? "The model is answering…" : turns.length ? "The reply is complete." : ""}</p>
+        <${ErrorMessage} error=${error} />
+        <label for="pg-message">Message</label>
+        <textarea
+          id="pg-message"
+          rows="3"
+          required
+          value=${message}
+          onInput=${(e) => setMessage(e.currentTarget.value)}
+          onKeyDown=${(e) => {
+            if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) e.currentTarget.form.requestSubmit();
+          }}
+          aria-describedby="pg-message-hint"
+        ></textarea>
+        <p id="pg-message-hint" class="hint">Ctrl+Enter sends.</p>
+        <div class="row">
+          <button type="submit" class="primary" disabled=${streaming !== null || !model}>Send</button>
+          ${streaming !== null && html`<button type="button" onClick=${() => abort.current?.abort()}>Stop</button>`}
+          <button type="button" onClick=${() => setTurns([])} disabled=${streaming !== null || turns.length === 0}>Clear conversation</button>
+        </div>
+      </form>
+    </section>
+  `;
+}

@@ -1,0 +1,39 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { Context } from "koa";
+
+/** The web console's session cookie: the same session token as the Bearer one, kept HttpOnly and SameSite=Strict. */
+export const SESSION_COOKIE = "console_session";
+
+/** The header the console sends its CSRF token in on every state-changing call made with the cookie. */
+export const CSRF_HEADER = "x-csrf-token";
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * The CSRF token of a session: derived from the session token (which page scripts never see: the cookie
+ * is HttpOnly), so another site can neither read nor compute it, and nothing more has to be stored.
+ */
+export function csrfTokenFor(sessionToken: string): string {
+  return createHash("sha256").update(`csrf:${sessionToken}`).digest("base64url");
+}
+
+export function readSessionCookie(ctx: Context): string | null {
+  const value = ctx.cookies.get(SESSION_COOKIE);
+  return value && /^sess_[A-Za-z0-9_-]{1,100}$/.test(value) ? value : null;
+}
+
+export function setSessionCookie(ctx: Context, token: string, expiresAt: Date): void {
+  ctx.cookies.set(SESSION_COOKIE, token, { httpOnly: true, sameSite: "strict", secure: ctx.secure, path: "/", expires: expiresAt, overwrite: true });
+}
+
+export function clearSessionCookie(ctx: Context): void {
+  ctx.cookies.set(SESSION_COOKIE, "", { httpOnly: true, sameSite: "strict", secure: ctx.secure, path: "/", expires: new Date(0), overwrite: true });
+}
+
+/** Whether a cookie-authenticated request may go on: safe methods always; others only with the session's CSRF token. */
+export function csrfTokenAccepted(ctx: Context, sessionToken: string): boolean {
+  if (SAFE_METHODS.has(ctx.method)) return true;
+  const sent = Buffer.from(ctx.get(CSRF_HEADER));
+  const expected = Buffer.from(csrfTokenFor(sessionToken));
+  return sent.length === expected.length && timingSafeEqual(sent, expected);
+}

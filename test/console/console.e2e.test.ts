@@ -1,0 +1,274 @@
+import { mkdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { pathToFileURL } from "node:url";
+import OpenAI from "openai";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { allProjections } from "../../projections/allProjections.ts";
+import { ProjectionRunner } from "../../projections/projectionRunner.ts";
+import { silentLogger } from "../../src/observability/logger.ts";
+import { PASSWORD, newEmail } from "../accounts/accountSteps.ts";
+import { launchChromium, newContext, watchPage } from "../support/browser.ts";
+import { TEST_ADMIN_TOKEN } from "../support/testApp.ts";
+import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+
+// Functions passed to page.evaluate run in the browser: they reach its globals through `globalThis as any`
+// (this TypeScript project has no DOM types).
+
+/** `UPDATE_SCREENSHOTS=1` writes the README's screenshots into docs/; otherwise they go to a temp dir. */
+const SCREENSHOTS =
+  process.env.UPDATE_SCREENSHOTS === "1" ? new URL("../../docs/", import.meta.url) : pathToFileURL(`${tmpdir()}/console-screenshots-${process.pid}/`);
+
+let platform: TestPlatform;
+let runner: ProjectionRunner;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let watch: { problems: string[] };
+
+beforeAll(async () => {
+  platform = await startTestPlatform();
+  runner = new ProjectionRunner({ pool: platform.deps.pool, logger: silentLogger, projections: allProjections, batchSize: 100, pollIntervalMs: 50 });
+  runner.start();
+  browser = await launchChromium();
+  context = await newContext(browser, platform.baseUrl);
+  page = await context.newPage();
+  watch = watchPage(page, platform.baseUrl);
+  await mkdir(SCREENSHOTS, { recursive: true });
+});
+afterAll(async () => {
+  await browser?.close();
+  await runner?.stop();
+  await platform?.close();
+  if (process.env.UPDATE_SCREENSHOTS !== "1") await rm(SCREENSHOTS, { recursive: true, force: true });
+});
+
+/** Saves a screenshot of the page, after checking that each of its form fields has a label. */
+async function screenshot(name: string): Promise<void> {
+  const unlabelled = await page.evaluate((): string[] =>
+    [...(globalThis as any).document.querySelectorAll("input, select, textarea")]
+      .filter((field: any) => field.labels.length === 0 && !field.getAttribute("aria-label"))
+      .map((field: any) => field.outerHTML),
+  );
+  expect(unlabelled, name).toEqual([]);
+  await page.screenshot({ path: new URL(name, SCREENSHOTS).pathname, fullPage: true });
+}
+const keyRow = (name: string) => page.locator("tr", { has: page.locator("td.key-name", { hasText: name }) });
+
+/**
+ * Clicks the keys section's Refresh until the row's request count reads `expected` (the projector has to
+ * catch up) and its last use is shown (written in batches).
+ */
+async function waitForRequests(name: string, expected: string): Promise<void> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await page.waitForLoadState("networkidle");
+    const requests = await keyRow(name).locator("td.key-requests").textContent();
+    const lastUsed = await keyRow(name).locator("td[data-label='Last used']").textContent();
+    if (requests === expected && lastUsed !== "Never") return;
+    if (Date.now() > until) throw new Error(`the key ${name} never showed ${expected} requests`);
+    await page.waitForTimeout(250);
+  }
+}
+
+describe("web console in Chromium against the real service (API, worker, projector)", () => {
+  const email = newEmail("console");
+  let fullKey = "";
+  /** The last key created by the 5-key-limit walk (active). */
+  let fullKeyOfNewest = "";
+
+  it("signs up from /, shows the subscription as not active, then active once an operator activates it", async () => {
+    await page.goto("/");
+    await expect.poll(() => page.url()).toBe(`${platform.baseUrl}/login`);
+    await page.getByRole("link", { name: /create an account/i }).click();
+    await page.getByLabel("Email address").fill(email);
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.getByRole("heading", { name: "Account settings" }).waitFor();
+    expect(page.url()).toBe(`${platform.baseUrl}/account`);
+    expect(await page.locator("#subscription-status").textContent()).toBe("Not active");
+    expect(await page.getByText("402 Payment Required").count()).toBe(1);
+
+    const cookies = await context.cookies();
+    const session = cookies.find((c) => c.name === "console_session");
+    expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/" });
+    expect(await page.evaluate(() => (globalThis as any).document.cookie)).toBe("");
+
+    // An operator activates the subscription (admin API), as in the operator walk-through.
+    const found = await platform.request("GET", `/api/v1/admin/accounts?email=${encodeURIComponent(email)}`, { token: TEST_ADMIN_TOKEN });
+    const activated = await platform.request("PUT", `/api/v1/admin/accounts/${found.body.id}/subscription`, {
+      token: TEST_ADMIN_TOKEN,
+      body: { status: "active", monthly_budget_chf: 20 },
+    });
+    expect(activated.status, activated.text).toBe(200);
+    await page.reload();
+    await page.locator("#subscription-status", { hasText: "Active" }).waitFor();
+    expect(await page.getByText("Monthly budget CHF 20.00").count()).toBe(1);
+  });
+
+  it("creates a key, shows it once with a copy button, and the copied key works with the OpenAI SDK", async () => {
+    await page.getByLabel("Key name").fill("laptop");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const shown = page.locator("#new-key-value");
+    await shown.waitFor();
+    fullKey = await shown.inputValue();
+    expect(fullKey).toMatch(/^sk-/);
+    expect(await page.getByText("you will not see it again").count()).toBe(1);
+    await page.getByRole("button", { name: "Copy", exact: true }).click();
+    await page.getByRole("button", { name: "Copied" }).waitFor();
+    const copied = await page.evaluate(() => (globalThis as any).navigator.clipboard.readText());
+    expect(copied).toBe(fullKey);
+    expect(await keyRow("laptop").locator("code").textContent()).toBe(`sk-${"*".repeat(16)}${fullKey.slice(-4)}`);
+    await screenshot("console-keys.png");
+
+    const reply = await platform.openai(copied).chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });
+    expect(reply.usage?.completion_tokens).toBeGreaterThan(0);
+
+    await page.getByRole("button", { name: "I have saved it" }).click();
+    expect(await page.locator("#new-key-value").count()).toBe(0);
+    expect(await page.content()).not.toContain(fullKey);
+  });
+
+  it("counts the SDK request on the key once the projector has it, renames inline, and shows usage", async () => {
+    await waitForRequests("laptop", "1");
+    expect(await keyRow("laptop").locator("td[data-label='Cost']").textContent()).not.toBe("CHF 0.00");
+
+    // By keyboard: the Rename button takes Enter, the field gets the focus, Enter saves.
+    await page.getByRole("button", { name: "Rename laptop" }).focus();
+    await page.keyboard.press("Enter");
+    const input = page.getByLabel("New name for laptop");
+    await expect.poll(() => input.evaluate((el) => el === (globalThis as any).document.activeElement)).toBe(true);
+    await input.fill("laptop (old)");
+    await input.press("Enter");
+    await keyRow("laptop (old)").waitFor();
+    const listed = await platform.request("GET", "/api/v1/accounts/user/api-keys", { headers: { cookie: await cookieHeader() } });
+    expect(listed.body.data.map((k: { name: string }) => k.name)).toEqual(["laptop (old)"]);
+
+    await page.getByRole("link", { name: "Usage" }).click();
+    await page.getByRole("heading", { name: "Daily cost, last 30 days" }).waitFor();
+    expect(await page.locator("#budget-spent").textContent()).not.toBe("CHF 0.00");
+    await page.locator(".chart canvas").first().waitFor();
+    const byKey = page.locator("section", { has: page.getByRole("heading", { name: "By key, this billing period" }) });
+    expect(await byKey.locator("tbody tr th").allTextContents()).toEqual(["laptop (old)"]);
+    expect(await byKey.locator("tbody tr td").first().textContent()).toBe("1");
+    const byModel = page.locator("section", { has: page.getByRole("heading", { name: "By model, this billing period" }) });
+    expect(await byModel.locator("tbody tr th").allTextContents()).toEqual([TINY_CHAT]);
+    await screenshot("console-usage.png");
+
+    await page.getByRole("link", { name: "Models" }).click();
+    const row = page.locator("table.models tbody tr", { hasText: TINY_CHAT });
+    await row.waitFor();
+    expect(await row.locator("td[data-label='Context length']").textContent()).toBe("1,024 tokens");
+    expect(await row.locator("td[data-label='Input']").textContent()).toBe("CHF 0.50");
+    expect(await row.locator("td[data-label='Output']").textContent()).toBe("CHF 1.50");
+    await screenshot("console-models.png");
+  });
+
+  it("streams a chat reply in the playground with the key created on this page", async () => {
+    await page.getByRole("link", { name: "Playground" }).click();
+    expect(await page.getByLabel("API key").inputValue()).toBe(fullKey);
+    await expect.poll(() => page.getByLabel("Model").inputValue()).toBe(TINY_CHAT);
+    // Record every text the reply shows while it streams.
+    await page.evaluate(() => {
+      const seen: string[] = [];
+      (globalThis as any).replyStates = seen;
+      new (globalThis as any).MutationObserver(() => {
+        const text = (globalThis as any).document.getElementById("pg-reply")?.textContent;
+        if (text && seen.at(-1) !== text) seen.push(text);
+      }).observe((globalThis as any).document.body, { subtree: true, childList: true, characterData: true });
+    });
+    await page.getByLabel("Message").fill("Tell me a story");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByText("The reply is complete.").waitFor({ state: "attached", timeout: 60_000 });
+    const states = await page.evaluate((): string[] => (globalThis as any).replyStates);
+    const final = await page.locator("li.turn.assistant").last().textContent();
+    expect(states.length).toBeGreaterThan(1);
+    expect(final).toBe(`Model${states.at(-1)}`);
+    await screenshot("console-playground.png");
+  });
+
+  it("revokes after a confirmation; the next SDK call is refused with 403", async () => {
+    await page.getByRole("link", { name: "API keys", exact: true }).click();
+    await page.getByRole("button", { name: "Revoke laptop (old)" }).click();
+    const confirm = page.getByRole("alertdialog");
+    expect(await confirm.textContent()).toContain("cannot be undone");
+    await confirm.getByRole("button", { name: "Revoke key" }).click();
+    await keyRow("laptop (old)").locator(".badge", { hasText: "Revoked" }).waitFor();
+    const error = await platform
+      .openai(fullKey)
+      .chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(403);
+  });
+
+  it("works at phone width and logs out (the old cookie no longer opens a session)", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.reload();
+    await keyRow("laptop (old)").waitFor();
+    const overflow = await page.evaluate(
+      (): number => (globalThis as any).document.documentElement.scrollWidth - (globalThis as any).document.documentElement.clientWidth,
+    );
+    expect(overflow).toBeLessThanOrEqual(0);
+    await screenshot("console-phone.png");
+    const oldCookie = await cookieHeader();
+    await page.getByRole("button", { name: "Log out" }).click();
+    await page.getByRole("heading", { name: "Log in" }).waitFor();
+    expect((await context.cookies()).find((c) => c.name === "console_session")).toBeUndefined();
+    expect((await platform.request("GET", "/console/session", { headers: { cookie: oldCookie } })).status).toBe(401);
+    await page.setViewportSize({ width: 1200, height: 900 });
+  });
+
+  it("refuses a wrong password, then logs back in with the right one", async () => {
+    await page.getByLabel("Email address").fill(email);
+    await page.getByLabel("Password").fill("wrong password here");
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.getByRole("alert").filter({ hasText: "Incorrect email address or password." }).waitFor();
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await keyRow("laptop (old)").waitFor();
+  });
+
+  it("explains the 5-key limit where it bites: with 5 active keys, creating is off and the page says why", async () => {
+    for (let i = 1; i <= 5; i++) {
+      expect(await page.getByText("You have reached the limit").count()).toBe(0);
+      await page.getByLabel("Key name").fill(`key ${i}`);
+      await page.getByRole("button", { name: "Create key" }).click();
+      fullKeyOfNewest = await page.locator("#new-key-value").inputValue();
+      await page.getByRole("button", { name: "I have saved it" }).click();
+    }
+    await page.getByText("5 of 5 active keys in use. You have reached the limit: revoke a key").waitFor();
+    expect(await page.getByRole("button", { name: "Create key" }).isDisabled()).toBe(true);
+    // Revoking one makes room again.
+    await page.getByRole("button", { name: "Revoke key 1" }).click();
+    await page.getByRole("alertdialog").getByRole("button", { name: "Revoke key" }).click();
+    await page.getByText("4 of 5 active keys in use.").waitFor();
+    expect(await page.getByRole("button", { name: "Create key" }).isDisabled()).toBe(false);
+  });
+
+  it("says in the playground what a 402 means once the subscription is cancelled, and keeps the message to send again", async () => {
+    const found = await platform.request("GET", `/api/v1/admin/accounts?email=${encodeURIComponent(email)}`, { token: TEST_ADMIN_TOKEN });
+    await platform.request("PUT", `/api/v1/admin/accounts/${found.body.id}/subscription`, { token: TEST_ADMIN_TOKEN, body: { status: "inactive" } });
+    await page.getByRole("link", { name: "Playground", exact: true }).click();
+    await page.getByLabel("API key").fill(fullKeyOfNewest);
+    await expect.poll(() => page.getByLabel("Model").inputValue()).toBe(TINY_CHAT);
+    await page.getByLabel("Message").fill("Are you there?");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("alert").filter({ hasText: "no active subscription" }).waitFor();
+    expect(await page.getByLabel("Message").inputValue()).toBe("Are you there?");
+    expect(await page.locator("li.turn").count()).toBe(0);
+  });
+
+  it("had no script error, no CSP violation and no request outside the app's origin in all of the above", () => {
+    // The browser logs the answers the walk expected: 401 (no session yet, wrong password) and the 402.
+    const expected = /^console error: Failed to load resource: the server responded with a status of 40[12] /;
+    expect(watch.problems.filter((p) => !expected.test(p))).toEqual([]);
+    expect(watch.problems.length).toBeGreaterThan(0);
+  });
+});
+
+async function cookieHeader(): Promise<string> {
+  const session = (await context.cookies()).find((c) => c.name === "console_session");
+  return `console_session=${session?.value ?? ""}`;
+}
