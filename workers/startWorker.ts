@@ -83,6 +83,7 @@ export async function startWorker({ config, pool, logger }: WorkerContext, optio
         now: () => new Date(),
         logger: logger.child({ model: model.id }),
         cancellations,
+        traceMessageContent: config.traceMessageContent,
       });
       const worker = new CompletionWorker({
         modelId: model.id,

@@ -5,6 +5,7 @@ import type { AppDeps } from "./appDeps.ts";
 import { errorHandler } from "./http/errorHandler.ts";
 import { NotFoundError } from "./http/errors.ts";
 import { traceRequests } from "./http/traceRequests.ts";
+import { accessLog } from "./http/accessLog.ts";
 import { requestId } from "./http/requestId.ts";
 
 export type RouteFactory = (deps: AppDeps) => Router;
@@ -17,6 +18,7 @@ export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   const app = new Koa({ proxy: true });
   app.use(requestId());
   app.use(traceRequests());
+  app.use(accessLog(deps.logger.child({ log: "access" })));
   app.use(errorHandler(deps.logger));
   app.use(koaBody({ json: true, jsonStrict: true, jsonLimit: "4mb", multipart: false, urlencoded: false, text: false }));
   for (const factory of routeFactories) {
