@@ -3,19 +3,30 @@ import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@o
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTelemetry, type Telemetry } from "../../src/observability/telemetry.ts";
 import { eventually } from "../support/eventually.ts";
-import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { type CountingUpstream, startCountingUpstream } from "../faults/countingUpstream.ts";
+import { startTestPlatform, TINY_CHAT, type TestPlatform, tinyModelEntries } from "../support/testPlatform.ts";
 
 // One trace follows a request from the HTTP handler through the queue into the worker and the engine,
 // and back through the relay (API and worker in this process; cross-process: crossProcessTracing).
 const exporter = new InMemorySpanExporter();
 let telemetry: Telemetry;
+let upstream: CountingUpstream;
 let platform: TestPlatform;
 let key: string;
 let keyId: string;
 let sessionToken: string;
 beforeAll(async () => {
   telemetry = startTelemetry({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
-  platform = await startTestPlatform();
+  upstream = await startCountingUpstream({ totalTokens: 3, tokenDelayMs: 1, promptTokens: 5 });
+  const upstreamModel = {
+    id: UPSTREAM_MODEL,
+    owned_by: "test-lab",
+    engine: { type: "upstream" as const, baseUrl: upstream.baseUrl, model: "counting", maxConcurrency: 2 },
+    capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
+    context_length: 8192,
+    pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
+  };
+  platform = await startTestPlatform({ models: (file) => [...tinyModelEntries(file), upstreamModel] });
   const created = await platform.createKey();
   key = created.key;
   keyId = created.keyId;
@@ -23,10 +34,12 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await platform?.close();
+  await upstream?.close();
   await telemetry?.shutdown();
 });
 
 const PROMPT = "Tell me about the zebra-violet-umbrella";
+const UPSTREAM_MODEL = "traced-upstream";
 
 function childOf(spans: ReadableSpan[], parent: ReadableSpan, name: string): ReadableSpan {
   const found = spans.filter((s) => s.name === name && s.parentSpanContext?.spanId === parent.spanContext().spanId);
@@ -121,5 +134,19 @@ describe("tracing", () => {
     expect(unknown.status).toBe(404);
     const names = exporter.getFinishedSpans().map((s) => s.name);
     expect(names.filter((n) => n.includes(keyId))).toEqual([]);
+  });
+
+  it("sends the engine span's traceparent to an upstream engine", async () => {
+    const response = await fetch(`${platform.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: UPSTREAM_MODEL, messages: [{ role: "user", content: PROMPT }], max_tokens: 10, stream: true }),
+    });
+    expect(response.status).toBe(200);
+    await response.text();
+    const traceId = response.headers.get("x-trace-id")!;
+    const spans = await traceOf(traceId, (found) => found.some((s) => s.name === `chat ${UPSTREAM_MODEL}`));
+    const engine = spans.find((s) => s.name === `chat ${UPSTREAM_MODEL}`)!;
+    expect(upstream.requests.map((r) => r.traceparent)).toEqual([`00-${traceId}-${engine.spanContext().spanId}-01`]);
   });
 });
