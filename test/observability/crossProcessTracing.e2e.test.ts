@@ -183,12 +183,10 @@ describe("tracing across processes", () => {
     const http = workerSpans.filter((s) => s.scope === "@opentelemetry/instrumentation-http" && s.kind === OTLP_KIND.client);
     expect(http.map((s) => s.parentSpanId)).toEqual([engine.spanId]);
     expect(upstream.requests.map((r) => r.traceparent)).toEqual([`00-${traceId}-${http[0]!.spanId}-01`]);
-    // Database and Redis calls of the run appear as spans of the trace.
-    for (const scope of ["pg", "ioredis"])
-      expect(
-        workerSpans.some((s) => s.scope === `@opentelemetry/instrumentation-${scope}`),
-        scope,
-      ).toBe(true);
+    // Database calls of the run appear as spans of the trace; the per-token Redis writes of the reply
+    // (shared by many completions per event-loop turn) do not.
+    expect(workerSpans.some((s) => s.scope === "@opentelemetry/instrumentation-pg")).toBe(true);
+    expect(workerSpans.filter((s) => s.scope === "@opentelemetry/instrumentation-ioredis" && /^(xadd|expire|publish)$/i.test(s.name))).toEqual([]);
 
     // No prompt, reply or key anywhere: not in SQL, not in Redis commands (the job data), not in HTTP attributes.
     const everything = JSON.stringify(receiver.spans.map((s) => [s.name, s.attributes]));
