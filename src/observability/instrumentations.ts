@@ -4,6 +4,9 @@ import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
 import { KoaInstrumentation, KoaLayerType } from "@opentelemetry/instrumentation-koa";
 import { PgInstrumentation } from "@opentelemetry/instrumentation-pg";
 
+/** Probes and scrapes: no trace for them. */
+const PROBES = new Set(["/healthz", "/readyz", "/metrics"]);
+
 /**
  * The library instrumentations of every role: node:http (the API's server spans, the upstream
  * engines' client spans), Koa (a span per matched route), pg and ioredis (a span per query / command).
@@ -16,7 +19,7 @@ import { PgInstrumentation } from "@opentelemetry/instrumentation-pg";
  */
 export function platformInstrumentations(): Instrumentation[] {
   return [
-    new HttpInstrumentation(),
+    new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => PROBES.has((request.url ?? "").split("?")[0]!) }),
     new KoaInstrumentation({ ignoreLayersType: [KoaLayerType.MIDDLEWARE] }),
     new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
     new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
