@@ -111,6 +111,7 @@ describe("tracing across processes", () => {
     const traceId = response.headers.get("x-trace-id");
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
 
+    expect((await fetch(`${apiUrl}/healthz`)).status).toBe(200);
     // The processes flush their spans when they stop (SIGTERM: the SDK's shutdown exports the batch).
     for (const child of children) {
       child.kill("SIGTERM");
@@ -187,6 +188,9 @@ describe("tracing across processes", () => {
     // (shared by many completions per event-loop turn) do not.
     expect(workerSpans.some((s) => s.scope === "@opentelemetry/instrumentation-pg")).toBe(true);
     expect(workerSpans.filter((s) => s.scope === "@opentelemetry/instrumentation-ioredis" && /^(xadd|expire|publish)$/i.test(s.name))).toEqual([]);
+
+    // Probes make no trace.
+    expect(receiver.spans.filter((s) => JSON.stringify([s.name, s.attributes]).includes("healthz"))).toEqual([]);
 
     // No prompt, reply or key anywhere: not in SQL, not in Redis commands (the job data), not in HTTP attributes.
     const everything = JSON.stringify(receiver.spans.map((s) => [s.name, s.attributes]));
