@@ -87,6 +87,7 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
         now: () => new Date(),
         logger: logger.child({ model: model.id }),
         cancellations,
+        traceMessageContent: config.traceMessageContent,
       });
       const worker = new CompletionWorker({
         modelId: model.id,

@@ -5,6 +5,7 @@ import type { AppDeps } from "./appDeps.ts";
 import { errorHandler } from "./http/errorHandler.ts";
 import { NotFoundError } from "./http/errors.ts";
 import { traceRequests } from "./http/traceRequests.ts";
+import { accessLog } from "./http/accessLog.ts";
 import { requestId } from "./http/requestId.ts";
 import { httpMetrics } from "./http/httpMetrics.ts";
 
@@ -18,8 +19,9 @@ export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   const app = new Koa({ proxy: true });
   const routers = routeFactories.map((factory) => factory(deps));
   app.use(requestId());
-  app.use(traceRequests());
+  app.use(traceRequests(routers));
   app.use(httpMetrics(deps.metrics, routers));
+  app.use(accessLog(deps.logger.child({ log: "access" }), routers));
   app.use(errorHandler(deps.logger));
   app.use(koaBody({ json: true, jsonStrict: true, jsonLimit: "4mb", multipart: false, urlencoded: false, text: false }));
   for (const router of routers) app.use(router.routes());

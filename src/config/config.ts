@@ -51,6 +51,7 @@ const EnvSchema = z.object({
   SESSION_TTL_HOURS: intFromEnv(24 * 7).refine((n) => n > 0, "must be positive"),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).optional().default("info"),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: z.enum(["true", "false", ""]).optional(),
   PROJECTOR_POLL_MS: intFromEnv(100).refine((n) => n >= 10, "must be at least 10"),
   PROJECTOR_BATCH_SIZE: intFromEnv(200).refine((n) => n > 0, "must be positive"),
   BUDGET_HOLD_MAX_AGE_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
@@ -91,7 +92,10 @@ export type Config = {
   modelsConfigPath: string;
   sessionTtlMs: number;
   logLevel: "debug" | "info" | "warn" | "error";
+  /** OTLP/HTTP endpoint of the trace exporter; undefined = tracing off. */
   otlpEndpoint: string | undefined;
+  /** Spans may carry prompt and completion text (an operator's opt-in; off by default). */
+  traceMessageContent: boolean;
   /** Projector: wait between polls of the event log when it has nothing new. */
   projectorPollMs: number;
   /** Projector: events applied per transaction. */
@@ -189,7 +193,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     modelsConfigPath: e.MODELS_CONFIG ?? DEFAULT_MODELS_CONFIG,
     sessionTtlMs: e.SESSION_TTL_HOURS * 3600_000,
     logLevel: e.LOG_LEVEL,
-    otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
+    otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
+    traceMessageContent: e.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT === "true",
     projectorPollMs: e.PROJECTOR_POLL_MS,
     projectorBatchSize: e.PROJECTOR_BATCH_SIZE,
     budgetHoldMaxAgeMs: e.BUDGET_HOLD_MAX_AGE_S * 1000,

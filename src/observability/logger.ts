@@ -1,3 +1,5 @@
+import { pino, type Logger as PinoLogger } from "pino";
+
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export type LogFields = Record<string, unknown>;
 
@@ -9,26 +11,64 @@ export type Logger = {
   child(fields: LogFields): Logger;
 };
 
-const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+/**
+ * Field names whose values are never written one level down (a `headers` object, a `request`):
+ * pino's redaction replaces them by "[redacted]". Callers never pass secrets; this is the second line
+ * of defence.
+ */
+const SECRET_NAMES = [
+  "authorization",
+  "Authorization",
+  "cookie",
+  "Cookie",
+  "set-cookie",
+  "x-api-key",
+  "password",
+  "passwordHash",
+  "secret",
+  "token",
+  "sessionToken",
+  "adminToken",
+  "apiKey",
+  "api_key",
+  "key",
+];
+const REDACT_PATHS = SECRET_NAMES.map((name) => `*["${name}"]`);
 
-/** JSON lines on stderr. Callers never pass secrets; fields named like secrets are redacted anyway. */
-export function createLogger(level: LogLevel, base: LogFields = {}, write: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Logger {
-  const log = (at: LogLevel, message: string, fields: LogFields = {}) => {
-    if (ORDER[at] < ORDER[level]) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: at, message, ...base, ...redact(fields) }));
-  };
+/** Top-level fields with a secret-looking name (`upstreamApiKey`, `refresh_token`; not `outputTokens`) are redacted too. */
+const SECRET_FIELD = /pass(word)?|secret|token$|authorization|cookie|api_?key|^key$/i;
+
+/**
+ * JSON lines (pino) on stderr, or through `write` (tests): `time` (ISO 8601), `level` (its name),
+ * `message`, the base fields and the line's own. Errors become `{ name, message, stack }`.
+ */
+export function createLogger(level: LogLevel, base: LogFields = {}, write?: (line: string) => void): Logger {
+  const destination = write ? { write: (line: string) => write(line.endsWith("\n") ? line.slice(0, -1) : line) } : pino.destination({ dest: 2, sync: true });
+  const root = pino(
+    {
+      level,
+      base: null,
+      messageKey: "message",
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+    },
+    destination,
+  );
+  return wrap(Object.keys(base).length ? root.child(clean(base)) : root);
+}
+
+function wrap(logger: PinoLogger): Logger {
   return {
-    debug: (m, f) => log("debug", m, f),
-    info: (m, f) => log("info", m, f),
-    warn: (m, f) => log("warn", m, f),
-    error: (m, f) => log("error", m, f),
-    child: (fields) => createLogger(level, { ...base, ...fields }, write),
+    debug: (message, fields) => logger.debug(clean(fields), message),
+    info: (message, fields) => logger.info(clean(fields), message),
+    warn: (message, fields) => logger.warn(clean(fields), message),
+    error: (message, fields) => logger.error(clean(fields), message),
+    child: (fields) => wrap(logger.child(clean(fields))),
   };
 }
 
-const SECRET_FIELD = /pass(word)?|secret|token|authorization|api_?key|^key$/i;
-
-function redact(fields: LogFields): LogFields {
+function clean(fields: LogFields = {}): LogFields {
   const out: LogFields = {};
   for (const [k, v] of Object.entries(fields)) {
     if (SECRET_FIELD.test(k)) out[k] = "[redacted]";

@@ -1,5 +1,6 @@
 import { trace, type Tracer } from "@opentelemetry/api";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace";
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace";
@@ -13,18 +14,31 @@ export function platformTracer(): Tracer {
 export type Telemetry = { shutdown(): Promise<void> };
 
 /**
- * Starts the OpenTelemetry SDK (W3C trace context propagation, AsyncLocalStorage context) when an
- * OTLP endpoint is configured, or when span processors are given (tests). Otherwise tracing calls
- * are no-ops and cost nothing.
+ * Starts the OpenTelemetry SDK (W3C trace context propagation, AsyncLocalStorage context, spans
+ * exported over OTLP/HTTP in batches) when an OTLP endpoint is configured, or when span processors are
+ * given (tests). Otherwise tracing calls are no-ops and cost nothing.
+ *
+ * The library instrumentations (http, koa, pg, ioredis) are installed before the application loads by
+ * the `--import` module (register.ts); they pick up the provider registered here. `instrumentations`
+ * adds more (tests).
  */
-export function startTelemetry(options: { otlpEndpoint?: string; serviceName?: string; spanProcessors?: SpanProcessor[] }): Telemetry {
+export function startTelemetry(options: {
+  otlpEndpoint?: string | undefined;
+  serviceName?: string;
+  spanProcessors?: SpanProcessor[];
+  instrumentations?: Instrumentation[];
+}): Telemetry {
   const processors = [...(options.spanProcessors ?? [])];
   if (options.otlpEndpoint) {
     const url = `${options.otlpEndpoint.replace(/\/$/, "")}/v1/traces`;
     processors.push(new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }) }));
   }
   if (processors.length === 0) return { shutdown: async () => undefined };
-  const sdk = new NodeSDK({ serviceName: options.serviceName ?? TRACER_NAME, spanProcessors: processors, instrumentations: [] });
+  const sdk = new NodeSDK({
+    serviceName: options.serviceName ?? TRACER_NAME,
+    spanProcessors: processors,
+    instrumentations: options.instrumentations ?? [],
+  });
   sdk.start();
   return { shutdown: () => sdk.shutdown() };
 }

@@ -34,7 +34,7 @@ export function runRoles(roles: RoleDefinition[]): void {
 async function start(roles: RoleDefinition[]): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel, { service: "inference-platform" });
-  const telemetry = startTelemetry({ otlpEndpoint: config.otlpEndpoint });
+  const telemetry = startTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: serviceNameOf(roles) });
   await checkPostgres(config.databaseUrl);
   if (roles.some((r) => r.needsRedis)) await checkRedis(config.redisUrl);
   if (await ensureDatabase(config.databaseUrl)) logger.info("created database");
@@ -89,4 +89,9 @@ async function start(roles: RoleDefinition[]): Promise<void> {
     if (stopping) return;
     running.push({ name: role.name, role: await role.start({ config, pool: poolFor(role.poolUse), logger: logger.child({ role: role.name }), metrics }) });
   }
+}
+
+/** The service name of a process's spans: `inference-platform` for all roles, `inference-platform-api` for one. */
+function serviceNameOf(roles: RoleDefinition[]): string {
+  return roles.length === 1 ? `inference-platform-${roles[0]!.name}` : "inference-platform";
 }

@@ -14,8 +14,8 @@ import type { AddressInfo } from "node:net";
  */
 export type CountingUpstream = {
   baseUrl: string;
-  /** One per chat request: how many tokens of the reply it continued (0: a new reply). */
-  requests: { continuedFrom: number; continued: boolean }[];
+  /** One per chat request: how many tokens of the reply it continued (0: a new reply), its W3C traceparent header. */
+  requests: { continuedFrom: number; continued: boolean; traceparent: string | undefined }[];
   close(): Promise<void>;
 };
 
@@ -54,7 +54,7 @@ export async function startCountingUpstream(options: { totalTokens: number; toke
           return refuse(`not a prefix of the reply: ${JSON.stringify(last.content.slice(-12))}`);
         first = last.content.length / 3;
       }
-      requests.push({ continuedFrom: first, continued: body.continue_final_message === true });
+      requests.push({ continuedFrom: first, continued: body.continue_final_message === true, traceparent: req.headers.traceparent as string | undefined });
       const end = Math.min(options.totalTokens, first + (body.max_tokens ?? options.totalTokens));
       const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
         `data: ${JSON.stringify({ id: "chatcmpl-counting", object: "chat.completion.chunk", created: 1, model: "counting", choices, ...extra })}\n\n`;

@@ -7,7 +7,7 @@ import type { Clock } from "../../src/runtime/clock.ts";
 import { loadConfig, type Config } from "../../src/config/config.ts";
 import { createPool, poolTimeouts } from "../../src/db/createPool.ts";
 import { createRedis } from "../../src/redis/createRedis.ts";
-import { silentLogger } from "../../src/observability/logger.ts";
+import { type Logger, silentLogger } from "../../src/observability/logger.ts";
 import { createMetrics } from "../../src/observability/metrics.ts";
 import { routeFactories } from "../../src/api/routes.ts";
 import { createTestDatabase, TEST_POOL_TIMEOUTS, type TestDatabase } from "./testDatabase.ts";
@@ -45,6 +45,8 @@ export async function startTestApp(
     databaseUrl?: (url: string) => string;
     /** The Redis server of the app (and of a platform's worker); default TEST_REDIS_URL. */
     redisUrl?: string;
+    /** The app's logger (its access log among others); default silent. */
+    logger?: Logger;
   } = {},
 ): Promise<TestApp> {
   const db = options.shareWith ? sharedDatabase(options.shareWith.db) : await createTestDatabase();
@@ -67,7 +69,7 @@ export async function startTestApp(
     pool,
     redis: testRedis.redis,
     clock: options.clock ?? { now: () => new Date() },
-    logger: silentLogger,
+    logger: options.logger ?? silentLogger,
     metrics: createMetrics({ defaultMetrics: false }),
     accounts: { pool, changes: keyAuth.accountChanges() },
     keyAuth,

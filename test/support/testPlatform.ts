@@ -8,7 +8,7 @@ import { createInferenceServices, type InferenceServices } from "../../src/api/i
 import { loadModelRegistry } from "../../src/models/loadModelRegistry.ts";
 import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
-import { silentLogger } from "../../src/observability/logger.ts";
+import { type Logger, silentLogger } from "../../src/observability/logger.ts";
 import { routeFactories } from "../../src/api/routes.ts";
 import type { Engine } from "../../workers/engines/engine.ts";
 import { writeTinyModel, type TinyModelInfo } from "../../tools/gguf/tinyModel.ts";
@@ -74,6 +74,8 @@ export async function startTestPlatform(
     wrapEngine?: (model: RegisteredModel, engine: Engine) => Engine;
     /** The Redis server of the app and the worker (startTestApp's `redisUrl`). */
     redisUrl?: string;
+    /** The app's logger (startTestApp's `logger`). */
+    logger?: Logger;
   } = {},
 ): Promise<TestPlatform> {
   const dir = await mkdtemp(path.join(tmpdir(), "inference-test-"));
@@ -90,6 +92,7 @@ export async function startTestPlatform(
     routes,
     env: { MODELS_CONFIG: registryFile, WORKER_HEARTBEAT_MS: "500", ...options.env },
     ...(options.redisUrl ? { redisUrl: options.redisUrl } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   const inference = services as InferenceServices | null;
   if (!inference) throw new Error("the app did not build its routes");

@@ -3,8 +3,11 @@ import type { JobError, Usage } from "../../src/contracts/deltaMessage.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
 import type { Logger } from "../../src/observability/logger.ts";
-import { context, propagation, SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { context, SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { GEN_AI, genAiOperation } from "../../src/observability/genAiAttributes.ts";
 import { platformTracer } from "../../src/observability/telemetry.ts";
+import { contextOf, traceIdOf } from "../../src/observability/traceContext.ts";
+import { EngineCallSpan } from "./engineCallSpan.ts";
 import { EngineError, type ChatRequest, type Engine, type EngineDelta } from "../engines/engine.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
 import type { JobCancellations, TrackedJob } from "./jobCancellations.ts";
@@ -24,6 +27,8 @@ export type CompletionJobRunnerDeps = {
   logger: Logger;
   /** Cancels from the API (speculative admissions refused); without it, jobs cannot be cancelled. */
   cancellations?: JobCancellations;
+  /** Engine spans carry the prompt and the reply (an operator's opt-in; default off). */
+  traceMessageContent?: boolean;
 };
 
 /**
@@ -65,8 +70,7 @@ export class CompletionJobRunner {
   }
 
   run(job: CompletionJob, signal: AbortSignal, mode: RunMode = "new"): Promise<void> {
-    const parent = propagation.extract(context.active(), job.traceparent ? { traceparent: job.traceparent } : {});
-    return context.with(parent, () =>
+    return context.with(contextOf(job.traceparent), () =>
       platformTracer().startActiveSpan(
         "RunCompletion",
         {
@@ -74,6 +78,8 @@ export class CompletionJobRunner {
           attributes: {
             "inference.model": job.model,
             "inference.endpoint": job.endpoint,
+            [GEN_AI.operationName]: genAiOperation(job.endpoint),
+            [GEN_AI.requestModel]: job.model,
             "inference.completion_id": job.completionId,
             "inference.run_mode": mode,
           },
@@ -117,30 +123,39 @@ export class CompletionJobRunner {
     let usage: Usage = NO_USAGE;
     let failure: JobError | null = point.failure;
     let finishReason: string | null = null;
+    const call = failure === null ? new EngineCallSpan(job, { captureContent: this.#deps.traceMessageContent ?? false }) : null;
     try {
-      if (failure === null && job.work.kind === "chat") {
-        const result = await generateChat(
-          engine,
-          job.work.request,
-          point,
-          (delta) => {
-            announce();
-            collect(delta);
-            publisher.delta(delta);
-          },
-          signal,
+      if (call && job.work.kind === "chat") {
+        const request = job.work.request;
+        const result = await call.within(() =>
+          generateChat(
+            engine,
+            request,
+            point,
+            (delta) => {
+              call.token();
+              announce();
+              collect(delta);
+              publisher.delta(delta);
+            },
+            signal,
+          ),
         );
+        call.finished({ finishReason: result.finishReason, usage: result.usage, reply: generated.content });
         announce();
         if (point.delivered.finishReason === null) publisher.send({ type: "finish", finishReason: result.finishReason });
         finishReason = result.finishReason;
         usage = result.usage;
-      } else if (failure === null && job.work.kind === "embeddings") {
-        const result = await engine.embed(job.work.input, signal);
+      } else if (call && job.work.kind === "embeddings") {
+        const input = job.work.input;
+        const result = await call.within(() => engine.embed(input, signal));
+        usage = { promptTokens: result.promptTokens, completionTokens: 0, reasoningTokens: 0 };
+        call.finished({ usage });
         announce();
         if (!point.delivered.embeddings) publisher.send({ type: "embeddings", embeddings: result.embeddings });
-        usage = { promptTokens: result.promptTokens, completionTokens: 0, reasoningTokens: 0 };
       }
     } catch (error) {
+      call?.failed(error);
       failure = toJobError(error);
       if (failure.kind === "internal" && !tracked?.cancelled)
         logger.error("engine failed", { completionId: job.completionId, model: job.model, error: error as Error });
@@ -238,10 +253,4 @@ function toJobError(error: unknown): JobError {
     return { kind: error.kind, message: error.kind === "internal" ? "The model failed while generating." : error.message, param: error.param };
   }
   return { kind: "internal", message: "The model failed while generating.", param: null };
-}
-
-/** The trace id of a W3C traceparent (`00-<trace-id>-<span-id>-<flags>`). */
-function traceIdOf(traceparent: string | undefined): string | null {
-  const match = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent ?? "");
-  return match ? match[1]! : null;
 }

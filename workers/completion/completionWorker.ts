@@ -6,6 +6,7 @@ import type { Logger } from "../../src/observability/logger.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";
 import type { RunMode } from "./resumption.ts";
 import type { PlatformMetrics } from "../../src/observability/metrics.ts";
+import { recordQueueWait } from "./queueWaitSpan.ts";
 
 /** The job runner's signal: jobs are stopped by the API's cancels (JobCancellations), not by the queue. */
 const NEVER_ABORTED = new AbortController().signal;
@@ -117,6 +118,7 @@ export class CompletionWorker {
     }
     // BullMQ counts the times a job was found stalled (its worker died); attempts cannot retry (attempts: 1).
     const mode: RunMode = job.stalledCounter > 0 || job.attemptsStarted > 1 ? "redelivered" : "new";
+    if (mode === "new") recordQueueWait(parsed.data, job.timestamp, Date.now());
     const metrics = this.#metrics;
     if (!metrics) return this.#runner.run(parsed.data, NEVER_ABORTED, mode);
     const model = { model: this.modelId };

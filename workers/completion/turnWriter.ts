@@ -1,3 +1,5 @@
+import { context } from "@opentelemetry/api";
+import { suppressTracing } from "@opentelemetry/core";
 import type { Socket } from "node:net";
 import type { Redis } from "../../src/redis/createRedis.ts";
 import { encodeReplyBatch, encodeReplyEntry } from "../../src/contracts/replyBatch.ts";
@@ -52,8 +54,23 @@ export class TurnWriter {
    * `expireSeconds` unless null) and queues it for the reply channel `replyTo` as `[completionId,
    * message]`. Resolves once this turn's commands and every earlier turn's have settled; a failed
    * command is reported to the `onFailure` of every message it carried (the promise still resolves).
+   *
+   * Its Redis commands make no trace spans: one turn carries messages of many completions (its PUBLISH
+   * would land in whichever trace began the turn), and a span per token would swamp a trace.
    */
   write(
+    stream: string,
+    maxLen: number,
+    expireSeconds: number | null,
+    replyTo: string,
+    completionId: string,
+    messageJson: string,
+    onFailure: WriteFailureListener,
+  ): Promise<void> {
+    return context.with(suppressTracing(context.active()), () => this.#write(stream, maxLen, expireSeconds, replyTo, completionId, messageJson, onFailure));
+  }
+
+  #write(
     stream: string,
     maxLen: number,
     expireSeconds: number | null,

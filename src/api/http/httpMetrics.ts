@@ -1,7 +1,7 @@
 import type Router from "@koa/router";
 import type { Context, Next } from "koa";
 import type { PlatformMetrics } from "../../observability/metrics.ts";
-import { routeTemplate } from "./routeTemplate.ts";
+import { servedRoute, UNMATCHED_ROUTE } from "./routeTemplate.ts";
 
 const CLIENT_CLOSED_REQUEST = "499";
 
@@ -19,7 +19,7 @@ export function httpMetrics(metrics: PlatformMetrics, routers: Router[]) {
       recorded = true;
       // A client that left before the response began has no status yet (Koa's placeholder is 404): 499, as nginx logs it.
       const status = ctx.res.headersSent ? String(ctx.status) : CLIENT_CLOSED_REQUEST;
-      const labels = { method: ctx.method, route: routeTemplate(routers, ctx.method, ctx.path), status };
+      const labels = { method: ctx.method, route: servedRoute(routers, ctx) ?? UNMATCHED_ROUTE, status };
       metrics.http.requests.inc(labels);
       metrics.http.duration.observe(labels, Number(process.hrtime.bigint() - startedAt) / 1e9);
     };

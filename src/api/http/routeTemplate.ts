@@ -18,3 +18,16 @@ export function routeTemplate(routers: Router[], method: string, path: string): 
   }
   return template;
 }
+
+/**
+ * The template of the route that served this request, or undefined when none did: the metrics label,
+ * the span name and the access log's route, matched once per request (kept in `ctx.state.routeTemplate`).
+ */
+export function servedRoute(routers: Router[], ctx: { method: string; path: string; state: Record<string, unknown> }): string | undefined {
+  let template = ctx.state.routeTemplate;
+  if (typeof template !== "string") {
+    template = routeTemplate(routers, ctx.method, ctx.path);
+    ctx.state.routeTemplate = template;
+  }
+  return template === UNMATCHED_ROUTE ? undefined : (template as string);
+}

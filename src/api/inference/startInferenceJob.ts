@@ -5,7 +5,8 @@ import type { AppDeps } from "../appDeps.ts";
 import { admitWithHold } from "./admission/admitWithHold.ts";
 import type { InferenceServices } from "./inferenceServices.ts";
 import { principalOf } from "./requireInference.ts";
-import { currentTraceparent } from "./run/currentTraceparent.ts";
+import { startEnqueueSpan, traceRelay } from "./run/traceJob.ts";
+import type { AccessLogInference } from "../http/accessLog.ts";
 import type { RunningJob } from "./relay/runningJob.ts";
 
 export type InferenceJobSpec = {
@@ -39,7 +40,11 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
   // Redis away: 503 before a budget hold is placed for a job that cannot be queued.
   inference.gateway.assertConnected();
   const principal = principalOf(ctx);
-  const traceparent = currentTraceparent();
+  const logged: AccessLogInference = { model: model.id };
+  ctx.state.inference = logged;
+  const target = { model: model.id, endpoint, completionId };
+  const enqueue = startEnqueueSpan(target);
+  const { traceparent } = enqueue;
   const request: Omit<CompletionJob, "replyTo"> = {
     completionId,
     endpoint,
@@ -53,7 +58,7 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
   const admission = { pool: inference.holdPool, clock: deps.clock, policy: inference.speculation, metrics: deps.metrics };
   const startTimeoutMs = spec.stream || spec.patient ? inference.limits.jobStartTimeoutStreamMs : inference.limits.jobStartTimeoutMs;
   const reasoning = model.capabilities.reasoning;
-  return admitWithHold(
+  const job = await admitWithHold(
     admission,
     { completionId, accountId: principal.accountId, work, model },
     {
@@ -61,13 +66,24 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
         inference.gateway.start(speculative ? { ...request, speculative } : request, {
           startTimeoutMs,
           reasoning,
-          ...(onQueued ? { onQueued } : {}),
+          onQueued: () => {
+            enqueue.end();
+            onQueued?.();
+          },
           ...(spec.onPosition ? { onPosition: spec.onPosition } : {}),
         }),
       cancel: () => inference.gateway.cancel(model.id, completionId),
       ...(spec.onAdmitted ? { admitted: spec.onAdmitted } : {}),
     },
-  );
+  ).catch((error: unknown) => {
+    enqueue.end(error);
+    throw error;
+  });
+  enqueue.end();
+  return traceRelay(job, target, (usage) => {
+    logged.inputTokens = usage.promptTokens;
+    logged.outputTokens = usage.completionTokens;
+  });
 }
 
 /** A non-streaming request whose client went away stops listening (the job runs on: see AbandonmentWatch). */

@@ -1,4 +1,5 @@
-import http, { type ClientRequest, type IncomingMessage, type RequestOptions } from "node:http";
+import http, { type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions } from "node:http";
+import { context, propagation } from "@opentelemetry/api";
 import https from "node:https";
 import { urlToHttpOptions } from "node:url";
 import { engineErrorFromResponse } from "./engineErrorFromResponse.ts";
@@ -73,12 +74,10 @@ export class UpstreamHttp {
   #attempt(call: UpstreamCall, path: string, payload: string): Promise<UpstreamAnswer | "retry"> {
     // Rejects at once, without sending anything (end() below must not write to a destroyed request).
     if (call.aborted) return call.wait("connect", () => undefined);
-    const request = this.#send({
-      ...this.#target(path),
-      method: "POST",
-      agent: this.#agent,
-      headers: { ...this.#headers, "content-length": String(Buffer.byteLength(payload)) },
-    });
+    const headers: OutgoingHttpHeaders = { ...this.#headers, "content-length": String(Buffer.byteLength(payload)) };
+    // The job's trace goes on in the engine (vLLM and SGLang continue a W3C traceparent); nothing without tracing.
+    propagation.inject(context.active(), headers);
+    const request = this.#send({ ...this.#target(path), method: "POST", agent: this.#agent, headers });
     call.attach(request);
     // Headers and body may leave in two segments: without this, Nagle's algorithm can hold the second
     // one until the server's delayed ACK of the first (tens of milliseconds of TTFT).

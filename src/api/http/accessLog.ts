@@ -1,0 +1,48 @@
+import type { Context, Next } from "koa";
+import type { Logger } from "../../observability/logger.ts";
+import type Router from "@koa/router";
+import { servedRoute } from "./routeTemplate.ts";
+
+/** What an inference request adds to its access log line (set by startInferenceJob). */
+export type AccessLogInference = { model: string; inputTokens?: number; outputTokens?: number };
+
+/** The inference part of a request's access log line: `ctx.state.inference`, filled as the request goes. */
+export function accessLogInference(ctx: Context): AccessLogInference | undefined {
+  return ctx.state.inference as AccessLogInference | undefined;
+}
+
+/**
+ * One JSON line per request once its response is over (a stream: when it ended), message "request":
+ * method, route template (null for a URL no route serves: never the raw path, which may carry ids),
+ * status, durationMs, requestId, traceId, keyId (the key's id, never the key), and for inference the
+ * model and the tokens in and out. No header, query or body is logged; the logger redacts
+ * secret-named fields anyway. Mount it inside requestId and traceRequests, outside the error handler
+ * (it logs the status the error handler chose).
+ */
+export function accessLog(logger: Logger, routers: Router[], now: () => number = () => performance.now()) {
+  return async function logAccess(ctx: Context, next: Next): Promise<void> {
+    const started = now();
+    try {
+      await next();
+    } finally {
+      const inference = accessLogInference(ctx);
+      const principal = ctx.state.principal as { keyId?: string } | undefined;
+      logger.info("request", {
+        method: ctx.method,
+        route: servedRoute(routers, ctx) ?? null,
+        status: ctx.respond === false ? ctx.res.statusCode : ctx.status,
+        durationMs: Math.round((now() - started) * 10) / 10,
+        requestId: ctx.state.requestId ?? null,
+        traceId: ctx.state.traceId ?? null,
+        keyId: principal?.keyId ?? null,
+        ...(inference
+          ? {
+              model: inference.model,
+              ...(inference.inputTokens === undefined ? {} : { inputTokens: inference.inputTokens }),
+              ...(inference.outputTokens === undefined ? {} : { outputTokens: inference.outputTokens }),
+            }
+          : {}),
+      });
+    }
+  };
+}

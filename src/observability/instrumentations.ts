@@ -1,0 +1,27 @@
+import type { Instrumentation } from "@opentelemetry/instrumentation";
+import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
+import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
+import { KoaInstrumentation, KoaLayerType } from "@opentelemetry/instrumentation-koa";
+import { PgInstrumentation } from "@opentelemetry/instrumentation-pg";
+
+/** Probes and scrapes: no trace for them. */
+const PROBES = new Set(["/healthz", "/readyz", "/metrics"]);
+
+/**
+ * The library instrumentations of every role: node:http (the API's server spans, the upstream
+ * engines' client spans), Koa (a span per matched route), pg and ioredis (a span per query / command).
+ *
+ * What they record is bounded so that no prompt, completion or secret reaches a span: SQL text only
+ * (parameters, which carry event data, are left out: pg's `enhancedDatabaseReporting` stays off);
+ * the Redis command name only (a job's data, a delta's text and key hashes travel as arguments); no
+ * header is captured. pg and ioredis spans are made only inside a trace, so the projector's polling
+ * and the queue's blocking reads do not each start one.
+ */
+export function platformInstrumentations(): Instrumentation[] {
+  return [
+    new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => PROBES.has((request.url ?? "").split("?")[0]!) }),
+    new KoaInstrumentation({ ignoreLayersType: [KoaLayerType.MIDDLEWARE] }),
+    new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
+    new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
+  ];
+}
