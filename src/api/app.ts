@@ -6,6 +6,8 @@ import { errorHandler } from "./http/errorHandler.ts";
 import { NotFoundError } from "./http/errors.ts";
 import { traceRequests } from "./http/traceRequests.ts";
 import { requestId } from "./http/requestId.ts";
+import { corsPolicy } from "./http/corsPolicy.ts";
+import { securityHeaders } from "./http/securityHeaders.ts";
 
 export type RouteFactory = (deps: AppDeps) => Router;
 
@@ -17,6 +19,8 @@ export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   const app = new Koa({ proxy: true });
   app.use(requestId());
   app.use(traceRequests());
+  app.use(securityHeaders());
+  app.use(corsPolicy(deps.config.cors));
   app.use(errorHandler(deps.logger));
   app.use(koaBody({ json: true, jsonStrict: true, jsonLimit: "4mb", multipart: false, urlencoded: false, text: false }));
   for (const factory of routeFactories) {

@@ -37,6 +37,31 @@ const urlWithProtocol = (protocols: string[], fallback: string) =>
       return value;
     });
 
+/** "*", "none", or comma-separated origins (`https://app.example.com`, scheme + host [+ port], no path). */
+const corsOrigins = (fallback: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const items = (v === undefined ? fallback : v)
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
+      if (items.includes("*")) return "*" as const;
+      const origins = items.filter((item) => item !== "none");
+      for (const origin of origins) {
+        let parsed: URL | null = null;
+        try {
+          parsed = new URL(origin);
+        } catch {}
+        if (!parsed || parsed.origin !== origin) {
+          ctx.addIssue({ code: "custom", message: `"${origin}" is not an origin (scheme://host[:port], no path or trailing slash)` });
+          return z.NEVER;
+        }
+      }
+      return origins;
+    });
+
 const EnvSchema = z.object({
   PORT: intFromEnv(8080).refine((n) => n > 0 && n < 65536, "must be a TCP port (1-65535)"),
   HOST: z.string().optional().default("0.0.0.0"),
@@ -76,6 +101,8 @@ const EnvSchema = z.object({
   REDIS_CONNECT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   REDIS_COMMAND_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   SHUTDOWN_GRACE_MS: intFromEnv(30_000).refine((n) => n > 0, "must be positive"),
+  CORS_V1_ORIGINS: corsOrigins("*"),
+  CORS_API_ORIGINS: corsOrigins(""),
 });
 
 export type Config = {
@@ -150,6 +177,8 @@ export type Config = {
   };
   /** SIGTERM / SIGINT: how long the roles may take to drain before the process exits anyway. */
   shutdownGraceMs: number;
+  /** Browser origins allowed by CORS: on `/v1` (default any, without credentials) and on `/api` (default none). */
+  cors: { v1: "*" | string[]; api: "*" | string[] };
   /** Reads an environment variable named by the model registry (an upstream engine's `apiKeyEnv`). */
   secretFromEnv: (name: string) => string | undefined;
 };
@@ -207,6 +236,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     redisTimeouts: { connectTimeoutMs: e.REDIS_CONNECT_TIMEOUT_MS, commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    cors: { v1: e.CORS_V1_ORIGINS, api: e.CORS_API_ORIGINS },
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
   };
 }
