@@ -49,7 +49,7 @@ describe("CORS and security headers with the default configuration", () => {
     expect(res.headers.get("access-control-expose-headers")).toContain("x-request-id");
     expect(res.headers.get("cache-control")).toBe("no-store");
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
-    expect((await res.json()).object).toBe("chat.completion");
+    expect(((await res.json()) as { object: string }).object).toBe("chat.completion");
 
     const models = await fetch(`${platform.baseUrl}/v1/models`, { headers: { origin: ORIGIN, authorization: `Bearer ${key}` } });
     expect(models.status).toBe(200);
@@ -61,7 +61,7 @@ describe("CORS and security headers with the default configuration", () => {
     expect(res.status).toBe(403);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
-    expect((await res.json()).error.type).toBe("Forbidden");
+    expect(((await res.json()) as { error: { type: string } }).error.type).toBe("Forbidden");
   });
 
   it("gives /api no CORS by default: the preflight carries no allow-origin and never reaches the session check", async () => {
