@@ -16,7 +16,7 @@ export type RouteFactory = (deps: AppDeps) => Router;
  * 404 in the OpenAI error shape for anything no route took.
  */
 export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
-  const app = new Koa({ proxy: true });
+  const app = new Koa({ proxy: deps.config.trustProxyHops > 0, maxIpsCount: deps.config.trustProxyHops });
   app.use(requestId());
   app.use(traceRequests());
   app.use(securityHeaders());

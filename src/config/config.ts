@@ -101,9 +101,19 @@ const EnvSchema = z.object({
   REDIS_CONNECT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   REDIS_COMMAND_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   SHUTDOWN_GRACE_MS: intFromEnv(30_000).refine((n) => n > 0, "must be positive"),
+  TRUST_PROXY_HOPS: intFromEnv(1),
+  LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: intFromEnv(10).refine((n) => n > 0, "must be positive"),
+  LOGIN_ATTEMPTS_PER_ACCOUNT: intFromEnv(50).refine((n) => n > 0, "must be positive"),
+  LOGIN_ATTEMPTS_PER_ADDRESS: intFromEnv(100).refine((n) => n > 0, "must be positive"),
+  REGISTRATIONS_PER_ADDRESS: intFromEnv(10).refine((n) => n > 0, "must be positive"),
+  API_KEY_FAILURES_PER_ADDRESS: intFromEnv(30).refine((n) => n > 0, "must be positive"),
+  PASSWORD_HASH_CONCURRENCY: intFromEnv(1).refine((n) => n > 0, "must be positive"),
+  PASSWORD_HASH_MAX_WAITING: intFromEnv(8),
   CORS_V1_ORIGINS: corsOrigins("*"),
   CORS_API_ORIGINS: corsOrigins(""),
 });
+
+export type RateLimitSetting = { points: number; durationSeconds: number };
 
 export type Config = {
   port: number;
@@ -177,6 +187,22 @@ export type Config = {
   };
   /** SIGTERM / SIGINT: how long the roles may take to drain before the process exits anyway. */
   shutdownGraceMs: number;
+  /**
+   * Reverse proxies in front of the API whose X-Forwarded-For / -Proto are trusted: the client address is
+   * the entry this many hops from the right. 0: the socket's address, forwarded headers ignored.
+   */
+  trustProxyHops: number;
+  /** Attempts per window (windows are fixed: see docs/configuration.md); over a limit: 429 with Retry-After. */
+  rateLimits: {
+    loginPerAccountAddress: RateLimitSetting;
+    loginPerAccount: RateLimitSetting;
+    loginPerAddress: RateLimitSetting;
+    registrationsPerAddress: RateLimitSetting;
+    /** Requests with an unknown or revoked API key from one client address. */
+    apiKeyFailuresPerAddress: RateLimitSetting;
+  };
+  /** scrypt work of one API process: hashes at once, and hashes that may wait (more: 503 at once). */
+  passwordHashing: { concurrency: number; maxWaiting: number };
   /** Browser origins allowed by CORS: on `/v1` (default any, without credentials) and on `/api` (default none). */
   cors: { v1: "*" | string[]; api: "*" | string[] };
   /** Reads an environment variable named by the model registry (an upstream engine's `apiKeyEnv`). */
@@ -236,6 +262,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     redisTimeouts: { connectTimeoutMs: e.REDIS_CONNECT_TIMEOUT_MS, commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    trustProxyHops: e.TRUST_PROXY_HOPS,
+    rateLimits: {
+      loginPerAccountAddress: { points: e.LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS, durationSeconds: 15 * 60 },
+      loginPerAccount: { points: e.LOGIN_ATTEMPTS_PER_ACCOUNT, durationSeconds: 3600 },
+      loginPerAddress: { points: e.LOGIN_ATTEMPTS_PER_ADDRESS, durationSeconds: 3600 },
+      registrationsPerAddress: { points: e.REGISTRATIONS_PER_ADDRESS, durationSeconds: 3600 },
+      apiKeyFailuresPerAddress: { points: e.API_KEY_FAILURES_PER_ADDRESS, durationSeconds: 60 },
+    },
+    passwordHashing: { concurrency: e.PASSWORD_HASH_CONCURRENCY, maxWaiting: e.PASSWORD_HASH_MAX_WAITING },
     cors: { v1: e.CORS_V1_ORIGINS, api: e.CORS_API_ORIGINS },
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
   };

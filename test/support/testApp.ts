@@ -14,6 +14,18 @@ import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "./testRedis.ts"
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
 
+/**
+ * Every test client comes from 127.0.0.1: the per-address limits are raised far above what one test file
+ * does, so only the tests about the limits (which set their own, lower ones) meet them.
+ */
+const TEST_RATE_LIMITS = {
+  LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: "1000",
+  LOGIN_ATTEMPTS_PER_ACCOUNT: "1000",
+  LOGIN_ATTEMPTS_PER_ADDRESS: "100000",
+  REGISTRATIONS_PER_ADDRESS: "100000",
+  API_KEY_FAILURES_PER_ADDRESS: "100000",
+};
+
 export type TestApp = {
   baseUrl: string;
   deps: AppDeps;
@@ -55,6 +67,7 @@ export async function startTestApp(
     REDIS_PREFIX: testRedis.prefix,
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     PORT: "1",
+    ...TEST_RATE_LIMITS,
     ...options.env,
   });
   if (options.configure) config = options.configure(config);

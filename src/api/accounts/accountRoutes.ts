@@ -10,7 +10,12 @@ import { AccountNotFoundError } from "../../ledger/domainError.ts";
 import { findAccount } from "./findAccount.ts";
 import { loginAccount } from "./loginAccount.ts";
 import { registerAccount } from "./registerAccount.ts";
+import { FairHashGate } from "./fairHashGate.ts";
+import { SignInThrottle } from "./signInThrottle.ts";
 import { currentPeriodFigures } from "../../ledger/budget/currentPeriodFigures.ts";
+
+/** Password checks one client address may have waiting (a NAT'd office signing in at once; round-robin keeps others fair). */
+const HASHES_WAITING_PER_ADDRESS = 4;
 
 /**
  * How a session token is obtained (the spec leaves it open): register, log in, log out, and the
@@ -19,16 +24,23 @@ import { currentPeriodFigures } from "../../ledger/budget/currentPeriodFigures.t
 export function accountRoutes(deps: AppDeps): Router {
   const router = new Router({ prefix: "/api/v1/accounts" });
   const requireSession = sessionAuth(deps);
+  // One gate and one throttle per app: the scrypt work of this process, the attempt counters in Redis.
+  const gate = new FairHashGate({ ...deps.config.passwordHashing, maxWaitingPerKey: HASHES_WAITING_PER_ADDRESS });
+  const throttle = new SignInThrottle(deps.redis, deps.config.redisPrefix, deps.config.rateLimits);
 
   router.post("/register", validate(RegisterBodySchema), async (ctx) => {
     const body = ctx.state.body as RegisterBody;
-    const account = await registerAccount(deps, body, requestMetadata(ctx));
+    await throttle.beforeRegistration(ctx.ip);
+    const account = await registerAccount(deps, { gate, clientAddress: ctx.ip }, body, requestMetadata(ctx));
     ctx.status = 201;
     ctx.body = { id: account.accountId, email: account.email, created_at: account.createdAt.toISOString() };
   });
 
   router.post("/login", validate(LoginBodySchema), async (ctx) => {
-    const session = await loginAccount(deps, ctx.state.body as LoginBody);
+    const body = ctx.state.body as LoginBody;
+    await throttle.beforeLogin(body.email, ctx.ip);
+    const session = await loginAccount(deps, gate, body, ctx.ip);
+    await throttle.afterLoginSuccess(body.email, ctx.ip);
     ctx.set("cache-control", "no-store");
     ctx.body = { session_token: session.sessionToken, expires_at: session.expiresAt.toISOString() };
   });
