@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { passwordHasher } from "../../src/api/accounts/passwordHasher.ts";
 import { startTestApp, type TestApp, type TestResponse } from "../support/testApp.ts";
-import { expectApiError, newEmail, PASSWORD, register } from "../accounts/accountSteps.ts";
+import { expectApiError, newEmail, PASSWORD } from "../accounts/accountSteps.ts";
 
 let app: TestApp;
 beforeAll(async () => {
