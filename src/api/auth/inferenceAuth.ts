@@ -2,23 +2,44 @@ import type { Context, Next } from "koa";
 import type { AppDeps } from "../appDeps.ts";
 import { bearerToken } from "../http/bearerToken.ts";
 import { ForbiddenError, SubscriptionRequiredError } from "../http/errors.ts";
+import { AttemptLimiter, TooManyAttemptsError } from "../http/rateLimits.ts";
 import { isWellFormedApiKey } from "../keys/apiKeySecret.ts";
 
 /** Who an inference request acts for; set on ctx.state.principal by inferenceAuth. */
 export type Principal = { accountId: string; keyId: string };
 
+function tooManyFailures(retryAfterSeconds: number): TooManyAttemptsError {
+  return new TooManyAttemptsError(
+    `Too many requests with an invalid API key from this address. Retry in ${retryAfterSeconds} seconds.`,
+    "too_many_invalid_api_keys",
+    retryAfterSeconds,
+  );
+}
+
 /**
  * `Authorization: Bearer <API_KEY>` for the inference API. Missing, malformed (checksum), unknown or
  * revoked key -> 403 Forbidden; account without an active subscription -> 402 subscription_required.
- * A malformed key never reaches the database. Records the key's use in the last-used batch.
+ * A malformed key never reaches the database; a refused one is remembered briefly (ApiKeyAuth). Unknown
+ * or revoked keys count against the client address: over API_KEY_FAILURES_PER_ADDRESS a minute, keys
+ * not already in the cache are answered 429 without a lookup. Records the key's use in the last-used batch.
  */
-export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock">) {
+export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "redis" | "config">) {
+  const failures = new AttemptLimiter(deps.redis, `${deps.config.redisPrefix}:rl:api-key-failures:address`, deps.config.rateLimits.apiKeyFailuresPerAddress);
   return async function requireApiKey(ctx: Context, next: Next): Promise<void> {
     const secret = bearerToken(ctx);
     if (!secret) throw new ForbiddenError("Missing API key: send `Authorization: Bearer <API_KEY>`.", "missing_api_key");
     if (!isWellFormedApiKey(secret)) throw new ForbiddenError();
-    const result = await deps.keyAuth.authenticate(secret);
-    if (result.outcome === "forbidden") throw new ForbiddenError();
+    const cached = deps.keyAuth.cached(secret);
+    if (!cached) {
+      const blocked = await failures.blockedFor(ctx.ip);
+      if (blocked !== null) throw tooManyFailures(blocked);
+    }
+    const result = cached ?? (await deps.keyAuth.authenticate(secret));
+    if (result.outcome === "forbidden") {
+      const wait = await failures.consume(ctx.ip);
+      if (wait !== null) throw tooManyFailures(wait);
+      throw new ForbiddenError();
+    }
     if (result.outcome === "subscription_required") throw new SubscriptionRequiredError();
     ctx.state.principal = { accountId: result.principal.accountId, keyId: result.principal.keyId } satisfies Principal;
     deps.keyAuth.lastUsed.record(result.principal.keyId, deps.clock.now());

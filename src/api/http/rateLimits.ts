@@ -41,10 +41,10 @@ export class AttemptLimiter {
     }
   }
 
-  /** Seconds to wait when the key is already over its limit (counts nothing), else null. */
+  /** Seconds to wait when the key has used up its limit (counts nothing), else null. */
   async blockedFor(key: string): Promise<number | null> {
     const res = await this.#limiter.get(key).catch(() => null);
-    if (!res || res.consumedPoints <= this.#limiter.points) return null;
+    if (!res || res.consumedPoints < this.#limiter.points) return null;
     return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
   }
 
