@@ -22,7 +22,7 @@ export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   app.use(securityHeaders());
   app.use(corsPolicy(deps.config.cors));
   app.use(errorHandler(deps.logger));
-  app.use(koaBody({ json: true, jsonStrict: true, jsonLimit: "4mb", multipart: false, urlencoded: false, text: false }));
+  app.use(koaBody({ json: true, jsonStrict: true, jsonLimit: deps.config.maxRequestBodyBytes, multipart: false, urlencoded: false, text: false }));
   for (const factory of routeFactories) {
     const router = factory(deps);
     app.use(router.routes());

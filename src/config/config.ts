@@ -102,6 +102,7 @@ const EnvSchema = z.object({
   REDIS_COMMAND_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   SHUTDOWN_GRACE_MS: intFromEnv(30_000).refine((n) => n > 0, "must be positive"),
   TRUST_PROXY_HOPS: intFromEnv(1),
+  MAX_REQUEST_BODY_BYTES: intFromEnv(4 * 1024 * 1024).refine((n) => n >= 1024, "must be at least 1024"),
   LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: intFromEnv(10).refine((n) => n > 0, "must be positive"),
   LOGIN_ATTEMPTS_PER_ACCOUNT: intFromEnv(50).refine((n) => n > 0, "must be positive"),
   LOGIN_ATTEMPTS_PER_ADDRESS: intFromEnv(100).refine((n) => n > 0, "must be positive"),
@@ -192,6 +193,8 @@ export type Config = {
    * the entry this many hops from the right. 0: the socket's address, forwarded headers ignored.
    */
   trustProxyHops: number;
+  /** A JSON body larger than this is refused with 413 request_too_large before it is parsed. */
+  maxRequestBodyBytes: number;
   /** Attempts per window (windows are fixed: see docs/configuration.md); over a limit: 429 with Retry-After. */
   rateLimits: {
     loginPerAccountAddress: RateLimitSetting;
@@ -263,6 +266,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     redisTimeouts: { connectTimeoutMs: e.REDIS_CONNECT_TIMEOUT_MS, commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     trustProxyHops: e.TRUST_PROXY_HOPS,
+    maxRequestBodyBytes: e.MAX_REQUEST_BODY_BYTES,
     rateLimits: {
       loginPerAccountAddress: { points: e.LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS, durationSeconds: 15 * 60 },
       loginPerAccount: { points: e.LOGIN_ATTEMPTS_PER_ACCOUNT, durationSeconds: 3600 },
