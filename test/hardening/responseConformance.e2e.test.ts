@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { failingEngine } from "../inference/failingEngine.ts";
 import { SseReader } from "../inference/sseReader.ts";
 import { assertOpenAiError, assertOpenAiShape, type OpenAiShape } from "../support/openaiSchemas/openaiSchemas.ts";
 import { startTestPlatform, TINY_CHAT, TINY_EMBED, TINY_PLAIN, type TestPlatform } from "../support/testPlatform.ts";
@@ -131,5 +132,20 @@ describe("errors conform to the error body", () => {
 
   it("a streamed request refused before it starts answers a JSON error, not a stream", async () => {
     await expectJson(await post("/v1/chat/completions", { ...chat, model: "no-such-model", stream: true }), "error", 400);
+  });
+});
+
+describe("engine failures conform too", () => {
+  it("a failure after output ends the stream with an error event in the error shape; before output the body is an error", async () => {
+    await platform.stopWorker();
+    await platform.startWorker({ wrapEngine: (_model, engine) => failingEngine(engine, 1) });
+    try {
+      const chunks = await expectStream(await post("/v1/chat/completions", { ...chat, max_tokens: 8, stream: true }), "chat.completion.chunk");
+      expect(chunks.some((chunk) => "error" in chunk)).toBe(true);
+      await expectJson(await post("/v1/chat/completions", { ...chat, max_tokens: 8 }), "error", 500);
+    } finally {
+      await platform.stopWorker();
+      await platform.startWorker();
+    }
   });
 });
