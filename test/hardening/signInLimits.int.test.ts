@@ -6,7 +6,13 @@ import { expectApiError, newEmail, PASSWORD } from "../accounts/accountSteps.ts"
 let app: TestApp;
 beforeAll(async () => {
   app = await startTestApp({
-    env: { LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: "3", LOGIN_ATTEMPTS_PER_ACCOUNT: "6", LOGIN_ATTEMPTS_PER_ADDRESS: "8", REGISTRATIONS_PER_ADDRESS: "3" },
+    env: {
+      LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: "3",
+      LOGIN_ATTEMPTS_PER_ACCOUNT: "6",
+      LOGIN_ATTEMPTS_PER_ADDRESS: "5",
+      REGISTRATIONS_PER_ADDRESS: "3",
+      PASSWORD_HASH_MAX_WAITING: "3",
+    },
   });
 });
 afterAll(async () => {
@@ -68,8 +74,8 @@ describe("login rate limits", () => {
   it("limits one address across accounts, unknown emails included", async () => {
     const address = newAddress();
     const statuses: number[] = [];
-    for (let i = 0; i < 9; i += 1) statuses.push((await login(newEmail("nobody"), "wrong password!", address)).status);
-    expect(statuses).toEqual([401, 401, 401, 401, 401, 401, 401, 401, 429]);
+    for (let i = 0; i < 6; i += 1) statuses.push((await login(newEmail("nobody"), "wrong password!", address)).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
     expectTooMany(await login(newEmail("nobody"), "wrong password!", address), "too_many_login_attempts");
   });
 
@@ -98,6 +104,28 @@ describe("login rate limits", () => {
     }
     expect(results.filter((r) => r.status === 401).length).toBeLessThanOrEqual(3);
     expect(results.filter((r) => r.status === 503).every((r) => r.body.error.code === "too_many_password_checks")).toBe(true);
+  });
+});
+
+describe("password hashing capacity", () => {
+  it("answers checks beyond what may wait 503 at once, with Retry-After, instead of queueing them for seconds", async () => {
+    // 12 addresses, 12 unknown emails: no rate limit applies, only the hashing gate (1 at a time, 3 waiting).
+    const timed = await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        const started = performance.now();
+        const res = await login(newEmail("nobody"), "wrong password!", newAddress());
+        return { res, ms: performance.now() - started };
+      }),
+    );
+    const busy = timed.filter((t) => t.res.status === 503);
+    expect(busy.length).toBeGreaterThanOrEqual(12 - 4);
+    const slowestHash = Math.max(...timed.filter((t) => t.res.status === 401).map((t) => t.ms));
+    for (const { res, ms } of busy) {
+      expectApiError(res, 503, "service_unavailable", { code: "too_many_password_checks" });
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(ms).toBeLessThan(slowestHash);
+    }
+    expect(timed.every((t) => t.res.status === 401 || t.res.status === 503)).toBe(true);
   });
 });
 
