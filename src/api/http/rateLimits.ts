@@ -26,6 +26,8 @@ export class AttemptLimiter {
       keyPrefix,
       points: limit.points,
       duration: limit.durationSeconds,
+      // Redis not connected: count in memory at once rather than wait for the command timeout.
+      rejectIfRedisNotReady: true,
       insuranceLimiter: new RateLimiterMemory({ points: limit.points, duration: limit.durationSeconds }),
     });
   }
