@@ -8,6 +8,8 @@ import { traceRequests } from "./http/traceRequests.ts";
 import { accessLog } from "./http/accessLog.ts";
 import { requestId } from "./http/requestId.ts";
 import { httpMetrics } from "./http/httpMetrics.ts";
+import { corsPolicy } from "./http/corsPolicy.ts";
+import { securityHeaders } from "./http/securityHeaders.ts";
 
 export type RouteFactory = (deps: AppDeps) => Router;
 
@@ -16,14 +18,16 @@ export type RouteFactory = (deps: AppDeps) => Router;
  * 404 in the OpenAI error shape for anything no route took.
  */
 export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
-  const app = new Koa({ proxy: true });
+  const app = new Koa({ proxy: deps.config.trustProxyHops > 0, maxIpsCount: deps.config.trustProxyHops });
   const routers = routeFactories.map((factory) => factory(deps));
   app.use(requestId());
   app.use(traceRequests(routers));
   app.use(httpMetrics(deps.metrics, routers));
   app.use(accessLog(deps.logger.child({ log: "access" }), routers));
+  app.use(securityHeaders());
+  app.use(corsPolicy(deps.config.cors));
   app.use(errorHandler(deps.logger));
-  app.use(koaBody({ json: true, jsonStrict: true, jsonLimit: "4mb", multipart: false, urlencoded: false, text: false }));
+  app.use(koaBody({ json: true, jsonStrict: true, jsonLimit: deps.config.maxRequestBodyBytes, multipart: false, urlencoded: false, text: false }));
   for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {
     throw new NotFoundError(`Unknown request URL: ${ctx.method} ${ctx.path}.`, { code: "unknown_url" });

@@ -7,6 +7,7 @@ import type { InferenceServices } from "./inference/inferenceServices.ts";
 import type { Redis } from "../redis/createRedis.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { PlatformMetrics } from "../observability/metrics.ts";
+import type { SignIn } from "./accounts/signIn.ts";
 
 /** What the API's route factories are built from. Passed in, never imported as globals. */
 export type AppDeps = {
@@ -21,6 +22,8 @@ export type AppDeps = {
   accounts: AccountCommandContext;
   /** API-key auth cache (pub/sub invalidated) and last-used batcher: one per API process, started/stopped by its owner. */
   keyAuth: ApiKeyAuth;
+  /** Password hashing gate and sign-in attempt limits: one per API process, shared by every login route. */
+  signIn: SignIn;
   /** Model registry, queues and the shared delta subscriber; absent in apps built without inference (inference routes then answer 503). */
   inference?: InferenceServices;
 };

@@ -7,6 +7,7 @@ import { createRedis } from "../redis/createRedis.ts";
 import { createInferenceServices } from "./inference/inferenceServices.ts";
 import { loadModelRegistry } from "../models/loadModelRegistry.ts";
 import { routeFactories } from "./routes.ts";
+import { SignIn } from "./accounts/signIn.ts";
 import type { RoleContext, RunningRole } from "../runtime/role.ts";
 
 export async function startApi({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
@@ -16,7 +17,8 @@ export async function startApi({ config, pool, logger, metrics }: RoleContext): 
   await keyAuth.start();
   const inference = createInferenceServices({ config, redis, logger, metrics }, await loadModelRegistry(config.modelsConfigPath));
   const accounts = { pool, changes: keyAuth.accountChanges() };
-  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, metrics, accounts, keyAuth, inference };
+  const signIn = new SignIn(config, redis);
+  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, metrics, accounts, keyAuth, signIn, inference };
   const app = createApp(deps, routeFactories);
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;

@@ -37,6 +37,31 @@ const urlWithProtocol = (protocols: string[], fallback: string) =>
       return value;
     });
 
+/** "*", "none", or comma-separated origins (`https://app.example.com`, scheme + host [+ port], no path). */
+const corsOrigins = (fallback: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const items = (v === undefined ? fallback : v)
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
+      if (items.includes("*")) return "*" as const;
+      const origins = items.filter((item) => item !== "none");
+      for (const origin of origins) {
+        let parsed: URL | null = null;
+        try {
+          parsed = new URL(origin);
+        } catch {}
+        if (!parsed || parsed.origin !== origin) {
+          ctx.addIssue({ code: "custom", message: `"${origin}" is not an origin (scheme://host[:port], no path or trailing slash)` });
+          return z.NEVER;
+        }
+      }
+      return origins;
+    });
+
 const EnvSchema = z.object({
   PORT: intFromEnv(8080).refine((n) => n > 0 && n < 65536, "must be a TCP port (1-65535)"),
   HOST: z.string().optional().default("0.0.0.0"),
@@ -79,7 +104,20 @@ const EnvSchema = z.object({
   SHUTDOWN_GRACE_MS: intFromEnv(30_000).refine((n) => n > 0, "must be positive"),
   METRICS_PORT: intFromEnv(0).refine((n) => n < 65536, "must be a TCP port (1-65535), or 0 for none"),
   METRICS_ON_API_PORT: z.enum(["true", "false"], { message: 'expected "true" or "false"' }).optional().default("true"),
+  TRUST_PROXY_HOPS: intFromEnv(1),
+  MAX_REQUEST_BODY_BYTES: intFromEnv(4 * 1024 * 1024).refine((n) => n >= 1024, "must be at least 1024"),
+  LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: intFromEnv(10).refine((n) => n > 0, "must be positive"),
+  LOGIN_ATTEMPTS_PER_ACCOUNT: intFromEnv(50).refine((n) => n > 0, "must be positive"),
+  LOGIN_ATTEMPTS_PER_ADDRESS: intFromEnv(100).refine((n) => n > 0, "must be positive"),
+  REGISTRATIONS_PER_ADDRESS: intFromEnv(10).refine((n) => n > 0, "must be positive"),
+  API_KEY_FAILURES_PER_ADDRESS: intFromEnv(30).refine((n) => n > 0, "must be positive"),
+  PASSWORD_HASH_CONCURRENCY: intFromEnv(1).refine((n) => n > 0, "must be positive"),
+  PASSWORD_HASH_MAX_WAITING: intFromEnv(8),
+  CORS_V1_ORIGINS: corsOrigins("*"),
+  CORS_API_ORIGINS: corsOrigins(""),
 });
+
+export type RateLimitSetting = { points: number; durationSeconds: number };
 
 export type Config = {
   port: number;
@@ -163,6 +201,26 @@ export type Config = {
     /** Whether the API also answers GET /metrics on its public port. */
     onApiPort: boolean;
   };
+  /**
+   * Reverse proxies in front of the API whose X-Forwarded-For / -Proto are trusted: the client address is
+   * the entry this many hops from the right. 0: the socket's address, forwarded headers ignored.
+   */
+  trustProxyHops: number;
+  /** A JSON body larger than this is refused with 413 request_too_large before it is parsed. */
+  maxRequestBodyBytes: number;
+  /** Attempts per window (windows are fixed: see docs/configuration.md); over a limit: 429 with Retry-After. */
+  rateLimits: {
+    loginPerAccountAddress: RateLimitSetting;
+    loginPerAccount: RateLimitSetting;
+    loginPerAddress: RateLimitSetting;
+    registrationsPerAddress: RateLimitSetting;
+    /** Requests with an unknown or revoked API key from one client address. */
+    apiKeyFailuresPerAddress: RateLimitSetting;
+  };
+  /** scrypt work of one API process: hashes at once, and hashes that may wait (more: 503 at once). */
+  passwordHashing: { concurrency: number; maxWaiting: number };
+  /** Browser origins allowed by CORS: on `/v1` (default any, without credentials) and on `/api` (default none). */
+  cors: { v1: "*" | string[]; api: "*" | string[] };
   /** Reads an environment variable named by the model registry (an upstream engine's `apiKeyEnv`). */
   secretFromEnv: (name: string) => string | undefined;
 };
@@ -222,6 +280,17 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     redisTimeouts: { connectTimeoutMs: e.REDIS_CONNECT_TIMEOUT_MS, commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     metrics: { port: e.METRICS_PORT === 0 ? undefined : e.METRICS_PORT, onApiPort: e.METRICS_ON_API_PORT === "true" },
+    trustProxyHops: e.TRUST_PROXY_HOPS,
+    maxRequestBodyBytes: e.MAX_REQUEST_BODY_BYTES,
+    rateLimits: {
+      loginPerAccountAddress: { points: e.LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS, durationSeconds: 15 * 60 },
+      loginPerAccount: { points: e.LOGIN_ATTEMPTS_PER_ACCOUNT, durationSeconds: 3600 },
+      loginPerAddress: { points: e.LOGIN_ATTEMPTS_PER_ADDRESS, durationSeconds: 3600 },
+      registrationsPerAddress: { points: e.REGISTRATIONS_PER_ADDRESS, durationSeconds: 3600 },
+      apiKeyFailuresPerAddress: { points: e.API_KEY_FAILURES_PER_ADDRESS, durationSeconds: 60 },
+    },
+    passwordHashing: { concurrency: e.PASSWORD_HASH_CONCURRENCY, maxWaiting: e.PASSWORD_HASH_MAX_WAITING },
+    cors: { v1: e.CORS_V1_ORIGINS, api: e.CORS_API_ORIGINS },
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
   };
 }

@@ -9,7 +9,7 @@ const INTER_TOKEN_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.035, 0.05, 0.07
 const TOKENS_PER_SECOND_BUCKETS = [1, 2.5, 5, 10, 20, 35, 50, 75, 100, 150, 250, 500, 1000];
 
 /** Why an inference request's credentials were refused (the label of auth_refusals_total). */
-export type AuthRefusalReason = "missing_api_key" | "malformed_api_key" | "unknown_or_revoked_api_key" | "subscription_required";
+export type AuthRefusalReason = "missing_api_key" | "malformed_api_key" | "unknown_or_revoked_api_key" | "too_many_invalid_api_keys" | "subscription_required";
 
 /**
  * Every Prometheus metric of the platform, in one registry per process (`npm start` runs every role in

@@ -10,10 +10,23 @@ import { createRedis } from "../../src/redis/createRedis.ts";
 import { type Logger, silentLogger } from "../../src/observability/logger.ts";
 import { createMetrics } from "../../src/observability/metrics.ts";
 import { routeFactories } from "../../src/api/routes.ts";
+import { SignIn } from "../../src/api/accounts/signIn.ts";
 import { createTestDatabase, TEST_POOL_TIMEOUTS, type TestDatabase } from "./testDatabase.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "./testRedis.ts";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
+
+/**
+ * Every test client comes from 127.0.0.1: the per-address limits are raised far above what one test file
+ * does, so only the tests about the limits (which set their own, lower ones) meet them.
+ */
+const TEST_RATE_LIMITS = {
+  LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: "1000",
+  LOGIN_ATTEMPTS_PER_ACCOUNT: "1000",
+  LOGIN_ATTEMPTS_PER_ADDRESS: "100000",
+  REGISTRATIONS_PER_ADDRESS: "100000",
+  API_KEY_FAILURES_PER_ADDRESS: "100000",
+};
 
 export type TestApp = {
   baseUrl: string;
@@ -58,6 +71,7 @@ export async function startTestApp(
     REDIS_PREFIX: testRedis.prefix,
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     PORT: "1",
+    ...TEST_RATE_LIMITS,
     ...options.env,
   });
   if (options.configure) config = options.configure(config);
@@ -73,6 +87,7 @@ export async function startTestApp(
     metrics: createMetrics({ defaultMetrics: false }),
     accounts: { pool, changes: keyAuth.accountChanges() },
     keyAuth,
+    signIn: new SignIn(config, testRedis.redis),
   };
   const app = createApp(deps, options.routes ?? routeFactories);
   const server: Server = createServer(app.callback());

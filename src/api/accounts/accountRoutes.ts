@@ -8,7 +8,6 @@ import { LoginBodySchema, RegisterBodySchema, type LoginBody, type RegisterBody 
 import { accountView } from "./accountView.ts";
 import { AccountNotFoundError } from "../../ledger/domainError.ts";
 import { findAccount } from "./findAccount.ts";
-import { loginAccount } from "./loginAccount.ts";
 import { registerAccount } from "./registerAccount.ts";
 import { currentPeriodFigures } from "../../ledger/budget/currentPeriodFigures.ts";
 
@@ -19,16 +18,19 @@ import { currentPeriodFigures } from "../../ledger/budget/currentPeriodFigures.t
 export function accountRoutes(deps: AppDeps): Router {
   const router = new Router({ prefix: "/api/v1/accounts" });
   const requireSession = sessionAuth(deps);
+  const { gate, throttle } = deps.signIn;
 
   router.post("/register", validate(RegisterBodySchema), async (ctx) => {
     const body = ctx.state.body as RegisterBody;
-    const account = await registerAccount(deps, body, requestMetadata(ctx));
+    await throttle.beforeRegistration(ctx.ip);
+    const account = await registerAccount(deps, { gate, clientAddress: ctx.ip }, body, requestMetadata(ctx));
     ctx.status = 201;
     ctx.body = { id: account.accountId, email: account.email, created_at: account.createdAt.toISOString() };
   });
 
   router.post("/login", validate(LoginBodySchema), async (ctx) => {
-    const session = await loginAccount(deps, ctx.state.body as LoginBody);
+    const body = ctx.state.body as LoginBody;
+    const session = await deps.signIn.login(deps, body, ctx.ip);
     ctx.set("cache-control", "no-store");
     ctx.body = { session_token: session.sessionToken, expires_at: session.expiresAt.toISOString() };
   });

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { storableString } from "../http/storableText.ts";
 
 /** An email address, trimmed and lower-cased (rm_accounts.email is unique on that form). */
-export const EmailSchema = z.string().trim().max(254, "must be at most 254 characters").toLowerCase().pipe(z.email("must be a valid email address"));
+export const EmailSchema = storableString().trim().max(254, "must be at most 254 characters").toLowerCase().pipe(z.email("must be a valid email address"));
 
 export const MIN_PASSWORD_LENGTH = 10;
 /** Upper bound only to cap the hashing work a request can ask for. */
@@ -21,7 +22,7 @@ export type RegisterBody = z.infer<typeof RegisterBodySchema>;
  */
 export const LoginBodySchema = z
   .object({
-    email: z.string().trim().toLowerCase().max(254, "must be at most 254 characters"),
+    email: storableString().trim().toLowerCase().max(254, "must be at most 254 characters"),
     password: z.string().max(MAX_PASSWORD_LENGTH, `must be at most ${MAX_PASSWORD_LENGTH} characters`),
   })
   .strict();

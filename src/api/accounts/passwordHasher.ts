@@ -3,16 +3,18 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from "node:c
 export type ScryptParams = { N: number; r: number; p: number };
 
 /**
- * N=2^15, r=8 (32 MiB, ~100-200 ms per hash). Stronger settings can be adopted later without a migration:
- * every hash carries its own parameters.
+ * N=2^17, r=8, p=1: OWASP's minimum for scrypt (128 MiB, ~0.3-0.5 s per hash on one core). Every hash
+ * carries its own parameters: older ones (N=2^15) still verify and are re-hashed with these on the next
+ * successful login (needsRehash).
  */
-export const DEFAULT_SCRYPT_PARAMS: ScryptParams = { N: 2 ** 15, r: 8, p: 1 };
+export const DEFAULT_SCRYPT_PARAMS: ScryptParams = { N: 2 ** 17, r: 8, p: 1 };
 const KEY_LENGTH = 32;
 const SALT_LENGTH = 16;
 /** `scrypt$N$r$p$<salt base64url>$<hash base64url>`: the parameters travel with the hash. */
 const ENCODED = /^scrypt\$(\d{1,8})\$(\d{1,3})\$(\d{1,3})\$([A-Za-z0-9_-]{16,128})\$([A-Za-z0-9_-]{16,256})$/;
 
 function derive(password: string, salt: Buffer, params: ScryptParams, keyLength: number): Promise<Buffer> {
+  // scrypt needs 128 * N * r bytes (128 MiB at the defaults); maxmem is the cap node checks that against.
   const options: ScryptOptions = { N: params.N, r: params.r, p: params.p, maxmem: 256 * params.N * params.r + 1024 * 1024 };
   return new Promise((resolve, reject) => {
     scrypt(password.normalize("NFC"), salt, keyLength, options, (error, key) => (error ? reject(error) : resolve(key)));
@@ -37,6 +39,12 @@ export const passwordHasher = {
     const salt = randomBytes(SALT_LENGTH);
     const key = await derive(password, salt, params, KEY_LENGTH);
     return `scrypt$${params.N}$${params.r}$${params.p}$${salt.toString("base64url")}$${key.toString("base64url")}`;
+  },
+
+  /** True when a stored hash was made with other parameters than `params` (or cannot be read). */
+  needsRehash(encoded: string, params: ScryptParams = DEFAULT_SCRYPT_PARAMS): boolean {
+    const decoded = decode(encoded);
+    return !decoded || decoded.params.N !== params.N || decoded.params.r !== params.r || decoded.params.p !== params.p;
   },
 
   /**

@@ -21,8 +21,16 @@ describe("passwordHasher", () => {
 
   it("uses the default parameters when none are given", async () => {
     const encoded = await passwordHasher.hash("correct horse battery");
-    expect(encoded.startsWith("scrypt$32768$8$1$")).toBe(true);
+    expect(encoded.startsWith("scrypt$131072$8$1$")).toBe(true);
     expect(await passwordHasher.verify("correct horse battery", encoded)).toBe(true);
+    expect(passwordHasher.needsRehash(encoded)).toBe(false);
+  });
+
+  it("still verifies an older N=2^15 hash, and says it needs re-hashing", async () => {
+    const old = await passwordHasher.hash("correct horse battery", { N: 2 ** 15, r: 8, p: 1 });
+    expect(await passwordHasher.verify("correct horse battery", old)).toBe(true);
+    expect(passwordHasher.needsRehash(old)).toBe(true);
+    expect(passwordHasher.needsRehash("not a hash")).toBe(true);
   });
 
   it("answers false for an unknown account (no hash) and for a malformed hash", async () => {

@@ -4,6 +4,7 @@ import type { EventMetadata } from "../../ledger/eventStore/types.ts";
 import { ConflictError } from "../http/errors.ts";
 import type { RegisterBody } from "./accountSchemas.ts";
 import { executeAccountCommand } from "../../ledger/accounts/executeAccountCommand.ts";
+import type { FairHashGate } from "./fairHashGate.ts";
 import { passwordHasher } from "./passwordHasher.ts";
 
 export type RegisteredAccount = { accountId: string; email: string; createdAt: Date };
@@ -29,13 +30,14 @@ function isEmailTaken(error: unknown): boolean {
  */
 export async function registerAccount(
   deps: Pick<AppDeps, "accounts" | "clock">,
+  hashing: { gate: FairHashGate; clientAddress: string },
   body: RegisterBody,
   /** correlationId, traceparent...; the actor is the new account itself. */
   metadata: EventMetadata = {},
 ): Promise<RegisteredAccount> {
   const accountId = randomUUID();
   const now = deps.clock.now();
-  const passwordHash = await passwordHasher.hash(body.password);
+  const passwordHash = await hashing.gate.run(hashing.clientAddress, () => passwordHasher.hash(body.password));
   try {
     await executeAccountCommand(
       deps.accounts,

@@ -7,6 +7,7 @@ import type { Logger } from "../../observability/logger.ts";
 import { ApiKeyAuthCache, type CachedPrincipal } from "./apiKeyAuthCache.ts";
 import { AuthInvalidationSubscriber, publishAuthInvalidation } from "../../contracts/authInvalidation.ts";
 import { lookupApiKey } from "./lookupApiKey.ts";
+import { RefusedKeyCache } from "./refusedKeyCache.ts";
 
 const PUBLISH_TIMEOUT_MS = 1000;
 
@@ -29,6 +30,8 @@ export type ApiKeyAuthResult = { outcome: "authorized"; principal: CachedPrincip
  */
 export class ApiKeyAuth {
   readonly cache: ApiKeyAuthCache;
+  /** Unknown or revoked key hashes, answered again without a query for one cache TTL. */
+  readonly refused: RefusedKeyCache;
   readonly lastUsed: KeyLastUsedRecorder;
   readonly #options: ApiKeyAuthOptions;
   readonly #subscriber: AuthInvalidationSubscriber;
@@ -38,6 +41,7 @@ export class ApiKeyAuth {
   constructor(options: ApiKeyAuthOptions) {
     this.#options = options;
     this.cache = new ApiKeyAuthCache({ ttlMs: options.cacheTtlMs ?? 2000 });
+    this.refused = new RefusedKeyCache({ ttlMs: options.cacheTtlMs ?? 2000 });
     this.lastUsed = new KeyLastUsedRecorder({
       db: options.pool,
       logger: options.logger,
@@ -47,9 +51,24 @@ export class ApiKeyAuth {
       redis: options.redis,
       redisPrefix: options.redisPrefix,
       logger: options.logger,
-      onInvalidate: (message) => this.cache.invalidateAccount(message.accountId),
-      onResync: () => this.cache.clear(),
+      onInvalidate: (message) => {
+        this.cache.invalidateAccount(message.accountId);
+        this.refused.clear();
+      },
+      onResync: () => {
+        this.cache.clear();
+        this.refused.clear();
+      },
     });
+  }
+
+  /** The answer for a key found in the positive cache, without any lookup; undefined otherwise. */
+  cached(secret: string): ApiKeyAuthResult | undefined {
+    const keyHash = apiKeyHash(secret);
+    const principal = this.cache.get(keyHash);
+    if (!principal) return undefined;
+    if (this.cache.dueForRefresh(keyHash)) this.#refreshInBackground(keyHash);
+    return { outcome: "authorized", principal };
   }
 
   /** `secret` must already be well-formed (checked without a query by the caller). */
@@ -60,13 +79,19 @@ export class ApiKeyAuth {
       if (this.cache.dueForRefresh(keyHash)) this.#refreshInBackground(keyHash);
       return { outcome: "authorized", principal: cached };
     }
+    if (this.refused.has(keyHash)) return { outcome: "forbidden" };
     return this.#lookup(keyHash);
   }
 
   async #lookup(keyHash: string): Promise<ApiKeyAuthResult> {
     const generation = this.cache.generation();
+    const refusedGeneration = this.refused.generation();
     const found = await lookupApiKey(this.#options.pool, keyHash);
-    if (!found?.keyActive) return { outcome: "forbidden" };
+    if (!found?.keyActive) {
+      // Unknown or revoked: only a new key (an account change, which clears this cache) could change that.
+      this.refused.set(keyHash, refusedGeneration);
+      return { outcome: "forbidden" };
+    }
     if (!found.subscriptionActive) return { outcome: "subscription_required" };
     const principal = { accountId: found.accountId, keyId: found.keyId };
     this.cache.set(keyHash, principal, generation);
@@ -96,6 +121,7 @@ export class ApiKeyAuth {
 
   async invalidateAccount(accountId: string): Promise<void> {
     this.cache.invalidateAccount(accountId);
+    this.refused.clear();
     let timer: NodeJS.Timeout | undefined;
     try {
       // The change is committed: a Redis outage must not hang the response (commands queue while offline).

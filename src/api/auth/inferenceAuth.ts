@@ -3,17 +3,29 @@ import type { AppDeps } from "../appDeps.ts";
 import { bearerToken } from "../http/bearerToken.ts";
 import { type ApiError, ForbiddenError, SubscriptionRequiredError } from "../http/errors.ts";
 import type { AuthRefusalReason } from "../../observability/metrics.ts";
+import { AttemptLimiter, TooManyAttemptsError } from "../http/rateLimits.ts";
 import { isWellFormedApiKey } from "../keys/apiKeySecret.ts";
 
 /** Who an inference request acts for; set on ctx.state.principal by inferenceAuth. */
 export type Principal = { accountId: string; keyId: string };
 
+function tooManyFailures(retryAfterSeconds: number): TooManyAttemptsError {
+  return new TooManyAttemptsError(
+    `Too many requests with an invalid API key from this address. Retry in ${retryAfterSeconds} seconds.`,
+    "too_many_invalid_api_keys",
+    retryAfterSeconds,
+  );
+}
+
 /**
  * `Authorization: Bearer <API_KEY>` for the inference API. Missing, malformed (checksum), unknown or
  * revoked key -> 403 Forbidden; account without an active subscription -> 402 subscription_required.
- * A malformed key never reaches the database. Records the key's use in the last-used batch.
+ * A malformed key never reaches the database; a refused one is remembered briefly (ApiKeyAuth). Unknown
+ * or revoked keys count against the client address: over API_KEY_FAILURES_PER_ADDRESS a minute, keys
+ * not already in the cache are answered 429 without a lookup. Records the key's use in the last-used batch.
  */
-export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics">) {
+export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics" | "redis" | "config">) {
+  const failures = new AttemptLimiter(deps.redis, `${deps.config.redisPrefix}:rl:api-key-failures:address`, deps.config.rateLimits.apiKeyFailuresPerAddress);
   const refuse = (reason: AuthRefusalReason, error: ApiError): never => {
     deps.metrics.auth.refusals.inc({ reason });
     throw error;
@@ -22,8 +34,17 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
     const secret = bearerToken(ctx);
     if (!secret) return refuse("missing_api_key", new ForbiddenError("Missing API key: send `Authorization: Bearer <API_KEY>`.", "missing_api_key"));
     if (!isWellFormedApiKey(secret)) return refuse("malformed_api_key", new ForbiddenError());
-    const result = await deps.keyAuth.authenticate(secret);
-    if (result.outcome === "forbidden") return refuse("unknown_or_revoked_api_key", new ForbiddenError());
+    const cached = deps.keyAuth.cached(secret);
+    if (!cached) {
+      const blocked = await failures.blockedFor(ctx.ip);
+      if (blocked !== null) return refuse("too_many_invalid_api_keys", tooManyFailures(blocked));
+    }
+    const result = cached ?? (await deps.keyAuth.authenticate(secret));
+    if (result.outcome === "forbidden") {
+      const wait = await failures.consume(ctx.ip);
+      if (wait !== null) return refuse("too_many_invalid_api_keys", tooManyFailures(wait));
+      return refuse("unknown_or_revoked_api_key", new ForbiddenError());
+    }
     if (result.outcome === "subscription_required") return refuse("subscription_required", new SubscriptionRequiredError());
     ctx.state.principal = { accountId: result.principal.accountId, keyId: result.principal.keyId } satisfies Principal;
     deps.keyAuth.lastUsed.record(result.principal.keyId, deps.clock.now());

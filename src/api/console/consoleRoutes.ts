@@ -3,7 +3,6 @@ import type { Context } from "koa";
 import { findAccount } from "../accounts/findAccount.ts";
 import { accountView } from "../accounts/accountView.ts";
 import { LoginBodySchema, type LoginBody } from "../accounts/accountSchemas.ts";
-import { loginAccount } from "../accounts/loginAccount.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { validate } from "../http/validate.ts";
 import { AccountNotFoundError } from "../../ledger/domainError.ts";
@@ -49,7 +48,7 @@ export function consoleRoutes(deps: AppDeps): Router {
   });
 
   router.post("/console/session", validate(LoginBodySchema), async (ctx) => {
-    const session = await loginAccount(deps, ctx.state.body as LoginBody);
+    const session = await deps.signIn.login(deps, ctx.state.body as LoginBody, ctx.ip);
     setSessionCookie(ctx, session.sessionToken, session.expiresAt);
     ctx.set("cache-control", "no-store");
     ctx.body = { csrf_token: csrfTokenFor(session.sessionToken), expires_at: session.expiresAt.toISOString() };

@@ -3,6 +3,7 @@ import type { CompletionJob, CompletionWork, Endpoint } from "../../contracts/co
 import type { RegisteredModel } from "../../models/modelRegistry.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { admitWithHold } from "./admission/admitWithHold.ts";
+import { assertPromptFits } from "./admission/promptLengthLimit.ts";
 import type { InferenceServices } from "./inferenceServices.ts";
 import { principalOf } from "./requireInference.ts";
 import { startEnqueueSpan, traceRelay } from "./run/traceJob.ts";
@@ -37,6 +38,7 @@ export type InferenceJobSpec = {
  */
 export async function startInferenceJob(deps: AppDeps, inference: InferenceServices, ctx: Context, spec: InferenceJobSpec): Promise<RunningJob> {
   const { model, endpoint, work, completionId, created } = spec;
+  assertPromptFits(endpoint, work, model.context_length);
   // Redis away: 503 before a budget hold is placed for a job that cannot be queued.
   inference.gateway.assertConnected();
   const principal = principalOf(ctx);

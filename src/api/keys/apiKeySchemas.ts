@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { storableString } from "../http/storableText.ts";
 
 /** Key names: 1 to 100 characters after trimming, stored trimmed. */
-export const KeyNameSchema = z.string().trim().min(1, "the name must not be empty").max(100, "the name must be at most 100 characters");
+export const KeyNameSchema = storableString().trim().min(1, "the name must not be empty").max(100, "the name must be at most 100 characters");
 
 export const CreateKeyBodySchema = z.object({ name: KeyNameSchema }).strict();
 export type CreateKeyBody = z.infer<typeof CreateKeyBodySchema>;

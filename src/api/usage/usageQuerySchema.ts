@@ -1,6 +1,8 @@
 import { z } from "zod";
 
 export const MAX_USAGE_RANGE_DAYS = 366;
+/** No usage predates this; earlier dates (year 0000 has no PostgreSQL date) are a 400. */
+export const MIN_USAGE_DATE = "2000-01-01";
 
 /** A real calendar date written YYYY-MM-DD (2025-02-30 is refused). */
 const IsoDateSchema = z
@@ -9,7 +11,8 @@ const IsoDateSchema = z
   .refine((v) => {
     const d = new Date(`${v}T00:00:00.000Z`);
     return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === v;
-  }, "is not a valid calendar date");
+  }, "is not a valid calendar date")
+  .refine((v) => v >= MIN_USAGE_DATE, `must be ${MIN_USAGE_DATE} or later`);
 
 /**
  * Query of `GET /api/v1/accounts/user/usage`. Both dates are inclusive UTC days; omitted, they default to

@@ -13,7 +13,6 @@ export function chatCompletionBody(head: Omit<Head, "includeUsage">, collected: 
     object: "chat.completion" as const,
     created: head.created,
     model: head.model,
-    system_fingerprint: null,
     choices: [
       {
         index: 0,

@@ -11,7 +11,6 @@ export function textCompletionBody(head: Omit<Head, "includeUsage">, collected: 
     object: "text_completion" as const,
     created: head.created,
     model: head.model,
-    system_fingerprint: null,
     choices: [{ text: collected.reply.content, index: 0, logprobs: null, finish_reason: collected.finishReason }],
     usage: usageBody(collected.usage, false),
   };

@@ -32,7 +32,6 @@ export function chunkBuilder(object: "chat.completion.chunk" | "text_completion"
     object,
     created: head.created,
     model: head.model,
-    system_fingerprint: null,
     choices,
     ...(head.includeUsage ? { usage: null } : {}),
     ...extra,

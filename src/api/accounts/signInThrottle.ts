@@ -1,0 +1,64 @@
+import { createHash } from "node:crypto";
+import type { Redis } from "../../redis/createRedis.ts";
+import { AttemptLimiter, type RateLimit, TooManyAttemptsError } from "../http/rateLimits.ts";
+
+export type SignInLimits = {
+  /** Login attempts on one account from one client address (successes are given back). */
+  loginPerAccountAddress: RateLimit;
+  /** Login attempts on one account from all addresses: a distributed guessing attack on one account. */
+  loginPerAccount: RateLimit;
+  /** Login attempts from one client address, all accounts: one client guessing across accounts. */
+  loginPerAddress: RateLimit;
+  /** Registrations from one client address, whatever their outcome (409 email_taken included). */
+  registrationsPerAddress: RateLimit;
+};
+
+/** Emails never appear in Redis keys in clear: a short hash is enough to tell accounts apart. */
+const emailKey = (email: string) => createHash("sha256").update(email).digest("base64url").slice(0, 22);
+
+/**
+ * Login and registration limits (Redis, shared by all API processes), checked before any password
+ * hashing so a refused attempt costs no scrypt work. Over a limit: 429 rate_limit_exceeded with
+ * Retry-After and code too_many_login_attempts / too_many_registrations.
+ */
+export class SignInThrottle {
+  readonly #perAccountAddress: AttemptLimiter;
+  readonly #perAccount: AttemptLimiter;
+  readonly #perAddress: AttemptLimiter;
+  readonly #registrations: AttemptLimiter;
+
+  constructor(redis: Redis, redisPrefix: string, limits: SignInLimits) {
+    this.#perAccountAddress = new AttemptLimiter(redis, `${redisPrefix}:rl:login:account-address`, limits.loginPerAccountAddress);
+    this.#perAccount = new AttemptLimiter(redis, `${redisPrefix}:rl:login:account`, limits.loginPerAccount);
+    this.#perAddress = new AttemptLimiter(redis, `${redisPrefix}:rl:login:address`, limits.loginPerAddress);
+    this.#registrations = new AttemptLimiter(redis, `${redisPrefix}:rl:register:address`, limits.registrationsPerAddress);
+  }
+
+  /** Counts a login attempt; 429 when this account, this address or both have had too many. */
+  async beforeLogin(email: string, address: string): Promise<void> {
+    const account = emailKey(email);
+    const waits = await Promise.all([
+      this.#perAccountAddress.consume(`${account}:${address}`),
+      this.#perAccount.consume(account),
+      this.#perAddress.consume(address),
+    ]);
+    const wait = Math.max(...waits.map((w) => w ?? 0));
+    if (wait > 0) {
+      throw new TooManyAttemptsError(`Too many login attempts. Retry in ${wait} seconds.`, "too_many_login_attempts", wait);
+    }
+  }
+
+  /** A successful login: its attempt is not held against the account or the address. */
+  async afterLoginSuccess(email: string, address: string): Promise<void> {
+    const account = emailKey(email);
+    await Promise.all([this.#perAccountAddress.reset(`${account}:${address}`), this.#perAccount.refund(account), this.#perAddress.refund(address)]);
+  }
+
+  /** Counts a registration attempt from this address; 429 beyond the limit. */
+  async beforeRegistration(address: string): Promise<void> {
+    const wait = await this.#registrations.consume(address);
+    if (wait !== null) {
+      throw new TooManyAttemptsError(`Too many registrations from this address. Retry in ${wait} seconds.`, "too_many_registrations", wait);
+    }
+  }
+}

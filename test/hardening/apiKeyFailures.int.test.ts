@@ -1,0 +1,75 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { newApiKeySecret } from "../../src/api/keys/apiKeySecret.ts";
+import { createKey, expectError } from "../keys/keySteps.ts";
+import { eventually } from "../support/eventually.ts";
+import { createTestAccount } from "../support/testAccounts.ts";
+import { startTestApp, type TestApp } from "../support/testApp.ts";
+
+let app: TestApp;
+let second: TestApp;
+beforeAll(async () => {
+  // A long cache TTL: the refusals below are served from the cache, and only invalidation clears it.
+  app = await startTestApp({ keyAuth: { cacheTtlMs: 60_000 }, env: { API_KEY_FAILURES_PER_ADDRESS: "5" } });
+  second = await startTestApp({ shareWith: app, keyAuth: { cacheTtlMs: 60_000 } });
+});
+afterAll(async () => {
+  await second?.close();
+  await app?.close();
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+let addressCounter = 0;
+const newAddress = () => `203.0.113.${++addressCounter}`;
+const models = (target: TestApp, key: string, address: string) => target.request("GET", "/v1/models", { token: key, headers: { "x-forwarded-for": address } });
+
+/** Counts the key lookups (rm_keys by hash) the app's real pool runs. */
+function countKeyLookups(target: TestApp): () => number {
+  const query = vi.spyOn(target.deps.pool, "query");
+  return () => query.mock.calls.filter(([sql]) => typeof sql === "string" && /FROM rm_keys k/.test(sql)).length;
+}
+
+describe("unknown API keys", () => {
+  it("costs one database lookup per unknown key, not one per request", async () => {
+    const lookups = countKeyLookups(app);
+    const unknown = newApiKeySecret();
+    for (let i = 0; i < 4; i += 1) expectError(await models(app, unknown, newAddress()), 403, "Forbidden", { code: "invalid_api_key" });
+    expect(lookups()).toBe(1);
+  });
+
+  it("lets a key created just now in at once, on this process and on another one", async () => {
+    for (let i = 0; i < 3; i += 1) expectError(await models(second, newApiKeySecret(), newAddress()), 403, "Forbidden");
+    expect(second.deps.keyAuth.refused.size).toBeGreaterThan(0);
+    for (let i = 0; i < 3; i += 1) expectError(await models(app, newApiKeySecret(), newAddress()), 403, "Forbidden");
+    const account = await createTestAccount(app.db.pool);
+    const key = await createKey(app, account.sessionToken);
+    // The creating process cleared its refusals synchronously; the other one hears it over Redis.
+    expect(app.deps.keyAuth.refused.size).toBe(0);
+    expect((await models(app, key.key, newAddress())).status).toBe(200);
+    await eventually(async () => (second.deps.keyAuth.refused.size === 0 ? true : undefined), 5000);
+    expect((await models(second, key.key, newAddress())).status).toBe(200);
+  });
+
+  it("answers 429 after too many refused keys from one address, without a lookup, while other addresses and cached keys go on", async () => {
+    const account = await createTestAccount(app.db.pool);
+    const cachedKey = await createKey(app, account.sessionToken, "warm");
+    const coldKey = await createKey(app, account.sessionToken, "cold");
+    const attacker = newAddress();
+    expect((await models(app, cachedKey.key, attacker)).status).toBe(200);
+    for (let i = 0; i < 5; i += 1) expectError(await models(app, newApiKeySecret(), attacker), 403, "Forbidden");
+
+    const lookups = countKeyLookups(app);
+    const refused = await models(app, newApiKeySecret(), attacker);
+    expectError(refused, 429, "rate_limit_exceeded", { code: "too_many_invalid_api_keys", param: null });
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expectError(await models(app, newApiKeySecret(), attacker), 429, "rate_limit_exceeded");
+    // A key this process has not seen yet is not looked up for that address either.
+    expectError(await models(app, coldKey.key, attacker), 429, "rate_limit_exceeded");
+    expect(lookups()).toBe(0);
+
+    expect((await models(app, cachedKey.key, attacker)).status).toBe(200);
+    expect((await models(app, coldKey.key, newAddress())).status).toBe(200);
+    expectError(await models(app, newApiKeySecret(), newAddress()), 403, "Forbidden");
+  });
+});

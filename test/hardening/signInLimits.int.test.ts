@@ -1,0 +1,175 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { passwordHasher } from "../../src/api/accounts/passwordHasher.ts";
+import { startTestApp, type TestApp, type TestResponse } from "../support/testApp.ts";
+import { expectApiError, newEmail, PASSWORD } from "../accounts/accountSteps.ts";
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp({
+    env: {
+      LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: "3",
+      LOGIN_ATTEMPTS_PER_ACCOUNT: "6",
+      LOGIN_ATTEMPTS_PER_ADDRESS: "5",
+      REGISTRATIONS_PER_ADDRESS: "3",
+      PASSWORD_HASH_MAX_WAITING: "3",
+    },
+  });
+});
+afterAll(async () => {
+  await app.close();
+});
+
+let addressCounter = 0;
+/** A client address of its own (the test app trusts one proxy hop: X-Forwarded-For). */
+const newAddress = () => `198.51.100.${++addressCounter}`;
+
+function login(email: string, password: string, address: string): Promise<TestResponse> {
+  return app.request("POST", "/api/v1/accounts/login", { body: { email, password }, headers: { "x-forwarded-for": address } });
+}
+
+function registerFrom(email: string, address: string): Promise<TestResponse> {
+  return app.request("POST", "/api/v1/accounts/register", { body: { email, password: PASSWORD }, headers: { "x-forwarded-for": address } });
+}
+
+function expectTooMany(res: TestResponse, code: string): void {
+  expectApiError(res, 429, "rate_limit_exceeded", { code, param: null });
+  const retryAfter = Number(res.headers.get("retry-after"));
+  expect(Number.isInteger(retryAfter) && retryAfter > 0, `retry-after ${res.headers.get("retry-after")}`).toBe(true);
+}
+
+async function registerAt(address: string): Promise<string> {
+  const email = newEmail("limit");
+  const res = await registerFrom(email, address);
+  expect(res.status, res.text).toBe(201);
+  return email;
+}
+
+describe("login rate limits", () => {
+  it("refuses a 4th attempt on one account from one address with 429, even with the right password; another address still logs in", async () => {
+    const email = await registerAt(newAddress());
+    const attacker = newAddress();
+    for (let i = 0; i < 3; i += 1) expectApiError(await login(email, "wrong password!", attacker), 401, "authentication_error");
+    expectTooMany(await login(email, "wrong password!", attacker), "too_many_login_attempts");
+    expectTooMany(await login(email, PASSWORD, attacker), "too_many_login_attempts");
+    expect((await login(email, PASSWORD, newAddress())).status).toBe(200);
+  });
+
+  it("does not count successful logins against the client", async () => {
+    const email = await registerAt(newAddress());
+    const address = newAddress();
+    for (let round = 0; round < 2; round += 1) {
+      expectApiError(await login(email, "wrong password!", address), 401, "authentication_error");
+      expectApiError(await login(email, "wrong password!", address), 401, "authentication_error");
+      expect((await login(email, PASSWORD, address)).status).toBe(200);
+    }
+  });
+
+  it("limits one account across addresses (a distributed guess)", async () => {
+    const email = await registerAt(newAddress());
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i += 1) statuses.push((await login(email, "wrong password!", newAddress())).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 401, 429]);
+  });
+
+  it("limits one address across accounts, unknown emails included", async () => {
+    const address = newAddress();
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i += 1) statuses.push((await login(newEmail("nobody"), "wrong password!", address)).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+    expectTooMany(await login(newEmail("nobody"), "wrong password!", address), "too_many_login_attempts");
+  });
+
+  it("keeps a real login fast while 64 parallel wrong logins hit another account", async () => {
+    const victim = await registerAt(newAddress());
+    const user = await registerAt(newAddress());
+    const started = performance.now();
+    expect((await login(user, PASSWORD, newAddress())).status).toBe(200);
+    const alone = performance.now() - started;
+
+    const attacker = newAddress();
+    const burst = Array.from({ length: 64 }, () => login(victim, "wrong password!", attacker));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const underBurstStart = performance.now();
+    const real = await login(user, PASSWORD, newAddress());
+    const underBurst = performance.now() - underBurstStart;
+    expect(real.status, real.text).toBe(200);
+    // It waits for at most the hashes already running or ahead of it from the attacker's address.
+    expect(underBurst, `alone ${alone.toFixed(0)} ms, under the burst ${underBurst.toFixed(0)} ms`).toBeLessThan(4 * alone + 500);
+
+    const results = await Promise.all(burst);
+    for (const res of results) {
+      expect([401, 429, 503], res.text).toContain(res.status);
+      expect(Object.keys(res.body.error).sort()).toEqual(["code", "message", "param", "type"]);
+      if (res.status !== 401) expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    }
+    expect(results.filter((r) => r.status === 401).length).toBeLessThanOrEqual(3);
+    expect(results.filter((r) => r.status === 503).every((r) => r.body.error.code === "too_many_password_checks")).toBe(true);
+  });
+});
+
+describe("password hashing capacity", () => {
+  it("answers checks beyond what may wait 503 at once, with Retry-After, instead of queueing them for seconds", async () => {
+    // 12 addresses, 12 unknown emails: no rate limit applies, only the hashing gate (1 at a time, 3 waiting).
+    const timed = await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        const started = performance.now();
+        const res = await login(newEmail("nobody"), "wrong password!", newAddress());
+        return { res, ms: performance.now() - started };
+      }),
+    );
+    const busy = timed.filter((t) => t.res.status === 503);
+    expect(busy.length).toBeGreaterThanOrEqual(12 - 4);
+    const slowestHash = Math.max(...timed.filter((t) => t.res.status === 401).map((t) => t.ms));
+    for (const { res, ms } of busy) {
+      expectApiError(res, 503, "service_unavailable", { code: "too_many_password_checks" });
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(ms).toBeLessThan(slowestHash);
+    }
+    expect(timed.every((t) => t.res.status === 401 || t.res.status === 503)).toBe(true);
+  });
+});
+
+describe("registration rate limit", () => {
+  it("counts every registration from an address, email_taken included, and answers 429 beyond it", async () => {
+    const address = newAddress();
+    const email = newEmail("reg");
+    expect((await registerFrom(email, address)).status).toBe(201);
+    expectApiError(await registerFrom(email, address), 409, "invalid_request_error", { code: "email_taken" });
+    expect((await registerFrom(newEmail("reg"), address)).status).toBe(201);
+    expectTooMany(await registerFrom(newEmail("reg"), address), "too_many_registrations");
+    expectTooMany(await registerFrom(email, address), "too_many_registrations");
+    expect((await registerFrom(newEmail("reg"), newAddress())).status).toBe(201);
+  });
+});
+
+describe("scrypt parameters", () => {
+  const storedHash = async (email: string) =>
+    (
+      await app.db.pool.query<{ password_hash: string }>(
+        "SELECT c.password_hash FROM account_credentials c JOIN rm_accounts a USING (account_id) WHERE a.email = $1",
+        [email],
+      )
+    ).rows[0]!.password_hash;
+
+  it("hashes new passwords with N=2^17, r=8, p=1", async () => {
+    const email = await registerAt(newAddress());
+    expect(await storedHash(email)).toMatch(/^scrypt\$131072\$8\$1\$/);
+  });
+
+  it("still accepts an N=2^15 hash, and upgrades it on the next successful login (a wrong password changes nothing)", async () => {
+    const email = await registerAt(newAddress());
+    const old = await passwordHasher.hash(PASSWORD, { N: 2 ** 15, r: 8, p: 1 });
+    await app.db.pool.query("UPDATE account_credentials c SET password_hash = $1 FROM rm_accounts a WHERE a.account_id = c.account_id AND a.email = $2", [
+      old,
+      email,
+    ]);
+    expect((await login(email, "wrong password!", newAddress())).status).toBe(401);
+    expect(await storedHash(email)).toBe(old);
+    expect((await login(email, PASSWORD, newAddress())).status).toBe(200);
+    const upgraded = await storedHash(email);
+    expect(upgraded).toMatch(/^scrypt\$131072\$8\$1\$/);
+    expect(await passwordHasher.verify(PASSWORD, upgraded)).toBe(true);
+    expect((await login(email, PASSWORD, newAddress())).status).toBe(200);
+    expect(await storedHash(email)).toBe(upgraded);
+  });
+});
