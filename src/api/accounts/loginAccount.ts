@@ -1,4 +1,6 @@
-import type { AppDeps } from "../appDeps.ts";
+import type { Config } from "../../config/config.ts";
+import type { Pool } from "../../db/createPool.ts";
+import type { Clock } from "../../runtime/clock.ts";
 import { AuthenticationError } from "../http/errors.ts";
 import { createSession } from "../sessions/sessionStore.ts";
 import type { LoginBody } from "./accountSchemas.ts";
@@ -17,8 +19,11 @@ export class InvalidCredentialsError extends AuthenticationError {
  * gate (bounded, fair per client address). A hash made with older scrypt parameters is replaced by one
  * with the current parameters after a successful check (only if nobody changed it meanwhile).
  */
+/** What a login needs of the API's dependencies. */
+export type LoginDeps = { pool: Pool; clock: Clock; config: Config };
+
 export async function loginAccount(
-  deps: Pick<AppDeps, "pool" | "clock" | "config">,
+  deps: LoginDeps,
   gate: FairHashGate,
   body: LoginBody,
   clientAddress: string,

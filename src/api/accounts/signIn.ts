@@ -1,9 +1,8 @@
-import type { AppDeps } from "../appDeps.ts";
 import type { Config } from "../../config/config.ts";
 import type { Redis } from "../../redis/createRedis.ts";
 import type { LoginBody } from "./accountSchemas.ts";
 import { FairHashGate } from "./fairHashGate.ts";
-import { loginAccount } from "./loginAccount.ts";
+import { loginAccount, type LoginDeps } from "./loginAccount.ts";
 import { SignInThrottle } from "./signInThrottle.ts";
 
 /** Password checks one client address may have waiting (a NAT'd office signing in at once; round-robin keeps others fair). */
@@ -23,7 +22,7 @@ export class SignIn {
   }
 
   /** A login within the limits: 429 over them (before any hashing), 401 for wrong credentials. */
-  async login(deps: Pick<AppDeps, "pool" | "clock" | "config">, body: LoginBody, clientAddress: string): Promise<{ sessionToken: string; expiresAt: Date }> {
+  async login(deps: LoginDeps, body: LoginBody, clientAddress: string): Promise<{ sessionToken: string; expiresAt: Date }> {
     await this.throttle.beforeLogin(body.email, clientAddress);
     const session = await loginAccount(deps, this.gate, body, clientAddress);
     await this.throttle.afterLoginSuccess(body.email, clientAddress);
