@@ -19,3 +19,6 @@
  * cores the parallel collector may do better: measure before changing it there.
  */
 export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=4", "--single-threaded-gc"] as const;
+
+/** What every service process loads before its entry point: OpenTelemetry's register module (it installs nothing unless tracing is configured). */
+export const SERVICE_PRELOAD = ["--import", "./src/observability/register.ts"] as const;

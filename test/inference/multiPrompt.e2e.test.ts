@@ -41,7 +41,8 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
     const other = await platform.createKey();
     const response = await platform.request("POST", "/v1/completions", {
       token: other.key,
-      body: { model: TINY_CHAT, max_tokens: 200, prompt: ["Hello there", "word ".repeat(3000)] },
+      // Under the API's character bound (8 per context token), over the model's context in tokens: the engine refuses it.
+      body: { model: TINY_CHAT, max_tokens: 200, prompt: ["Hello there", "a ".repeat(1500)] },
     });
     expect(response.status).toBe(400);
     expect(response.body.error.type).toBe("invalid_request_error");
@@ -58,6 +59,24 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
     );
     expect(outcomes.rows.map((row) => row.outcome).sort()).toEqual(expect.arrayContaining(["failed"]));
     expect(outcomes.rowCount).toBe(2);
+  });
+
+  it("refuses a prompt over the length bound before any prompt starts: 400, nothing held, nothing charged", async () => {
+    const other = await platform.createKey();
+    const response = await platform.request("POST", "/v1/completions", {
+      token: other.key,
+      body: { model: TINY_CHAT, max_tokens: 200, prompt: ["Hello there", "word ".repeat(3000)] },
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.error.code).toBe("context_length_exceeded");
+    const held = await platform.deps.pool.query("SELECT coalesce(sum(held_micro_chf), 0)::int AS held FROM rm_budget WHERE account_id = $1", [
+      other.account.accountId,
+    ]);
+    expect(held.rows[0].held).toBe(0);
+    const charged = await platform.deps.pool.query("SELECT count(*)::int AS n FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'keyId' = $1", [
+      other.keyId,
+    ]);
+    expect(charged.rows[0].n).toBe(0);
   });
 
   it("still streams a single prompt given as an array of one", async () => {

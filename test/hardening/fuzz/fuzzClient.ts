@@ -1,3 +1,4 @@
+import { CONSOLE_PAGES } from "../../../src/api/console/consoleRoutes.ts";
 import { expect } from "vitest";
 import { assertOpenAiError, assertOpenAiShape, type OpenAiShape } from "../../support/openaiSchemas/openaiSchemas.ts";
 
@@ -52,6 +53,9 @@ export function expectWellFormed(request: FuzzRequest, answer: FuzzAnswer): void
     return;
   }
   if (answer.status === 204 || request.method === "OPTIONS") return;
+  // A path that resolves to the web console (`/v1/..` is `/`) is a page or an asset, not an API answer.
+  const resolved = new URL(request.path, "http://fuzz.invalid").pathname;
+  if (CONSOLE_PAGES.includes(resolved) || resolved.startsWith("/console/")) return;
   const shape = request.path.startsWith("/v1/") ? successShape(request.method, request.path) : null;
   if (answer.contentType.startsWith("text/event-stream")) {
     expect(shape?.chunk, where).toBeDefined();

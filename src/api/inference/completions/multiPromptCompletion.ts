@@ -9,6 +9,7 @@ import { collectReply, type CollectedReply } from "../run/collectReply.ts";
 import { COMPLETION_ID_HEADER } from "../run/serveCompletion.ts";
 import { releaseOnDisconnect, startInferenceJob } from "../startInferenceJob.ts";
 import { multiPromptCompletionBody } from "./completionFormat.ts";
+import { assertPromptFits } from "../admission/promptLengthLimit.ts";
 
 /**
  * A non-streamed text completion of several prompts (OpenAI semantics: one choice per prompt, `index`
@@ -25,6 +26,8 @@ export async function serveMultiPromptCompletion(
   spec: { model: RegisteredModel; requests: EngineChatRequest[] },
 ): Promise<void> {
   const { model } = spec;
+  // Every prompt that is too long is refused before any of them starts: a 400 never follows a charge.
+  for (const request of spec.requests) assertPromptFits("completions", { kind: "chat", request }, model.context_length);
   const created = Math.floor(deps.clock.now().getTime() / 1000);
   const ids = spec.requests.map(() => newCompletionId("cmpl"));
   ctx.set(COMPLETION_ID_HEADER, ids[0]!);
