@@ -142,6 +142,6 @@ describe("appendToStream", () => {
       [id],
     );
     expect(rows.rows.map((r) => Number(r.v))).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
-    rows.rows.forEach((row, i) => expect(row.prev).toBe(i === 0 ? null : rows.rows[i - 1]!.hash));
+    for (const [i, row] of rows.rows.entries()) expect(row.prev).toBe(i === 0 ? null : rows.rows[i - 1]!.hash);
   });
 });
