@@ -1,5 +1,5 @@
 import type { Pool } from "../src/db/createPool.ts";
-import { writeAuditCheckpoint } from "../src/ledger/audit/auditCheckpoint.ts";
+import { writeAuditCheckpoints } from "../src/ledger/audit/auditCheckpoint.ts";
 import type { Logger } from "../src/observability/logger.ts";
 
 /**
@@ -38,8 +38,8 @@ export class AuditCheckpointer {
 
   async #checkpoint(): Promise<void> {
     try {
-      const written = await writeAuditCheckpoint(this.#pool);
-      if (written) this.#logger.info("audit checkpoint written", { streams: written.streamCount, merkleRoot: written.merkleRoot });
+      const written = await writeAuditCheckpoints(this.#pool);
+      if (written.checkpoints) this.#logger.info("audit checkpoints written", written);
     } catch (error) {
       this.#logger.warn("audit checkpoint failed", { error: error as Error });
     }

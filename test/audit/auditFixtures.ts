@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Pool } from "../../src/db/createPool.ts";
 import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
-import { writeAuditCheckpoint } from "../../src/ledger/audit/auditCheckpoint.ts";
+import { writeAuditCheckpoints } from "../../src/ledger/audit/auditCheckpoint.ts";
 import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { publishPriceTable, type PriceTable } from "../../src/ledger/pricing/priceTable.ts";
@@ -79,7 +79,7 @@ export async function buildAuditedLog(pool: Pool, accountCount = 2): Promise<Aud
 export async function checkpointEverything(pool: Pool): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
-    await writeAuditCheckpoint(pool);
+    await writeAuditCheckpoints(pool);
     const last = await pool.query<{ tx: string; gp: string }>(
       "SELECT data->'upTo'->>'transactionId' AS tx, data->'upTo'->>'globalPosition' AS gp FROM es_events WHERE stream_id = 'audit-checkpoints' ORDER BY stream_version DESC LIMIT 1",
     );

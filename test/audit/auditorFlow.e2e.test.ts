@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allProjections } from "../../projections/allProjections.ts";
 import { ProjectionRunner } from "../../projections/projectionRunner.ts";
-import { writeAuditCheckpoint } from "../../src/ledger/audit/auditCheckpoint.ts";
+import { writeAuditCheckpoints } from "../../src/ledger/audit/auditCheckpoint.ts";
 import { readPriceVersions } from "../../src/ledger/pricing/priceTable.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { KEYS_PATH } from "../keys/keySteps.ts";
@@ -65,7 +65,7 @@ describe("auditor flow", () => {
 
     const revoked = await platform.request("POST", `${KEYS_PATH}${keyId}/revoke`, { token: account.sessionToken });
     expect(revoked.status, revoked.text).toBe(200);
-    await writeAuditCheckpoint(platform.deps.pool);
+    await writeAuditCheckpoints(platform.deps.pool);
 
     // The account holder's export, verified offline with the documented script.
     const exported = await platform.request("GET", "/api/v1/accounts/user/audit-log?limit=1000", { token: account.sessionToken });

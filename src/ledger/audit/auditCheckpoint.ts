@@ -10,17 +10,21 @@ export const AUDIT_CHECKPOINT_STREAM = "audit-checkpoints";
 export const AUDIT_CHECKPOINT_STREAM_TYPE = "audit";
 /** Advisory lock (one key) held by the transaction that writes a checkpoint: one writer at a time. */
 const CHECKPOINT_LOCK_KEY = 727_102;
+/** Events one checkpoint covers at most, so its list of heads stays small; a backlog takes several. */
+export const CHECKPOINT_MAX_EVENTS = 10_000;
 
 const LogPositionSchema = z.object({ transactionId: z.string(), globalPosition: z.string() });
 
 /**
  * AuditCheckpointRecorded: the heads of every stream that changed in the log window (after, upTo] (log
- * order, only transactions older than every one in flight, so no later commit lands inside a window),
- * and their Merkle root. Checkpoints are chained like every stream; the next one starts at `upTo`.
+ * order, only transactions older than every one in flight, so no later commit lands inside a window;
+ * at most CHECKPOINT_MAX_EVENTS events), and their Merkle root. Checkpoints are chained like every
+ * stream; the next one starts at `upTo`.
  */
 export const AuditCheckpointRecordedDataSchema = z.object({
   after: LogPositionSchema,
   upTo: LogPositionSchema,
+  eventCount: z.number().int().positive(),
   streamCount: z.number().int().nonnegative(),
   merkleRoot: z.string(),
   heads: z.array(z.tuple([z.string(), z.number().int().positive(), z.string()])),
@@ -35,9 +39,10 @@ export const HEAD_HASH_SQL = "coalesce(encode(e.hash, 'hex'), 'legacy:' || encod
 
 /**
  * Writes the next checkpoint (the projector calls it periodically). Returns null when another writer
- * holds the lock or no stream changed since the last checkpoint.
+ * holds the lock or no stream changed since the last checkpoint. A checkpoint of CHECKPOINT_MAX_EVENTS
+ * events may have left more behind: call again (writeAuditCheckpoints does).
  */
-export async function writeAuditCheckpoint(pool: Pool): Promise<AuditCheckpointRecordedData | null> {
+export async function writeAuditCheckpoint(pool: Pool, maxEvents = CHECKPOINT_MAX_EVENTS): Promise<AuditCheckpointRecordedData | null> {
   return withTransaction(pool, async (client) => {
     const locked = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock($1) AS ok", [CHECKPOINT_LOCK_KEY]);
     if (!locked.rows[0]!.ok) return null;
@@ -47,10 +52,17 @@ export async function writeAuditCheckpoint(pool: Pool): Promise<AuditCheckpointR
     );
     const version = last.rowCount ? Number(last.rows[0]!.version) : 0;
     const after: LogPosition = last.rowCount ? AuditCheckpointRecordedDataSchema.parse(last.rows[0]!.data).upTo : LOG_START;
-    const upTo = await lastSettledPosition(client, after);
-    if (!upTo) return null;
-    const heads = await streamHeadsIn(client, after, upTo);
-    const data: AuditCheckpointRecordedData = { after, upTo, streamCount: heads.length, merkleRoot: merkleRoot(heads), heads };
+    const window = await nextWindow(client, after, maxEvents);
+    if (!window) return null;
+    const heads = await streamHeadsIn(client, after, window.upTo);
+    const data: AuditCheckpointRecordedData = {
+      after,
+      upTo: window.upTo,
+      eventCount: window.events,
+      streamCount: heads.length,
+      merkleRoot: merkleRoot(heads),
+      heads,
+    };
     await appendToStream(
       client,
       AUDIT_CHECKPOINT_STREAM,
@@ -62,16 +74,37 @@ export async function writeAuditCheckpoint(pool: Pool): Promise<AuditCheckpointR
   });
 }
 
-/** The last position of the window after `after` whose transactions have all ended, or null if empty. */
-async function lastSettledPosition(db: Queryable, after: LogPosition): Promise<LogPosition | null> {
-  const row = await db.query<{ tx: string; gp: string }>(
-    `SELECT transaction_id::text AS tx, global_position::text AS gp FROM es_events
-      WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)
-        AND transaction_id < pg_snapshot_xmin(pg_current_snapshot()) AND stream_id <> $3
-      ORDER BY transaction_id DESC, global_position DESC LIMIT 1`,
-    [after.transactionId, after.globalPosition, AUDIT_CHECKPOINT_STREAM],
+/**
+ * Writes checkpoints until the settled log is covered (or another writer holds the lock); returns how
+ * many checkpoints and how many events they cover.
+ */
+export async function writeAuditCheckpoints(pool: Pool, maxEvents = CHECKPOINT_MAX_EVENTS): Promise<{ checkpoints: number; events: number }> {
+  const written = { checkpoints: 0, events: 0 };
+  for (;;) {
+    const checkpoint = await writeAuditCheckpoint(pool, maxEvents);
+    if (!checkpoint) return written;
+    written.checkpoints++;
+    written.events += checkpoint.eventCount;
+    if (checkpoint.eventCount < maxEvents) return written;
+  }
+}
+
+/**
+ * The next window after `after`: up to `maxEvents` events of transactions that have all ended (so no
+ * later commit can land inside it), or null if there is none.
+ */
+async function nextWindow(db: Queryable, after: LogPosition, maxEvents: number): Promise<{ upTo: LogPosition; events: number } | null> {
+  const row = await db.query<{ tx: string; gp: string; n: string }>(
+    `SELECT transaction_id::text AS tx, global_position::text AS gp, n FROM (
+       SELECT transaction_id, global_position, row_number() OVER (ORDER BY transaction_id, global_position) AS n FROM (
+         SELECT transaction_id, global_position FROM es_events
+          WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)
+            AND transaction_id < pg_snapshot_xmin(pg_current_snapshot()) AND stream_id <> $3
+          ORDER BY transaction_id, global_position LIMIT $4) w) numbered
+      ORDER BY n DESC LIMIT 1`,
+    [after.transactionId, after.globalPosition, AUDIT_CHECKPOINT_STREAM, maxEvents],
   );
-  return row.rowCount ? { transactionId: row.rows[0]!.tx, globalPosition: row.rows[0]!.gp } : null;
+  return row.rowCount ? { upTo: { transactionId: row.rows[0]!.tx, globalPosition: row.rows[0]!.gp }, events: Number(row.rows[0]!.n) } : null;
 }
 
 /** The heads, sorted by stream id, of the streams with an event in (after, upTo]. */
