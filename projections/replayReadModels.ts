@@ -7,7 +7,6 @@ import { compareLogPositions, LOG_START, positionOf, type LogPosition } from "..
 import { readAllInSnapshot } from "../src/ledger/eventStore/readAll.ts";
 import type { RecordedEvent } from "../src/ledger/eventStore/types.ts";
 import { projectKeyRows } from "../src/ledger/accounts/projectKeyRows.ts";
-import { billingPeriod } from "../src/ledger/budget/billingPeriod.ts";
 import { readCheckpoint } from "./checkpoint.ts";
 import type { Projection } from "./projection.ts";
 import { usageColumns } from "./usageRecordedFrom.ts";
