@@ -47,22 +47,32 @@ export async function verifyChains(
 ): Promise<ChainStats> {
   const stats: ChainStats = { events: 0, streams: 0, preChainEvents: 0 };
   let walk: StreamWalk | null = null;
-  let after: [string, number] = ["", 0];
-  for (;;) {
-    const rows = await db.query<ChainRow>(
-      `SELECT stream_id, stream_version, event_id, event_type, schema_version, data, metadata, recorded_at,
-              encode(prev_hash, 'hex') AS prev_hash, encode(hash, 'hex') AS hash
-         FROM es_events
-        WHERE (stream_id, stream_version) > ($1, $2) ${streamFilter ? "AND stream_id = ANY($4::text[])" : ""}
-        ORDER BY stream_id, stream_version LIMIT $3`,
+  const fetchAfter = (after: [string, number]) =>
+    db.query<ChainRow & { head_version: string | null; head_hash: string | null; legacy_seal: string | null }>(
+      `SELECT e.stream_id, e.stream_version, e.event_id, e.event_type, e.schema_version, e.data, e.metadata, e.recorded_at,
+              encode(e.prev_hash, 'hex') AS prev_hash, encode(e.hash, 'hex') AS hash,
+              s.version AS head_version, encode(s.head_hash, 'hex') AS head_hash, encode(s.legacy_seal, 'hex') AS legacy_seal
+         FROM es_events e LEFT JOIN es_streams s USING (stream_id)
+        WHERE (e.stream_id, e.stream_version) > ($1, $2) ${streamFilter ? "AND e.stream_id = ANY($4::text[])" : ""}
+        ORDER BY e.stream_id, e.stream_version LIMIT $3`,
       streamFilter ? [after[0], after[1], batchSize, streamFilter] : [after[0], after[1], batchSize],
     );
-    if (rows.rows.length === 0) break;
-    const heads = await streamRows(db, [...new Set(rows.rows.map((r) => r.stream_id))]);
-    for (const row of rows.rows) {
+  let next = fetchAfter(["", 0]);
+  for (;;) {
+    const { rows } = await next;
+    if (rows.length === 0) break;
+    // The next batch is read while this one is hashed.
+    const last = rows.at(-1)!;
+    next = fetchAfter([last.stream_id, Number(last.stream_version)]);
+    next.catch(() => undefined); // awaited on the next turn; this only keeps a failure from going unhandled meanwhile
+    for (const row of rows) {
       if (!walk || walk.streamId !== row.stream_id) {
         if (walk) finishStream(walk, report);
-        walk = { streamId: row.stream_id, head: heads.get(row.stream_id), lastVersion: 0, lastHash: null, versionOfHash: new Map() };
+        const head =
+          row.head_version === null
+            ? undefined
+            : { stream_id: row.stream_id, version: row.head_version, head_hash: row.head_hash, legacy_seal: row.legacy_seal };
+        walk = { streamId: row.stream_id, head, lastVersion: 0, lastHash: null, versionOfHash: new Map() };
         stats.streams++;
       }
       stats.events++;
@@ -70,8 +80,6 @@ export async function verifyChains(
       checkEvent(walk, row, report);
       onEvent(row);
     }
-    const last = rows.rows.at(-1)!;
-    after = [last.stream_id, Number(last.stream_version)];
   }
   if (walk) finishStream(walk, report);
   return stats;
@@ -151,12 +159,4 @@ function finishStream(walk: StreamWalk, report: (finding: AuditFinding) => void)
   } else if (walk.lastHash !== null && walk.head.head_hash !== walk.lastHash) {
     report({ ...at, version: headVersion, message: "the stream's head hash is not the hash of its last event" });
   }
-}
-
-async function streamRows(db: Queryable, ids: string[]): Promise<Map<string, StreamRow>> {
-  const rows = await db.query<StreamRow>(
-    "SELECT stream_id, version, encode(head_hash, 'hex') AS head_hash, encode(legacy_seal, 'hex') AS legacy_seal FROM es_streams WHERE stream_id = ANY($1::text[])",
-    [ids],
-  );
-  return new Map(rows.rows.map((r) => [r.stream_id, r]));
 }

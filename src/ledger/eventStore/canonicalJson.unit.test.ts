@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "./canonicalJson.ts";
 import { eventHash } from "./eventHash.ts";
@@ -19,6 +20,21 @@ describe("canonicalJson (RFC 8785)", () => {
     expect(canonicalJson(written)).toBe(canonicalJson(readBack));
     expect(canonicalJson({})).toBe("{}");
     expect(canonicalJson([])).toBe("[]");
+  });
+
+  it("writes every string exactly as JSON.stringify does (escapes, lone surrogates, NUL)", () => {
+    for (const text of ["", "plain", 'q"uote', "back\\slash", "\u0000\u001f\u007f", "\ud800", "a\udfffb", "\ud83d\ude00", "\u2028\u2029", "tab\tnew\nline"]) {
+      expect(canonicalJson(text)).toBe(JSON.stringify(text));
+    }
+    fc.assert(fc.property(fc.string({ unit: "binary" }), (text) => canonicalJson(text) === JSON.stringify(text)));
+  });
+
+  it("reads back as the same value, whatever the JSON", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(JSON.parse(canonicalJson(value))).toEqual(JSON.parse(JSON.stringify(value)));
+      }),
+    );
   });
 
   it("refuses what JSON cannot hold", () => {

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { canonicalJson } from "./canonicalJson.ts";
 
 /** What an event's hash covers; `prevHash` is the hash of the stream's previous event (null for the first). */
@@ -33,5 +33,5 @@ export function eventHash(fields: HashedEventFields): string {
     metadata: fields.metadata,
     recordedAt: fields.recordedAt,
   });
-  return createHash("sha256").update(canonical, "utf8").digest("hex");
+  return hash("sha256", canonical, "hex");
 }
