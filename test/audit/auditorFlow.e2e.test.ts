@@ -67,8 +67,11 @@ describe("auditor flow", () => {
     expect(revoked.status, revoked.text).toBe(200);
     await writeAuditCheckpoints(platform.deps.pool);
 
-    // The account holder's export, verified offline with the documented script.
-    const exported = await platform.request("GET", "/api/v1/accounts/user/audit-log?limit=1000", { token: account.sessionToken });
+    // The account holder's export, verified offline with the documented script. It shows transactions
+    // that ended before every one still open on the (shared) server: wait for it to hold everything.
+    const exportNow = () => platform.request("GET", "/api/v1/accounts/user/audit-log?limit=1000", { token: account.sessionToken });
+    expect(await eventuallyTrue(async () => (await exportNow()).body.data.some((e: { type: string }) => e.type === "KeyRevoked"), 60_000)).toBe(true);
+    const exported = await exportNow();
     expect(exported.status, exported.text).toBe(200);
     expect(exported.body.data.map((e: { type: string }) => e.type)).toEqual(expect.arrayContaining(["KeyCreated", "UsageRecorded", "KeyRevoked"]));
     const file = path.join(platform.dir, "audit.ndjson");
@@ -95,5 +98,5 @@ describe("auditor flow", () => {
     expect(failed.code).toBe(1);
     expect(failed.stdout).toContain(`FAIL chain ${usageStream} v1: stored hash does not match`);
     expect(failed.stdout).toContain(`FAIL charge ${usageStream} v1: recorded cost`);
-  });
+  }, 180_000);
 });

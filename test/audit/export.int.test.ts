@@ -9,6 +9,7 @@ import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { publishPriceTable } from "../../src/ledger/pricing/priceTable.ts";
 import { checkExport, parseExport } from "../../tools/audit/verifyExport.ts";
 import { createKey, expectError, KEYS_PATH } from "../keys/keySteps.ts";
+import { eventuallyTrue } from "../support/eventually.ts";
 import { createTestAccount, type TestAccount } from "../support/testAccounts.ts";
 import { startTestApp, type TestApp } from "../support/testApp.ts";
 import { usageEvent } from "../usage/usageFixtures.ts";
@@ -58,7 +59,14 @@ beforeAll(async () => {
   const otherKey = await createKey(app, other.sessionToken, "not yours");
   for (let i = 0; i < 4; i++) await charge(owner, first.id, version, 100 + i);
   await charge(other, otherKey.id, version, 50);
-});
+  // The export shows transactions that have ended before every one still open on the server: wait for
+  // other tests' transactions (on a shared server) to end.
+  const settled = await eventuallyTrue(async () => {
+    const res = await app.request("GET", `${AUDIT_PATH}?limit=1000`, { token: owner.sessionToken });
+    return res.body.data.filter((e: { type: string }) => e.type === "UsageRecorded").length === 4;
+  }, 60_000);
+  expect(settled).toBe(true);
+}, 120_000);
 afterAll(async () => {
   await app.close();
   await rm(dir, { recursive: true, force: true });
