@@ -80,16 +80,21 @@ export async function checkpointEverything(pool: Pool): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     await writeAuditCheckpoints(pool);
-    const last = await pool.query<{ tx: string; gp: string }>(
-      "SELECT data->'upTo'->>'transactionId' AS tx, data->'upTo'->>'globalPosition' AS gp FROM es_events WHERE stream_id = 'audit-checkpoints' ORDER BY stream_version DESC LIMIT 1",
-    );
-    const upTo = last.rows[0] ?? { tx: "0", gp: "0" };
-    const uncovered = await pool.query<{ n: string }>(
-      "SELECT count(*) AS n FROM es_events WHERE stream_id <> 'audit-checkpoints' AND (transaction_id, global_position) > ($1::xid8, $2::bigint)",
-      [upTo.tx, upTo.gp],
-    );
-    if (Number(uncovered.rows[0]!.n) === 0) return;
+    if ((await uncoveredEvents(pool)) === 0) return;
     if (Date.now() > deadline) throw new Error("no checkpoint covered the whole log within 30 s");
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** Events after the last checkpoint's window (the checkpoint stream's own excepted). */
+export async function uncoveredEvents(pool: Pool): Promise<number> {
+  const last = await pool.query<{ tx: string; gp: string }>(
+    "SELECT data->'upTo'->>'transactionId' AS tx, data->'upTo'->>'globalPosition' AS gp FROM es_events WHERE stream_id = 'audit-checkpoints' ORDER BY stream_version DESC LIMIT 1",
+  );
+  const upTo = last.rows[0] ?? { tx: "0", gp: "0" };
+  const uncovered = await pool.query<{ n: string }>(
+    "SELECT count(*) AS n FROM es_events WHERE stream_id <> 'audit-checkpoints' AND (transaction_id, global_position) > ($1::xid8, $2::bigint)",
+    [upTo.tx, upTo.gp],
+  );
+  return Number(uncovered.rows[0]!.n);
 }

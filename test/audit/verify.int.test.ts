@@ -1,9 +1,14 @@
+import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AuditCheckpointer } from "../../projections/auditCheckpointer.ts";
 import { verifyAudit } from "../../projections/audit/verifyAudit.ts";
+import { silentLogger } from "../../src/observability/logger.ts";
 import { completionStreamId } from "../../src/ledger/usageRecordedEvent.ts";
+import { eventuallyTrue } from "../support/eventually.ts";
 import { operatorEdit } from "../support/operatorEdit.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
-import { buildAuditedLog, type AuditedAccount } from "./auditFixtures.ts";
+import { appendToStream } from "../../src/ledger/eventStore/appendToStream.ts";
+import { buildAuditedLog, uncoveredEvents, type AuditedAccount } from "./auditFixtures.ts";
 
 /**
  * `npm run audit -- verify` on a real history: it agrees with an untouched log, and pinpoints (stream,
@@ -122,5 +127,40 @@ describe("audit verify", () => {
     await expect(db.pool.query("TRUNCATE es_events CASCADE")).rejects.toThrow(/append-only: TRUNCATE/);
     const report = await findings();
     expect(report.findings).toEqual([]);
+  });
+});
+
+describe("audit verify scope and the projector's checkpointer", () => {
+  it("restricts the walk to an account's streams or a time range, and names only what is in scope", async () => {
+    const [first, second] = accounts as [AuditedAccount, AuditedAccount];
+    const stream = completionStreamId(second.completionIds[0]!);
+    await operatorEdit(db.pool, (c) => c.query("UPDATE es_events SET metadata = '{}' WHERE stream_id = $1", [stream]));
+    const own = await verifyAudit(db.pool, { accountId: first.accountId, readModels: false });
+    expect(own.findings).toEqual([]);
+    expect(own.chains.streams).toBe(1 + first.completionIds.length);
+    const others = await verifyAudit(db.pool, { accountId: second.accountId, readModels: false });
+    expect(others.findings).toEqual([expect.objectContaining({ kind: "chain", streamId: stream, version: 1 })]);
+    const future = await verifyAudit(db.pool, { from: new Date(Date.now() + 3600_000), readModels: false });
+    expect(future.chains.events).toBe(0);
+    expect(future.findings).toEqual([]);
+    const all = await verifyAudit(db.pool, { from: new Date(0), to: new Date(Date.now() + 3600_000), readModels: false });
+    expect(all.findings).toEqual([expect.objectContaining({ streamId: stream })]);
+  });
+
+  it("the projector's checkpointer covers what was appended since the last checkpoint", async () => {
+    const before = await verifyAudit(db.pool, { readModels: false });
+    for (let i = 0; i < 5; i++) await appendToStream(db.pool, `test-${randomUUID()}`, "test", [{ type: "Noted", data: { i } }], "no_stream");
+    expect(await uncoveredEvents(db.pool)).toBe(5);
+    const checkpointer = new AuditCheckpointer({ pool: db.pool, logger: silentLogger, intervalMs: 50 });
+    checkpointer.start();
+    try {
+      const covered = await eventuallyTrue(async () => (await uncoveredEvents(db.pool)) === 0, 60_000);
+      expect(covered).toBe(true);
+    } finally {
+      await checkpointer.stop();
+    }
+    const after = await verifyAudit(db.pool, { readModels: false });
+    expect(after.findings).toEqual([]);
+    expect(after.checkpoints.checkpoints).toBeGreaterThan(before.checkpoints.checkpoints);
   });
 });
