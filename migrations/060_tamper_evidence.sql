@@ -33,4 +33,5 @@ CREATE TRIGGER es_events_no_update_delete BEFORE UPDATE OR DELETE ON es_events
 CREATE TRIGGER es_events_no_truncate BEFORE TRUNCATE ON es_events
   FOR EACH STATEMENT EXECUTE FUNCTION es_events_append_only();
 
--- Streams are read in (stream_id, stream_version) order by the verifier: the primary key serves it.
+-- The verifier recomputes the seals from the pre-chain events; new events never enter this index.
+CREATE INDEX es_events_pre_chain ON es_events (stream_id, stream_version) WHERE hash IS NULL;

@@ -36,7 +36,7 @@ export async function verifyCheckpoints(db: Queryable, report: (finding: AuditFi
     if (merkleRoot(recorded) !== checkpoint.merkleRoot || recorded.length !== checkpoint.streamCount) {
       report({ ...at, message: "the checkpoint's Merkle root or count is not that of the heads it lists" });
     }
-    const current = new Map((await streamHeadsIn(db, checkpoint.after, checkpoint.upTo)).map((h) => [h[0], h]));
+    const current = new Map((await streamHeadsIn(db, checkpoint.after, checkpoint.upTo, streamIds)).map((h) => [h[0], h]));
     for (const [streamId, headVersion, hash] of recorded) {
       const now = current.get(streamId);
       current.delete(streamId);
