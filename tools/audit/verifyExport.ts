@@ -5,9 +5,9 @@
  *   node tools/audit/verifyExport.ts export.ndjson      (or export.csv)
  *
  * Self-contained on purpose (Node's own modules only), so an auditor can read all of it and run it on
- * any machine with Node >= 22.6: the hash is SHA-256 over the RFC 8785 canonical JSON of
- * { prevHash, streamId, streamVersion, eventId, type, schemaVersion, data, metadata, recordedAt }
- * (docs/audit.md). Exit status 0 when every line verifies, 1 naming each line that does not, 2 when
+ * any machine with Node 22.18 or later (which runs TypeScript directly). The hash is SHA-256 over the
+ * RFC 8785 canonical JSON of { prevHash, streamId, streamVersion, eventId, type, schemaVersion, data,
+ * metadata, recordedAt } (docs/audit.md). Exit status 0 when every line verifies, 1 naming each line that does not, 2 when
  * the file cannot be read.
  */
 import { createHash } from "node:crypto";
