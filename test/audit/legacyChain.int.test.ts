@@ -2,11 +2,11 @@ import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyAudit } from "../../projections/audit/verifyAudit.ts";
-import { writeAuditCheckpoints } from "../../src/ledger/audit/auditCheckpoint.ts";
 import { MIGRATIONS_DIR } from "../../src/db/migrate.ts";
 import { appendToStream } from "../../src/ledger/eventStore/appendToStream.ts";
 import { operatorEdit } from "../support/operatorEdit.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+import { checkpointEverything } from "./auditFixtures.ts";
 
 /**
  * Events written before migration 060 have no hash: the migration seals them per stream, the first
@@ -38,7 +38,7 @@ beforeAll(async () => {
     await client.query(seal);
   });
   await appendToStream(db.pool, legacy, "account", [{ type: "New", data: { after: true } }], 3);
-  await writeAuditCheckpoints(db.pool);
+  await checkpointEverything(db.pool);
 });
 afterAll(async () => {
   await db.drop();
