@@ -20,7 +20,7 @@ export async function projectNextBatch(client: PoolClient, projection: Projectio
       await client.query("COMMIT");
       return 0;
     }
-    for (const event of events) await projection.apply(client, event);
+    await projection.apply(client, events);
     if (!(await advanceCheckpoint(client, projection.name, from, positionOf(events.at(-1)!)))) {
       await client.query("ROLLBACK");
       return 0;

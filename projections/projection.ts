@@ -10,6 +10,9 @@ export type Projection = {
   name: string;
   /** The tables it writes, all rebuilt by `npm run replay`. */
   tables: string[];
-  /** Applies one event; ignores types it does not handle. Called exactly once per event, in log order. */
-  apply(db: Queryable, event: RecordedEvent): Promise<void>;
+  /**
+   * Applies a batch of consecutive events (in log order); ignores types it does not handle. Every event
+   * is in exactly one batch; the result must not depend on how the log is cut into batches.
+   */
+  apply(db: Queryable, events: RecordedEvent[]): Promise<void>;
 };

@@ -7,10 +7,9 @@ import { compareLogPositions, LOG_START, positionOf, type LogPosition } from "..
 import { readAllInSnapshot } from "../src/ledger/eventStore/readAll.ts";
 import type { RecordedEvent } from "../src/ledger/eventStore/types.ts";
 import { projectKeyRows } from "../src/ledger/accounts/projectKeyRows.ts";
-import { billingPeriod } from "../src/ledger/budget/billingPeriod.ts";
 import { readCheckpoint } from "./checkpoint.ts";
 import type { Projection } from "./projection.ts";
-import { usageRecordedFrom } from "./usageRecordedFrom.ts";
+import { usageColumns } from "./usageRecordedFrom.ts";
 
 export type ModelDifference = {
   model: string;
@@ -87,18 +86,27 @@ export async function replayReadModels(
       // Unqualified es_events resolves to the live schema (the scratch schema has none).
       const events = await readAllInSnapshot(client, after, batchSize);
       if (events.length === 0) break;
+      eventsRead += events.length;
+      for (const p of projections) {
+        const upTo = checkpoints.get(p.name)!;
+        const applied = events.filter((event) => atOrBefore(event, upTo));
+        if (applied.length) await p.apply(client, applied);
+      }
       for (const event of events) {
-        eventsRead++;
-        for (const p of projections) if (atOrBefore(event, checkpoints.get(p.name)!)) await p.apply(client, event);
+        // The inline models are built from the account streams only.
+        if (!event.streamId.startsWith("account-")) continue;
         for (const m of INLINE_MODELS) await m.apply(client, event);
-        const usage = usageRecordedFrom(event);
-        if (usage) {
-          await client.query(
-            `INSERT INTO ${q(scratch, "budget_spent")} AS b VALUES ($1::uuid, $2::date, $3::bigint)
-             ON CONFLICT (account_id, period_start) DO UPDATE SET spent_micro_chf = b.spent_micro_chf + EXCLUDED.spent_micro_chf`,
-            [usage.accountId, billingPeriod(new Date(usage.finishedAt)).start, usage.costMicroChf],
-          );
-        }
+      }
+      const spent = usageColumns(events);
+      if (spent) {
+        await client.query(
+          `INSERT INTO ${q(scratch, "budget_spent")} AS b
+           SELECT account_id::uuid, date_trunc('month', finished AT TIME ZONE 'UTC')::date, sum(cost)
+             FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) AS u(account_id, cost, finished)
+            GROUP BY 1, 2
+           ON CONFLICT (account_id, period_start) DO UPDATE SET spent_micro_chf = b.spent_micro_chf + EXCLUDED.spent_micro_chf`,
+          [spent[0], spent[7], spent[8]],
+        );
       }
       after = positionOf(events.at(-1)!);
     }

@@ -2,12 +2,13 @@ import { systemClock } from "../src/runtime/clock.ts";
 import type { RoleContext, RunningRole } from "../src/runtime/role.ts";
 import { HoldSweeper } from "../src/ledger/budget/holdSweeper.ts";
 import { allProjections } from "./allProjections.ts";
+import { AuditCheckpointer } from "./auditCheckpointer.ts";
 import { ProjectionRunner } from "./projectionRunner.ts";
 import { readProjectionLag } from "./projectionLag.ts";
 
 /**
  * The projector role: runs every projection (one active instance per projection across processes,
- * the others stand by) and the sweeper of orphaned budget holds.
+ * the others stand by), the sweeper of orphaned budget holds and the audit checkpointer.
  */
 export async function startProjector({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
   const runner = new ProjectionRunner({
@@ -34,12 +35,15 @@ export async function startProjector({ config, pool, logger, metrics }: RoleCont
       allProjections.map((p) => p.name),
     ),
   );
+  const checkpointer = new AuditCheckpointer({ pool, logger, intervalMs: config.auditCheckpointIntervalMs });
   runner.start();
   sweeper.start();
+  checkpointer.start();
   logger.info("projector started", { projections: allProjections.map((p) => p.name) });
   return {
     async stop() {
       unwatchLag();
+      await checkpointer.stop();
       await sweeper.stop();
       await runner.stop();
     },

@@ -5,6 +5,8 @@ import { createPool, poolTimeouts, type Pool } from "../src/db/createPool.ts";
 import { createRedis } from "../src/redis/createRedis.ts";
 import { InferenceKeys } from "../src/contracts/inferenceKeys.ts";
 import { WorkerPresence } from "../src/contracts/workerPresence.ts";
+import { publishPriceTable } from "../src/ledger/pricing/priceTable.ts";
+import { systemClock } from "../src/runtime/clock.ts";
 import { loadModelRegistry } from "../src/models/loadModelRegistry.ts";
 import type { RegisteredModel } from "../src/models/modelRegistry.ts";
 import type { Logger } from "../src/observability/logger.ts";
@@ -39,7 +41,9 @@ export type RunningWorker = { workerId: string; modelIds: string[]; stop(): Prom
  * stop(): leave first (so the API answers 503 at once), then finish the running jobs, then unload.
  */
 export async function startWorker({ config, pool, logger, metrics }: WorkerContext, options: WorkerOptions = {}): Promise<RunningWorker> {
-  const registry = await loadModelRegistry(config.modelsConfigPath);
+  const loaded = await loadModelRegistry(config.modelsConfigPath);
+  // Charges name the published price table version they were computed at (docs/audit.md).
+  const registry = loaded.withPriceTableVersion(await publishPriceTable(pool, loaded.priceTableVersion, loaded.prices(), systemClock.now()));
   const wanted = config.workerModels;
   const unknown = (wanted ?? []).filter((id) => !registry.get(id));
   if (unknown.length) throw new Error(`WORKER_MODELS names models the registry does not have: ${unknown.join(", ")}`);

@@ -1,24 +1,32 @@
 import type { Projection } from "../projection.ts";
-import { usageDay, usageRecordedFrom } from "../usageRecordedFrom.ts";
+import { usageColumns } from "../usageRecordedFrom.ts";
 
-/** rm_account_usage_daily: per account, UTC day, model and key, from UsageRecorded. Serves the usage API. */
+/**
+ * rm_account_usage_daily: per account, UTC day, model and key, from UsageRecorded. Serves the usage API.
+ * A batch is summed per row in SQL and added with one statement, rows in key order (two writers, such
+ * as a rebuild racing the projector, then lock rows in the same order and cannot deadlock).
+ */
 export const accountUsageDailyProjection: Projection = {
   name: "account_usage_daily",
   tables: ["rm_account_usage_daily"],
-  async apply(db, event) {
-    const usage = usageRecordedFrom(event);
-    if (!usage) return;
+  async apply(db, events) {
+    const columns = usageColumns(events);
+    if (!columns) return;
     await db.query(
       `INSERT INTO rm_account_usage_daily AS t
          (account_id, day, model, key_id, requests, prompt_tokens, completion_tokens, reasoning_tokens, cost_micro_chf)
-       VALUES ($1, $2::date, $3, $4, 1, $5, $6, $7, $8)
+       SELECT account_id, day, model, key_id, count(*), sum(prompt), sum(completion), sum(reasoning), sum(cost)
+         FROM unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::timestamptz[])
+              AS u(account_id, day, model, key_id, prompt, completion, reasoning, cost, finished)
+        GROUP BY account_id, day, model, key_id
+        ORDER BY account_id, day, model, key_id
        ON CONFLICT (account_id, day, model, key_id) DO UPDATE SET
-         requests = t.requests + 1,
+         requests = t.requests + EXCLUDED.requests,
          prompt_tokens = t.prompt_tokens + EXCLUDED.prompt_tokens,
          completion_tokens = t.completion_tokens + EXCLUDED.completion_tokens,
          reasoning_tokens = t.reasoning_tokens + EXCLUDED.reasoning_tokens,
          cost_micro_chf = t.cost_micro_chf + EXCLUDED.cost_micro_chf`,
-      [usage.accountId, usageDay(usage), usage.model, usage.keyId, usage.promptTokens, usage.completionTokens, usage.reasoningTokens, usage.costMicroChf],
+      columns,
     );
   },
 };

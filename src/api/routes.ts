@@ -4,6 +4,7 @@ import { adminRoutes } from "./admin/adminRoutes.ts";
 import { inferenceAuthRoutes } from "./auth/inferenceAuthRoutes.ts";
 import { healthRoutes } from "./health/healthRoutes.ts";
 import { usageRoutes } from "./usage/usageRoutes.ts";
+import { auditLogRoutes } from "./audit/auditLogRoutes.ts";
 import { apiKeyRoutes } from "./keys/apiKeyRoutes.ts";
 import { modelsRoutes } from "./models/modelsRoutes.ts";
 import { inferenceRoutes } from "./inference/inferenceRoutes.ts";
@@ -24,6 +25,7 @@ export const routeFactories: RouteFactory[] = [
   adminRoutes,
   apiKeyRoutes,
   usageRoutes,
+  auditLogRoutes,
   metricsRoutes,
   // The web console (its pages, assets and cookie session); last: it serves `/` and a few page paths.
   consoleRoutes,

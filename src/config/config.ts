@@ -81,6 +81,7 @@ const EnvSchema = z.object({
   PROJECTOR_BATCH_SIZE: intFromEnv(200).refine((n) => n > 0, "must be positive"),
   BUDGET_HOLD_MAX_AGE_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
   BUDGET_SWEEP_INTERVAL_S: intFromEnv(60),
+  AUDIT_CHECKPOINT_INTERVAL_S: intFromEnv(3600),
   JOB_START_TIMEOUT_MS: intFromEnv(10_000).refine((n) => n > 0, "must be positive"),
   JOB_IDLE_TIMEOUT_MS: intFromEnv(300_000).refine((n) => n > 0, "must be positive"),
   JOB_START_TIMEOUT_STREAM_MS: intFromEnv(600_000).refine((n) => n > 0, "must be positive"),
@@ -142,6 +143,8 @@ export type Config = {
   budgetHoldMaxAgeMs: number;
   /** How often the projector role sweeps orphaned holds; 0 disables the sweeper. */
   budgetSweepIntervalMs: number;
+  /** How often the projector role writes an audit checkpoint (docs/audit.md); 0 disables it. */
+  auditCheckpointIntervalMs: number;
   /** How long a non-streamed request waits for a worker to start its job before 503 model_unavailable (the job is removed). */
   jobStartTimeoutMs: number;
   /** The same for a streamed request (it has its headers, a queue position and keep-alive comments meanwhile). */
@@ -257,6 +260,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     projectorBatchSize: e.PROJECTOR_BATCH_SIZE,
     budgetHoldMaxAgeMs: e.BUDGET_HOLD_MAX_AGE_S * 1000,
     budgetSweepIntervalMs: e.BUDGET_SWEEP_INTERVAL_S * 1000,
+    auditCheckpointIntervalMs: e.AUDIT_CHECKPOINT_INTERVAL_S * 1000,
     jobStartTimeoutMs: e.JOB_START_TIMEOUT_MS,
     jobIdleTimeoutMs: e.JOB_IDLE_TIMEOUT_MS,
     jobStartTimeoutStreamMs: e.JOB_START_TIMEOUT_STREAM_MS,

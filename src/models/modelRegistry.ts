@@ -12,9 +12,11 @@ export type RegisteredModel = ModelEntry & {
 export class ModelRegistry {
   readonly priceTableVersion: string;
   readonly #models: Map<string, RegisteredModel>;
+  readonly #entries: ModelEntry[];
 
   constructor(priceTableVersion: string, models: ModelEntry[]) {
     this.priceTableVersion = priceTableVersion;
+    this.#entries = models;
     this.#models = new Map(
       models.map((model) => [
         model.id,
@@ -34,5 +36,17 @@ export class ModelRegistry {
 
   all(): RegisteredModel[] {
     return [...this.#models.values()];
+  }
+
+  /** Every model's prices, integer micro-CHF per million tokens (what a price table version publishes). */
+  prices(): Record<string, { inputMicroChfPerMillion: number; outputMicroChfPerMillion: number }> {
+    return Object.fromEntries(
+      this.all().map((m) => [m.id, { inputMicroChfPerMillion: m.inputMicroChfPerMillion, outputMicroChfPerMillion: m.outputMicroChfPerMillion }]),
+    );
+  }
+
+  /** The same models, charging under the published price table version `version`. */
+  withPriceTableVersion(version: string): ModelRegistry {
+    return version === this.priceTableVersion ? this : new ModelRegistry(version, this.#entries);
   }
 }

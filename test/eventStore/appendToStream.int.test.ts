@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withTransaction } from "../../src/db/withTransaction.ts";
 import { appendToStream, ConcurrencyError, readStream } from "../../src/ledger/eventStore/index.ts";
+import { eventHash } from "../../src/ledger/eventStore/eventHash.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 
 let db: TestDatabase;
@@ -88,5 +89,59 @@ describe("appendToStream", () => {
     await appendToStream(db.pool, id, "test", [{ ...event(1), metadata: { correlationId: "c1", actor: "admin" } }], "no_stream");
     const read = await readStream(db.pool, id);
     expect(read.events[0]!.metadata).toEqual({ correlationId: "c1", actor: "admin" });
+  });
+
+  it("chains each event's hash to the previous one of its stream, over what reads back from jsonb", async () => {
+    const id = `test-${randomUUID()}`;
+    // Keys in an order jsonb changes, numbers it normalises, text it must keep exactly.
+    const awkward = { zeta: 1.0, alpha: [1e21, 0.1, -0], "\u00e9": "caf\u00e9 \ud83d\ude00", nested: { b: null, a: "" } };
+    await appendToStream(db.pool, id, "test", [{ type: "Odd", data: awkward, metadata: { actor: "t" } }, event(2)], "no_stream");
+    await withTransaction(db.pool, (c) => appendToStream(c, id, "test", [event(3)], 2));
+    await appendToStream(db.pool, id, "test", [event(4)], "any");
+    const rows = await db.pool.query<{
+      stream_version: string;
+      event_id: string;
+      event_type: string;
+      schema_version: number;
+      data: unknown;
+      metadata: unknown;
+      recorded_at: Date;
+      prev_hash: string | null;
+      hash: string;
+    }>(
+      "SELECT stream_version, event_id, event_type, schema_version, data, metadata, recorded_at, encode(prev_hash, 'hex') AS prev_hash, encode(hash, 'hex') AS hash FROM es_events WHERE stream_id = $1 ORDER BY stream_version",
+      [id],
+    );
+    let prev: string | null = null;
+    for (const row of rows.rows) {
+      expect(row.prev_hash).toBe(prev);
+      const recomputed = eventHash({
+        prevHash: prev,
+        streamId: id,
+        streamVersion: Number(row.stream_version),
+        eventId: row.event_id,
+        type: row.event_type,
+        schemaVersion: row.schema_version,
+        data: row.data,
+        metadata: row.metadata,
+        recordedAt: row.recorded_at.toISOString(),
+      });
+      expect(row.hash).toBe(recomputed);
+      prev = row.hash;
+    }
+    expect(rows.rows).toHaveLength(4);
+    const head = await db.pool.query<{ head: string }>("SELECT encode(head_hash, 'hex') AS head FROM es_streams WHERE stream_id = $1", [id]);
+    expect(head.rows[0]!.head).toBe(prev);
+  });
+
+  it("keeps one chain under concurrent appends with expected version any", async () => {
+    const id = `test-${randomUUID()}`;
+    await Promise.all(Array.from({ length: 20 }, (_, n) => withTransaction(db.pool, (c) => appendToStream(c, id, "test", [event(n)], "any"))));
+    const rows = await db.pool.query<{ v: string; prev: string | null; hash: string }>(
+      "SELECT stream_version AS v, encode(prev_hash, 'hex') AS prev, encode(hash, 'hex') AS hash FROM es_events WHERE stream_id = $1 ORDER BY stream_version",
+      [id],
+    );
+    expect(rows.rows.map((r) => Number(r.v))).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    for (const [i, row] of rows.rows.entries()) expect(row.prev).toBe(i === 0 ? null : rows.rows[i - 1]!.hash);
   });
 });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOG_START, positionOf, readAll, readAllInSnapshot, type LogPosition, type RecordedEvent } from "../../src/ledger/eventStore/index.ts";
 import type { Queryable } from "../../src/ledger/eventStore/types.ts";
 import { ensureServerTransactionIdsPast, insertEventsAt } from "../support/logAtTransactionIds.ts";
+import { operatorEdit } from "../support/operatorEdit.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 
 /**
@@ -49,7 +50,7 @@ async function storedInNumericOrder(): Promise<{ eventId: string; transactionId:
 }
 
 async function resetLog(): Promise<void> {
-  await db.pool.query("TRUNCATE es_events, es_streams");
+  await operatorEdit(db.pool, (client) => client.query("TRUNCATE es_events, es_streams"));
 }
 
 describe("reading the log across transaction ids 9,999 / 10,000 and 99,999 / 100,000", () => {

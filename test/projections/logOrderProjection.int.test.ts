@@ -103,8 +103,9 @@ async function projectNextBatchInTextOrder(client: PoolClient, projection: Proje
       WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint) ORDER BY transaction_id, global_position LIMIT $3`,
     [from.tx, from.gp, batchSize],
   );
-  for (const r of rows.rows) {
-    await projection.apply(client, {
+  await projection.apply(
+    client,
+    rows.rows.map((r) => ({
       eventId: r.event_id,
       streamId: r.stream_id,
       streamVersion: 1,
@@ -115,8 +116,8 @@ async function projectNextBatchInTextOrder(client: PoolClient, projection: Proje
       data: r.data,
       metadata: {},
       recordedAt: new Date(),
-    });
-  }
+    })),
+  );
   const last = rows.rows.at(-1);
   if (last) {
     await client.query(

@@ -9,6 +9,7 @@ import { migrate } from "../../db/migrate.ts";
 import { DomainError } from "../../ledger/domainError.ts";
 import { ApiError } from "../http/errors.ts";
 import { checkPostgres, DependencyUnavailableError } from "../../runtime/checkDependencies.ts";
+import { exportAuditLog } from "./exportAuditLog.ts";
 import { operatorActions } from "./operatorActions.ts";
 import { ADMIN_USAGE, AdminUsageError, parseAdminArgs, type AdminCommand } from "./parseAdminArgs.ts";
 
@@ -27,6 +28,11 @@ async function run(command: Exclude<AdminCommand, { command: "help" }>): Promise
     const accounts = { pool, changes: { committed: (accountId: string) => notifyApiProcesses(config, accountId) } };
     const deps = { pool, clock: systemClock, accounts };
     if (command.command === "find-account") return await operatorActions.findAccount(deps, command.selector);
+    if (command.command === "export") {
+      const account = await operatorActions.findAccount(deps, command.selector);
+      await exportAuditLog(pool, account.id, command.format, process.stdout);
+      return undefined;
+    }
     const result = await operatorActions.setSubscription(deps, command.selector, command.change, {
       correlationId: randomUUID(),
       actor: "admin",
@@ -66,7 +72,8 @@ async function main(): Promise<number> {
     return 0;
   }
   try {
-    process.stdout.write(`${JSON.stringify(await run(command), null, 2)}\n`);
+    const result = await run(command);
+    if (result !== undefined) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (error) {
     if (error instanceof ConfigError || error instanceof DependencyUnavailableError) {

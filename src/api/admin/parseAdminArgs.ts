@@ -11,14 +11,17 @@ Commands:
   find-account      (--email <email> | --account-id <uuid>)
   set-subscription  (--email <email> | --account-id <uuid>) --status active|inactive [--budget-chf <number>]
                     (without --budget-chf the monthly budget stays as it is)
+  export            (--email <email> | --account-id <uuid> | --account <uuid>) [--format ndjson|csv]
+                    (the account's history with each event's hashes, to stdout; docs/audit.md)
   help
 
-Connects to DATABASE_URL (migrating it first) and prints the account as JSON.`;
+Connects to DATABASE_URL (migrating it first) and prints the account as JSON (export: the history).`;
 
 export type AdminCommand =
   | { command: "help" }
   | { command: "find-account"; selector: AccountSelector }
-  | { command: "set-subscription"; selector: AccountSelector; change: SubscriptionChange };
+  | { command: "set-subscription"; selector: AccountSelector; change: SubscriptionChange }
+  | { command: "export"; selector: AccountSelector; format: "ndjson" | "csv" };
 
 /** Bad command-line input: the CLI prints the message and the usage, and exits with status 2. */
 export class AdminUsageError extends Error {
@@ -35,6 +38,8 @@ const OPTIONS = {
   "account-id": { type: "string" },
   status: { type: "string" },
   "budget-chf": { type: "string" },
+  account: { type: "string" },
+  format: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -71,15 +76,23 @@ export function parseAdminArgs(argv: string[]): AdminCommand {
   const [command, ...extra] = positionals;
   if (values.help || command === undefined || command === "help") return { command: "help" };
   if (extra.length) throw new AdminUsageError(`unexpected argument: ${extra[0]}`);
-  const selectorFlags = parseFlags(SelectorFlagsSchema, { email: values.email, "account-id": values["account-id"] });
+  if (values.account !== undefined && values["account-id"] !== undefined) throw new AdminUsageError("give --account or --account-id, not both");
+  const selectorFlags = parseFlags(SelectorFlagsSchema, { email: values.email, "account-id": values["account-id"] ?? values.account });
   const selector: AccountSelector = selectorFlags.email !== undefined ? { email: selectorFlags.email } : { accountId: selectorFlags["account-id"]! };
   switch (command) {
+    case "export": {
+      if (values.status !== undefined || values["budget-chf"] !== undefined) throw new AdminUsageError("export takes only an account and --format");
+      const format = values.format ?? "ndjson";
+      if (format !== "ndjson" && format !== "csv") throw new AdminUsageError("--format: must be ndjson or csv");
+      return { command, selector, format };
+    }
     case "find-account":
-      if (values.status !== undefined || values["budget-chf"] !== undefined) {
+      if (values.status !== undefined || values["budget-chf"] !== undefined || values.format !== undefined) {
         throw new AdminUsageError("find-account takes only --email or --account-id");
       }
       return { command, selector };
     case "set-subscription": {
+      if (values.format !== undefined) throw new AdminUsageError("set-subscription takes no --format");
       const flags = parseFlags(SetSubscriptionFlagsSchema, { status: values.status, "budget-chf": values["budget-chf"] });
       const budget = flags["budget-chf"];
       return { command, selector, change: { status: flags.status, ...(budget === undefined ? {} : { monthlyBudgetChf: budget }) } };

@@ -23,6 +23,16 @@ describe("parseAdminArgs", () => {
     });
   });
 
+  it("parses export with --account, --account-id or --email, NDJSON by default", () => {
+    expect(parseAdminArgs(["export", "--account", id])).toEqual({ command: "export", selector: { accountId: id }, format: "ndjson" });
+    expect(parseAdminArgs(["export", "--account-id", id, "--format", "csv"])).toEqual({ command: "export", selector: { accountId: id }, format: "csv" });
+    expect(parseAdminArgs(["export", "--email", "A@Example.test"])).toMatchObject({ command: "export", selector: { email: "a@example.test" } });
+    expect(() => parseAdminArgs(["export", "--account", id, "--format", "xml"])).toThrow(/--format: must be ndjson or csv/);
+    expect(() => parseAdminArgs(["export", "--account", id, "--account-id", id])).toThrow(/not both/);
+    expect(() => parseAdminArgs(["export", "--account", id, "--status", "active"])).toThrow(AdminUsageError);
+    expect(() => parseAdminArgs(["find-account", "--account", id, "--format", "csv"])).toThrow(AdminUsageError);
+  });
+
   it("answers help for no command, `help` and --help", () => {
     for (const argv of [[], ["help"], ["find-account", "--help"]]) expect(parseAdminArgs(argv)).toEqual({ command: "help" });
   });

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { eventHash } from "./eventHash.ts";
 import { ConcurrencyError } from "./concurrencyError.ts";
 import type { AppendResult, ExpectedVersion, NewEvent, Queryable } from "./types.ts";
 
@@ -9,6 +10,11 @@ import type { AppendResult, ExpectedVersion, NewEvent, Queryable } from "./types
  *
  * - Optimistic concurrency: the stream must be at `expected` (0 / "no_stream": must not exist).
  * - Idempotent: when the first event's id is already stored, nothing is appended.
+ * - Tamper evidence: each event's hash chains to the previous one of the stream (eventHash); the stream
+ *   row keeps the head hash, locked by the first query, so two appends never chain from the same head.
+ *
+ * Two round trips: one reads the idempotency check and the locked stream head, one writes the stream
+ * row and the events.
  */
 export async function appendToStream(
   db: Queryable,
@@ -20,46 +26,106 @@ export async function appendToStream(
   if (events.length === 0) throw new Error("appendToStream needs at least one event");
   const withIds = events.map((e) => ({ ...e, eventId: e.eventId ?? randomUUID() }));
 
-  const existing = await db.query<{ version: string }>(`SELECT s.version FROM es_events e JOIN es_streams s USING (stream_id) WHERE e.event_id = $1`, [
-    withIds[0]!.eventId,
-  ]);
-  if (existing.rowCount) return { nextVersion: Number(existing.rows[0]!.version), appended: false };
+  const found = await db.query<{ existing_version: string | null; head: string[] | null }>({
+    name: "es-append-head-v1",
+    text: HEAD_SQL,
+    values: [streamId, withIds[0]!.eventId],
+  });
+  const { existing_version: existingVersion, head } = found.rows[0]!;
+  if (existingVersion !== null) return { nextVersion: Number(existingVersion), appended: false };
 
-  const count = withIds.length;
-  let startVersion: number;
-  if (expected === "any") {
-    const row = await db.query<{ version: string }>(
-      `INSERT INTO es_streams (stream_id, stream_type, version) VALUES ($1, $2, $3)
-       ON CONFLICT (stream_id) DO UPDATE SET version = es_streams.version + $3
-       RETURNING version`,
-      [streamId, streamType, count],
-    );
-    startVersion = Number(row.rows[0]!.version) - count;
-  } else if (expected === "no_stream" || expected === 0) {
-    const row = await db.query(`INSERT INTO es_streams (stream_id, stream_type, version) VALUES ($1, $2, $3) ON CONFLICT (stream_id) DO NOTHING`, [
+  const currentVersion = head ? Number(head[0]) : 0;
+  if (expected !== "any" && (expected === "no_stream" ? 0 : expected) !== currentVersion) throw new ConcurrencyError(streamId, String(expected));
+
+  // recorded_at is set here (millisecond precision, exactly what the database stores and returns), so the
+  // hash covers the time without reading the row back.
+  const recordedAt = new Date().toISOString();
+  let prevHash = head ? (head[1] ?? null) : null;
+  const versions: number[] = [];
+  const ids: string[] = [];
+  const types: string[] = [];
+  const schemaVersions: number[] = [];
+  const datas: string[] = [];
+  const metadatas: string[] = [];
+  const prevHashes: (string | null)[] = [];
+  const hashes: string[] = [];
+  withIds.forEach((event, i) => {
+    const streamVersion = currentVersion + i + 1;
+    const schemaVersion = event.schemaVersion ?? 1;
+    const data = JSON.stringify(event.data);
+    const metadata = JSON.stringify(event.metadata ?? {});
+    const hash = eventHash({
+      prevHash,
+      streamId,
+      streamVersion,
+      eventId: event.eventId,
+      type: event.type,
+      schemaVersion,
+      // Hashed as they will read back: the JSON text parsed again (undefined members dropped, dates as strings).
+      data: JSON.parse(data),
+      metadata: JSON.parse(metadata),
+      recordedAt,
+    });
+    versions.push(streamVersion);
+    ids.push(event.eventId);
+    types.push(event.type);
+    schemaVersions.push(schemaVersion);
+    datas.push(data);
+    metadatas.push(metadata);
+    prevHashes.push(prevHash);
+    hashes.push(hash);
+    prevHash = hash;
+  });
+
+  const written = await db.query({
+    name: head ? "es-append-existing-v1" : "es-append-new-v1",
+    text: head ? APPEND_TO_EXISTING_SQL : APPEND_TO_NEW_SQL,
+    values: [
       streamId,
       streamType,
-      count,
-    ]);
-    if (!row.rowCount) throw new ConcurrencyError(streamId, String(expected));
-    startVersion = 0;
-  } else {
-    const row = await db.query(`UPDATE es_streams SET version = version + $3 WHERE stream_id = $1 AND version = $2`, [streamId, expected, count]);
-    if (!row.rowCount) throw new ConcurrencyError(streamId, String(expected));
-    startVersion = expected;
-  }
-
-  const values: unknown[] = [];
-  const tuples = withIds.map((event, i) => {
-    const base = i * 6;
-    values.push(streamId, startVersion + i + 1, event.eventId, event.type, event.schemaVersion ?? 1, JSON.stringify(event.data));
-    return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4}, $${base + 5}, $${base + 6}::jsonb, $${count * 6 + 1 + i}::jsonb)`;
+      currentVersion + withIds.length,
+      prevHash,
+      versions,
+      ids,
+      types,
+      schemaVersions,
+      datas,
+      metadatas,
+      prevHashes,
+      hashes,
+      recordedAt,
+      currentVersion,
+    ],
   });
-  for (const event of withIds) values.push(JSON.stringify(event.metadata ?? {}));
-  await db.query(
-    `INSERT INTO es_events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
-     VALUES ${tuples.join(", ")}`,
-    values,
-  );
-  return { nextVersion: startVersion + count, appended: true };
+  // Only when the stream moved after the head was read: created concurrently (there was no row to lock),
+  // or appended to by a caller outside a transaction. "any" reads the new head and tries again.
+  if (!written.rowCount) {
+    if (expected === "any") return appendToStream(db, streamId, streamType, withIds, expected);
+    throw new ConcurrencyError(streamId, String(expected));
+  }
+  return { nextVersion: currentVersion + withIds.length, appended: true };
 }
+
+/**
+ * $1 stream id, $2 first event id. The head comes back as one array read under the row lock (a second
+ * subquery would read the stream row from the statement's snapshot, before a concurrent append).
+ */
+const HEAD_SQL = `
+SELECT (SELECT s.version::text FROM es_events e JOIN es_streams s USING (stream_id) WHERE e.event_id = $2) AS existing_version,
+       (SELECT ARRAY[version::text, encode(head_hash, 'hex')] FROM es_streams WHERE stream_id = $1 FOR UPDATE) AS head`;
+
+const INSERT_EVENTS = `
+INSERT INTO es_events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, recorded_at, prev_hash, hash)
+SELECT $1, e.v, e.id, e.t, e.sv, e.d::jsonb, e.m::jsonb, $13::timestamptz, decode(e.p, 'hex'), decode(e.h, 'hex')
+  FROM s, unnest($5::bigint[], $6::uuid[], $7::text[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[]) AS e(v, id, t, sv, d, m, p, h)`;
+
+/** Moves the head from version $14 (the one read, locked by HEAD_SQL inside a transaction) to $3. */
+const APPEND_TO_EXISTING_SQL = `
+WITH s AS (UPDATE es_streams SET version = $3, head_hash = decode($4, 'hex') WHERE stream_id = $1 AND version = $14 RETURNING $2::text AS stream_type)
+${INSERT_EVENTS}`;
+
+/** Nothing was there to lock: a concurrent creator wins the insert and this one writes nothing. */
+const APPEND_TO_NEW_SQL = `
+WITH s AS (INSERT INTO es_streams (stream_id, stream_type, version, head_hash) VALUES ($1, $2, $3, decode($4, 'hex'))
+           ON CONFLICT (stream_id) DO NOTHING RETURNING $14::bigint AS from_version)
+${INSERT_EVENTS}`;

@@ -1,0 +1,162 @@
+import type { Queryable } from "../../src/ledger/eventStore/types.ts";
+import { eventHash } from "../../src/ledger/eventStore/eventHash.ts";
+import type { AuditFinding } from "./auditFinding.ts";
+
+/** One event row as the verifier reads it. */
+export type ChainRow = {
+  stream_id: string;
+  stream_version: string;
+  event_id: string;
+  event_type: string;
+  schema_version: number;
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  recorded_at: Date;
+  prev_hash: string | null;
+  hash: string | null;
+};
+
+type StreamRow = { stream_id: string; version: string; head_hash: string | null; legacy_seal: string | null };
+
+export type ChainStats = { events: number; streams: number; preChainEvents: number };
+
+/** Per stream: what the walk has seen so far (only the current stream is held). */
+type StreamWalk = {
+  streamId: string;
+  head: StreamRow | undefined;
+  lastVersion: number;
+  lastHash: string | null;
+  /** Version of each hash seen in this stream, to tell a reordered event from an edited one. */
+  versionOfHash: Map<string, number>;
+};
+
+/**
+ * Walks every stream in (stream_id, stream_version) order in batches (constant memory: one stream's
+ * hashes at a time) and checks, for each event: its stored hash is the hash of its content and its
+ * stored previous hash; the previous hash is the hash of the event before it (or the stream's legacy
+ * seal, or none for version 1); versions run 1, 2, 3 ... with no gap; and the stream row's version and
+ * head hash are those of the last event. `onEvent` sees every event (the charge check uses it).
+ * `streamFilter`: only these streams (null: all).
+ */
+export async function verifyChains(
+  db: Queryable,
+  streamFilter: string[] | null,
+  report: (finding: AuditFinding) => void,
+  onEvent: (row: ChainRow) => void = () => undefined,
+  batchSize = 5000,
+): Promise<ChainStats> {
+  const stats: ChainStats = { events: 0, streams: 0, preChainEvents: 0 };
+  let walk: StreamWalk | null = null;
+  const fetchAfter = (after: [string, number]) =>
+    db.query<ChainRow & { head_version: string | null; head_hash: string | null; legacy_seal: string | null }>(
+      `SELECT e.stream_id, e.stream_version, e.event_id, e.event_type, e.schema_version, e.data, e.metadata, e.recorded_at,
+              encode(e.prev_hash, 'hex') AS prev_hash, encode(e.hash, 'hex') AS hash,
+              s.version AS head_version, encode(s.head_hash, 'hex') AS head_hash, encode(s.legacy_seal, 'hex') AS legacy_seal
+         FROM es_events e LEFT JOIN es_streams s USING (stream_id)
+        WHERE (e.stream_id, e.stream_version) > ($1, $2) ${streamFilter ? "AND e.stream_id = ANY($4::text[])" : ""}
+        ORDER BY e.stream_id, e.stream_version LIMIT $3`,
+      streamFilter ? [after[0], after[1], batchSize, streamFilter] : [after[0], after[1], batchSize],
+    );
+  let next = fetchAfter(["", 0]);
+  for (;;) {
+    const { rows } = await next;
+    if (rows.length === 0) break;
+    // The next batch is read while this one is hashed.
+    const last = rows.at(-1)!;
+    next = fetchAfter([last.stream_id, Number(last.stream_version)]);
+    next.catch(() => undefined); // awaited on the next turn; this only keeps a failure from going unhandled meanwhile
+    for (const row of rows) {
+      if (!walk || walk.streamId !== row.stream_id) {
+        if (walk) finishStream(walk, report);
+        const head =
+          row.head_version === null
+            ? undefined
+            : { stream_id: row.stream_id, version: row.head_version, head_hash: row.head_hash, legacy_seal: row.legacy_seal };
+        walk = { streamId: row.stream_id, head, lastVersion: 0, lastHash: null, versionOfHash: new Map() };
+        stats.streams++;
+      }
+      stats.events++;
+      if (row.hash === null) stats.preChainEvents++;
+      checkEvent(walk, row, report);
+      onEvent(row);
+    }
+  }
+  if (walk) finishStream(walk, report);
+  return stats;
+}
+
+function checkEvent(walk: StreamWalk, row: ChainRow, report: (finding: AuditFinding) => void): void {
+  const version = Number(row.stream_version);
+  const at = { kind: "chain" as const, streamId: row.stream_id, version };
+  if (version !== walk.lastVersion + 1) {
+    const missing = version - walk.lastVersion - 1;
+    report({
+      ...at,
+      message: `version ${walk.lastVersion + 1}${missing > 1 ? `..${version - 1}` : ""} missing (the stream jumps from ${walk.lastVersion} to ${version})`,
+    });
+  }
+  if (row.hash === null) {
+    if (walk.lastHash !== null) report({ ...at, message: "event has no hash after the chain began (inserted)" });
+    walk.lastVersion = version;
+    return;
+  }
+  const content = {
+    streamId: row.stream_id,
+    eventId: row.event_id,
+    type: row.event_type,
+    schemaVersion: row.schema_version,
+    data: row.data,
+    metadata: row.metadata,
+    recordedAt: row.recorded_at.toISOString(),
+  };
+  const expectedPrev = walk.lastHash ?? (walk.lastVersion > 0 || version > 1 ? (walk.head?.legacy_seal ?? null) : null);
+  if (eventHash({ ...content, prevHash: row.prev_hash, streamVersion: version }) !== row.hash) {
+    const movedFrom = originalVersion(walk, row, version, (v) => eventHash({ ...content, prevHash: row.prev_hash, streamVersion: v }) === row.hash);
+    if (movedFrom !== undefined) {
+      report({ ...at, message: `event ${row.event_id} was recorded as version ${movedFrom} and now sits at version ${version} (reordered)` });
+    } else {
+      report({ ...at, message: `stored hash does not match the event's content (type, data, metadata, version or recorded_at changed)` });
+    }
+  } else if (row.prev_hash !== expectedPrev) {
+    const linkedTo = row.prev_hash ? walk.versionOfHash.get(row.prev_hash) : undefined;
+    report({
+      ...at,
+      message:
+        linkedTo !== undefined
+          ? `chained to version ${linkedTo}, not to the event before it (reordered)`
+          : "previous-hash link broken: the event before it was changed, removed or replaced",
+    });
+  }
+  walk.versionOfHash.set(row.hash, version);
+  walk.lastVersion = version;
+  walk.lastHash = row.hash;
+}
+
+/**
+ * The version an event whose hash does not match was recorded at, if only its version changed: the one
+ * after the event its previous hash names, or else one nearby (the events it followed may come later).
+ */
+function originalVersion(walk: StreamWalk, row: ChainRow, version: number, matches: (v: number) => boolean): number | undefined {
+  const linked = row.prev_hash === null ? 0 : walk.versionOfHash.get(row.prev_hash);
+  const candidates = linked !== undefined ? [linked + 1] : [];
+  for (let d = 1; d <= 16; d++) candidates.push(version + d, version - d);
+  return candidates.find((v) => v >= 1 && v !== version && matches(v));
+}
+
+function finishStream(walk: StreamWalk, report: (finding: AuditFinding) => void): void {
+  const at = { kind: "stream-head" as const, streamId: walk.streamId };
+  if (!walk.head) {
+    report({ ...at, message: "events without a stream row" });
+    return;
+  }
+  const headVersion = Number(walk.head.version);
+  if (headVersion !== walk.lastVersion) {
+    report({
+      ...at,
+      version: headVersion,
+      message: `the stream is at version ${headVersion} but its last event is version ${walk.lastVersion} (events removed)`,
+    });
+  } else if (walk.lastHash !== null && walk.head.head_hash !== walk.lastHash) {
+    report({ ...at, version: headVersion, message: "the stream's head hash is not the hash of its last event" });
+  }
+}

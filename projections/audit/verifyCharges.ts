@@ -1,0 +1,68 @@
+import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
+import type { PriceVersion } from "../../src/ledger/pricing/priceTable.ts";
+import { UsageRecordedDataSchema } from "../../src/ledger/usageRecordedEvent.ts";
+import type { AuditFinding } from "./auditFinding.ts";
+import type { ChainRow } from "./verifyChains.ts";
+
+export type ChargeStats = { charges: number; recomputedMicroChf: number; atSupersededVersion: number };
+
+/**
+ * Recomputes every UsageRecorded charge from its tokens x the prices of the price table version it
+ * names: the version must be published and already in effect when the usage was recorded (events
+ * written before the hash chain began are exempt from the latter: their version was published later),
+ * and the recomputed cost must equal the recorded one. A charge at a version that a newer one had
+ * already superseded is counted (a worker that ran with an older registry), not an error.
+ */
+export class ChargeChecker {
+  readonly stats: ChargeStats = { charges: 0, recomputedMicroChf: 0, atSupersededVersion: 0 };
+  readonly #versions: PriceVersion[];
+  readonly #report: (finding: AuditFinding) => void;
+  readonly #scope: { accountId?: string; from?: Date; to?: Date };
+
+  constructor(versions: PriceVersion[], report: (finding: AuditFinding) => void, scope: { accountId?: string; from?: Date; to?: Date } = {}) {
+    this.#versions = versions;
+    this.#report = report;
+    this.#scope = scope;
+  }
+
+  check(row: ChainRow): void {
+    if (row.event_type !== "UsageRecorded") return;
+    const at = { kind: "charge" as const, streamId: row.stream_id, version: Number(row.stream_version) };
+    const parsed = UsageRecordedDataSchema.safeParse(row.data);
+    if (!parsed.success) {
+      this.#report({ ...at, message: "UsageRecorded does not parse" });
+      return;
+    }
+    const usage = parsed.data;
+    if (this.#scope.accountId && usage.accountId !== this.#scope.accountId) return;
+    if (this.#scope.from && row.recorded_at < this.#scope.from) return;
+    if (this.#scope.to && row.recorded_at >= this.#scope.to) return;
+    this.stats.charges++;
+    const named = this.#versions.filter((v) => v.version === usage.priceTableVersion);
+    if (named.length === 0) {
+      this.#report({ ...at, message: `charged at price table version "${usage.priceTableVersion}", which was never published` });
+      return;
+    }
+    const inForce = named.filter((v) => Date.parse(v.effectiveAt) <= row.recorded_at.getTime()).at(-1);
+    const version = inForce ?? (row.hash === null ? named[0]! : undefined);
+    if (!version) {
+      this.#report({ ...at, message: `charged at price table version "${usage.priceTableVersion}" before it took effect (${named[0]!.effectiveAt})` });
+      return;
+    }
+    const prices = version.models[usage.model];
+    if (!prices) {
+      this.#report({ ...at, message: `price table version "${version.version}" has no prices for model ${usage.model}` });
+      return;
+    }
+    const cost = costMicroChf(usage, prices);
+    this.stats.recomputedMicroChf += cost;
+    if (cost !== usage.costMicroChf) {
+      this.#report({
+        ...at,
+        message: `recorded cost ${usage.costMicroChf} micro-CHF, recomputed ${cost} (${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens of ${usage.model} at "${version.version}")`,
+      });
+    }
+    const newest = this.#versions.filter((v) => Date.parse(v.effectiveAt) <= row.recorded_at.getTime()).at(-1);
+    if (newest && newest.version !== version.version) this.stats.atSupersededVersion++;
+  }
+}

@@ -1,0 +1,61 @@
+import { AUDIT_CHECKPOINT_STREAM, AuditCheckpointRecordedDataSchema, byStreamId, streamHeadsIn } from "../../src/ledger/audit/auditCheckpoint.ts";
+import { merkleRoot, type StreamHead } from "../../src/ledger/audit/merkleRoot.ts";
+import type { Queryable } from "../../src/ledger/eventStore/types.ts";
+import type { AuditFinding } from "./auditFinding.ts";
+
+export type CheckpointStats = { checkpoints: number; streamHeads: number };
+
+/**
+ * For every checkpoint (their own chain is checked by verifyChains): its Merkle root is the root of the
+ * heads it lists, and the log still has exactly those heads in its window (after, upTo]: a stream
+ * removed, an event changed or removed, or a stream added afterwards is named. One checkpoint's heads
+ * are in memory at a time.
+ */
+export async function verifyCheckpoints(db: Queryable, report: (finding: AuditFinding) => void, streamIds: string[] | null): Promise<CheckpointStats> {
+  const stats: CheckpointStats = { checkpoints: 0, streamHeads: 0 };
+  const inScope = streamIds ? new Set(streamIds) : null;
+  let after = 0;
+  for (;;) {
+    const rows = await db.query<{ stream_version: string; data: unknown }>(
+      "SELECT stream_version, data FROM es_events WHERE stream_id = $1 AND stream_version > $2 ORDER BY stream_version LIMIT 1",
+      [AUDIT_CHECKPOINT_STREAM, after],
+    );
+    if (!rows.rowCount) break;
+    const version = Number(rows.rows[0]!.stream_version);
+    after = version;
+    stats.checkpoints++;
+    const at = { kind: "checkpoint" as const, streamId: AUDIT_CHECKPOINT_STREAM, version };
+    const parsed = AuditCheckpointRecordedDataSchema.safeParse(rows.rows[0]!.data);
+    if (!parsed.success) {
+      report({ ...at, message: "not a readable checkpoint" });
+      continue;
+    }
+    const checkpoint = parsed.data;
+    const recorded = [...checkpoint.heads].sort(byStreamId) as StreamHead[];
+    stats.streamHeads += recorded.length;
+    if (merkleRoot(recorded) !== checkpoint.merkleRoot || recorded.length !== checkpoint.streamCount) {
+      report({ ...at, message: "the checkpoint's Merkle root or count is not that of the heads it lists" });
+    }
+    const current = new Map((await streamHeadsIn(db, checkpoint.after, checkpoint.upTo, streamIds)).map((h) => [h[0], h]));
+    for (const [streamId, headVersion, hash] of recorded) {
+      const now = current.get(streamId);
+      current.delete(streamId);
+      if (inScope && !inScope.has(streamId)) continue;
+      const where = { kind: "checkpoint" as const, streamId, version: headVersion };
+      if (!now) report({ ...where, message: `checkpoint ${version}: the stream is gone from the log (its head was version ${headVersion})` });
+      else if (now[1] !== headVersion)
+        report({ ...where, message: `checkpoint ${version}: the head was version ${headVersion}, the log now has version ${now[1]} in this window` });
+      else if (now[2] !== hash) report({ ...where, message: `checkpoint ${version}: the head hash differs from the one the checkpoint recorded` });
+    }
+    for (const [streamId, head] of current) {
+      if (!inScope || inScope.has(streamId))
+        report({
+          kind: "checkpoint",
+          streamId,
+          version: head[1],
+          message: `checkpoint ${version}: events in this window that the checkpoint does not list (added)`,
+        });
+    }
+  }
+  return stats;
+}

@@ -1,0 +1,116 @@
+import { accountStreamId } from "../accounts/accountEvents.ts";
+import type { LogPosition } from "../eventStore/logPosition.ts";
+import type { Queryable } from "../eventStore/types.ts";
+
+/**
+ * One line of an audit export: the event with everything its hash covers, its previous hash and its
+ * hash, so the export verifies offline (tools/audit/verifyExport.ts). The same fields in JSON, NDJSON
+ * and CSV (data and metadata as JSON text there).
+ */
+export type AuditLogEntry = {
+  stream_id: string;
+  version: number;
+  event_id: string;
+  type: string;
+  schema_version: number;
+  recorded_at: string;
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  prev_hash: string | null;
+  hash: string | null;
+};
+
+export type AuditLogPage = { entries: AuditLogEntry[]; next: LogPosition | null };
+
+type Row = {
+  stream_id: string;
+  stream_version: string;
+  event_id: string;
+  event_type: string;
+  schema_version: number;
+  recorded_at: Date;
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  prev_hash: string | null;
+  hash: string | null;
+  tx: string;
+  gp: string;
+};
+
+/**
+ * The account's history in log order after `after`: every event of its account stream (registration,
+ * subscription, budget, key lifecycle) and every event naming it in its data (UsageRecorded). Only
+ * transactions older than every one still open are read (as readAll), so a later page never misses an
+ * event that commits behind the cursor. `next` is the cursor of the following page, null at the end.
+ */
+export async function readAuditLog(db: Queryable, accountId: string, after: LogPosition | null, limit: number): Promise<AuditLogPage> {
+  const rows = await db.query<Row>(
+    `SELECT stream_id, stream_version, event_id, event_type, schema_version, recorded_at, data, metadata,
+            encode(prev_hash, 'hex') AS prev_hash, encode(hash, 'hex') AS hash, transaction_id::text AS tx, global_position::text AS gp
+       FROM es_events
+      WHERE (stream_id = $2 OR (data ? 'accountId' AND data->>'accountId' = $1))
+        AND (transaction_id, global_position) > ($3::xid8, $4::bigint)
+        AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+      ORDER BY transaction_id, global_position
+      LIMIT $5`,
+    [accountId, accountStreamId(accountId), after?.transactionId ?? "0", after?.globalPosition ?? "0", limit + 1],
+  );
+  const more = rows.rows.length > limit;
+  const page = more ? rows.rows.slice(0, limit) : rows.rows;
+  const last = page.at(-1);
+  return {
+    entries: page.map((r) => ({
+      stream_id: r.stream_id,
+      version: Number(r.stream_version),
+      event_id: r.event_id,
+      type: r.event_type,
+      schema_version: r.schema_version,
+      recorded_at: r.recorded_at.toISOString(),
+      data: r.data,
+      metadata: r.metadata,
+      prev_hash: r.prev_hash,
+      hash: r.hash,
+    })),
+    next: more && last ? { transactionId: last.tx, globalPosition: last.gp } : null,
+  };
+}
+
+/** An opaque page cursor: base64url of "transactionId.globalPosition". */
+export function encodeAuditCursor(position: LogPosition): string {
+  return Buffer.from(`${position.transactionId}.${position.globalPosition}`).toString("base64url");
+}
+
+/** The position of a cursor, or null when it is not one. */
+export function decodeAuditCursor(cursor: string): LogPosition | null {
+  const match = /^(\d{1,20})\.(\d{1,19})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  if (!match || BigInt(match[1]!) > 18_446_744_073_709_551_615n || BigInt(match[2]!) > 9_223_372_036_854_775_807n) return null;
+  return { transactionId: match[1]!, globalPosition: match[2]! };
+}
+
+export const AUDIT_CSV_COLUMNS = [
+  "stream_id",
+  "version",
+  "event_id",
+  "type",
+  "schema_version",
+  "recorded_at",
+  "data",
+  "metadata",
+  "prev_hash",
+  "hash",
+] as const;
+
+/** RFC 4180 field: quoted when it holds a comma, quote, CR or LF; quotes doubled. */
+function csvField(value: string): string {
+  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+}
+
+/** One CSV line (CRLF-terminated) of an entry; data and metadata as JSON text. */
+export function auditCsvLine(entry: AuditLogEntry): string {
+  return `${AUDIT_CSV_COLUMNS.map((c) => {
+    const v = entry[c];
+    return csvField(v === null ? "" : typeof v === "object" ? JSON.stringify(v) : String(v));
+  }).join(",")}\r\n`;
+}
+
+export const AUDIT_CSV_HEADER = `${AUDIT_CSV_COLUMNS.join(",")}\r\n`;

@@ -1,0 +1,185 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verifyAudit } from "../../projections/audit/verifyAudit.ts";
+import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
+import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
+import { publishPriceTable } from "../../src/ledger/pricing/priceTable.ts";
+import { checkExport, parseExport } from "../../tools/audit/verifyExport.ts";
+import { createKey, expectError, KEYS_PATH } from "../keys/keySteps.ts";
+import { eventuallyTrue } from "../support/eventually.ts";
+import { createTestAccount, type TestAccount } from "../support/testAccounts.ts";
+import { startTestApp, type TestApp } from "../support/testApp.ts";
+import { usageEvent } from "../usage/usageFixtures.ts";
+import { PRICES_V1 } from "./auditFixtures.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const AUDIT_PATH = "/api/v1/accounts/user/audit-log";
+
+let app: TestApp;
+let owner: TestAccount;
+let other: TestAccount;
+let dir: string;
+
+type CliResult = { code: number; stdout: string; stderr: string };
+function node(args: string[]): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      args,
+      { cwd: ROOT, env: { ...process.env, DATABASE_URL: app.db.url, ADMIN_TOKEN: "" }, maxBuffer: 64 << 20 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
+  });
+}
+
+async function charge(account: TestAccount, keyId: string, version: string, promptTokens: number): Promise<void> {
+  const cost = costMicroChf({ promptTokens, completionTokens: 7 }, PRICES_V1["tiny-test"]!);
+  await settleUsage(
+    app.db.pool,
+    usageEvent({ accountId: account.accountId, keyId, promptTokens, completionTokens: 7, costMicroChf: cost, priceTableVersion: version }),
+  );
+}
+
+beforeAll(async () => {
+  app = await startTestApp();
+  dir = await mkdtemp(path.join(tmpdir(), "audit-export-"));
+  const version = await publishPriceTable(app.db.pool, "export-1", PRICES_V1, new Date(Date.now() - 1000));
+  owner = await createTestAccount(app.db.pool);
+  other = await createTestAccount(app.db.pool);
+  // A name CSV must quote: comma, quotes, non-ASCII.
+  const first = await createKey(app, owner.sessionToken, 'prod, "main" käse');
+  const second = await createKey(app, owner.sessionToken, "second");
+  const revoked = await app.request("POST", `${KEYS_PATH}${second.id}/revoke`, { token: owner.sessionToken });
+  expect(revoked.status, revoked.text).toBe(200);
+  const otherKey = await createKey(app, other.sessionToken, "not yours");
+  for (let i = 0; i < 4; i++) await charge(owner, first.id, version, 100 + i);
+  await charge(other, otherKey.id, version, 50);
+  // The export shows transactions that have ended before every one still open on the server: wait for
+  // other tests' transactions (on a shared server) to end.
+  const settled = await eventuallyTrue(async () => {
+    const res = await app.request("GET", `${AUDIT_PATH}?limit=1000`, { token: owner.sessionToken });
+    return res.body.data.filter((e: { type: string }) => e.type === "UsageRecorded").length === 4;
+  }, 60_000);
+  expect(settled).toBe(true);
+}, 120_000);
+afterAll(async () => {
+  await app.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Every page of the JSON export, following next_cursor. */
+async function allJsonPages(limit: number): Promise<Record<string, any>[]> {
+  const entries: Record<string, any>[] = [];
+  let cursor: string | null = null;
+  for (let page = 0; page < 100; page++) {
+    const res = await app.request("GET", `${AUDIT_PATH}?limit=${limit}${cursor ? `&cursor=${cursor}` : ""}`, { token: owner.sessionToken });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.length).toBeLessThanOrEqual(limit);
+    entries.push(...res.body.data);
+    expect(res.body.has_more).toBe(res.body.next_cursor !== null);
+    if (!res.body.next_cursor) return entries;
+    cursor = res.body.next_cursor;
+  }
+  throw new Error("no last page");
+}
+
+describe("audit export", () => {
+  it("pages the caller's own history (account, key lifecycle, usage) with hashes, and nothing of another account", async () => {
+    const entries = await allJsonPages(3);
+    const types = entries.map((e) => e.type);
+    expect(types.filter((t) => t === "UsageRecorded")).toHaveLength(4);
+    expect(types).toEqual(expect.arrayContaining(["AccountRegistered", "KeyCreated", "KeyRevoked"]));
+    expect(entries.every((e) => e.stream_id === `account-${owner.accountId}` || e.data.accountId === owner.accountId)).toBe(true);
+    expect(JSON.stringify(entries)).not.toContain(other.accountId);
+    expect(entries.every((e) => /^[0-9a-f]{64}$/.test(e.hash))).toBe(true);
+    expect(new Set(entries.map((e) => e.event_id)).size).toBe(entries.length);
+    expect(await allJsonPages(1000)).toEqual(entries);
+    expect(checkExport(entries.map((entry, i) => ({ line: i + 1, entry: entry as never }))).problems).toEqual([]);
+  });
+
+  it("serves CSV for format=csv and for Accept: text/csv, with the next page's cursor in a header", async () => {
+    const byFormat = await app.request("GET", `${AUDIT_PATH}?format=csv&limit=2`, { token: owner.sessionToken });
+    expect(byFormat.status).toBe(200);
+    expect(byFormat.headers.get("content-type")).toMatch(/^text\/csv/);
+    expect(byFormat.text.split("\r\n")[0]).toBe("stream_id,version,event_id,type,schema_version,recorded_at,data,metadata,prev_hash,hash");
+    expect(byFormat.headers.get("x-next-cursor")).toBeTruthy();
+    let csv = "";
+    let cursor: string | null = null;
+    do {
+      const res = await app.request("GET", `${AUDIT_PATH}?limit=4${cursor ? `&cursor=${cursor}` : ""}`, {
+        token: owner.sessionToken,
+        headers: { accept: "text/csv" },
+      });
+      expect(res.headers.get("content-type")).toMatch(/^text\/csv/);
+      csv += cursor ? res.text.slice(res.text.indexOf("\r\n") + 2) : res.text;
+      cursor = res.headers.get("x-next-cursor");
+    } while (cursor);
+    // The key name is JSON text inside a quoted CSV field: its quotes are escaped for JSON, then doubled for CSV.
+    expect(csv).toContain('prod, \\""main\\"" käse');
+    const parsed = parseExport(csv);
+    expect(parsed.map((p) => p.entry)).toEqual((await allJsonPages(1000)).map((e) => ({ ...e })));
+    expect(checkExport(parsed).problems).toEqual([]);
+  });
+
+  it("answers 401 without a session and 400 for a bad cursor, limit or parameter", async () => {
+    expectError(await app.request("GET", AUDIT_PATH), 401, "authentication_error");
+    expectError(await app.request("GET", `${AUDIT_PATH}?cursor=nonsense`, { token: owner.sessionToken }), 400, "invalid_request_error", { param: "cursor" });
+    expectError(await app.request("GET", `${AUDIT_PATH}?limit=0`, { token: owner.sessionToken }), 400, "invalid_request_error", { param: "limit" });
+    expectError(await app.request("GET", `${AUDIT_PATH}?format=xml`, { token: owner.sessionToken }), 400, "invalid_request_error", { param: "format" });
+    expectError(await app.request("GET", `${AUDIT_PATH}?account=${other.accountId}`, { token: owner.sessionToken }), 400, "invalid_request_error");
+  });
+
+  it("operator export (ndjson) verifies offline; one tampered line is named and fails the check", async () => {
+    const exported = await node(["src/api/admin/cli.ts", "export", "--account", owner.accountId, "--format", "ndjson"]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const lines = exported.stdout.trim().split("\n");
+    expect(lines.map((l) => JSON.parse(l))).toEqual(await allJsonPages(1000));
+    const file = path.join(dir, "export.ndjson");
+    await writeFile(file, exported.stdout);
+    const ok = await node(["tools/audit/verifyExport.ts", file]);
+    expect(ok.code, ok.stdout + ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/checked: OK/);
+
+    const target = lines.findIndex((l) => JSON.parse(l).type === "UsageRecorded");
+    const tampered = JSON.parse(lines[target]!);
+    tampered.data.costMicroChf += 1;
+    lines[target] = JSON.stringify(tampered);
+    await writeFile(file, `${lines.join("\n")}\n`);
+    const bad = await node(["tools/audit/verifyExport.ts", file]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toContain(`FAIL line ${target + 1}: ${tampered.stream_id} v1: the hash does not match`);
+  });
+
+  it("operator export (csv) verifies offline; a removed line is named", async () => {
+    const exported = await node(["src/api/admin/cli.ts", "export", "--account-id", owner.accountId, "--format", "csv"]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const file = path.join(dir, "export.csv");
+    await writeFile(file, exported.stdout);
+    expect((await node(["tools/audit/verifyExport.ts", file])).code).toBe(0);
+    const records = (await readFile(file, "utf8")).split("\r\n");
+    const keyRevokedAt = records.findIndex((r) => r.includes(",KeyCreated,") && r.includes("second"));
+    records.splice(keyRevokedAt, 1);
+    await writeFile(file, records.join("\r\n"));
+    const bad = await node(["tools/audit/verifyExport.ts", file]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toMatch(new RegExp(`FAIL line ${keyRevokedAt + 1}: account-${owner.accountId} v\\d+: follows version \\d+`));
+  });
+
+  it("the server-side verify of the account agrees", async () => {
+    const report = await verifyAudit(app.db.pool, { accountId: owner.accountId, readModels: false });
+    expect(report.findings).toEqual([]);
+    expect(report.charges.charges).toBe(4);
+  });
+
+  it("one account's export shows no other account's events even with a forged cursor", async () => {
+    const res = await app.request("GET", `${AUDIT_PATH}?cursor=${Buffer.from("0.0").toString("base64url")}`, { token: other.sessionToken });
+    expect(res.status).toBe(200);
+    expect(JSON.stringify(res.body)).not.toContain(owner.accountId);
+    expect(res.body.data.length).toBeGreaterThan(0);
+  });
+});
