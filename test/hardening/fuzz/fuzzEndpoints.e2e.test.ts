@@ -286,6 +286,29 @@ describe("fuzzed requests get an answer in the OpenAI shape, never a 5xx or a ha
     });
   }
 
+  it("a few thousand nesting levels in any fuzzed field (built as text: no recursion on either side)", async () => {
+    const depth = 3000;
+    const deep = `${'{"a":['.repeat(depth)}1${"]}".repeat(depth)}`;
+    for (const target of bodyTargets) {
+      if (target.base === undefined) continue;
+      for (const path of target.paths) {
+        const marker = "__deeply_nested__";
+        const body = structuredClone(target.base) as Record<string, unknown>;
+        let parent = body;
+        for (const step of path.slice(0, -1)) parent = parent[step] as Record<string, unknown>;
+        parent[path.at(-1)!] = marker;
+        const raw = JSON.stringify(keepGenerationsTiny(body)).replace(`"${marker}"`, deep);
+        const request: FuzzRequest = {
+          method: target.method,
+          path: fc.sample(target.path, 1)[0]!,
+          headers: { authorization: `Bearer ${target.token()}`, "content-type": "application/json" },
+          body: { raw },
+        };
+        expectWellFormed(request, await send(platform.baseUrl, request));
+      }
+    }
+  });
+
   it("any method on any path (300 cases)", async () => {
     const segment = fc.oneof(awkwardString.map(safeSegment), fc.constantFrom("v1", "api", "chat", "completions", "models", "%", "%ZZ", "%00", "..", "."));
     const path = fc
