@@ -10,7 +10,7 @@ import { routeFactories } from "./routes.ts";
 import type { RoleContext, RunningRole } from "../runtime/role.ts";
 
 export async function startApi({ config, pool, logger }: RoleContext): Promise<RunningRole> {
-  const redis = createRedis(config.redisUrl, { kind: "fail-fast", timeouts: config.redisTimeouts });
+  const redis = createRedis(config.redis, { kind: "fail-fast", timeouts: config.redisTimeouts });
   const keyAuth = new ApiKeyAuth({ pool, redis, redisPrefix: config.redisPrefix, logger });
   await keyAuth.start();
   const inference = createInferenceServices({ config, redis, logger }, await loadModelRegistry(config.modelsConfigPath));

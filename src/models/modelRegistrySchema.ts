@@ -83,9 +83,7 @@ export const ModelEntrySchema = z
      * Backend-specific request parameters beyond OpenAI's (e.g. `top_k`, `min_p`, `repetition_penalty`,
      * `chat_template_kwargs`) that this model takes: passed through to the backend as given. Absent: none.
      */
-    extra_parameters: z
-      .array(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lower-case letters, digits and '_'"))
-      .optional(),
+    extra_parameters: z.array(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lower-case letters, digits and '_'")).optional(),
     /** The `reasoning_effort` values this model's backend accepts. Absent: low, medium and high (reasoning models only). */
     reasoning_efforts: z.array(z.string().min(1).max(32)).min(1).optional(),
   })
