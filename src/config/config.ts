@@ -59,8 +59,8 @@ const EnvSchema = z.object({
   REDIS_PREFIX: z
     .string()
     .optional()
-    .default("inference")
-    .refine((v) => v.length > 0 && !/[{}]/.test(v), "must be non-empty and contain neither { nor } (the keys' hash tags are added by the service)"),
+    .transform((v) => (v === undefined || v === "" ? "inference" : v))
+    .refine((v) => !/[{}]/.test(v), "must contain neither { nor } (the service adds the keys' Redis Cluster hash tags itself)"),
   REDIS_CLUSTER_NODES: optionalNodes,
   REDIS_SENTINELS: optionalNodes,
   REDIS_SENTINEL_NAME: z.string().optional(),
