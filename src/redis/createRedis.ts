@@ -143,7 +143,19 @@ function prepared(redis: Redis, kind: RedisKind): Redis {
     connectedOnce.add(redis);
     // From the first connection on, a command issued on a fail-fast connection while Redis is away
     // fails at once instead of waiting in the offline queue (ioredis reads the option at every command).
-    if (kind === "fail-fast") redis.options.enableOfflineQueue = false;
+    if (kind === "fail-fast" && !(redis instanceof Cluster)) redis.options.enableOfflineQueue = false;
   });
+  if (kind === "fail-fast" && redis instanceof Cluster) {
+    // A cluster's node connections open lazily, and without the cluster's offline queue a command for a
+    // node whose connection is still opening would be refused: the queue stays on while the cluster is
+    // up (a command then fails after commandTimeoutMs, or at once when its node's connection drops), and
+    // is off while the whole cluster is away, so commands fail at once as on one server.
+    redis.on("ready", () => {
+      redis.options.enableOfflineQueue = true;
+    });
+    redis.on("close", () => {
+      if (connectedOnce.has(redis)) redis.options.enableOfflineQueue = false;
+    });
+  }
   return redis;
 }
