@@ -5,6 +5,7 @@ import { deleteKeysByPrefix } from "../../src/redis/deleteKeysByPrefix.ts";
 import { createKey, expectError, KEYS_PATH } from "../keys/keySteps.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
 import { SseReader } from "../inference/sseReader.ts";
+import { eventually } from "../support/eventually.ts";
 import { startRedisCluster, type RedisCluster } from "../support/redisCluster.ts";
 import type { TestApp } from "../support/testApp.ts";
 import { startSecondApi, startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
@@ -142,4 +143,23 @@ describe("the inference platform on a 3-master Redis Cluster", () => {
     await deleteKeysByPrefix(redis, prefix);
     expect(await keysPerMaster()).toEqual(before.map(() => 0));
   });
+
+  it("while the whole cluster is down a request fails at once with 503, and service resumes once the cluster is back", async () => {
+    await cluster.kill();
+    const started = performance.now();
+    // With an Idempotency-Key, Redis is the request's first stop (the claim), before any check of the connection.
+    const down = await post(platform.baseUrl, chatBody(), { "idempotency-key": `down-${Date.now()}` });
+    const tookMs = performance.now() - started;
+    const body = (await down.json()) as { error: { type: string; code: string } };
+    expect(down.status, JSON.stringify(body)).toBe(503);
+    expect(body.error.type).toBe("service_unavailable");
+    expect(tookMs).toBeLessThan(5_000);
+
+    await cluster.restart();
+    const answered = await eventually(async () => {
+      const response = await post(secondApi.baseUrl, chatBody());
+      return response.status === 200 ? ((await response.json()) as { id: string }) : undefined;
+    }, 60_000);
+    expect(await completionEvents(platform.deps.pool, answered.id)).toHaveLength(1);
+  }, 90_000);
 });

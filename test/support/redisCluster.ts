@@ -12,6 +12,10 @@ const run = promisify(execFile);
 export type RedisCluster = {
   ports: number[];
   target: Extract<RedisTarget, { mode: "cluster" }>;
+  /** Kills every node (SIGKILL, like a crash; their data is lost, their cluster configuration kept). */
+  kill(): Promise<void>;
+  /** Starts the killed nodes again on their ports and waits until the cluster is ok again. */
+  restart(): Promise<void>;
   /** Stops the servers started here (by their process handles) and removes their directory. */
   stop(): Promise<void>;
 };
@@ -23,52 +27,48 @@ export type RedisCluster = {
  */
 export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
   const dir = await mkdtemp(path.join(tmpdir(), "redis-cluster-"));
-  const children: ChildProcess[] = [];
+  const children = new Map<number, ChildProcess>();
   const ports: number[] = [];
+  const startNode = (port: number) => {
+    const nodeDir = path.join(dir, String(port));
+    const args = ["--port", String(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file", path.join(nodeDir, "nodes.conf")];
+    args.push("--cluster-node-timeout", "5000", "--save", "", "--appendonly", "no", "--dir", nodeDir);
+    children.set(port, spawn("redis-server", args, { stdio: "ignore" }));
+  };
+  const clusterOk = () =>
+    Promise.all(ports.map((port) => waitFor(async () => (await cli(port, "CLUSTER", "INFO")).includes("cluster_state:ok"), `node ${port} cluster_state:ok`)));
+  const kill = async () => {
+    await Promise.all([...children.values()].map(stopChild));
+    children.clear();
+  };
   const stop = async () => {
-    await Promise.all(children.map(stopChild));
+    await kill();
     await rm(dir, { recursive: true, force: true });
   };
   try {
     for (let i = 0; i < masters; i++) {
       const port = await freeClusterPort(ports);
       ports.push(port);
-      const nodeDir = path.join(dir, String(port));
-      await mkdir(nodeDir);
-      const child = spawn(
-        "redis-server",
-        [
-          "--port",
-          String(port),
-          "--bind",
-          "127.0.0.1",
-          "--cluster-enabled",
-          "yes",
-          "--cluster-config-file",
-          path.join(nodeDir, "nodes.conf"),
-          "--cluster-node-timeout",
-          "5000",
-          "--save",
-          "",
-          "--appendonly",
-          "no",
-          "--dir",
-          nodeDir,
-        ],
-        { stdio: "ignore" },
-      );
-      children.push(child);
+      await mkdir(path.join(dir, String(port)));
+      startNode(port);
     }
     await Promise.all(ports.map((port) => waitFor(async () => (await cli(port, "PING")) === "PONG", `node ${port} answers PING`)));
     await run("redis-cli", ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"], { timeout: 30_000 });
-    await Promise.all(
-      ports.map((port) => waitFor(async () => (await cli(port, "CLUSTER", "INFO")).includes("cluster_state:ok"), `node ${port} cluster_state:ok`)),
-    );
+    await clusterOk();
   } catch (error) {
     await stop();
     throw error;
   }
-  return { ports, target: { mode: "cluster", nodes: ports.map((port) => ({ host: "127.0.0.1", port })), tls: false }, stop };
+  return {
+    ports,
+    target: { mode: "cluster", nodes: ports.map((port) => ({ host: "127.0.0.1", port })), tls: false },
+    kill,
+    async restart() {
+      for (const port of ports) if (!children.has(port)) startNode(port);
+      await clusterOk();
+    },
+    stop,
+  };
 }
 
 async function cli(port: number, ...args: string[]): Promise<string> {
