@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../config/config.ts";
-import { describeRedisTarget, parseRedisNodes } from "./redisTarget.ts";
+import { ConfigError, loadConfig } from "./config.ts";
+import { describeRedisTarget, parseRedisNodes } from "../redis/redisTarget.ts";
 
 describe("parseRedisNodes", () => {
   it("reads host:port lists, with spaces, empty entries and bracketed IPv6 hosts", () => {
