@@ -1,6 +1,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isCluster } from "../../src/redis/createRedis.ts";
+import { checkRedis } from "../../src/runtime/checkDependencies.ts";
 import { deleteKeysByPrefix } from "../../src/redis/deleteKeysByPrefix.ts";
 import { createKey, expectError, KEYS_PATH } from "../keys/keySteps.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
@@ -32,9 +33,12 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await secondApi?.close();
-  await platform?.close();
-  await cluster?.stop();
+  try {
+    await secondApi?.close();
+    await platform?.close();
+  } finally {
+    await cluster?.stop();
+  }
 }, 60_000);
 
 const chatBody = (extra: Record<string, unknown> = {}) => ({
@@ -57,6 +61,10 @@ describe("the inference platform on a 3-master Redis Cluster", () => {
   it("runs on cluster clients, and the worker's model is listed as live", async () => {
     expect(isCluster(platform.deps.redis)).toBe(true);
     expect(platform.deps.config.redis.mode).toBe("cluster");
+    // The start-up check of every role reaches the cluster, and names a cluster that does not answer.
+    await expect(checkRedis(platform.deps.config.redis)).resolves.toBeUndefined();
+    const nobody = { ...cluster.target, nodes: [{ host: "127.0.0.1", port: 1 }] };
+    await expect(checkRedis(nobody)).rejects.toThrow(/Redis Cluster 127\.0\.0\.1:1/);
     const models = await platform.request("GET", "/v1/models", { token: key });
     expect(models.status, models.text).toBe(200);
     expect((models.body.data as { id: string }[]).map((m) => m.id)).toContain(TINY_CHAT);
