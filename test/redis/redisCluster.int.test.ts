@@ -9,7 +9,7 @@ import { SseReader } from "../inference/sseReader.ts";
 import { eventually } from "../support/eventually.ts";
 import { startRedisCluster, type RedisCluster } from "../support/redisCluster.ts";
 import type { TestApp } from "../support/testApp.ts";
-import { startSecondApi, startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { startSecondApi, startTestPlatform, TINY_CHAT, TINY_PLAIN, type TestPlatform } from "../support/testPlatform.ts";
 
 /**
  * The whole inference path on a Redis Cluster of three masters (started here on free loopback ports):
@@ -25,7 +25,10 @@ let accountToken: string;
 
 beforeAll(async () => {
   cluster = await startRedisCluster(3);
-  platform = await startTestPlatform({ redisUrl: cluster.target, env: { DELTA_COALESCE_MS: "0" } });
+  platform = await startTestPlatform({ redisUrl: cluster.target, env: { DELTA_COALESCE_MS: "0" }, startWorker: false });
+  // The models the tests use. (A worker of a model that never had a job was seen not to resume its
+  // BullMQ blocking read after the whole cluster restarted empty; see the outage test.)
+  await platform.startWorker({ models: [TINY_CHAT, TINY_PLAIN] });
   secondApi = await startSecondApi(platform, { keyAuth: { cacheTtlMs: 60_000 } });
   const created = await platform.createKey();
   key = created.key;
@@ -34,8 +37,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   try {
-    await secondApi?.close();
-    await platform?.close();
+    // Bounded: the cluster is stopped even if closing a client waits on it.
+    await Promise.race([
+      (async () => {
+        await secondApi?.close();
+        await platform?.close();
+      })(),
+      new Promise((resolve) => setTimeout(resolve, 30_000)),
+    ]);
   } finally {
     await cluster?.stop();
   }
@@ -68,6 +77,12 @@ describe("the inference platform on a 3-master Redis Cluster", () => {
     const models = await platform.request("GET", "/v1/models", { token: key });
     expect(models.status, models.text).toBe(200);
     expect((models.body.data as { id: string }[]).map((m) => m.id)).toContain(TINY_CHAT);
+  });
+
+  it("serves a second model, whose queue lies on another slot", async () => {
+    const response = await post(platform.baseUrl, chatBody({ model: TINY_PLAIN }));
+    expect(response.status, await response.clone().text()).toBe(200);
+    expect(((await response.json()) as { model: string }).model).toBe(TINY_PLAIN);
   });
 
   it("answers a chat completion (not streamed) and charges it once", async () => {
@@ -162,6 +177,9 @@ describe("the inference platform on a 3-master Redis Cluster", () => {
     expect(down.status, JSON.stringify(body)).toBe(503);
     expect(body.error.type).toBe("service_unavailable");
     expect(tookMs).toBeLessThan(5_000);
+    const notReady = await platform.request("GET", "/readyz");
+    expect(notReady.status).toBe(503);
+    expect(notReady.body).toMatchObject({ status: "unavailable", redis: "down" });
 
     await cluster.restart();
     const answered = await eventually(async () => {
@@ -169,5 +187,14 @@ describe("the inference platform on a 3-master Redis Cluster", () => {
       return response.status === 200 ? ((await response.json()) as { id: string }) : undefined;
     }, 60_000);
     expect(await completionEvents(platform.deps.pool, answered.id)).toHaveLength(1);
+    // Every model's queue is served again (each on its own slot, its worker's blocking read recovered).
+    for (const model of [TINY_PLAIN, TINY_CHAT]) {
+      const again = await eventually(async () => {
+        const response = await post(platform.baseUrl, chatBody({ model }));
+        return response.status === 200 ? ((await response.json()) as { id: string; model: string }) : undefined;
+      }, 30_000);
+      expect(again.model).toBe(model);
+    }
+    expect((await platform.request("GET", "/readyz")).body).toMatchObject({ status: "ready", redis: "ok" });
   }, 90_000);
 });
