@@ -9,7 +9,7 @@ import { SseReader } from "../inference/sseReader.ts";
 import { eventually } from "../support/eventually.ts";
 import { startRedisCluster, type RedisCluster } from "../support/redisCluster.ts";
 import type { TestApp } from "../support/testApp.ts";
-import { startSecondApi, startTestPlatform, TINY_CHAT, TINY_PLAIN, type TestPlatform } from "../support/testPlatform.ts";
+import { startSecondApi, startTestPlatform, TINY_CHAT, TINY_EMBED, TINY_PLAIN, type TestPlatform } from "../support/testPlatform.ts";
 
 /**
  * The whole inference path on a Redis Cluster of three masters (started here on free loopback ports):
@@ -25,10 +25,7 @@ let accountToken: string;
 
 beforeAll(async () => {
   cluster = await startRedisCluster(3);
-  platform = await startTestPlatform({ redisUrl: cluster.target, env: { DELTA_COALESCE_MS: "0" }, startWorker: false });
-  // The models the tests use. (A worker of a model that never had a job was seen not to resume its
-  // BullMQ blocking read after the whole cluster restarted empty; see the outage test.)
-  await platform.startWorker({ models: [TINY_CHAT, TINY_PLAIN] });
+  platform = await startTestPlatform({ redisUrl: cluster.target, env: { DELTA_COALESCE_MS: "0" } });
   secondApi = await startSecondApi(platform, { keyAuth: { cacheTtlMs: 60_000 } });
   const created = await platform.createKey();
   key = created.key;
@@ -83,6 +80,12 @@ describe("the inference platform on a 3-master Redis Cluster", () => {
     const response = await post(platform.baseUrl, chatBody({ model: TINY_PLAIN }));
     expect(response.status, await response.clone().text()).toBe(200);
     expect(((await response.json()) as { model: string }).model).toBe(TINY_PLAIN);
+  });
+
+  it("answers embeddings (a third model's queue)", async () => {
+    const response = await platform.request("POST", "/v1/embeddings", { token: key, body: { model: TINY_EMBED, input: "hello" } });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body.data).toHaveLength(1);
   });
 
   it("answers a chat completion (not streamed) and charges it once", async () => {
@@ -188,6 +191,8 @@ describe("the inference platform on a 3-master Redis Cluster", () => {
     }, 60_000);
     expect(await completionEvents(platform.deps.pool, answered.id)).toHaveLength(1);
     // Every model's queue is served again (each on its own slot, its worker's blocking read recovered).
+    // Each of them ran a job before the outage: a worker of a model that had never had a job was seen
+    // not to resume after the whole cluster restarted empty (not reproduced with bare BullMQ workers).
     for (const model of [TINY_PLAIN, TINY_CHAT]) {
       const again = await eventually(async () => {
         const response = await post(platform.baseUrl, chatBody({ model }));
@@ -195,6 +200,11 @@ describe("the inference platform on a 3-master Redis Cluster", () => {
       }, 30_000);
       expect(again.model).toBe(model);
     }
+    const embedded = await eventually(async () => {
+      const response = await platform.request("POST", "/v1/embeddings", { token: key, body: { model: TINY_EMBED, input: "hello" } });
+      return response.status === 200 ? response.body : undefined;
+    }, 30_000);
+    expect(embedded.data).toHaveLength(1);
     expect((await platform.request("GET", "/readyz")).body).toMatchObject({ status: "ready", redis: "ok" });
   }, 90_000);
 });
