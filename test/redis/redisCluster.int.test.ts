@@ -191,8 +191,6 @@ describe("the inference platform on a 3-master Redis Cluster", () => {
     }, 60_000);
     expect(await completionEvents(platform.deps.pool, answered.id)).toHaveLength(1);
     // Every model's queue is served again (each on its own slot, its worker's blocking read recovered).
-    // Each of them ran a job before the outage: a worker of a model that had never had a job was seen
-    // not to resume after the whole cluster restarted empty (not reproduced with bare BullMQ workers).
     for (const model of [TINY_PLAIN, TINY_CHAT]) {
       const again = await eventually(async () => {
         const response = await post(platform.baseUrl, chatBody({ model }));
