@@ -50,8 +50,8 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
   const models = registry.all().filter((m) => !wanted || wanted.includes(m.id));
   const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const keys = new InferenceKeys(config.redisPrefix);
-  const redis = createRedis(config.redisUrl, { kind: "worker", timeouts: config.redisTimeouts });
-  const deltaRedis = createRedis(config.redisUrl, { kind: "worker", timeouts: config.redisTimeouts });
+  const redis = createRedis(config.redis, { kind: "worker", timeouts: config.redisTimeouts });
+  const deltaRedis = createRedis(config.redis, { kind: "worker", timeouts: config.redisTimeouts });
   const unwatch = [metrics.sources.addRedis("worker", redis), metrics.sources.addRedis("worker-deltas", deltaRedis)];
   const window = new CoalescingWindow(config.deltaCoalesceMs);
   const writer = new TurnWriter(deltaRedis);
@@ -60,7 +60,7 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
   const foldPool = createPool(config.databaseUrl, 10, { synchronousCommit: false, timeouts: poolTimeouts(config, "background") });
   unwatch.push(metrics.sources.addPool("worker-folds", foldPool));
   const usage = new UsageRecorder(pool, { foldPool });
-  const cancellations = new JobCancellations(config.redisUrl, keys, { timeouts: config.redisTimeouts });
+  const cancellations = new JobCancellations(config.redis, keys, { timeouts: config.redisTimeouts });
   const replay = new ReplayReader(redis, keys);
   const workers: CompletionWorker[] = [];
   const heartbeat = new WorkerHeartbeat({

@@ -11,7 +11,7 @@ import { SignIn } from "./accounts/signIn.ts";
 import type { RoleContext, RunningRole } from "../runtime/role.ts";
 
 export async function startApi({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
-  const redis = createRedis(config.redisUrl, { kind: "fail-fast", timeouts: config.redisTimeouts });
+  const redis = createRedis(config.redis, { kind: "fail-fast", timeouts: config.redisTimeouts });
   const unwatchRedis = metrics.sources.addRedis("api", redis);
   const keyAuth = new ApiKeyAuth({ pool, redis, redisPrefix: config.redisPrefix, logger });
   await keyAuth.start();

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseRedisNodes, type RedisTarget } from "../redis/redisTarget.ts";
 
 /**
  * The only module that reads the environment. Everything else receives a Config.
@@ -61,13 +62,36 @@ const corsOrigins = (fallback: string) =>
       }
       return origins;
     });
+const optionalNodes = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v.trim() === "") return undefined;
+    try {
+      return parseRedisNodes(v);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
 
 const EnvSchema = z.object({
   PORT: intFromEnv(8080).refine((n) => n > 0 && n < 65536, "must be a TCP port (1-65535)"),
   HOST: z.string().optional().default("0.0.0.0"),
   DATABASE_URL: urlWithProtocol(["postgres:", "postgresql:"], "postgres://postgres@127.0.0.1:5432/inference"),
   REDIS_URL: urlWithProtocol(["redis:", "rediss:"], "redis://127.0.0.1:6379"),
-  REDIS_PREFIX: z.string().optional().default("inference"),
+  REDIS_PREFIX: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? "inference" : v))
+    .refine((v) => !/[{}]/.test(v), "must contain neither { nor } (the service adds the keys' Redis Cluster hash tags itself)"),
+  REDIS_CLUSTER_NODES: optionalNodes,
+  REDIS_SENTINELS: optionalNodes,
+  REDIS_SENTINEL_NAME: z.string().optional(),
+  REDIS_SENTINEL_PASSWORD: z.string().optional(),
+  REDIS_USERNAME: z.string().optional(),
+  REDIS_PASSWORD: z.string().optional(),
+  REDIS_TLS: z.enum(["", "true", "false", "1", "0"]).optional(),
   ADMIN_TOKEN: z
     .string()
     .optional()
@@ -124,7 +148,10 @@ export type Config = {
   port: number;
   host: string;
   databaseUrl: string;
+  /** REDIS_URL: the single Redis server (the default target; unused with a cluster or Sentinel). */
   redisUrl: string;
+  /** Where Redis is: REDIS_URL, or REDIS_CLUSTER_NODES, or REDIS_SENTINELS + REDIS_SENTINEL_NAME. */
+  redis: RedisTarget;
   redisPrefix: string;
   /** Operator secret for the admin API. Undefined means the admin API refuses everyone. */
   adminToken: string | undefined;
@@ -249,6 +276,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
+    redis: redisTarget(e),
     redisPrefix: e.REDIS_PREFIX,
     adminToken: e.ADMIN_TOKEN === "" ? undefined : e.ADMIN_TOKEN,
     modelsConfigPath: e.MODELS_CONFIG ?? DEFAULT_MODELS_CONFIG,
@@ -297,6 +325,28 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     cors: { v1: e.CORS_V1_ORIGINS, api: e.CORS_API_ORIGINS },
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
   };
+}
+
+function redisTarget(e: z.infer<typeof EnvSchema>): RedisTarget {
+  if (e.REDIS_CLUSTER_NODES && e.REDIS_SENTINELS)
+    throw new ConfigError("Invalid environment:\n  REDIS_CLUSTER_NODES and REDIS_SENTINELS: set one of them, not both");
+  const auth = {
+    ...(e.REDIS_USERNAME ? { username: e.REDIS_USERNAME } : {}),
+    ...(e.REDIS_PASSWORD ? { password: e.REDIS_PASSWORD } : {}),
+    tls: e.REDIS_TLS === "true" || e.REDIS_TLS === "1",
+  };
+  if (e.REDIS_CLUSTER_NODES) return { mode: "cluster", nodes: e.REDIS_CLUSTER_NODES, ...auth };
+  if (e.REDIS_SENTINELS) {
+    if (!e.REDIS_SENTINEL_NAME) throw new ConfigError("Invalid environment:\n  REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the master's name)");
+    return {
+      mode: "sentinel",
+      sentinels: e.REDIS_SENTINELS,
+      name: e.REDIS_SENTINEL_NAME,
+      ...(e.REDIS_SENTINEL_PASSWORD ? { sentinelPassword: e.REDIS_SENTINEL_PASSWORD } : {}),
+      ...auth,
+    };
+  }
+  return { mode: "single", url: e.REDIS_URL };
 }
 
 /** "a, b,c" -> ["a", "b", "c"]; empty or absent -> undefined. */

@@ -1,6 +1,14 @@
 /**
  * Names of everything the inference path keeps in Redis, all under the deployment's prefix (tests use a
  * unique one). BullMQ queues use the same prefix through its `prefix` option.
+ *
+ * Redis Cluster rule: every command (and every MULTI or BullMQ script) touches keys of ONE hash slot.
+ * A BullMQ queue's keys are used together in its scripts, so the queue name is a hash tag (`{model-x}`:
+ * each model's queue on a slot of its own, spread over the masters). Every other key here is used by
+ * single-key commands only (a MULTI touches one key; PUBLISH has no key), so it needs no tag and no
+ * key names another's slot. The prefix carries no braces (the configuration refuses them), so the
+ * first `{...}` of a key is always the tag put here. Pub/sub channels are not keys: PUBLISH reaches
+ * subscribers on every node of a cluster.
  */
 export class InferenceKeys {
   readonly prefix: string;
@@ -9,12 +17,15 @@ export class InferenceKeys {
     this.prefix = prefix;
   }
 
-  /** BullMQ queue name of a model (queue names must not contain ':'). */
+  /**
+   * BullMQ queue name of a model (queue names must not contain ':'), a hash tag: all keys of the queue
+   * (`<prefix>:{model-x}:wait`, `...:active`, the jobs) hash to one slot of a Redis Cluster.
+   */
   queueName(modelId: string): string {
-    return `model-${modelId}`;
+    return `{model-${modelId}}`;
   }
 
-  /** Sorted set: worker id -> expiry (ms since epoch) of its last heartbeat for the model. */
+  /** Sorted set: worker id -> expiry (ms since epoch) of its last heartbeat for the model (read one key per command). */
   modelWorkers(modelId: string): string {
     return `${this.prefix}:workers:${modelId}`;
   }

@@ -24,13 +24,10 @@ export class WorkerPresence {
   async liveModels(modelIds: string[]): Promise<string[]> {
     if (modelIds.length === 0) return [];
     const now = this.#now();
-    const pipeline = this.#redis.pipeline();
-    for (const id of modelIds) pipeline.zcount(this.#keys.modelWorkers(id), now, "+inf");
-    const results = (await pipeline.exec()) ?? [];
-    // A failed read (Redis away) is an error, not "no live worker".
-    const failed = results.find(([error]) => error);
-    if (failed) throw failed[0];
-    return modelIds.filter((_, i) => Number(results[i]?.[1] ?? 0) > 0);
+    // One command per model, all issued at once (not a pipeline: in a Redis Cluster the models' keys
+    // live on different slots). A failed read (Redis away) is an error, not "no live worker".
+    const counts = await Promise.all(modelIds.map((id) => this.#redis.zcount(this.#keys.modelWorkers(id), now, "+inf")));
+    return modelIds.filter((_, i) => (counts[i] ?? 0) > 0);
   }
 
   async beat(modelId: string, workerId: string, ttlMs: number): Promise<void> {

@@ -1,9 +1,20 @@
-import { Redis, type RedisOptions } from "ioredis";
-import type { Config } from "../config/config.ts";
+import { Cluster, type ClusterOptions, Redis as RedisServer, type RedisOptions } from "ioredis";
+import type { RedisTarget } from "./redisTarget.ts";
 
-export type { Redis };
+/**
+ * A connection to Redis: a client of one server (also when found through Sentinel) or of a Redis Cluster.
+ * Code using it issues commands whose keys hash to one slot (see InferenceKeys) and never relies on
+ * which server answers.
+ */
+export type Redis = RedisServer | Cluster;
 
-export type RedisTimeouts = Config["redisTimeouts"];
+/** The configuration's `redisTimeouts` (REDIS_CONNECT_TIMEOUT_MS, REDIS_COMMAND_TIMEOUT_MS). */
+export type RedisTimeouts = {
+  /** Opening a connection (each reconnection attempt). */
+  connectTimeoutMs: number;
+  /** A command of a fail-fast (request path) connection that gets no answer within this fails. */
+  commandTimeoutMs: number;
+};
 
 /** The configuration's defaults (REDIS_CONNECT_TIMEOUT_MS, REDIS_COMMAND_TIMEOUT_MS). */
 export const DEFAULT_REDIS_TIMEOUTS: RedisTimeouts = { connectTimeoutMs: 1000, commandTimeoutMs: 1000 };
@@ -41,17 +52,78 @@ export function redisOptions(kind: RedisKind, timeouts: RedisTimeouts = DEFAULT_
   return { ...common, maxRetriesPerRequest: null, enableOfflineQueue: true, commandTimeout: undefined, autoResendUnfulfilledCommands: true };
 }
 
-export function createRedis(url: string, options: CreateRedisOptions): Redis {
-  return prepared(new Redis(url, { ...redisOptions(options.kind, options.timeouts), lazyConnect: options.lazyConnect ?? false }), options.kind);
+/**
+ * The options of a Redis Cluster client of a kind: the kind's options for every node connection, and the
+ * cluster's own reconnection (slot map refresh) at the same pace. Nodes come and go with the cluster's
+ * slot map (ioredis connects to a node when a command is first routed to it).
+ */
+export function clusterOptions(kind: RedisKind, timeouts: RedisTimeouts = DEFAULT_REDIS_TIMEOUTS): ClusterOptions {
+  return {
+    redisOptions: redisOptions(kind, timeouts),
+    enableReadyCheck: true,
+    enableOfflineQueue: true,
+    clusterRetryStrategy: reconnectDelay,
+    slotsRefreshTimeout: timeouts.connectTimeoutMs,
+  };
 }
 
-/** A new connection to the same server as `redis`, of another kind, with the same timeouts (e.g. a subscriber next to commands). */
-export function duplicateAs(redis: Redis, kind: RedisKind): Redis {
-  const timeouts: RedisTimeouts = {
-    connectTimeoutMs: redis.options.connectTimeout ?? DEFAULT_REDIS_TIMEOUTS.connectTimeoutMs,
-    commandTimeoutMs: redis.options.commandTimeout ?? DEFAULT_REDIS_TIMEOUTS.commandTimeoutMs,
+/**
+ * The one factory of Redis clients: `target` is where Redis is (a URL string means one server). A single
+ * server is a plain ioredis client, as fast as before; a cluster an ioredis Cluster; Sentinel a plain
+ * client that asks the sentinels for the master (and again after a failover).
+ */
+export function createRedis(target: RedisTarget | string, options: CreateRedisOptions): Redis {
+  const lazyConnect = options.lazyConnect ?? false;
+  if (typeof target === "string" || target.mode === "single") {
+    const url = typeof target === "string" ? target : target.url;
+    return prepared(new RedisServer(url, { ...redisOptions(options.kind, options.timeouts), lazyConnect }), options.kind);
+  }
+  const auth = {
+    ...(target.username ? { username: target.username } : {}),
+    ...(target.password ? { password: target.password } : {}),
+    ...(target.tls ? { tls: {} } : {}),
   };
-  return prepared(redis.duplicate({ ...redisOptions(kind, timeouts), lazyConnect: false }), kind);
+  if (target.mode === "cluster") {
+    const cluster = clusterOptions(options.kind, options.timeouts);
+    return prepared(new Cluster(target.nodes, { ...cluster, redisOptions: { ...cluster.redisOptions, ...auth }, lazyConnect }), options.kind);
+  }
+  return prepared(
+    new RedisServer({
+      ...redisOptions(options.kind, options.timeouts),
+      ...auth,
+      sentinels: target.sentinels,
+      name: target.name,
+      ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
+      ...(target.tls ? { enableTLSForSentinelMode: true } : {}),
+      sentinelRetryStrategy: reconnectDelay,
+      lazyConnect,
+    }),
+    options.kind,
+  );
+}
+
+/** A new connection to the same server or cluster as `redis`, of another kind, with the same timeouts (e.g. a subscriber next to commands). */
+export function duplicateAs(redis: Redis, kind: RedisKind): Redis {
+  if (redis instanceof Cluster) {
+    const nodeOptions = redis.options.redisOptions ?? {};
+    const timeouts = timeoutsOf(nodeOptions);
+    const cluster = clusterOptions(kind, timeouts);
+    // Keeps the cluster's credentials and TLS; replaces what differs between kinds.
+    return prepared(redis.duplicate([], { ...cluster, redisOptions: { ...nodeOptions, ...cluster.redisOptions }, lazyConnect: false }), kind);
+  }
+  return prepared(redis.duplicate({ ...redisOptions(kind, timeoutsOf(redis.options)), lazyConnect: false }), kind);
+}
+
+/** Whether `redis` is a Redis Cluster client (commands are routed by slot; SCAN must visit every master). */
+export function isCluster(redis: Redis): redis is Cluster {
+  return redis instanceof Cluster;
+}
+
+function timeoutsOf(options: RedisOptions): RedisTimeouts {
+  return {
+    connectTimeoutMs: options.connectTimeout ?? DEFAULT_REDIS_TIMEOUTS.connectTimeoutMs,
+    commandTimeoutMs: options.commandTimeout ?? DEFAULT_REDIS_TIMEOUTS.commandTimeoutMs,
+  };
 }
 
 /** Connections made here that have been up at least once. */
@@ -71,7 +143,19 @@ function prepared(redis: Redis, kind: RedisKind): Redis {
     connectedOnce.add(redis);
     // From the first connection on, a command issued on a fail-fast connection while Redis is away
     // fails at once instead of waiting in the offline queue (ioredis reads the option at every command).
-    if (kind === "fail-fast") redis.options.enableOfflineQueue = false;
+    if (kind === "fail-fast" && !(redis instanceof Cluster)) redis.options.enableOfflineQueue = false;
   });
+  if (kind === "fail-fast" && redis instanceof Cluster) {
+    // A cluster's node connections open lazily, and without the cluster's offline queue a command for a
+    // node whose connection is still opening would be refused: the queue stays on while the cluster is
+    // up (a command then fails after commandTimeoutMs, or at once when its node's connection drops), and
+    // is off while the whole cluster is away, so commands fail at once as on one server.
+    redis.on("ready", () => {
+      redis.options.enableOfflineQueue = true;
+    });
+    redis.on("close", () => {
+      if (connectedOnce.has(redis)) redis.options.enableOfflineQueue = false;
+    });
+  }
   return redis;
 }

@@ -9,10 +9,20 @@
  */
 export function isRedisUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  if (error.name === "MaxRetriesPerRequestError" || error.name === "ConnectionClosedError") return true;
+  if (error.name === "MaxRetriesPerRequestError" || error.name === "ConnectionClosedError" || error.name === "ClusterAllFailedError") return true;
   // redis-errors' AbortError ("Command aborted due to connection close") carries the aborted command.
   if (error.name === "AbortError" && "command" in error) return true;
+  // A cluster client gives up on a command after following MOVED/ASK or failover retries this often.
+  if (error.message.startsWith("Too many Cluster redirections.")) return true;
   return IOREDIS_CONNECTION_MESSAGES.has(error.message);
 }
 
-const IOREDIS_CONNECTION_MESSAGES = new Set(["Stream isn't writeable and enableOfflineQueue options is false", "Command timed out", "Connection is closed."]);
+const IOREDIS_CONNECTION_MESSAGES = new Set([
+  "Stream isn't writeable and enableOfflineQueue options is false",
+  "Command timed out",
+  "Connection is closed.",
+  // ioredis's Cluster client, while the cluster is away.
+  "Cluster isn't ready and enableOfflineQueue options is false",
+  "None of startup nodes is available",
+  "Cluster is disconnected.",
+]);

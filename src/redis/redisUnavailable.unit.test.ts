@@ -12,6 +12,10 @@ describe("isRedisUnavailable", () => {
       new Error("Stream isn't writeable and enableOfflineQueue options is false"),
       new Error("Command timed out"),
       new Error("Connection is closed."),
+      new Error("Cluster isn't ready and enableOfflineQueue options is false"),
+      new Error("None of startup nodes is available"),
+      new Error("Too many Cluster redirections. Last error: Error: Connection is closed."),
+      named("ClusterAllFailedError", "Failed to refresh slots cache."),
     ]) {
       expect(isRedisUnavailable(error), error.message).toBe(true);
     }

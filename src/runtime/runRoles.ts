@@ -36,7 +36,7 @@ async function start(roles: RoleDefinition[]): Promise<void> {
   const logger = createLogger(config.logLevel, { service: "inference-platform" });
   const telemetry = startTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: serviceNameOf(roles) });
   await checkPostgres(config.databaseUrl);
-  if (roles.some((r) => r.needsRedis)) await checkRedis(config.redisUrl);
+  if (roles.some((r) => r.needsRedis)) await checkRedis(config.redis);
   if (await ensureDatabase(config.databaseUrl)) logger.info("created database");
   const migrations = createPool(config.databaseUrl, 1, { keepOpen: 0, timeouts: poolTimeouts(config, "background") });
   try {

@@ -31,7 +31,7 @@ describe("TurnWriter", () => {
     const payloads: [string, string][] = [];
     listener.on("message", (channel: string, text: string) => payloads.push([channel, text]));
     await listener.subscribe(key("api-1"), key("api-2"));
-    const socket = connection.stream as Socket;
+    const socket = (connection as Extract<typeof connection, { stream: unknown }>).stream as Socket;
 
     const done = [
       writer.write(key("s1"), 100, 60, key("api-1"), "c1", JSON.stringify({ seq: 0, type: "started" }), noFailure),

@@ -12,7 +12,8 @@ import { createMetrics } from "../../src/observability/metrics.ts";
 import { routeFactories } from "../../src/api/routes.ts";
 import { SignIn } from "../../src/api/accounts/signIn.ts";
 import { createTestDatabase, TEST_POOL_TIMEOUTS, type TestDatabase } from "./testDatabase.ts";
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "./testRedis.ts";
+import { createTestRedis, redisTargetEnv, TEST_REDIS_URL, type TestRedis } from "./testRedis.ts";
+import type { RedisTarget } from "../../src/redis/redisTarget.ts";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
 
@@ -56,8 +57,8 @@ export async function startTestApp(
      * proxy), with a pool of its own that has the API's timeouts (PG_* from `env`), as in production.
      */
     databaseUrl?: (url: string) => string;
-    /** The Redis server of the app (and of a platform's worker); default TEST_REDIS_URL. */
-    redisUrl?: string;
+    /** The Redis of the app (and of a platform's worker): a server's URL or a cluster; default TEST_REDIS_URL. */
+    redisUrl?: string | RedisTarget;
     /** The app's logger (its access log among others); default silent. */
     logger?: Logger;
   } = {},
@@ -67,7 +68,7 @@ export async function startTestApp(
   const testRedis = options.shareWith ? sharedRedis(options.shareWith.testRedis) : await createTestRedis(redisUrl);
   let config = loadConfig({
     DATABASE_URL: options.databaseUrl ? options.databaseUrl(db.url) : db.url,
-    REDIS_URL: redisUrl,
+    ...redisTargetEnv(testRedis.target),
     REDIS_PREFIX: testRedis.prefix,
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     PORT: "1",
@@ -134,6 +135,6 @@ function sharedDatabase(db: TestDatabase): TestDatabase {
 }
 
 function sharedRedis(other: TestRedis): TestRedis {
-  const redis = createRedis(TEST_REDIS_URL, { kind: "fail-fast" });
-  return { redis, prefix: other.prefix, close: async () => redis.disconnect() };
+  const redis = createRedis(other.target, { kind: "fail-fast" });
+  return { redis, prefix: other.prefix, target: other.target, close: async () => redis.disconnect() };
 }

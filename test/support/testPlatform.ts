@@ -8,6 +8,7 @@ import { createInferenceServices, type InferenceServices } from "../../src/api/i
 import { loadModelRegistry } from "../../src/models/loadModelRegistry.ts";
 import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
+import type { RedisTarget } from "../../src/redis/redisTarget.ts";
 import { type Logger, silentLogger } from "../../src/observability/logger.ts";
 import { routeFactories } from "../../src/api/routes.ts";
 import type { Engine } from "../../workers/engines/engine.ts";
@@ -62,6 +63,40 @@ export type TestPlatform = TestApp & {
   openai(key: string, options?: { maxRetries?: number }): OpenAI;
 };
 
+/** The app with inference routes and services of its own (startTestApp's options). */
+async function startInferenceApp(
+  registry: Awaited<ReturnType<typeof loadModelRegistry>>,
+  appOptions: Parameters<typeof startTestApp>[0],
+): Promise<{ app: TestApp; inference: InferenceServices }> {
+  let services: InferenceServices | null = null;
+  const servicesFor = (deps: AppDeps): InferenceServices => (services ??= createInferenceServices(deps, registry));
+  const routes: RouteFactory[] = routeFactories.map((factory) => (deps: AppDeps) => factory({ ...deps, inference: servicesFor(deps) }));
+  const app = await startTestApp({ ...appOptions, routes });
+  const inference = services as InferenceServices | null;
+  if (!inference) throw new Error("the app did not build its routes");
+  return { app, inference };
+}
+
+/**
+ * Another API process of `platform`: the same database, Redis and prefix and registry, with its own
+ * pool, Redis connections, auth cache, reply channel and inference services.
+ */
+export async function startSecondApi(platform: TestPlatform, options: Pick<NonNullable<Parameters<typeof startTestApp>[0]>, "keyAuth"> = {}): Promise<TestApp> {
+  const registry = await loadModelRegistry(platform.deps.config.modelsConfigPath);
+  const { app, inference } = await startInferenceApp(registry, {
+    ...options,
+    shareWith: platform,
+    env: { MODELS_CONFIG: platform.deps.config.modelsConfigPath, WORKER_HEARTBEAT_MS: "500" },
+  });
+  return {
+    ...app,
+    async close() {
+      await inference.close();
+      await app.close();
+    },
+  };
+}
+
 /**
  * The real app (fresh database, unique Redis prefix) with its inference services, plus an in-process
  * worker serving a registry in a temp dir that points at a freshly written tiny model.
@@ -72,8 +107,8 @@ export async function startTestPlatform(
     env?: Record<string, string>;
     startWorker?: boolean;
     wrapEngine?: (model: RegisteredModel, engine: Engine) => Engine;
-    /** The Redis server of the app and the worker (startTestApp's `redisUrl`). */
-    redisUrl?: string;
+    /** The Redis of the app and the worker (startTestApp's `redisUrl`: a server's URL or a cluster). */
+    redisUrl?: string | RedisTarget;
     /** The app's logger (startTestApp's `logger`). */
     logger?: Logger;
   } = {},
@@ -85,17 +120,12 @@ export async function startTestPlatform(
   await writeFile(registryFile, JSON.stringify({ price_table_version: "test-1", models: (options.models ?? tinyModelEntries)(modelFile) }, null, 2));
   const registry = await loadModelRegistry(registryFile);
 
-  let services: InferenceServices | null = null;
-  const servicesFor = (deps: AppDeps): InferenceServices => (services ??= createInferenceServices(deps, registry));
-  const routes: RouteFactory[] = routeFactories.map((factory) => (deps: AppDeps) => factory({ ...deps, inference: servicesFor(deps) }));
-  const app = await startTestApp({
-    routes,
-    env: { MODELS_CONFIG: registryFile, WORKER_HEARTBEAT_MS: "500", ...options.env },
+  const env = { MODELS_CONFIG: registryFile, WORKER_HEARTBEAT_MS: "500", ...options.env };
+  const { app, inference } = await startInferenceApp(registry, {
+    env,
     ...(options.redisUrl ? { redisUrl: options.redisUrl } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
   });
-  const inference = services as InferenceServices | null;
-  if (!inference) throw new Error("the app did not build its routes");
 
   const platform: TestPlatform = {
     ...app,

@@ -1,6 +1,7 @@
 import { type CancelReason, decodeCancelMessage } from "../../src/contracts/cancelMessage.ts";
 import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { createRedis, type Redis, type RedisTimeouts } from "../../src/redis/createRedis.ts";
+import type { RedisTarget } from "../../src/redis/redisTarget.ts";
 
 /** The reason a cancelled job's signal carries. */
 export class JobCancelledError extends Error {
@@ -29,9 +30,9 @@ export class JobCancellations {
   /** completion id -> the early cancel and when it expires (insertion order = age). */
   readonly #early = new Map<string, { reason: CancelReason; expires: number }>();
 
-  constructor(redisUrl: string, keys: InferenceKeys, options: { rememberMs?: number; timeouts?: RedisTimeouts } = {}) {
+  constructor(redis: RedisTarget | string, keys: InferenceKeys, options: { rememberMs?: number; timeouts?: RedisTimeouts } = {}) {
     this.#rememberMs = options.rememberMs ?? 60_000;
-    this.#subscriber = createRedis(redisUrl, { kind: "subscriber", ...(options.timeouts ? { timeouts: options.timeouts } : {}) });
+    this.#subscriber = createRedis(redis, { kind: "subscriber", ...(options.timeouts ? { timeouts: options.timeouts } : {}) });
     this.#subscriber.on("message", (_channel: string, text: string) => {
       const message = decodeCancelMessage(text);
       if (message) this.cancel(message.completionId, message.reason);

@@ -1,7 +1,7 @@
 import { context } from "@opentelemetry/api";
 import { suppressTracing } from "@opentelemetry/core";
 import type { Socket } from "node:net";
-import type { Redis } from "../../src/redis/createRedis.ts";
+import { isCluster, type Redis } from "../../src/redis/createRedis.ts";
 import { encodeReplyBatch, encodeReplyEntry } from "../../src/contracts/replyBatch.ts";
 
 /** Told when a command carrying one of its messages failed. */
@@ -103,7 +103,8 @@ export class TurnWriter {
     const done = new Promise<void>((settle) => {
       resolve = settle;
     });
-    const socket = this.#redis.stream as Socket | undefined;
+    // A cluster client writes to one socket per node: nothing to cork (each node gets its commands as issued).
+    const socket = isCluster(this.#redis) ? undefined : (this.#redis.stream as Socket | undefined);
     const corked = socket?.writable ? socket : null;
     corked?.cork();
     setImmediate(() => this.#flush());

@@ -45,7 +45,7 @@ async function run(command: Exclude<AdminCommand, { command: "help" }>): Promise
 
 /** Tells running API processes to drop cached authorisations of the account (best effort: their cache TTL is the safety net). */
 async function notifyApiProcesses(config: Config, accountId: string): Promise<void> {
-  const redis = createRedis(config.redisUrl, { kind: "fail-fast", timeouts: config.redisTimeouts, lazyConnect: true });
+  const redis = createRedis(config.redis, { kind: "fail-fast", timeouts: config.redisTimeouts, lazyConnect: true });
   try {
     await Promise.race([
       redis.connect().then(() => publishAuthInvalidation(redis, config.redisPrefix, { accountId })),
