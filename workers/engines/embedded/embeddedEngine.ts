@@ -48,6 +48,7 @@ type Loaded = {
   context: LlamaContext;
   /** Sequences of the context, one per concurrent job. */
   concurrency: number;
+  sequences: LlamaContextSequence[];
   pool: SlotPool<LlamaContextSequence>;
   chatWrapper: ChatWrapper;
   embedder: MeanPooledEmbedder;
@@ -90,6 +91,7 @@ export class EmbeddedEngine implements Engine {
         model,
         context,
         concurrency,
+        sequences,
         pool: new SlotPool(sequences),
         chatWrapper,
         embedder,
@@ -110,6 +112,14 @@ export class EmbeddedEngine implements Engine {
   /** Jobs generating at once (sequences decoded together in one batch); more wait for a free sequence. */
   maxConcurrency(): number {
     return this.#loaded.concurrency;
+  }
+
+  /**
+   * Tokens the model evaluated as input on the chat sequences so far (prompts less the starts a sequence already
+   * held, plus tokens fed back while generating). What prefix reuse saves shows here.
+   */
+  get evaluatedInputTokens(): number {
+    return this.#loaded.sequences.reduce((sum, sequence) => sum + sequence.tokenMeter.usedInputTokens, 0);
   }
 
   /** Where the model runs: "cuda", "vulkan", "metal", or false for the CPU. */
