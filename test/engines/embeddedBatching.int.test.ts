@@ -11,7 +11,19 @@ import { collectChat, userChat } from "../support/engines/engineTestKit.ts";
 
 /** Many jobs decoded together in one context: each must get exactly what it would get alone. */
 const modelPath = fileURLToPath(new URL("../../models/austen-1m.gguf", import.meta.url));
-const prompts = ["Tell me about Mr. Darcy.", "Who is Emma?", "Describe a ball at Netherfield.", "What did Elizabeth say?"];
+const prompts = [
+  "Tell me about Mr. Darcy.",
+  "Who is Emma?",
+  "Describe a ball at Netherfield.",
+  "What did Elizabeth say?",
+  "Who wrote Pride and Prejudice?",
+  "Tell me about Elizabeth.",
+  "Write in the style of Jane Austen.",
+  "Who is Mr. Knightley?",
+];
+/** Greedy: the same tokens whatever else is in the batch. */
+const greedyAt = (index: number, maxTokens = 40): ChatRequest => userChat(prompts[index % prompts.length]!, { temperature: 0, maxTokens });
+/** Sampled with a seed: llama.cpp sums in another order in a bigger batch, so a near-tie may resolve differently. */
 const sampled = (index: number, maxTokens = 40): ChatRequest => userChat(prompts[index % prompts.length]!, { temperature: 0.9, seed: 100 + index, maxTokens });
 
 let llama: Llama;
@@ -26,10 +38,10 @@ afterAll(async () => {
 });
 
 describe("EmbeddedEngine decoding many sequences in one batch", () => {
-  it("gives 16 concurrent requests with fixed seeds the same text, logprobs and usage as each alone", async () => {
+  it("gives 16 concurrent greedy requests the same text, logprobs and usage as each alone", async () => {
     const alone = [];
-    for (let index = 0; index < 16; index += 1) alone.push(await collectChat(engine, { ...sampled(index), logprobs: true, topLogprobs: 2 }));
-    const together = await Promise.all(Array.from({ length: 16 }, (_, index) => collectChat(engine, { ...sampled(index), logprobs: true, topLogprobs: 2 })));
+    for (let index = 0; index < 16; index += 1) alone.push(await collectChat(engine, { ...greedyAt(index), logprobs: true, topLogprobs: 2 }));
+    const together = await Promise.all(Array.from({ length: 16 }, (_, index) => collectChat(engine, { ...greedyAt(index), logprobs: true, topLogprobs: 2 })));
     for (let index = 0; index < 16; index += 1) {
       expect(together[index]!.text).toBe(alone[index]!.text);
       expect(together[index]!.result).toEqual(alone[index]!.result);
@@ -39,21 +51,35 @@ describe("EmbeddedEngine decoding many sequences in one batch", () => {
         expect(entry.logprob).toBeCloseTo(alone[index]!.logprobs[position]!.logprob, 2);
       }
     }
-    // Different seeds and prompts: the batch really carried different generations.
-    expect(new Set(together.map((out) => out.text)).size).toBeGreaterThan(8);
+    expect(new Set(together.map((out) => out.text)).size).toBeGreaterThan(4);
+  });
+
+  it("samples each of 16 concurrent requests with its own seed", async () => {
+    const alone = [];
+    for (let index = 0; index < 16; index += 1) alone.push(await collectChat(engine, sampled(index)));
+    const again = [];
+    for (let index = 0; index < 16; index += 1) again.push(await collectChat(engine, sampled(index)));
+    const together = await Promise.all(Array.from({ length: 16 }, (_, index) => collectChat(engine, sampled(index))));
+    // One at a time, a seed repeats its reply exactly (prefix reuse included).
+    expect(again.map((out) => out.text)).toEqual(alone.map((out) => out.text));
+    // Together, a near-tie between two tokens can go the other way (about 1 reply in 10 here); a seed that was not
+    // honoured, or generations mixed between sequences, would change nearly all of them.
+    const same = together.filter((out, index) => out.text === alone[index]!.text).length;
+    expect(same).toBeGreaterThanOrEqual(10);
+    expect(new Set(together.map((out) => out.text)).size).toBe(16);
   });
 
   it("lets a request join between the steps of running ones, and it answers as it would alone", async () => {
-    const joinerAlone = await collectChat(engine, sampled(7, 24));
-    const runningAlone = await Promise.all([0, 1, 2].map((index) => collectChat(engine, sampled(index, 120))));
+    const joinerAlone = await collectChat(engine, greedyAt(7, 24));
+    const runningAlone = await Promise.all([0, 1, 2].map((index) => collectChat(engine, greedyAt(index, 120))));
     let joined: Promise<Awaited<ReturnType<typeof collectChat>>> | null = null;
     let runningDeltasBeforeJoin = 0;
     const running = [0, 1, 2].map((index) =>
       engine.chat(
-        sampled(index, 120),
+        greedyAt(index, 120),
         () => {
           runningDeltasBeforeJoin += joined === null ? 1 : 0;
-          if (joined === null && runningDeltasBeforeJoin >= 6) joined = collectChat(engine, sampled(7, 24));
+          if (joined === null && runningDeltasBeforeJoin >= 6) joined = collectChat(engine, greedyAt(7, 24));
         },
         new AbortController().signal,
       ),
@@ -67,7 +93,7 @@ describe("EmbeddedEngine decoding many sequences in one batch", () => {
   });
 
   it("cancels one of many mid-stream; the others finish unchanged and the engine stays usable", async () => {
-    const alone = await Promise.all([0, 1, 2, 3, 4, 5].map((index) => collectChat(engine, sampled(index, 60))));
+    const alone = await Promise.all([0, 1, 2, 3, 4, 5].map((index) => collectChat(engine, greedyAt(index, 60))));
     const controller = new AbortController();
     let deltasAfterAbort = 0;
     const cancelled = engine.chat(
@@ -82,11 +108,11 @@ describe("EmbeddedEngine decoding many sequences in one batch", () => {
       () => "resolved",
       (error: unknown) => error,
     );
-    const others = await Promise.all([0, 1, 2, 3, 4, 5].map((index) => collectChat(engine, sampled(index, 60))));
+    const others = await Promise.all([0, 1, 2, 3, 4, 5].map((index) => collectChat(engine, greedyAt(index, 60))));
     expect(await cancelledOutcome).toMatchObject({ name: "AbortError" });
     expect(deltasAfterAbort).toBeLessThanOrEqual(1);
     others.forEach((out, index) => expect(out.text).toBe(alone[index]!.text));
-    const after = await collectChat(engine, sampled(0, 60));
+    const after = await collectChat(engine, greedyAt(0, 60));
     expect(after.text).toBe(alone[0]!.text);
   });
 
@@ -98,7 +124,7 @@ describe("EmbeddedEngine decoding many sequences in one batch", () => {
     const sampledTokens = half.reduce((n, delta) => n + (delta.logprobs?.length ?? 0), 0);
     const [continued] = await Promise.all([
       collectChat(engine, { ...request, maxTokens: 40 - sampledTokens }, undefined, { continueFrom: begun }),
-      ...[1, 2, 3, 4].map((index) => collectChat(engine, sampled(index, 60))),
+      ...[1, 2, 3, 4].map((index) => collectChat(engine, greedyAt(index, 60))),
     ]);
     expect(continued!.result.usage.promptTokens).toBe(full.result.usage.promptTokens);
     if ((await engine.countTokens(begun)) === sampledTokens) expect(begun + continued!.text).toBe(full.text);
@@ -106,14 +132,14 @@ describe("EmbeddedEngine decoding many sequences in one batch", () => {
   });
 
   it("keeps stop sequences, JSON grammars and embeddings per request while others decode", async () => {
-    const base = await collectChat(engine, sampled(1, 40));
+    const base = await collectChat(engine, greedyAt(1, 40));
     const cut = base.text.indexOf(" ", 5);
     expect(cut).toBeGreaterThan(0);
     const stop = base.text.slice(cut, cut + 3);
     const [stopped, json, , embedded] = await Promise.all([
-      collectChat(engine, { ...sampled(1, 40), stop: [stop] }),
+      collectChat(engine, { ...greedyAt(1, 40), stop: [stop] }),
       collectChat(engine, userChat(prompts[2]!, { maxTokens: 80, responseFormat: { type: "json_object" } })),
-      collectChat(engine, sampled(3, 60)),
+      collectChat(engine, greedyAt(3, 60)),
       engine.embed(["The weather is fine today."], new AbortController().signal),
     ]);
     expect(stopped.text).toBe(base.text.slice(0, base.text.indexOf(stop)));
