@@ -8,6 +8,7 @@ import { createLlama } from "../../workers/engines/embedded/createLlama.ts";
 import { EmbeddedEngine } from "../../workers/engines/embedded/embeddedEngine.ts";
 import { defaultConcurrency } from "../../workers/engines/embedded/embeddedEngineOptions.ts";
 import { collectChat, userChat } from "../support/engines/engineTestKit.ts";
+import type { Collected } from "../support/engines/engineTestKit.ts";
 
 /** Many jobs decoded together in one context: each must get exactly what it would get alone. */
 const modelPath = fileURLToPath(new URL("../../models/austen-1m.gguf", import.meta.url));
@@ -39,7 +40,7 @@ afterAll(async () => {
 
 describe("EmbeddedEngine decoding many sequences in one batch", () => {
   it("gives 16 concurrent greedy requests the same text, logprobs and usage as each alone", async () => {
-    const alone = [];
+    const alone: Collected[] = [];
     for (let index = 0; index < 16; index += 1) alone.push(await collectChat(engine, { ...greedyAt(index), logprobs: true, topLogprobs: 2 }));
     const together = await Promise.all(Array.from({ length: 16 }, (_, index) => collectChat(engine, { ...greedyAt(index), logprobs: true, topLogprobs: 2 })));
     for (let index = 0; index < 16; index += 1) {
@@ -55,9 +56,9 @@ describe("EmbeddedEngine decoding many sequences in one batch", () => {
   });
 
   it("samples each of 16 concurrent requests with its own seed", async () => {
-    const alone = [];
+    const alone: Collected[] = [];
     for (let index = 0; index < 16; index += 1) alone.push(await collectChat(engine, sampled(index)));
-    const again = [];
+    const again: Collected[] = [];
     for (let index = 0; index < 16; index += 1) again.push(await collectChat(engine, sampled(index)));
     const together = await Promise.all(Array.from({ length: 16 }, (_, index) => collectChat(engine, sampled(index))));
     // One at a time, a seed repeats its reply exactly (prefix reuse included).
