@@ -90,7 +90,7 @@ describe("EmbeddedEngine decoding many sequences in one batch", () => {
     const joinedOut = await joined!;
     expect(joinedOut.text).toBe(joinerAlone.text);
     expect(joinedOut.result).toEqual(joinerAlone.result);
-    results.forEach((result, index) => expect(result).toEqual(runningAlone[index]!.result));
+    expect(results).toEqual(runningAlone.map((out) => out.result));
   });
 
   it("cancels one of many mid-stream; the others finish unchanged and the engine stays usable", async () => {
@@ -112,7 +112,7 @@ describe("EmbeddedEngine decoding many sequences in one batch", () => {
     const others = await Promise.all([0, 1, 2, 3, 4, 5].map((index) => collectChat(engine, greedyAt(index, 60))));
     expect(await cancelledOutcome).toMatchObject({ name: "AbortError" });
     expect(deltasAfterAbort).toBeLessThanOrEqual(1);
-    others.forEach((out, index) => expect(out.text).toBe(alone[index]!.text));
+    expect(others.map((out) => out.text)).toEqual(alone.map((out) => out.text));
     const after = await collectChat(engine, greedyAt(0, 60));
     expect(after.text).toBe(alone[0]!.text);
   });
