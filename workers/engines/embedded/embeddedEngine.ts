@@ -1,4 +1,4 @@
-import { readGgufFileInfo, resolvableChatWrapperTypeNames, resolveChatWrapper } from "node-llama-cpp";
+import { resolvableChatWrapperTypeNames, resolveChatWrapper } from "node-llama-cpp";
 import type {
   ChatWrapper,
   LlamaLogLevel,
@@ -27,7 +27,7 @@ import { chatPlan, renderPrompt, renderPromptTokens, sharedPrefixLength } from "
 import { createLlama } from "./createLlama.ts";
 import { embeddedEngineOptions, resolveThreads } from "./embeddedEngineOptions.ts";
 import type { EmbeddedEngineOptions, EmbeddedEngineOptionsInput } from "./embeddedEngineOptions.ts";
-import { MeanPooledEmbedder } from "./meanPooledEmbedder.ts";
+import { MeanPooledEmbedder, poolingOverride } from "./meanPooledEmbedder.ts";
 import { resolveModelChatWrapper } from "./resolveModelChatWrapper.ts";
 import { runChat } from "./runChat.ts";
 import { abortReason, SlotPool } from "./slotPool.ts";
@@ -288,15 +288,4 @@ function chatWrapperFor(model: LlamaModel, choice: EmbeddedEngineOptions["chatWr
     warningLogs: false,
     ...(choice.settings === undefined ? {} : { customWrapperSettings: { [type]: choice.settings } }),
   });
-}
-
-/** Mean pooling for models whose GGUF names no pooling type (llama.cpp would use the last token). */
-async function poolingOverride(modelPath: string): Promise<Record<string, { pooling_type: number }> | null> {
-  const info = await readGgufFileInfo(modelPath, { readTensorInfo: false, logWarnings: false }).catch((error: unknown) => {
-    throw new EngineError("unavailable", `Cannot read the model ${modelPath}: ${(error as Error).message}`);
-  });
-  const architecture = info.metadata.general.architecture;
-  const section = (info.metadata as unknown as Record<string, Record<string, unknown> | undefined>)[architecture];
-  if (section?.pooling_type !== undefined) return null;
-  return { [architecture]: { pooling_type: 1 } };
 }
