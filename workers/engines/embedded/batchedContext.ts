@@ -17,10 +17,13 @@ export async function createBatchedContext(
   options: EmbeddedEngineOptions,
   settings: { contextSize: number; threads: number },
 ): Promise<BatchedContext> {
+  const onGpu = model.gpuLayers > 0;
+  // The KV cache lives where the layers are: in the GPU's memory left free by the model, else in RAM.
+  const memoryBytes = onGpu ? (await model.llama.getVramState()).free : totalmem();
   const concurrency =
     options.maxConcurrency ??
     defaultConcurrency(
-      { cores: options.cores ?? availableParallelism(), memoryBytes: totalmem(), gpu: model.gpuLayers > 0 },
+      { cores: options.cores ?? availableParallelism(), memoryBytes, gpu: onGpu },
       kvBytesPerSequence(model, settings.contextSize, options.flashAttention),
     );
   const context = await model.createContext({

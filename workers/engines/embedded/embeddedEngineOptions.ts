@@ -64,6 +64,7 @@ export const KV_MEMORY_SHARE = 0.25;
 /**
  * How many sequences to decode together when the registry names no maxConcurrency:
  * min(64, 8 x cores on the CPU (64 on a GPU), the sequences whose KV cache fits in a quarter of the memory), at least 1.
+ * The memory is the machine's RAM on the CPU, the VRAM the loaded model leaves free on a GPU.
  * `kvBytesPerSequence` is the model's KV cache for one sequence of the context size.
  */
 export function defaultConcurrency(machine: { cores: number; memoryBytes: number; gpu: boolean }, kvBytesPerSequence: number): number {
