@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatRequest } from "../../workers/engines/engine.ts";
 import { createLlama } from "../../workers/engines/embedded/createLlama.ts";
 import { EmbeddedEngine } from "../../workers/engines/embedded/embeddedEngine.ts";
-import { defaultConcurrency } from "../../workers/engines/embedded/embeddedEngineOptions.ts";
+import { defaultConcurrency, embeddedEngineOptions } from "../../workers/engines/embedded/embeddedEngineOptions.ts";
 import { collectChat, userChat } from "../support/engines/engineTestKit.ts";
 import type { Collected } from "../support/engines/engineTestKit.ts";
 
@@ -220,6 +220,7 @@ describe("EmbeddedEngine default concurrency and GPU selection", () => {
   });
 
   it('falls back to the CPU quietly with gpu "auto" when no GPU binding is installed, and serves', async () => {
+    expect(embeddedEngineOptions.parse({ modelPath }).gpu).toBe("auto");
     const messages: string[] = [];
     const logger = (level: LlamaLogLevel, message: string) => {
       if (level === LlamaLogLevel.error || level === LlamaLogLevel.warn) messages.push(message);
