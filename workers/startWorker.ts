@@ -97,7 +97,7 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
         modelId: model.id,
         redis,
         keys,
-        concurrency: EngineSet.concurrencyOf(model),
+        concurrency: EngineSet.concurrencyOf(model, loaded),
         runner,
         logger,
         lockDurationMs: config.workerLockMs,

@@ -12,11 +12,22 @@ export const EmbeddedEngineConfigSchema = z
     type: z.literal("embedded"),
     /** GGUF file, relative to the registry file (or absolute). */
     path: z.string().min(1),
+    /** Threads per decode step (default half the cores, never more than the cores). */
     threads: z.number().int().positive().optional(),
     contextLength: z.number().int().min(16).optional(),
-    /** Jobs this model runs at once in one worker (also the BullMQ worker concurrency). */
+    /**
+     * Jobs this model runs at once in one worker (also the BullMQ worker concurrency), decoded together in one
+     * batch per step. Absent: chosen from the machine and the context length (docs/configuration.md).
+     */
     maxConcurrency: z.number().int().positive().max(64).optional(),
+    /** "auto" (default): a GPU when the host has one and its binding is installed, else the CPU. false: CPU only. */
     gpu: z.union([z.boolean(), z.enum(["auto", "cuda", "vulkan", "metal"])]).optional(),
+    /** Layers offloaded to the GPU: a number, "max", or "auto" (default: as many as fit). */
+    gpuLayers: z.union([z.number().int().nonnegative(), z.enum(["auto", "max"])]).optional(),
+    /** Tokens evaluated in one decode step at most (long prompts are split). */
+    batchSize: z.number().int().positive().max(65536).optional(),
+    /** llama.cpp flash attention (default false). */
+    flashAttention: z.boolean().optional(),
   })
   .strict();
 

@@ -14,6 +14,9 @@ export async function createEngine(model: RegisteredModel, config: Pick<Config, 
       ...(engine.threads === undefined ? {} : { threads: engine.threads }),
       ...(engine.contextLength === undefined ? {} : { contextSize: engine.contextLength }),
       ...(engine.maxConcurrency === undefined ? {} : { maxConcurrency: engine.maxConcurrency }),
+      ...(engine.gpuLayers === undefined ? {} : { gpuLayers: engine.gpuLayers }),
+      ...(engine.batchSize === undefined ? {} : { batchSize: engine.batchSize }),
+      ...(engine.flashAttention === undefined ? {} : { flashAttention: engine.flashAttention }),
     });
   }
   const apiKey = engine.apiKeyEnv ? config.secretFromEnv(engine.apiKeyEnv) : undefined;

@@ -88,6 +88,8 @@ export interface Engine {
   /** Exact prompt token count of a chat request as the engine would render it. */
   countChatTokens(messages: ChatMessage[], tools?: ToolDefinition[]): Promise<number>;
   countTokens(text: string): Promise<number>;
+  /** Jobs the engine runs at once when the registry names no maxConcurrency (the embedded engine decides from the machine). */
+  maxConcurrency?(): number;
   close(): Promise<void>;
 }
 

@@ -1,4 +1,4 @@
-import type { ChatHistoryItem, ChatModelFunctions, ChatWrapper, Llama, LlamaGrammar, LlamaJsonSchemaGrammar, LlamaModel } from "node-llama-cpp";
+import type { ChatHistoryItem, ChatModelFunctions, ChatWrapper, Llama, LlamaGrammar, LlamaJsonSchemaGrammar, LlamaModel, Token } from "node-llama-cpp";
 import { EngineError } from "../engine.ts";
 import type { ChatRequest } from "../engine.ts";
 import { forcedToolCall } from "./forcedToolCall.ts";
@@ -62,15 +62,32 @@ async function schemaGrammar(deps: ChatPlanDeps, schema: object, param: string):
   }
 }
 
-/** The exact prompt tokens of a history, rendered by the chat wrapper (the model's chat template). */
+/** The number of prompt tokens of a history, rendered by the chat wrapper (the model's chat template). */
 export function renderPromptTokens(
   deps: Pick<ChatPlanDeps, "model" | "chatWrapper">,
   history: ChatHistoryItem[],
   functions: ChatModelFunctions | undefined,
 ): number {
+  return renderPrompt(deps, history, functions).length;
+}
+
+/** The exact prompt tokens of a history, rendered by the chat wrapper (the model's chat template). */
+export function renderPrompt(
+  deps: Pick<ChatPlanDeps, "model" | "chatWrapper">,
+  history: ChatHistoryItem[],
+  functions: ChatModelFunctions | undefined,
+): Token[] {
   const state = deps.chatWrapper.generateContextState({
     chatHistory: history,
     ...(functions === undefined ? {} : { availableFunctions: functions, documentFunctionParams: true }),
   });
-  return state.contextText.tokenize(deps.model.tokenizer).length;
+  return state.contextText.tokenize(deps.model.tokenizer);
+}
+
+/** How many tokens at the start of `tokens` a sequence already holds (evaluated, so LlamaChat reuses them). */
+export function sharedPrefixLength(held: readonly Token[], tokens: readonly Token[]): number {
+  const length = Math.min(held.length, tokens.length);
+  let index = 0;
+  while (index < length && held[index] === tokens[index]) index += 1;
+  return index;
 }

@@ -1,4 +1,4 @@
-import { readGgufFileInfo, resolvableChatWrapperTypeNames, resolveChatWrapper } from "node-llama-cpp";
+import { resolvableChatWrapperTypeNames, resolveChatWrapper } from "node-llama-cpp";
 import type {
   ChatWrapper,
   LlamaLogLevel,
@@ -22,11 +22,12 @@ import type {
   TextRequest,
   ToolDefinition,
 } from "../engine.ts";
-import { chatPlan, renderPromptTokens } from "./chatPlan.ts";
+import { createBatchedContext } from "./batchedContext.ts";
+import { chatPlan, renderPrompt, renderPromptTokens, sharedPrefixLength } from "./chatPlan.ts";
 import { createLlama } from "./createLlama.ts";
 import { embeddedEngineOptions, resolveThreads } from "./embeddedEngineOptions.ts";
 import type { EmbeddedEngineOptions, EmbeddedEngineOptionsInput } from "./embeddedEngineOptions.ts";
-import { MeanPooledEmbedder } from "./meanPooledEmbedder.ts";
+import { MeanPooledEmbedder, poolingOverride } from "./meanPooledEmbedder.ts";
 import { resolveModelChatWrapper } from "./resolveModelChatWrapper.ts";
 import { runChat } from "./runChat.ts";
 import { abortReason, SlotPool } from "./slotPool.ts";
@@ -34,7 +35,7 @@ import { toChatFunctions, toChatHistory, withContinuedResponse } from "./toChatH
 import { TokenLogprobs } from "./tokenLogprobs.ts";
 
 export type EmbeddedEngineDeps = {
-  /** The worker's shared llama.cpp binding (see createLlama); one is created per options.gpu when absent. */
+  /** The worker's shared llama.cpp binding (see createLlama); one is created for options.gpu when absent. */
   llama?: Llama;
   logger?: (level: LlamaLogLevel, message: string) => void;
 };
@@ -45,6 +46,9 @@ type Loaded = {
   llama: Llama;
   model: LlamaModel;
   context: LlamaContext;
+  /** Sequences of the context, one per concurrent job. */
+  concurrency: number;
+  sequences: LlamaContextSequence[];
   pool: SlotPool<LlamaContextSequence>;
   chatWrapper: ChatWrapper;
   embedder: MeanPooledEmbedder;
@@ -67,20 +71,17 @@ export class EmbeddedEngine implements Engine {
     const llama = deps.llama ?? (await createLlama({ gpu: options.gpu, ...(deps.logger === undefined ? {} : { logger: deps.logger }) }));
     const metadataOverrides = await poolingOverride(options.modelPath);
     const model = await llama
-      .loadModel({ modelPath: options.modelPath, gpuLayers: options.gpu === false ? 0 : "auto", ...(metadataOverrides === null ? {} : { metadataOverrides }) })
+      .loadModel({
+        modelPath: options.modelPath,
+        gpuLayers: options.gpu === false || llama.gpu === false ? 0 : options.gpuLayers,
+        ...(metadataOverrides === null ? {} : { metadataOverrides }),
+      })
       .catch((error: unknown) => {
         throw new EngineError("unavailable", `Cannot load the model ${options.modelPath}: ${(error as Error).message}`);
       });
     try {
       const contextSize = options.contextSize ?? Math.min(model.trainContextSize, 4096);
-      const context = await model.createContext({
-        contextSize,
-        sequences: options.maxConcurrency,
-        threads,
-        failedCreationRemedy: false,
-        ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-      });
-      const sequences = Array.from({ length: options.maxConcurrency }, () => context.getSequence());
+      const { context, sequences, concurrency } = await createBatchedContext(model, options, { contextSize, threads });
       const embedder = new MeanPooledEmbedder(model, { contextSize, threads });
       const chatWrapper = chatWrapperFor(model, options.chatWrapper);
       return new EmbeddedEngine({
@@ -89,6 +90,8 @@ export class EmbeddedEngine implements Engine {
         llama,
         model,
         context,
+        concurrency,
+        sequences,
         pool: new SlotPool(sequences),
         chatWrapper,
         embedder,
@@ -104,6 +107,24 @@ export class EmbeddedEngine implements Engine {
   /** Threads each evaluation uses. */
   get threads(): number {
     return this.#loaded.threads;
+  }
+
+  /** Jobs generating at once (sequences decoded together in one batch); more wait for a free sequence. */
+  maxConcurrency(): number {
+    return this.#loaded.concurrency;
+  }
+
+  /**
+   * Tokens the model evaluated as input on the chat sequences so far (prompts less the starts a sequence already
+   * held, plus tokens fed back while generating). What prefix reuse saves shows here.
+   */
+  get evaluatedInputTokens(): number {
+    return this.#loaded.sequences.reduce((sum, sequence) => sum + sequence.tokenMeter.usedInputTokens, 0);
+  }
+
+  /** Where the model runs: "cuda", "vulkan", "metal", or false for the CPU. */
+  get gpu(): Llama["gpu"] {
+    return this.#loaded.llama.gpu;
   }
 
   /** The chat wrapper (chat template) node-llama-cpp resolved for the model. */
@@ -186,7 +207,8 @@ export class EmbeddedEngine implements Engine {
         throw new EngineError("internal", "A reply with tools or a response format cannot be continued");
       }
       const plan = continued === null ? planned : { ...planned, history: withContinuedResponse(planned.history, continued) };
-      const promptTokens = renderPromptTokens(loaded, plan.history, plan.functions);
+      const prompt = renderPrompt(loaded, plan.history, plan.functions);
+      const promptTokens = prompt.length;
       const contextLength = loaded.context.contextSize;
       if (promptTokens >= contextLength) {
         throw new EngineError(
@@ -196,7 +218,13 @@ export class EmbeddedEngine implements Engine {
         );
       }
       const deps = { ...loaded, thoughtBudget: this.#thoughtBudget(request) };
-      const result = await loaded.pool.use(signal, (sequence) => runChat(deps, sequence, request, { ...plan, promptTokens }, onDelta, signal));
+      // The sequence that already holds the longest start of this prompt (a shared system prompt, earlier turns):
+      // LlamaChat keeps the tokens a sequence shares with the new prompt and evaluates only the rest.
+      const result = await loaded.pool.use(
+        signal,
+        (sequence) => runChat(deps, sequence, request, { ...plan, promptTokens }, onDelta, signal),
+        (sequence) => sharedPrefixLength(sequence.contextTokens, prompt),
+      );
       if (continued === null) return result;
       // The continued text was rendered into the prompt; the request's own prompt is what it counts.
       return { ...result, usage: { ...result.usage, promptTokens: renderPromptTokens(loaded, planned.history, planned.functions) } };
@@ -260,15 +288,4 @@ function chatWrapperFor(model: LlamaModel, choice: EmbeddedEngineOptions["chatWr
     warningLogs: false,
     ...(choice.settings === undefined ? {} : { customWrapperSettings: { [type]: choice.settings } }),
   });
-}
-
-/** Mean pooling for models whose GGUF names no pooling type (llama.cpp would use the last token). */
-async function poolingOverride(modelPath: string): Promise<Record<string, { pooling_type: number }> | null> {
-  const info = await readGgufFileInfo(modelPath, { readTensorInfo: false, logWarnings: false }).catch((error: unknown) => {
-    throw new EngineError("unavailable", `Cannot read the model ${modelPath}: ${(error as Error).message}`);
-  });
-  const architecture = info.metadata.general.architecture;
-  const section = (info.metadata as unknown as Record<string, Record<string, unknown> | undefined>)[architecture];
-  if (section?.pooling_type !== undefined) return null;
-  return { [architecture]: { pooling_type: 1 } };
 }

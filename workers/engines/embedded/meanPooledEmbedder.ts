@@ -1,3 +1,4 @@
+import { readGgufFileInfo } from "node-llama-cpp";
 import type { LlamaEmbeddingContext, LlamaModel } from "node-llama-cpp";
 import { EngineError } from "../engine.ts";
 import type { EmbedResult } from "../engine.ts";
@@ -67,4 +68,15 @@ function normalise(vector: readonly number[]): number[] {
   const norm = Math.sqrt(sum);
   if (norm === 0) return [...vector];
   return vector.map((value) => value / norm);
+}
+
+/** Mean pooling for models whose GGUF names no pooling type (llama.cpp would use the last token). */
+export async function poolingOverride(modelPath: string): Promise<Record<string, { pooling_type: number }> | null> {
+  const info = await readGgufFileInfo(modelPath, { readTensorInfo: false, logWarnings: false }).catch((error: unknown) => {
+    throw new EngineError("unavailable", `Cannot read the model ${modelPath}: ${(error as Error).message}`);
+  });
+  const architecture = info.metadata.general.architecture;
+  const section = (info.metadata as unknown as Record<string, Record<string, unknown> | undefined>)[architecture];
+  if (section?.pooling_type !== undefined) return null;
+  return { [architecture]: { pooling_type: 1 } };
 }

@@ -25,7 +25,10 @@ export type RunChatDeps = {
   thoughtBudget: number | undefined;
 };
 
-/** Runs one chat job on a free sequence. The prompt size was checked by the caller. */
+/**
+ * Runs one chat job on a free sequence. The sequence keeps what earlier jobs evaluated: LlamaChat erases what differs
+ * from this prompt and reuses the shared start. The prompt size was checked by the caller.
+ */
 export async function runChat(
   deps: RunChatDeps,
   sequence: LlamaContextSequence,
@@ -34,7 +37,6 @@ export async function runChat(
   onDelta: DeltaSink,
   signal: AbortSignal,
 ): Promise<EngineResult> {
-  await sequence.clearHistory();
   const withLogprobs = request.logprobs === true && plan.forced === null;
   const recorder = new SampledTokenRecorder(sequence, withLogprobs);
   const chat = new LlamaChat({ contextSequence: sequence, chatWrapper: deps.chatWrapper });

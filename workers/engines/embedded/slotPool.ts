@@ -1,6 +1,8 @@
 /**
  * A fixed set of reusable slots (context sequences) shared by concurrent jobs. A job beyond the pool size
- * waits for a free slot instead of failing; waiting is abortable.
+ * waits for a free slot instead of failing; waiting is abortable. A job may say which free slot suits it
+ * best (`prefer`: the highest score wins, e.g. the sequence that already holds the longest prefix of its
+ * prompt); a job that waited takes the slot released first.
  */
 type Waiter<T> = { resolve: (slot: T) => void; reject: (error: unknown) => void; signal: AbortSignal; onAbort: () => void };
 
@@ -21,10 +23,10 @@ export class SlotPool<T> {
     return this.#waiters.length;
   }
 
-  acquire(signal: AbortSignal): Promise<T> {
+  acquire(signal: AbortSignal, prefer?: (slot: T) => number): Promise<T> {
     if (this.#closed) return Promise.reject(new Error("The pool is closed"));
     if (signal.aborted) return Promise.reject(abortReason(signal));
-    const slot = this.#free.pop();
+    const slot = this.#takeFree(prefer);
     if (slot !== undefined) return Promise.resolve(slot);
     return new Promise<T>((resolve, reject) => {
       const waiter: Waiter<T> = {
@@ -42,6 +44,23 @@ export class SlotPool<T> {
     });
   }
 
+  #takeFree(prefer: ((slot: T) => number) | undefined): T | undefined {
+    if (this.#free.length === 0) return undefined;
+    // Without a preference, the slot released last (its caches are the warmest).
+    let best = this.#free.length - 1;
+    if (prefer !== undefined) {
+      let bestScore = prefer(this.#free[best]!);
+      for (let index = this.#free.length - 2; index >= 0; index -= 1) {
+        const score = prefer(this.#free[index]!);
+        if (score > bestScore) {
+          best = index;
+          bestScore = score;
+        }
+      }
+    }
+    return this.#free.splice(best, 1)[0];
+  }
+
   release(slot: T): void {
     const waiter = this.#waiters.shift();
     if (waiter === undefined) {
@@ -52,8 +71,8 @@ export class SlotPool<T> {
     waiter.resolve(slot);
   }
 
-  async use<R>(signal: AbortSignal, run: (slot: T) => Promise<R>): Promise<R> {
-    const slot = await this.acquire(signal);
+  async use<R>(signal: AbortSignal, run: (slot: T) => Promise<R>, prefer?: (slot: T) => number): Promise<R> {
+    const slot = await this.acquire(signal, prefer);
     try {
       return await run(slot);
     } finally {

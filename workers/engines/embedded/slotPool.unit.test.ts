@@ -42,4 +42,15 @@ describe("SlotPool", () => {
     await expect(waiting).rejects.toThrow("closed");
     await expect(pool.acquire(new AbortController().signal)).rejects.toThrow("closed");
   });
+
+  it("gives a job the free slot it prefers, and the last released one without a preference", async () => {
+    const pool = new SlotPool(["short", "longest", "none"]);
+    const signal = new AbortController().signal;
+    const prefix: Record<string, number> = { short: 2, longest: 9, none: 0 };
+    expect(await pool.acquire(signal, (slot) => prefix[slot]!)).toBe("longest");
+    expect(await pool.acquire(signal)).toBe("none");
+    pool.release("none");
+    pool.release("longest");
+    expect(await pool.acquire(signal)).toBe("longest");
+  });
 });
