@@ -1,6 +1,6 @@
+import { freePort } from "./freePort.ts";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import net, { type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -69,15 +69,4 @@ export async function startRedisSentinel(): Promise<RedisSentinel> {
     target: { mode: "sentinel", sentinels: [{ host: "127.0.0.1", port: sentinelPort }], name: SENTINEL_MASTER_NAME, tls: false },
     stop,
   };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }

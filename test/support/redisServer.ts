@@ -1,5 +1,6 @@
+import { freePort } from "./freePort.ts";
 import { type ChildProcess, spawn } from "node:child_process";
-import net, { type AddressInfo } from "node:net";
+import net from "node:net";
 
 /** A private redis-server on a loopback port of its own, to stop and restart (by its PID) in fault tests. */
 export type RedisServer = {
@@ -35,17 +36,6 @@ export async function startRedisServer(): Promise<RedisServer> {
   };
   await server.start();
   return server;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitForPong(port: number, timeoutMs: number): Promise<void> {
