@@ -50,7 +50,7 @@ export async function measureClosedLoopLevel(
       const total = totals.get(path.name)!;
       total.samples.push(...run.samples);
       total.wallMs += run.wallMs;
-      groups.forEach((group, g) => total.cpu.set(group.name, (total.cpu.get(group.name) ?? 0) + cpuBetween(before[g]!, after[g]!)));
+      for (const [g, group] of groups.entries()) total.cpu.set(group.name, (total.cpu.get(group.name) ?? 0) + cpuBetween(before[g]!, after[g]!));
     }
   }
   return {
