@@ -93,7 +93,7 @@ export class UsageGroupCommit {
         // Nothing of the batch is known to be written: each on its own (below).
       }
       if (results !== null) {
-        batch.forEach((item, i) => item.resolve(results[i]!));
+        for (const [i, item] of batch.entries()) item.resolve(results[i]!);
         return;
       }
     }
