@@ -59,6 +59,14 @@ describe("CPU accounting", () => {
     // /proc counts in clock ticks (10 ms at 100 Hz).
     expect(after - before).toBeGreaterThanOrEqual(100 - 2 * (1000 / ticks));
     expect(await processCpuMs(2 ** 22 + 1, ticks)).toBeNull();
-    expect(cpuBetween(new Map([[1, 10]]), new Map([[1, 15], [2, 7]]))).toBe(12);
+    expect(
+      cpuBetween(
+        new Map([[1, 10]]),
+        new Map([
+          [1, 15],
+          [2, 7],
+        ]),
+      ),
+    ).toBe(12);
   });
 });
