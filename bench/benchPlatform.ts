@@ -14,7 +14,15 @@ import { SERVICE_NODE_FLAGS } from "./serviceNodeFlags.ts";
 import { startChild, type Child } from "./childProcess.ts";
 import type { StreamTarget } from "./streamClient.ts";
 
-export type BenchPlatform = { target: StreamTarget; description: string; stop(): Promise<void> };
+export type BenchPlatform = {
+  target: StreamTarget;
+  description: string;
+  /** Process ids of the platform's processes (API and worker), for CPU accounting. */
+  pids: number[];
+  /** The bench's own database (its PostgreSQL backends can be told from other databases' ones). */
+  databaseName: string;
+  stop(): Promise<void>;
+};
 
 export type BenchPlatformOptions = {
   standInBaseUrl: string;
@@ -93,6 +101,8 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
     return {
       target: { url: `${apiUrl}/v1/chat/completions`, headers: auth, model: BENCH_MODEL },
       description: options.separateProcesses ? "platform: API and worker in two processes" : "platform: API and worker in one process",
+      pids: children.map((child) => child.process.pid).filter((pid): pid is number => pid !== undefined),
+      databaseName: decodeURIComponent(dbUrl.pathname.slice(1)),
       stop,
     };
   } catch (error) {

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { loadConfig } from "../src/config/config.ts";
 import { UpstreamEngine } from "../workers/engines/upstream/upstreamEngine.ts";
 import { runAdapterStream } from "./adapterStream.ts";
+import { runClosedLoopWorkload } from "./runClosedLoop.ts";
 import { startBenchPlatform, type BenchPlatform } from "./benchPlatform.ts";
 import { startChild } from "./childProcess.ts";
 import { startQueueFloor, type QueueFloor } from "./queueFloor.ts";
@@ -26,13 +27,16 @@ import { runStream, type StreamTarget } from "./streamClient.ts";
  * --profile-dir <dir> (CPU profiles of the platform processes, written when they stop) --arrivals
  * (steady,burst: how the clients' streams start, see LevelPlan.spreadMs) --warm-up (streams per path
  * before measuring, default 1024) --skip-floor.
+ * `--workload closed-loop` runs issue 23's closed-loop workload instead (bench/runClosedLoop.ts: short
+ * streams, a bare Node reverse proxy as the floor, CPU per request); the default is `long-streams`, the above.
  */
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
-      tokens: { type: "string", default: "32" },
-      ttft: { type: "string", default: "50" },
-      itl: { type: "string", default: "20" },
+      workload: { type: "string", default: "long-streams" },
+      tokens: { type: "string" },
+      ttft: { type: "string" },
+      itl: { type: "string" },
       levels: { type: "string", default: "1,32,256" },
       requests: { type: "string" },
       rounds: { type: "string", default: "2" },
@@ -41,13 +45,29 @@ async function main(): Promise<number> {
       "skip-adapter": { type: "boolean", default: false },
       "profile-dir": { type: "string" },
       arrivals: { type: "string", default: "steady,burst" },
-      "warm-up": { type: "string", default: "1024" },
+      "warm-up": { type: "string" },
       "skip-floor": { type: "boolean", default: false },
     },
   });
-  const tokens = Number(values.tokens);
-  const ttftMs = Number(values.ttft);
-  const interTokenMs = Number(values.itl);
+  if (values.workload === "closed-loop") {
+    return runClosedLoopWorkload({
+      tokens: Number(values.tokens ?? "16"),
+      ttftMs: Number(values.ttft ?? "20"),
+      interTokenMs: Number(values.itl ?? "10"),
+      levels: values.levels.split(",").map(Number),
+      requests: values.requests ? Number(values.requests) : null,
+      rounds: Number(values.rounds),
+      warmUp: Number(values["warm-up"] ?? "512"),
+      directOnly: values["direct-only"],
+      separateProcesses: !values["one-process"],
+      nodeArgs: values["profile-dir"] ? ["--cpu-prof", `--cpu-prof-dir=${values["profile-dir"]}`] : [],
+    });
+  }
+  if (values.workload !== "long-streams") throw new Error(`--workload: long-streams (the default) or closed-loop, not ${values.workload}`);
+  values["warm-up"] ??= "1024";
+  const tokens = Number(values.tokens ?? "32");
+  const ttftMs = Number(values.ttft ?? "50");
+  const interTokenMs = Number(values.itl ?? "20");
   const levels = values.levels.split(",").map(Number);
   const expected = Array.from({ length: tokens }, (_, i) => standInToken(i)).join("");
   const arrivals = values.arrivals.split(",") as Arrival[];

@@ -2,7 +2,9 @@ import type { Pool } from "../../src/db/createPool.ts";
 import { readStream } from "../../src/ledger/eventStore/readStream.ts";
 import type { EventMetadata } from "../../src/ledger/eventStore/types.ts";
 import { completionStreamId, UsageRecordedDataSchema, type UsageRecorded, type UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
-import { settleUsage, type SettleResult } from "../../src/ledger/budget/settleUsage.ts";
+import type { SettleResult } from "../../src/ledger/budget/settleUsage.ts";
+import { foldSettledHold } from "../../src/ledger/budget/foldSettledHold.ts";
+import { UsageGroupCommit } from "../../src/ledger/budget/usageGroupCommit.ts";
 
 export type RecordOutcome = "recorded" | "already_recorded" | "refused";
 
@@ -18,16 +20,18 @@ export type RecordOptions = {
 };
 
 /**
- * Records a finished job's usage and settles its budget hold: settleUsage appends UsageRecorded to
- * `completion-<id>` with expected version "no_stream" (the stream exists only once, so a job that runs
- * again, retried or stalled, can never record, and so charge, twice) and marks the request's hold
- * settled in one durable statement, then folds the hold into the budget (releases it, charges the actual
- * cost). Transient database errors are retried a few times (safe: a retry finds the stream, records
+ * Records a finished job's usage and settles its budget hold, as settleUsage does: recordUsage appends
+ * UsageRecorded to `completion-<id>` with expected version "no_stream" (the stream exists only once, so a
+ * job that runs again, retried or stalled, can never record, and so charge, twice) and marks the
+ * request's hold settled in one durable transaction, shared with the usages of other jobs that finish at
+ * the same time (UsageGroupCommit); then the hold is folded into the budget (released, the actual cost
+ * charged). Transient database errors are retried a few times (safe: a retry finds the stream, records
  * nothing again and only completes a fold that did not happen).
  */
 export class UsageRecorder {
   readonly #pool: Pool;
   readonly #foldPool: Pool;
+  readonly #commits: UsageGroupCommit;
   readonly #retries: number;
   readonly #now: () => Date;
 
@@ -35,6 +39,7 @@ export class UsageRecorder {
   constructor(pool: Pool, options: { retries?: number; foldPool?: Pool; now?: () => Date } = {}) {
     this.#pool = pool;
     this.#foldPool = options.foldPool ?? pool;
+    this.#commits = new UsageGroupCommit(pool);
     this.#retries = options.retries ?? 3;
     this.#now = options.now ?? (() => new Date());
   }
@@ -62,7 +67,9 @@ export class UsageRecorder {
   async #settle(event: UsageRecorded, metadata: EventMetadata, requireAdmission: boolean): Promise<SettleResult> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await settleUsage(this.#pool, event, metadata, this.#foldPool, { requireAdmission });
+        const recorded = await this.#commits.record(event, metadata, { requireAdmission });
+        if (recorded.admission === "admitted") await foldSettledHold(this.#foldPool, event.data.completionId);
+        return recorded;
       } catch (error) {
         if (attempt >= this.#retries) throw error;
         await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
