@@ -12,28 +12,27 @@ export type Logger = {
 };
 
 /**
- * Field names whose values are never written one level down (a `headers` object, a `request`):
- * pino's redaction replaces them by "[redacted]". Callers never pass secrets; this is the second line
- * of defence.
+ * Field names (compared in lower case) whose values are never written one level down (a `headers`
+ * object, a `request`): replaced by "[redacted]". Callers never pass secrets; this is the second line
+ * of defence. Done here rather than with pino's `redact` option: its wildcard paths (`*.authorization`)
+ * cost about 30 microseconds of CPU per line, six times the rest of writing the line.
  */
-const SECRET_NAMES = [
+const NESTED_SECRET_NAMES = new Set([
   "authorization",
-  "Authorization",
   "cookie",
-  "Cookie",
   "set-cookie",
   "x-api-key",
   "password",
-  "passwordHash",
+  "passwordhash",
   "secret",
   "token",
-  "sessionToken",
-  "adminToken",
-  "apiKey",
+  "sessiontoken",
+  "admintoken",
+  "apikey",
   "api_key",
   "key",
-];
-const REDACT_PATHS = SECRET_NAMES.map((name) => `*["${name}"]`);
+]);
+const CENSOR = "[redacted]";
 
 /** Top-level fields with a secret-looking name (`upstreamApiKey`, `refresh_token`; not `outputTokens`) are redacted too. */
 const SECRET_FIELD = /pass(word)?|secret|token$|authorization|cookie|api_?key|^key$/i;
@@ -51,7 +50,6 @@ export function createLogger(level: LogLevel, base: LogFields = {}, write?: (lin
       messageKey: "message",
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
-      redact: { paths: REDACT_PATHS, censor: "[redacted]" },
     },
     destination,
   );
@@ -60,8 +58,12 @@ export function createLogger(level: LogLevel, base: LogFields = {}, write?: (lin
 
 function wrap(logger: PinoLogger): Logger {
   return {
-    debug: (message, fields) => logger.debug(clean(fields), message),
-    info: (message, fields) => logger.info(clean(fields), message),
+    debug: (message, fields) => {
+      if (logger.isLevelEnabled("debug")) logger.debug(clean(fields), message);
+    },
+    info: (message, fields) => {
+      if (logger.isLevelEnabled("info")) logger.info(clean(fields), message);
+    },
     warn: (message, fields) => logger.warn(clean(fields), message),
     error: (message, fields) => logger.error(clean(fields), message),
     child: (fields) => wrap(logger.child(clean(fields))),
@@ -71,11 +73,29 @@ function wrap(logger: PinoLogger): Logger {
 function clean(fields: LogFields = {}): LogFields {
   const out: LogFields = {};
   for (const [k, v] of Object.entries(fields)) {
-    if (SECRET_FIELD.test(k)) out[k] = "[redacted]";
+    if (SECRET_FIELD.test(k)) out[k] = CENSOR;
     else if (v instanceof Error) out[k] = { name: v.name, message: v.message, stack: v.stack };
+    else if (isPlainObject(v)) out[k] = withoutNestedSecrets(v);
     else out[k] = v;
   }
   return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** The object itself when it has no secret-named field, else a copy with those fields censored. */
+function withoutNestedSecrets(value: Record<string, unknown>): Record<string, unknown> {
+  let copy: Record<string, unknown> | null = null;
+  for (const k of Object.keys(value)) {
+    if (!NESTED_SECRET_NAMES.has(k.toLowerCase())) continue;
+    copy ??= { ...value };
+    copy[k] = CENSOR;
+  }
+  return copy ?? value;
 }
 
 export const silentLogger: Logger = createLogger("error", {}, () => undefined);

@@ -36,6 +36,20 @@ describe("createLogger", () => {
     expect(parsed()[0]).toMatchObject({ apiKey: "[redacted]", headers: { authorization: "[redacted]", accept: "text/plain" } });
   });
 
+  it("redacts nested secret names whatever their case, in a line's fields and in a child's, and leaves other nested fields as they are", () => {
+    const { logger, lines, parsed } = capture();
+    logger.child({ upstream: { Authorization: "Bearer child-secret-1", url: "http://u" } }).info("call", {
+      request: { "X-Api-Key": "xkey-secret-2", Cookie: "c=secret-3", model: "m" },
+      usage: { outputTokens: 3, promptTokens: 2 },
+    });
+    for (const secret of ["secret-1", "secret-2", "secret-3"]) expect(lines[0]).not.toContain(secret);
+    expect(parsed()[0]).toMatchObject({
+      upstream: { Authorization: "[redacted]", url: "http://u" },
+      request: { "X-Api-Key": "[redacted]", Cookie: "[redacted]", model: "m" },
+      usage: { outputTokens: 3, promptTokens: 2 },
+    });
+  });
+
   it("writes errors as name, message and stack", () => {
     const { logger, parsed } = capture();
     logger.error("failed", { error: new TypeError("boom") });

@@ -2,6 +2,7 @@ import { Queue } from "bullmq";
 import { type CancelReason, encodeCancelMessage } from "../../contracts/cancelMessage.ts";
 import { RUN_COMPLETION, type CompletionJob } from "../../contracts/completionJob.ts";
 import { redisAway, type Redis } from "../../redis/createRedis.ts";
+import { writeTogetherThisTurn } from "../../redis/writeTogether.ts";
 import type { InferenceKeys } from "../../contracts/inferenceKeys.ts";
 import { ServiceUnavailableError } from "../http/errors.ts";
 
@@ -48,6 +49,15 @@ export class CompletionQueues {
       removeOnComplete: true,
       removeOnFail: { age: 3600, count: 1000 },
     });
+  }
+
+  /**
+   * The commands issued on the queues' connection (shared with the completion records and the worker
+   * presence) from now to the end of this event-loop turn leave in one socket write; `last` runs at the
+   * end of the turn and its commands go with them (writeTogetherThisTurn).
+   */
+  writeTogetherThisTurn(last: () => void): void {
+    writeTogetherThisTurn(this.#redis, last);
   }
 
   /** Jobs waiting for a worker of the model (BullMQ's waiting count). */

@@ -34,10 +34,16 @@ export class CompletionRecords {
     this.#retentionSeconds = retentionSeconds;
   }
 
-  /** Stores the record with one listener (the request that enqueued it). */
+  /**
+   * Stores the record with one listener (the request that enqueued it), then its expiry: two commands
+   * issued together (one socket write when the caller corks the connection), not a MULTI. The record is
+   * whole from the first (one HSET), so no reader sees half of it; what MULTI would add is only that
+   * a Redis crash between the two cannot leave a record without its expiry, and it costs an ioredis
+   * Pipeline per request (which copies every Lua command BullMQ defined on this shared connection).
+   */
   async create(record: CompletionRecord): Promise<void> {
     const key = this.#keys.completionRecord(record.completionId);
-    await this.#redis.multi().hset(key, "meta", JSON.stringify(record), "listeners", "1").expire(key, this.#retentionSeconds).exec();
+    await Promise.all([this.#redis.hset(key, "meta", JSON.stringify(record), "listeners", "1"), this.#redis.expire(key, this.#retentionSeconds)]);
   }
 
   async find(completionId: string): Promise<CompletionRecord | null> {

@@ -1,0 +1,23 @@
+import type { Socket } from "node:net";
+import type { Redis } from "./createRedis.ts";
+
+/**
+ * Corks the connection's socket (when it is writable), so that every command issued on it from now to
+ * the end of the current event-loop turn (setImmediate) reaches Redis in one socket write instead of one
+ * write each; `last` runs at the end of the turn, right before the socket is uncorked, and its commands
+ * leave with the others. Nothing waits longer than the current turn, and the socket is uncorked whatever
+ * `last` does. A connection that is not writable (connecting, away) is left alone: ioredis holds or
+ * refuses its commands as usual.
+ */
+export function writeTogetherThisTurn(redis: Redis, last: () => void): void {
+  const socket = redis.stream as Socket | undefined;
+  const corked = socket?.writable ? socket : null;
+  corked?.cork();
+  setImmediate(() => {
+    try {
+      last();
+    } finally {
+      corked?.uncork();
+    }
+  });
+}
