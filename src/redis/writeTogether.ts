@@ -1,5 +1,5 @@
 import type { Socket } from "node:net";
-import type { Redis } from "./createRedis.ts";
+import { isCluster, type Redis } from "./createRedis.ts";
 
 /**
  * Corks the connection's socket (when it is writable), so that every command issued on it from now to
@@ -7,10 +7,11 @@ import type { Redis } from "./createRedis.ts";
  * write each; `last` runs at the end of the turn, right before the socket is uncorked, and its commands
  * leave with the others. Nothing waits longer than the current turn, and the socket is uncorked whatever
  * `last` does. A connection that is not writable (connecting, away) is left alone: ioredis holds or
- * refuses its commands as usual.
+ * refuses its commands as usual. A Redis Cluster client is left alone too.
  */
 export function writeTogetherThisTurn(redis: Redis, last: () => void): void {
-  const socket = redis.stream as Socket | undefined;
+  // A cluster client writes to one socket per node: nothing to cork (each node gets its commands as issued).
+  const socket = isCluster(redis) ? undefined : (redis.stream as Socket | undefined);
   const corked = socket?.writable ? socket : null;
   corked?.cork();
   setImmediate(() => {

@@ -2,6 +2,7 @@ import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { CompletionRecords } from "../../src/api/inference/completionRecords.ts";
+import type { Redis as RedisServer } from "ioredis";
 import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { writeTogetherThisTurn } from "../../src/redis/writeTogether.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
@@ -22,7 +23,7 @@ describe("writing a turn's commands together", () => {
   });
 
   it("holds the turn's commands in the corked socket; `last` adds its own before they leave together at the end of the turn", async () => {
-    const socket = connection.stream as Socket;
+    const socket = (connection as RedisServer).stream as Socket;
     const seen: { corked: number; buffered: number }[] = [];
     let lastCommand: Promise<unknown> | undefined;
     writeTogetherThisTurn(connection, () => {
