@@ -17,7 +17,9 @@ async function main(): Promise<number> {
   const { values } = parseArgs({ options: { rebuild: { type: "boolean", default: false } } });
   const config = loadConfig(process.env);
   // The comparisons scan whole tables: no statement timeout (still the connect and idle-in-transaction ones).
-  const pool = createPool(config.databaseUrl, 2, { timeouts: { ...poolTimeouts(config, "background"), statementMs: 0, queryMs: 0 } });
+  // An operator tool: no statement limit, and no idle-in-transaction limit (it holds one snapshot open
+  // across a whole log while a second connection or the process itself works).
+  const pool = createPool(config.databaseUrl, 2, { timeouts: { ...poolTimeouts(config, "background"), statementMs: 0, queryMs: 0, idleInTransactionMs: 0 } });
   try {
     await migrate(pool);
     if (values.rebuild) {

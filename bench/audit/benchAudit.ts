@@ -25,7 +25,9 @@ async function main(): Promise<number> {
   await adminClient.connect();
   await adminClient.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
   url.pathname = `/${name}`;
-  const pool = createPool(url.toString(), 4, { timeouts: { ...poolTimeouts(config, "background"), statementMs: 0, queryMs: 0 } });
+  // An operator tool: no statement limit, and no idle-in-transaction limit (it holds one snapshot open
+  // across a whole log while a second connection or the process itself works).
+  const pool = createPool(url.toString(), 4, { timeouts: { ...poolTimeouts(config, "background"), statementMs: 0, queryMs: 0, idleInTransactionMs: 0 } });
   const load = loadavg()[0]!;
   if (load > cpus().length / 2) process.stderr.write(`warning: load average ${load.toFixed(1)} on ${cpus().length} cores: figures are not comparable\n`);
   try {

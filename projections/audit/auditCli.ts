@@ -41,7 +41,9 @@ async function main(argv: string[]): Promise<number> {
     ...(values.to ? { to: parseTime("to", values.to)! } : {}),
   };
   const config = loadConfig(process.env);
-  const pool = createPool(config.databaseUrl, 2, { timeouts: { ...poolTimeouts(config, "background"), statementMs: 0, queryMs: 0 } });
+  // An operator tool: no statement limit, and no idle-in-transaction limit (it holds one snapshot open
+  // across a whole log while a second connection or the process itself works).
+  const pool = createPool(config.databaseUrl, 2, { timeouts: { ...poolTimeouts(config, "background"), statementMs: 0, queryMs: 0, idleInTransactionMs: 0 } });
   try {
     await migrate(pool);
     const report = await verifyAudit(pool, { ...scope, readModels: !values["skip-read-models"] });
