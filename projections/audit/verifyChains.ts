@@ -1,5 +1,6 @@
 import type { Queryable } from "../../src/ledger/eventStore/types.ts";
 import { eventHash } from "../../src/ledger/eventStore/eventHash.ts";
+import { AUDIT_CHECKPOINT_STREAM } from "../../src/ledger/audit/auditCheckpoint.ts";
 import type { AuditFinding } from "./auditFinding.ts";
 
 /** One event row as the verifier reads it. */
@@ -45,6 +46,26 @@ export async function verifyChains(
   onEvent: (row: ChainRow) => void = () => undefined,
   batchSize = 5000,
 ): Promise<ChainStats> {
+  const stats = await walkChains(db, { streamFilter, checkpoints: "exclude" }, report, onEvent, batchSize);
+  // Checkpoint events are large (each lists up to 10,000 stream heads): one at a time, so a batch never
+  // holds many of them and memory stays bounded whatever the size of the log.
+  if (streamFilter && !streamFilter.includes(AUDIT_CHECKPOINT_STREAM)) return stats;
+  const checkpoints = await walkChains(db, { streamFilter: null, checkpoints: "only" }, report, onEvent, 1);
+  return {
+    events: stats.events + checkpoints.events,
+    streams: stats.streams + checkpoints.streams,
+    preChainEvents: stats.preChainEvents + checkpoints.preChainEvents,
+  };
+}
+
+async function walkChains(
+  db: Queryable,
+  selection: { streamFilter: string[] | null; checkpoints: "exclude" | "only" },
+  report: (finding: AuditFinding) => void,
+  onEvent: (row: ChainRow) => void,
+  batchSize: number,
+): Promise<ChainStats> {
+  const { streamFilter } = selection;
   const stats: ChainStats = { events: 0, streams: 0, preChainEvents: 0 };
   let walk: StreamWalk | null = null;
   const fetchAfter = (after: [string, number]) =>
@@ -53,9 +74,10 @@ export async function verifyChains(
               encode(e.prev_hash, 'hex') AS prev_hash, encode(e.hash, 'hex') AS hash,
               s.version AS head_version, encode(s.head_hash, 'hex') AS head_hash, encode(s.legacy_seal, 'hex') AS legacy_seal
          FROM es_events e LEFT JOIN es_streams s USING (stream_id)
-        WHERE (e.stream_id, e.stream_version) > ($1, $2) ${streamFilter ? "AND e.stream_id = ANY($4::text[])" : ""}
+        WHERE (e.stream_id, e.stream_version) > ($1, $2) AND e.stream_id ${selection.checkpoints === "only" ? "=" : "<>"} $4
+              ${streamFilter ? "AND e.stream_id = ANY($5::text[])" : ""}
         ORDER BY e.stream_id, e.stream_version LIMIT $3`,
-      streamFilter ? [after[0], after[1], batchSize, streamFilter] : [after[0], after[1], batchSize],
+      streamFilter ? [after[0], after[1], batchSize, AUDIT_CHECKPOINT_STREAM, streamFilter] : [after[0], after[1], batchSize, AUDIT_CHECKPOINT_STREAM],
     );
   let next = fetchAfter(["", 0]);
   for (;;) {
