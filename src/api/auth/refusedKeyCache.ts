@@ -1,10 +1,6 @@
-export type RefusedKeyCacheOptions = {
-  /** How long a refusal is answered without a database lookup. */
-  ttlMs: number;
-  maxEntries?: number;
-  /** Monotonic milliseconds. */
-  nowMs?: () => number;
-};
+import { GenerationalTtlCache, type GenerationalTtlCacheOptions } from "./generationalTtlCache.ts";
+
+export type RefusedKeyCacheOptions = GenerationalTtlCacheOptions;
 
 /**
  * Negative cache of the API-key lookup: key hashes that were unknown or revoked, refused again without a
@@ -14,48 +10,29 @@ export type RefusedKeyCacheOptions = {
  * (generation check). Subscriptions are not cached here: an activation takes effect at once.
  */
 export class RefusedKeyCache {
-  /** Key hash -> expiry (monotonic ms). */
-  readonly #entries = new Map<string, number>();
-  #generation = 0;
-  readonly #ttlMs: number;
-  readonly #maxEntries: number;
-  readonly #nowMs: () => number;
+  readonly #cache: GenerationalTtlCache<true>;
 
   constructor(options: RefusedKeyCacheOptions) {
-    this.#ttlMs = options.ttlMs;
-    this.#maxEntries = options.maxEntries ?? 10_000;
-    this.#nowMs = options.nowMs ?? (() => performance.now());
+    this.#cache = new GenerationalTtlCache<true>(options);
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#cache.size;
   }
 
   generation(): number {
-    return this.#generation;
+    return this.#cache.generation();
   }
 
   has(keyHash: string): boolean {
-    const expiresAtMs = this.#entries.get(keyHash);
-    if (expiresAtMs === undefined) return false;
-    if (expiresAtMs <= this.#nowMs()) {
-      this.#entries.delete(keyHash);
-      return false;
-    }
-    return true;
+    return this.#cache.get(keyHash) === true;
   }
 
   set(keyHash: string, generationAtLookup: number): void {
-    if (this.#ttlMs <= 0 || generationAtLookup !== this.#generation) return;
-    if (this.#entries.size >= this.#maxEntries) {
-      const oldest = this.#entries.keys().next();
-      if (!oldest.done) this.#entries.delete(oldest.value);
-    }
-    this.#entries.set(keyHash, this.#nowMs() + this.#ttlMs);
+    this.#cache.set(keyHash, true, generationAtLookup);
   }
 
   clear(): void {
-    this.#generation += 1;
-    this.#entries.clear();
+    this.#cache.clear();
   }
 }
