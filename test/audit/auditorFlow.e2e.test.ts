@@ -1,12 +1,11 @@
+import { startTestProjector } from "../support/testProjector.ts";
 import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allProjections } from "../../projections/allProjections.ts";
-import { ProjectionRunner } from "../../projections/projectionRunner.ts";
+import type { ProjectionRunner } from "../../projections/projectionRunner.ts";
 import { writeAuditCheckpoints } from "../../src/ledger/audit/auditCheckpoint.ts";
 import { readPriceVersions } from "../../src/ledger/pricing/priceTable.ts";
-import { silentLogger } from "../../src/observability/logger.ts";
 import { KEYS_PATH } from "../keys/keySteps.ts";
 import { eventuallyTrue } from "../support/eventually.ts";
 import { operatorEdit } from "../support/operatorEdit.ts";
@@ -34,8 +33,7 @@ describe("auditor flow", () => {
   let runner: ProjectionRunner;
   beforeAll(async () => {
     platform = await startTestPlatform();
-    runner = new ProjectionRunner({ pool: platform.deps.pool, logger: silentLogger, projections: allProjections, batchSize: 100, pollIntervalMs: 50 });
-    runner.start();
+    runner = startTestProjector(platform);
   });
   afterAll(async () => {
     await runner?.stop();

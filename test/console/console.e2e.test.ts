@@ -4,9 +4,8 @@ import { pathToFileURL } from "node:url";
 import OpenAI from "openai";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allProjections } from "../../projections/allProjections.ts";
-import { ProjectionRunner } from "../../projections/projectionRunner.ts";
-import { silentLogger } from "../../src/observability/logger.ts";
+import type { ProjectionRunner } from "../../projections/projectionRunner.ts";
+import { startTestProjector } from "../support/testProjector.ts";
 import { PASSWORD, newEmail } from "../accounts/accountSteps.ts";
 import { launchChromium, newContext, watchPage } from "../support/browser.ts";
 import { TEST_ADMIN_TOKEN } from "../support/testApp.ts";
@@ -28,8 +27,7 @@ let watch: { problems: string[] };
 
 beforeAll(async () => {
   platform = await startTestPlatform();
-  runner = new ProjectionRunner({ pool: platform.deps.pool, logger: silentLogger, projections: allProjections, batchSize: 100, pollIntervalMs: 50 });
-  runner.start();
+  runner = startTestProjector(platform);
   browser = await launchChromium();
   context = await newContext(browser, platform.baseUrl);
   page = await context.newPage();

@@ -1,10 +1,9 @@
+import { startTestProjector } from "../support/testProjector.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import OpenAI from "openai";
 import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
-import { silentLogger } from "../../src/observability/logger.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
-import { allProjections } from "../../projections/allProjections.ts";
-import { ProjectionRunner } from "../../projections/projectionRunner.ts";
+import type { ProjectionRunner } from "../../projections/projectionRunner.ts";
 import { eventuallyTrue } from "../support/eventually.ts";
 import { startTestPlatform, TINY_CHAT, TINY_EMBED, type TestPlatform } from "../support/testPlatform.ts";
 
@@ -29,8 +28,7 @@ describe("budgets and usage end to end (openai SDK, queue, worker, projector)", 
   let runner: ProjectionRunner;
   beforeAll(async () => {
     platform = await startTestPlatform();
-    runner = new ProjectionRunner({ pool: platform.deps.pool, logger: silentLogger, projections: allProjections, batchSize: 100, pollIntervalMs: 50 });
-    runner.start();
+    runner = startTestProjector(platform);
   });
   afterAll(async () => {
     await runner?.stop();
