@@ -177,12 +177,25 @@ describe("web console in Chromium against the real service (API, worker, project
       }).observe((globalThis as any).document.body, { subtree: true, childList: true, characterData: true });
     });
     await page.getByLabel("Message").fill("Tell me a story");
+    const answer = page.waitForResponse((response) => response.url().endsWith("/v1/chat/completions"));
     await page.getByRole("button", { name: "Send" }).click();
     await page.getByText("The reply is complete.").waitFor({ state: "attached", timeout: 60_000 });
+    const response = await answer;
+    expect(response.headers()["content-type"]).toMatch(/^text\/event-stream/);
+    // What the page showed is what the stream said, delta by delta (a short reply may arrive in one event).
+    const events = (await response.text())
+      .split("\n")
+      .filter((line) => line.startsWith("data: "))
+      .map((line) => line.slice(6));
+    expect(events.at(-1)).toBe("[DONE]");
+    const deltas = events.slice(0, -1).map((data) => (JSON.parse(data).choices[0]?.delta?.content as string | undefined) ?? "");
     const states = await page.evaluate((): string[] => (globalThis as any).replyStates);
     const final = await page.locator("li.turn.assistant").last().textContent();
-    expect(states.length).toBeGreaterThan(1);
+    expect(states.length).toBeGreaterThan(0);
+    expect(states.at(-1)).toBe(deltas.join(""));
     expect(final).toBe(`Model${states.at(-1)}`);
+    // Every intermediate text shown is a prefix of the reply: it grew as the events came in.
+    for (const shown of states) expect(deltas.join("").startsWith(shown)).toBe(true);
     await screenshot("console-playground.png");
   });
 
