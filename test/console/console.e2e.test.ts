@@ -175,6 +175,16 @@ describe("web console in Chromium against the real service (API, worker, project
         const text = (globalThis as any).document.getElementById("pg-reply")?.textContent;
         if (text && seen.at(-1) !== text) seen.push(text);
       }).observe((globalThis as any).document.body, { subtree: true, childList: true, characterData: true });
+      // Keep a copy of the stream the page reads: Chromium may drop a streamed body from its
+      // network buffer, so the test reads a tee of it in the page instead of asking the browser.
+      const fetchOfPage = (globalThis as any).fetch.bind(globalThis);
+      (globalThis as any).fetch = async (...args: unknown[]) => {
+        const response = await fetchOfPage(...args);
+        if (String(args[0]).endsWith("/v1/chat/completions")) {
+          (globalThis as any).streamText = response.clone().text();
+        }
+        return response;
+      };
     });
     await page.getByLabel("Message").fill("Tell me a story");
     const answer = page.waitForResponse((response) => response.url().endsWith("/v1/chat/completions"));
@@ -183,7 +193,7 @@ describe("web console in Chromium against the real service (API, worker, project
     const response = await answer;
     expect(response.headers()["content-type"]).toMatch(/^text\/event-stream/);
     // What the page showed is what the stream said, delta by delta (a short reply may arrive in one event).
-    const events = (await response.text())
+    const events = ((await page.evaluate(() => (globalThis as any).streamText)) as string)
       .split("\n")
       .filter((line) => line.startsWith("data: "))
       .map((line) => line.slice(6));
