@@ -68,12 +68,14 @@ async function walkChains(
   const { streamFilter } = selection;
   const stats: ChainStats = { events: 0, streams: 0, preChainEvents: 0 };
   let walk: StreamWalk | null = null;
+  // The stream rows are bounded below too (s.stream_id >= $1): without it the merge join reads
+  // es_streams from its start for every batch, and the walk slows down as the log grows.
   const fetchAfter = (after: [string, number]) =>
     db.query<ChainRow & { head_version: string | null; head_hash: string | null; legacy_seal: string | null }>(
       `SELECT e.stream_id, e.stream_version, e.event_id, e.event_type, e.schema_version, e.data, e.metadata, e.recorded_at,
               encode(e.prev_hash, 'hex') AS prev_hash, encode(e.hash, 'hex') AS hash,
               s.version AS head_version, encode(s.head_hash, 'hex') AS head_hash, encode(s.legacy_seal, 'hex') AS legacy_seal
-         FROM es_events e LEFT JOIN es_streams s USING (stream_id)
+         FROM es_events e LEFT JOIN es_streams s ON s.stream_id = e.stream_id AND s.stream_id >= $1
         WHERE (e.stream_id, e.stream_version) > ($1, $2) AND e.stream_id ${selection.checkpoints === "only" ? "=" : "<>"} $4
               ${streamFilter ? "AND e.stream_id = ANY($5::text[])" : ""}
         ORDER BY e.stream_id, e.stream_version LIMIT $3`,
