@@ -12,7 +12,8 @@ export type ChainRow = {
   schema_version: number;
   data: Record<string, unknown>;
   metadata: Record<string, unknown>;
-  recorded_at: Date;
+  /** ISO 8601 UTC with milliseconds, as the hash covers it (formatted by PostgreSQL: no Date per row). */
+  recorded_at: string;
   prev_hash: string | null;
   hash: string | null;
 };
@@ -68,12 +69,15 @@ async function walkChains(
   const { streamFilter } = selection;
   const stats: ChainStats = { events: 0, streams: 0, preChainEvents: 0 };
   let walk: StreamWalk | null = null;
+  // The stream rows are bounded below too (s.stream_id >= $1): without it the merge join reads
+  // es_streams from its start for every batch, and the walk slows down as the log grows.
   const fetchAfter = (after: [string, number]) =>
     db.query<ChainRow & { head_version: string | null; head_hash: string | null; legacy_seal: string | null }>(
-      `SELECT e.stream_id, e.stream_version, e.event_id, e.event_type, e.schema_version, e.data, e.metadata, e.recorded_at,
+      `SELECT e.stream_id, e.stream_version, e.event_id, e.event_type, e.schema_version, e.data, e.metadata,
+              to_char(e.recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at,
               encode(e.prev_hash, 'hex') AS prev_hash, encode(e.hash, 'hex') AS hash,
               s.version AS head_version, encode(s.head_hash, 'hex') AS head_hash, encode(s.legacy_seal, 'hex') AS legacy_seal
-         FROM es_events e LEFT JOIN es_streams s USING (stream_id)
+         FROM es_events e LEFT JOIN es_streams s ON s.stream_id = e.stream_id AND s.stream_id >= $1
         WHERE (e.stream_id, e.stream_version) > ($1, $2) AND e.stream_id ${selection.checkpoints === "only" ? "=" : "<>"} $4
               ${streamFilter ? "AND e.stream_id = ANY($5::text[])" : ""}
         ORDER BY e.stream_id, e.stream_version LIMIT $3`,
@@ -122,18 +126,20 @@ function checkEvent(walk: StreamWalk, row: ChainRow, report: (finding: AuditFind
     walk.lastVersion = version;
     return;
   }
-  const content = {
+  const fields = {
+    prevHash: row.prev_hash,
     streamId: row.stream_id,
+    streamVersion: version,
     eventId: row.event_id,
     type: row.event_type,
     schemaVersion: row.schema_version,
     data: row.data,
     metadata: row.metadata,
-    recordedAt: row.recorded_at.toISOString(),
+    recordedAt: row.recorded_at,
   };
   const expectedPrev = walk.lastHash ?? (walk.lastVersion > 0 || version > 1 ? (walk.head?.legacy_seal ?? null) : null);
-  if (eventHash({ ...content, prevHash: row.prev_hash, streamVersion: version }) !== row.hash) {
-    const movedFrom = originalVersion(walk, row, version, (v) => eventHash({ ...content, prevHash: row.prev_hash, streamVersion: v }) === row.hash);
+  if (eventHash(fields) !== row.hash) {
+    const movedFrom = originalVersion(walk, row, version, (v) => eventHash({ ...fields, streamVersion: v }) === row.hash);
     if (movedFrom !== undefined) {
       report({ ...at, message: `event ${row.event_id} was recorded as version ${movedFrom} and now sits at version ${version} (reordered)` });
     } else {

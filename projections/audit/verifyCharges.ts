@@ -16,11 +16,14 @@ export type ChargeStats = { charges: number; recomputedMicroChf: number; atSuper
 export class ChargeChecker {
   readonly stats: ChargeStats = { charges: 0, recomputedMicroChf: 0, atSupersededVersion: 0 };
   readonly #versions: PriceVersion[];
+  /** effectiveAt of each version in milliseconds (parsed once, not per charge). */
+  readonly #effectiveMs: Map<PriceVersion, number>;
   readonly #report: (finding: AuditFinding) => void;
   readonly #scope: { accountId?: string; from?: Date; to?: Date };
 
   constructor(versions: PriceVersion[], report: (finding: AuditFinding) => void, scope: { accountId?: string; from?: Date; to?: Date } = {}) {
     this.#versions = versions;
+    this.#effectiveMs = new Map(versions.map((v) => [v, Date.parse(v.effectiveAt)]));
     this.#report = report;
     this.#scope = scope;
   }
@@ -35,15 +38,16 @@ export class ChargeChecker {
     }
     const usage = parsed.data;
     if (this.#scope.accountId && usage.accountId !== this.#scope.accountId) return;
-    if (this.#scope.from && row.recorded_at < this.#scope.from) return;
-    if (this.#scope.to && row.recorded_at >= this.#scope.to) return;
+    const recordedMs = Date.parse(row.recorded_at);
+    if (this.#scope.from && recordedMs < this.#scope.from.getTime()) return;
+    if (this.#scope.to && recordedMs >= this.#scope.to.getTime()) return;
     this.stats.charges++;
     const named = this.#versions.filter((v) => v.version === usage.priceTableVersion);
     if (named.length === 0) {
       this.#report({ ...at, message: `charged at price table version "${usage.priceTableVersion}", which was never published` });
       return;
     }
-    const inForce = named.filter((v) => Date.parse(v.effectiveAt) <= row.recorded_at.getTime()).at(-1);
+    const inForce = named.filter((v) => this.#effectiveMs.get(v)! <= recordedMs).at(-1);
     const version = inForce ?? (row.hash === null ? named[0]! : undefined);
     if (!version) {
       this.#report({ ...at, message: `charged at price table version "${usage.priceTableVersion}" before it took effect (${named[0]!.effectiveAt})` });
@@ -62,7 +66,7 @@ export class ChargeChecker {
         message: `recorded cost ${usage.costMicroChf} micro-CHF, recomputed ${cost} (${usage.promptTokens} prompt + ${usage.completionTokens} completion tokens of ${usage.model} at "${version.version}")`,
       });
     }
-    const newest = this.#versions.filter((v) => Date.parse(v.effectiveAt) <= row.recorded_at.getTime()).at(-1);
+    const newest = this.#versions.filter((v) => this.#effectiveMs.get(v)! <= recordedMs).at(-1);
     if (newest && newest.version !== version.version) this.stats.atSupersededVersion++;
   }
 }

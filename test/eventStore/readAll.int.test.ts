@@ -1,7 +1,7 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withTransaction } from "../../src/db/withTransaction.ts";
-import { appendToStream, LOG_START, positionOf, readAll, type LogPosition, type RecordedEvent } from "../../src/ledger/eventStore/index.ts";
+import { appendToStream, LOG_START, positionOf, readAll, readAllInSnapshot, type LogPosition, type RecordedEvent } from "../../src/ledger/eventStore/index.ts";
 import { eventually } from "../support/eventually.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 
@@ -93,5 +93,34 @@ describe("readAll (gap-safe global reader)", () => {
     for (let w = 0; w < 20; w++) {
       expect(mine.filter((e) => e.streamId === `${prefix}-${w}`).map((e) => e.streamVersion)).toEqual([1, 2, 3, 4, 5]);
     }
+  });
+
+  it("cuts a batch of large events at the byte budget, and still returns an event larger than the budget", async () => {
+    let position: LogPosition = LOG_START;
+    for (let batch = await readAllInSnapshot(db.pool, position, 500); batch.length; batch = await readAllInSnapshot(db.pool, position, 500)) {
+      position = positionOf(batch.at(-1)!);
+    }
+    const stream = `large-${randomUUID()}`;
+    // About 2,000 stored bytes each (random hex does not compress much).
+    const events = Array.from({ length: 10 }, (_, i) => ({ type: "Large", data: { i, blob: randomBytes(1000).toString("hex") } }));
+    await appendToStream(db.pool, stream, "test", events, "no_stream");
+    const read = async (maxBytes: number) => {
+      const batches: number[] = [];
+      const seen: number[] = [];
+      for (let after = position; ; ) {
+        const batch = (await readAllInSnapshot(db.pool, after, 100, maxBytes)).filter((e) => e.streamId === stream);
+        if (batch.length === 0) return { batches, seen };
+        batches.push(batch.length);
+        seen.push(...batch.map((e) => e.streamVersion));
+        after = positionOf(batch.at(-1)!);
+      }
+    };
+    const budgeted = await read(5000);
+    expect(budgeted.seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(Math.max(...budgeted.batches)).toBeLessThanOrEqual(4);
+    expect(budgeted.batches.length).toBeGreaterThanOrEqual(3);
+    const tiny = await read(10);
+    expect(tiny.batches).toEqual(Array(10).fill(1));
+    expect(tiny.seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   });
 });

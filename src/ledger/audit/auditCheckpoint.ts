@@ -107,13 +107,18 @@ async function nextWindow(db: Queryable, after: LogPosition, maxEvents: number):
   return row.rowCount ? { upTo: { transactionId: row.rows[0]!.tx, globalPosition: row.rows[0]!.gp }, events: Number(row.rows[0]!.n) } : null;
 }
 
-/** The heads, sorted by stream id, of the streams with an event in (after, upTo] (of `streamIds` only, if given). */
+/**
+ * The heads, sorted by stream id, of the streams with an event in (after, upTo] (of `streamIds` only, if
+ * given). The redundant bounds on transaction_id alone give the planner an estimate of the window's size
+ * (it has none for the row comparison): without them it hashes the whole of es_streams for every window.
+ */
 export async function streamHeadsIn(db: Queryable, after: LogPosition, upTo: LogPosition, streamIds: string[] | null = null): Promise<StreamHead[]> {
   const rows = await db.query<{ stream_id: string; stream_version: string; head: string }>(
     `SELECT DISTINCT ON (e.stream_id) e.stream_id, e.stream_version, ${HEAD_HASH_SQL} AS head
        FROM es_events e JOIN es_streams s USING (stream_id)
       WHERE (e.transaction_id, e.global_position) > ($1::xid8, $2::bigint)
         AND (e.transaction_id, e.global_position) <= ($3::xid8, $4::bigint) AND e.stream_id <> $5
+        AND e.transaction_id BETWEEN $1::xid8 AND $3::xid8
         AND ($6::text[] IS NULL OR e.stream_id = ANY($6::text[]))
       ORDER BY e.stream_id, e.stream_version DESC`,
     [after.transactionId, after.globalPosition, upTo.transactionId, upTo.globalPosition, AUDIT_CHECKPOINT_STREAM, streamIds],
