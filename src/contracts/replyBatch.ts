@@ -1,4 +1,5 @@
 import { DeltaMessageSchema, type DeltaMessage } from "./deltaMessage.ts";
+import { plainDeltaMessage } from "./plainDeltaMessage.ts";
 
 /**
  * The payload of one PUBLISH on an API process's reply channel: the messages of any number of
@@ -29,8 +30,8 @@ export function decodeReplyBatch(text: string): ReplyEntry[] {
   const entries: ReplyEntry[] = [];
   for (const pair of parsed) {
     if (!Array.isArray(pair) || typeof pair[0] !== "string") continue;
-    const message = DeltaMessageSchema.safeParse(pair[1]);
-    if (message.success) entries.push({ completionId: pair[0], message: message.data });
+    const message = checkedMessage(pair[1]);
+    if (message) entries.push({ completionId: pair[0], message });
   }
   return entries;
 }
@@ -38,8 +39,7 @@ export function decodeReplyBatch(text: string): ReplyEntry[] {
 /** A message of the replay stream (one JSON text per entry). */
 export function decodeDeltaMessage(text: string): DeltaMessage | undefined {
   try {
-    const result = DeltaMessageSchema.safeParse(JSON.parse(text));
-    return result.success ? result.data : undefined;
+    return checkedMessage(JSON.parse(text));
   } catch {
     return undefined;
   }
@@ -60,4 +60,12 @@ export function decodeReplayEntries(entries: readonly [string, string[]][]): Del
     if (message) messages.push(message);
   }
   return messages;
+}
+
+/** A parsed message checked against DeltaMessageSchema (a text delta by hand, see plainDeltaMessage.ts), or undefined. */
+function checkedMessage(json: unknown): DeltaMessage | undefined {
+  const plain = plainDeltaMessage(json);
+  if (plain) return plain;
+  const result = DeltaMessageSchema.safeParse(json);
+  return result.success ? result.data : undefined;
 }

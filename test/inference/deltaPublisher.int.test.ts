@@ -70,6 +70,32 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
     expect(subscriber.listening).toBe(0);
   });
 
+  it("writes a delta at once when its completion wrote nothing for a whole window (no wait for the flush loop)", async () => {
+    const feed = subscriber.open("slow");
+    let clock = 1000;
+    // The flush loop's timer is a minute away: only an immediate write can deliver the later deltas.
+    const window = new CoalescingWindow(60_000);
+    const publisher = new DeltaPublisher(keys, job("slow"), { window, writer, replayTtlSeconds: 60, replayMaxLen: 100, now: () => clock });
+    publisher.send({ type: "started" });
+    publisher.delta({ content: "a" });
+    clock += 60_000;
+    publisher.delta({ content: "b" });
+    clock += 1;
+    publisher.delta({ content: "c" });
+    const received = [];
+    for (let i = 0; i < 3; i++) received.push(await feed.next(2_000));
+    expect(received).toEqual([
+      { seq: 0, type: "started" },
+      { seq: 1, type: "delta", delta: { content: "a" } },
+      { seq: 2, type: "delta", delta: { content: "b" } },
+    ]);
+    // "c" came within the window of "b": it waits (merged) for the flush loop or close().
+    expect(await feed.next(100)).toBeUndefined();
+    await publisher.close();
+    expect(await feed.next(2_000)).toEqual({ seq: 3, type: "delta", delta: { content: "c" } });
+    feed.close();
+  });
+
   it("flushes the later deltas of every completion from the worker's one flush loop, without a terminal message", async () => {
     const window = new CoalescingWindow(1);
     const ids = ["loop-a", "loop-b"];

@@ -25,9 +25,10 @@ export type DeltaPublisherOptions = {
  * process that enqueued the job, for live listening, plus XADD to the completion's capped, expiring
  * replay stream; the TurnWriter sends them with every other message of the same event-loop turn.
  *
- * The first delta goes out at once (the first token is never held back). Later deltas are merged and
- * left to the worker's one flush loop (CoalescingWindow), which writes them once the completion's
- * window has passed since its last write, together with the due deltas of every other completion, in
+ * The first delta goes out at once (the first token is never held back), and so does any delta that
+ * comes once the completion's window has passed since its last write. Deltas that come faster are
+ * merged and left to the worker's one flush loop (CoalescingWindow), which writes them once the
+ * completion's window has passed since its last write, together with the due deltas of every other completion, in
  * the same event-loop tick: the TurnWriter sends a turn's commands in one socket write, so Redis is not
  * written once per token and completion under load.
  */
@@ -69,7 +70,11 @@ export class DeltaPublisher implements PendingFlush {
       mergeDeltas(this.#pending, delta);
       return;
     }
-    if (this.#deltas === 0 || this.#options.window.currentMs() === 0) {
+    // Written at once when nothing of this completion was written within its window (its first delta
+    // included): a token that comes slower than the window waits neither for the flush loop's timer nor
+    // its wake-up, which at low load would cost one timer per token and delay every token by the window.
+    const windowMs = this.#options.window.currentMs();
+    if (this.#deltas === 0 || windowMs === 0 || this.#options.now() - this.#lastWrite >= windowMs) {
       this.#writeDelta(mergeDeltas({}, delta));
       return;
     }

@@ -10,6 +10,16 @@ import type { DeltaSubscriber } from "../relay/deltaSubscriber.ts";
 import type { WorkerPresence } from "../../../contracts/workerPresence.ts";
 import { InternalApiError, ModelUnavailableError, ServiceUnavailableError } from "../../http/errors.ts";
 import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
+import { SharedReads } from "./sharedReads.ts";
+
+/**
+ * How long one read of a model's waiting count, and one of its worker liveness, is shared by the
+ * requests that need it: under load, requests that arrive within a few milliseconds of each other
+ * send one ZCOUNT and one count script between them instead of one each. The count a request sees may
+ * then be this much older than its own job (queue_full can let that many milliseconds' arrivals more
+ * in); liveness is decided by heartbeats seconds long anyway.
+ */
+export const SHARED_READ_MS = 5;
 
 export type GatewayLimits = {
   /** How long a started job may stay silent. */
@@ -41,6 +51,8 @@ export class InferenceGateway {
   readonly #records: CompletionRecords;
   readonly #abandonment: AbandonmentWatch;
   readonly #limits: GatewayLimits;
+  readonly #waitingCounts: SharedReads<number>;
+  readonly #liveness: SharedReads<boolean>;
   /** Jobs enqueued by this process that no worker started yet. */
   readonly #waiting = new Map<string, { job: CompletionJob; record: CompletionRecord }>();
 
@@ -51,6 +63,8 @@ export class InferenceGateway {
     records: CompletionRecords;
     abandonment: AbandonmentWatch;
     limits: GatewayLimits;
+    /** How long a waiting count or liveness read is shared (SHARED_READ_MS; 0: every request reads its own). */
+    sharedReadMs?: number;
   }) {
     this.#presence = deps.presence;
     this.#queues = deps.queues;
@@ -58,6 +72,8 @@ export class InferenceGateway {
     this.#records = deps.records;
     this.#abandonment = deps.abandonment;
     this.#limits = deps.limits;
+    this.#waitingCounts = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
+    this.#liveness = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
     this.#subscriber.onReconnect(() => void this.#resubmitWaiting());
   }
 
@@ -117,15 +133,16 @@ export class InferenceGateway {
       const checkingLive = new Promise<boolean>((resolve, reject) =>
         this.#queues.writeTogetherThisTurn(() => {
           try {
-            this.#presence.isLive(job.model).then(resolve, reject);
+            this.#liveness.get(job.model, () => this.#presence.isLive(job.model)).then(resolve, reject);
           } catch (error) {
             reject(error);
           }
         }),
       );
       const enqueuing = Promise.all([this.#queues.enqueue(job), this.#records.create(record)]);
-      // Counted once the job is in: the count includes it unless a worker took it already.
-      const countingWaiting = enqueuing.then(() => this.#queues.waitingCount(job.model));
+      // Counted once the job is in: the count includes it unless a worker took it already, or the count
+      // is one shared with requests of the last few milliseconds (SHARED_READ_MS).
+      const countingWaiting = enqueuing.then(() => this.#waitingCounts.get(job.model, () => this.#queues.waitingCount(job.model)));
       const [live, waiting, enqueued] = await Promise.allSettled([checkingLive, countingWaiting, enqueuing]);
       if (enqueued.status === "rejected") throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis") : enqueued.reason;
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
