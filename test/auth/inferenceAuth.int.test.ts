@@ -54,8 +54,16 @@ describe("inference authentication on /v1/*", () => {
     const other = await createKey(app, account.sessionToken, "other");
     expect((await models(key.key)).status).toBe(200);
     expect((await models(key.key)).status).toBe(200);
-    expect((await models(other.key)).status).toBe(200);
-    expect(app.deps.keyAuth.cache.size).toBeGreaterThan(0);
+    // The keys' creations are published on the invalidation channel too and clear the cache when they
+    // arrive: ask until the key stays cached.
+    await expect
+      .poll(async () => {
+        expect((await models(other.key)).status).toBe(200);
+        expect((await models(key.key)).status).toBe(200);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return app.deps.keyAuth.cache.size;
+      })
+      .toBeGreaterThan(0);
 
     const revoke = await app.request("POST", `${KEYS_PATH}${key.id}/revoke/`, { token: account.sessionToken });
     expect(revoke.status, revoke.text).toBe(200);

@@ -152,8 +152,15 @@ describe("the inference platform on a 3-master Redis Cluster", () => {
 
   it("a key revoked through one API process is refused by the other at once (auth invalidation channel)", async () => {
     const other = await createKey(platform, accountToken);
-    expect((await secondApi.request("GET", "/v1/models", { token: other.key })).status).toBe(200);
-    expect(secondApi.deps.keyAuth.cache.size).toBeGreaterThan(0);
+    // The key's creation is itself published on the channel and clears the other process's cache when it
+    // arrives: ask until the key stays cached, so the 403 below comes from the revocation's message.
+    await expect
+      .poll(async () => {
+        expect((await secondApi.request("GET", "/v1/models", { token: other.key })).status).toBe(200);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return secondApi.deps.keyAuth.cache.size;
+      })
+      .toBeGreaterThan(0);
     const revoke = await platform.request("POST", `${KEYS_PATH}${other.id}/revoke/`, { token: accountToken });
     expect(revoke.status, revoke.text).toBe(200);
     expectError(await secondApi.request("GET", "/v1/models", { token: other.key }), 403, "Forbidden");

@@ -29,7 +29,8 @@ export async function send(baseUrl: string, request: FuzzRequest): Promise<FuzzA
 
 /** The OpenAI shape of a successful /v1 answer, by method and path. */
 function successShape(method: string, path: string): { body: OpenAiShape; chunk?: OpenAiShape } | null {
-  const p = path.split("?")[0]!;
+  // The path as fetch sends it: a segment "." or ".." is resolved away (`/v1/models/.` is `/v1/models/`).
+  const p = new URL(path, "http://127.0.0.1").pathname;
   if (/^\/v1\/chat\/completions\/?$/.test(p) || /^\/v1\/chat\/completions\/[^/]+\/?$/.test(p))
     return { body: "chat.completion", chunk: "chat.completion.chunk" };
   if (/^\/v1\/completions\/?$/.test(p) || /^\/v1\/completions\/[^/]+\/?$/.test(p)) return { body: "text_completion", chunk: "text_completion.chunk" };
