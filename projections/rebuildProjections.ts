@@ -9,6 +9,7 @@ import type { Projection } from "./projection.ts";
 import { PROJECTION_LOCK_SPACE } from "./projectionLocks.ts";
 import { projectNextBatch } from "./projectNextBatch.ts";
 import { readAhead } from "./readAhead.ts";
+import { usageColumns } from "./usageRecordedFrom.ts";
 
 export type RebuildResult = { projection: string; eventsApplied: number; checkpoint: LogPosition };
 
@@ -71,6 +72,7 @@ export async function rebuildProjections(pool: Pool, projections: Projection[], 
 async function applyToEach(client: PoolClient, inPass: Rebuilding[], events: RecordedEvent[]): Promise<void> {
   const end = positionOf(events.at(-1)!);
   const applied: Rebuilding[] = [];
+  const usage = usageColumns(events);
   await client.query("BEGIN");
   try {
     for (const r of inPass) {
@@ -81,7 +83,7 @@ async function applyToEach(client: PoolClient, inPass: Rebuilding[], events: Rec
         continue;
       }
       await client.query("SAVEPOINT rebuild_projection");
-      await r.projection.apply(client, events);
+      await r.projection.apply(client, events, usage);
       if (await advanceCheckpoint(client, name, r.at, end)) {
         applied.push(r);
       } else {

@@ -94,17 +94,22 @@ export async function replayReadModels(
     // The reader's search_path is the live schema's (the scratch schema is only on `client`'s).
     for await (const events of readAhead((after) => readAllInSnapshot(logReader, after, batchSize), LOG_START, { rereadEmpty: false })) {
       eventsRead += events.length;
+      const usage = usageColumns(events);
       for (const p of projections) {
         const upTo = checkpoints.get(p.name)!;
-        const applied = events.filter((event) => atOrBefore(event, upTo));
-        if (applied.length) await p.apply(client, applied);
+        // Usually the whole batch (a live checkpoint behind the log cuts the last batches short).
+        if (atOrBefore(events.at(-1)!, upTo)) await p.apply(client, events, usage);
+        else {
+          const applied = events.filter((event) => atOrBefore(event, upTo));
+          if (applied.length) await p.apply(client, applied);
+        }
       }
       for (const event of events) {
         // The inline models are built from the account streams only.
         if (!event.streamId.startsWith("account-")) continue;
         for (const m of INLINE_MODELS) await m.apply(client, event);
       }
-      const spent = usageColumns(events);
+      const spent = usage;
       if (spent) {
         await client.query(
           `INSERT INTO ${q(scratch, "budget_spent")} AS b
