@@ -1,4 +1,5 @@
 import type { Queryable, RecordedEvent } from "../src/ledger/eventStore/types.ts";
+import type { UsageColumns } from "./usageRecordedFrom.ts";
 
 /**
  * A read model built by the projector from the event log. `apply` runs inside the runner's transaction,
@@ -12,7 +13,8 @@ export type Projection = {
   tables: string[];
   /**
    * Applies a batch of consecutive events (in log order); ignores types it does not handle. Every event
-   * is in exactly one batch; the result must not depend on how the log is cut into batches.
+   * is in exactly one batch; the result must not depend on how the log is cut into batches. `usage`:
+   * usageColumns(events), from a caller that hands one batch to several projections (parsed once).
    */
-  apply(db: Queryable, events: RecordedEvent[]): Promise<void>;
+  apply(db: Queryable, events: RecordedEvent[], usage?: UsageColumns | null): Promise<void>;
 };

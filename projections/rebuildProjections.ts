@@ -1,21 +1,34 @@
 import pg from "pg";
-import type { Pool } from "../src/db/createPool.ts";
+import type { Pool, PoolClient } from "../src/db/createPool.ts";
 import { withTransaction } from "../src/db/withTransaction.ts";
-import type { LogPosition } from "../src/ledger/eventStore/logPosition.ts";
-import { readCheckpoint } from "./checkpoint.ts";
+import { compareLogPositions, LOG_START, positionOf, type LogPosition } from "../src/ledger/eventStore/logPosition.ts";
+import { readAll } from "../src/ledger/eventStore/readAll.ts";
+import type { RecordedEvent } from "../src/ledger/eventStore/types.ts";
+import { advanceCheckpoint, readCheckpoint } from "./checkpoint.ts";
 import type { Projection } from "./projection.ts";
 import { PROJECTION_LOCK_SPACE } from "./projectionLocks.ts";
 import { projectNextBatch } from "./projectNextBatch.ts";
+import { readAhead } from "./readAhead.ts";
+import { usageColumns } from "./usageRecordedFrom.ts";
 
 export type RebuildResult = { projection: string; eventsApplied: number; checkpoint: LogPosition };
+
+/** A projection the rebuild's single pass over the log still feeds (`inPass`), and where it stands. */
+type Rebuilding = { projection: Projection; at: LogPosition; eventsApplied: number; inPass: boolean };
 
 /**
  * Rebuilds the projected read models from the log: in one transaction, empties each projection's tables
  * and removes its checkpoint (holding the projection's reset lock, so no batch of a running projector
- * interleaves), then projects the log from its start up to what is readable now. Safe while projectors
- * run: they continue from the reset checkpoint, and the checkpoint's compare-and-set keeps any event
- * from being applied twice when they race this catch-up. The read models show less than the log until
- * the catch-up ends.
+ * interleaves), then projects the log from its start up to what is readable now.
+ *
+ * The log is read once for all projections (readAll, the projector's gap-safe reader, on a second
+ * connection, one batch ahead: the next batch is read while the current one is applied). Each batch is
+ * applied to every projection in one transaction that moves each projection's own checkpoint with
+ * compare-and-set, as the projector does. Safe while projectors (or another rebuild) run: a projection
+ * whose checkpoint is no longer where this pass left it (someone else applied a batch) or whose
+ * compare-and-set loses a race is rolled back to its savepoint and leaves the pass; it then catches up
+ * from its checkpoint one batch at a time (projectNextBatch), so no event is applied twice. The read
+ * models show less than the log until the catch-up ends. The pool needs two free connections.
  */
 export async function rebuildProjections(pool: Pool, projections: Projection[], batchSize = 1000): Promise<RebuildResult[]> {
   await withTransaction(pool, async (client) => {
@@ -27,14 +40,64 @@ export async function rebuildProjections(pool: Pool, projections: Projection[], 
   });
   const client = await pool.connect();
   try {
+    const rebuilding: Rebuilding[] = projections.map((projection) => ({ projection, at: LOG_START, eventsApplied: 0, inPass: true }));
+    const reader = await pool.connect();
+    try {
+      for await (const events of readAhead((after) => readAll(reader, after, batchSize), LOG_START, { rereadEmpty: true })) {
+        const inPass = rebuilding.filter((r) => r.inPass);
+        if (inPass.length === 0) break;
+        await applyToEach(client, inPass, events);
+      }
+    } finally {
+      reader.release();
+    }
+    for (const r of rebuilding.filter((r) => !r.inPass)) {
+      for (let applied = 1; applied > 0; r.eventsApplied += applied) applied = await projectNextBatch(client, r.projection, batchSize);
+    }
     const results: RebuildResult[] = [];
-    for (const projection of projections) {
-      let eventsApplied = 0;
-      for (let applied = 1; applied > 0; eventsApplied += applied) applied = await projectNextBatch(client, projection, batchSize);
-      results.push({ projection: projection.name, eventsApplied, checkpoint: await readCheckpoint(client, projection.name) });
+    for (const r of rebuilding) {
+      results.push({ projection: r.projection.name, eventsApplied: r.eventsApplied, checkpoint: await readCheckpoint(client, r.projection.name) });
     }
     return results;
   } finally {
     client.release();
+  }
+}
+
+/**
+ * Applies one batch to each projection still in the pass, in one transaction, each under the reset lock
+ * (shared, as a projector's batch) and its own savepoint, moving its checkpoint from where the pass left
+ * it to the batch's last event. A projection whose checkpoint moved elsewhere leaves the pass unchanged.
+ */
+async function applyToEach(client: PoolClient, inPass: Rebuilding[], events: RecordedEvent[]): Promise<void> {
+  const end = positionOf(events.at(-1)!);
+  const applied: Rebuilding[] = [];
+  const usage = usageColumns(events);
+  await client.query("BEGIN");
+  try {
+    for (const r of inPass) {
+      const name = r.projection.name;
+      await client.query("SELECT pg_advisory_xact_lock_shared($1, hashtext($2))", [PROJECTION_LOCK_SPACE.reset, name]);
+      if (compareLogPositions(await readCheckpoint(client, name), r.at) !== 0) {
+        r.inPass = false;
+        continue;
+      }
+      await client.query("SAVEPOINT rebuild_projection");
+      await r.projection.apply(client, events, usage);
+      if (await advanceCheckpoint(client, name, r.at, end)) {
+        applied.push(r);
+      } else {
+        await client.query("ROLLBACK TO SAVEPOINT rebuild_projection");
+        r.inPass = false;
+      }
+    }
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
+  for (const r of applied) {
+    r.at = end;
+    r.eventsApplied += events.length;
   }
 }

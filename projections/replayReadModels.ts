@@ -3,11 +3,12 @@ import pg from "pg";
 import { AccountEventSchema } from "../src/ledger/accounts/accountEvents.ts";
 import { projectAccountRow } from "../src/ledger/accounts/projectAccountRow.ts";
 import type { Pool, PoolClient } from "../src/db/createPool.ts";
-import { compareLogPositions, LOG_START, positionOf, type LogPosition } from "../src/ledger/eventStore/logPosition.ts";
+import { compareLogPositions, LOG_START, type LogPosition } from "../src/ledger/eventStore/logPosition.ts";
 import { readAllInSnapshot } from "../src/ledger/eventStore/readAll.ts";
 import type { RecordedEvent } from "../src/ledger/eventStore/types.ts";
 import { projectKeyRows } from "../src/ledger/accounts/projectKeyRows.ts";
 import { readCheckpoint } from "./checkpoint.ts";
+import { readAhead } from "./readAhead.ts";
 import type { Projection } from "./projection.ts";
 import { usageColumns } from "./usageRecordedFrom.ts";
 
@@ -55,6 +56,8 @@ const atOrBefore = (event: RecordedEvent, checkpoint: LogPosition) => compareLog
  * - inline models (rm_accounts, rm_keys) from every account event, compared on their event-derived columns;
  * - rm_budget.spent_micro_chf (plus settled holds not folded yet) equals the sum of UsageRecorded costs per account and billing period
  *   (UTC month of finishedAt); held and budget are not history and are not compared.
+ * The log is read on a second connection that shares the snapshot (pg_export_snapshot), one batch ahead
+ * of the rebuild (readAhead): the pool needs two free connections.
  */
 export async function replayReadModels(
   pool: Pool,
@@ -64,8 +67,15 @@ export async function replayReadModels(
   const sampleSize = options.sampleSize ?? 20;
   const batchSize = options.batchSize ?? 1000;
   const client = await pool.connect();
+  // The log is read on a second connection sharing the snapshot, one batch ahead of the rebuild.
+  let reader: PoolClient | null = null;
   try {
     await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ WRITE");
+    const snapshot = (await client.query<{ id: string }>("SELECT pg_export_snapshot() AS id")).rows[0]!.id;
+    reader = await pool.connect();
+    await reader.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    await reader.query(`SET TRANSACTION SNAPSHOT ${pg.escapeLiteral(snapshot)}`);
+    const logReader = reader;
     const live = (await client.query<{ s: string }>("SELECT current_schema() AS s")).rows[0]!.s;
     const checkpoints = new Map<string, LogPosition>();
     for (const p of projections) checkpoints.set(p.name, await readCheckpoint(client, p.name));
@@ -81,23 +91,25 @@ export async function replayReadModels(
     await client.query(`SET LOCAL search_path = ${pg.escapeIdentifier(scratch)}, ${pg.escapeIdentifier(live)}`);
 
     let eventsRead = 0;
-    let after: LogPosition = LOG_START;
-    for (;;) {
-      // Unqualified es_events resolves to the live schema (the scratch schema has none).
-      const events = await readAllInSnapshot(client, after, batchSize);
-      if (events.length === 0) break;
+    // The reader's search_path is the live schema's (the scratch schema is only on `client`'s).
+    for await (const events of readAhead((after) => readAllInSnapshot(logReader, after, batchSize), LOG_START, { rereadEmpty: false })) {
       eventsRead += events.length;
+      const usage = usageColumns(events);
       for (const p of projections) {
         const upTo = checkpoints.get(p.name)!;
-        const applied = events.filter((event) => atOrBefore(event, upTo));
-        if (applied.length) await p.apply(client, applied);
+        // Usually the whole batch (a live checkpoint behind the log cuts the last batches short).
+        if (atOrBefore(events.at(-1)!, upTo)) await p.apply(client, events, usage);
+        else {
+          const applied = events.filter((event) => atOrBefore(event, upTo));
+          if (applied.length) await p.apply(client, applied);
+        }
       }
       for (const event of events) {
         // The inline models are built from the account streams only.
         if (!event.streamId.startsWith("account-")) continue;
         for (const m of INLINE_MODELS) await m.apply(client, event);
       }
-      const spent = usageColumns(events);
+      const spent = usage;
       if (spent) {
         await client.query(
           `INSERT INTO ${q(scratch, "budget_spent")} AS b
@@ -108,7 +120,6 @@ export async function replayReadModels(
           [spent[0], spent[7], spent[8]],
         );
       }
-      after = positionOf(events.at(-1)!);
     }
 
     const checks: { model: string; live: string; rebuilt: string }[] = [
@@ -132,8 +143,11 @@ export async function replayReadModels(
     for (const check of checks) models.push(await compare(client, check, sampleSize));
     return { eventsRead, models, differences: models.filter((m) => m.onlyLive.length || m.onlyRebuilt.length).length };
   } finally {
-    await client.query("ROLLBACK").catch(() => undefined);
-    client.release();
+    for (const c of [reader, client]) {
+      if (!c) continue;
+      await c.query("ROLLBACK").catch(() => undefined);
+      c.release();
+    }
   }
 }
 

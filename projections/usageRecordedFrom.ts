@@ -7,9 +7,17 @@ export function usageRecordedFrom(event: RecordedEvent): UsageRecorded["data"] |
   return UsageRecordedSchema.parse({ type: event.type, data: event.data }).data;
 }
 
+/**
+ * An ISO 8601 UTC time whose date part is the UTC day as written: month 01-12, day 01-28 (valid in
+ * every month), hour 00-23. The replay meets one per event: its day is read off the text, not built
+ * through a Date.
+ */
+const PLAIN_UTC_TIME = /^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{3})?Z$/;
+
 /** The UTC day a usage counts for: the day its job finished. */
 export function usageDay(usage: UsageRecorded["data"]): string {
-  return new Date(usage.finishedAt).toISOString().slice(0, 10);
+  const finishedAt = usage.finishedAt;
+  return PLAIN_UTC_TIME.test(finishedAt) ? finishedAt.slice(0, 10) : new Date(finishedAt).toISOString().slice(0, 10);
 }
 
 /**
@@ -17,7 +25,9 @@ export function usageDay(usage: UsageRecorded["data"]): string {
  * account, day, model, key, prompt, completion, reasoning tokens, cost, finishedAt. Null when the batch
  * has none.
  */
-export function usageColumns(events: RecordedEvent[]): unknown[][] | null {
+export type UsageColumns = unknown[][];
+
+export function usageColumns(events: RecordedEvent[]): UsageColumns | null {
   const columns: unknown[][] = [[], [], [], [], [], [], [], [], []];
   for (const event of events) {
     const usage = usageRecordedFrom(event);

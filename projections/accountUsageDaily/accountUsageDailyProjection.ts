@@ -9,8 +9,7 @@ import { usageColumns } from "../usageRecordedFrom.ts";
 export const accountUsageDailyProjection: Projection = {
   name: "account_usage_daily",
   tables: ["rm_account_usage_daily"],
-  async apply(db, events) {
-    const columns = usageColumns(events);
+  async apply(db, events, columns = usageColumns(events)) {
     if (!columns) return;
     await db.query(
       `INSERT INTO rm_account_usage_daily AS t

@@ -10,8 +10,7 @@ import { usageColumns } from "../usageRecordedFrom.ts";
 export const keyUsageDailyProjection: Projection = {
   name: "key_usage_daily",
   tables: ["rm_key_usage_daily"],
-  async apply(db, events) {
-    const columns = usageColumns(events);
+  async apply(db, events, columns = usageColumns(events)) {
     if (!columns) return;
     await db.query(
       `INSERT INTO rm_key_usage_daily AS t
