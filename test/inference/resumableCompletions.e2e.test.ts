@@ -110,6 +110,21 @@ describe("resumable completions (real worker, engine paced at 150 ms per delta, 
     expect((await get(`/v1/chat/completions/${id}?stream=true`, { headers: { "last-event-id": "abc" } })).status).toBe(400);
   });
 
+  it("resuming a finished completion at or after its last event ends at once with [DONE]; a non-streamed GET ignores Last-Event-ID", async () => {
+    const created = (await (await post(body({ max_tokens: 3 }))).json()) as { id: string; choices: { message: { content: string } }[] };
+    const whole = await new SseReader(await get(`/v1/chat/completions/${created.id}?stream=true&include_usage=true`)).rest();
+    const lastId = Math.max(...ids(whole));
+    for (const after of [String(lastId), String(lastId + 1000)]) {
+      const started = performance.now();
+      const rest = await new SseReader(await get(`/v1/chat/completions/${created.id}?stream=true`, { headers: { "last-event-id": after } })).rest();
+      expect(rest.filter((item) => item.data !== undefined).map((item) => item.data)).toEqual(["[DONE]"]);
+      expect(performance.now() - started).toBeLessThan(2_000);
+    }
+    const stored = await get(`/v1/chat/completions/${created.id}`, { headers: { "last-event-id": String(lastId + 1000) } });
+    expect(stored.status).toBe(200);
+    expect(((await stored.json()) as typeof created).choices[0]!.message.content).toBe(created.choices[0]!.message.content);
+  });
+
   it("a client that goes away and never comes back: the job stops after the grace period, charged for what it generated, its hold settled", async () => {
     const controller = new AbortController();
     const response = await post(body({ stream: true }), {}, controller.signal);

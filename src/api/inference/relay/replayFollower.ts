@@ -1,9 +1,9 @@
-import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
+import { isTerminal, type DeltaMessage } from "../../../contracts/deltaMessage.ts";
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
 import { decodeReplayEntry } from "../../../contracts/replyBatch.ts";
 import { duplicateAs, type Redis } from "../../../redis/createRedis.ts";
 import { InternalApiError } from "../../http/errors.ts";
-import { JobReleasedError, type RunningJob } from "./runningJob.ts";
+import { EndedBeforeResumeError, JobReleasedError, type RunningJob } from "./runningJob.ts";
 
 /** Longest single blocking read: a released follower's connection is closed at once anyway. */
 const BLOCK_MS = 5_000;
@@ -23,6 +23,8 @@ export class ReplayFollower implements RunningJob {
   #lastEntryId = "0-0";
   #buffer: DeltaMessage[] = [];
   #released = false;
+  /** A terminal message at or before the resume point was read: nothing after it will come. */
+  #endedBefore = false;
 
   constructor(redis: Redis, keys: InferenceKeys, completionId: string, options: { afterSeq: number; idleTimeoutMs: number }) {
     this.completionId = completionId;
@@ -40,6 +42,7 @@ export class ReplayFollower implements RunningJob {
       const message = this.#buffer.shift();
       if (message) return message;
       if (this.#released) throw new JobReleasedError();
+      if (this.#endedBefore) throw new EndedBeforeResumeError();
       const left = deadline - Date.now();
       if (left <= 0) {
         this.release();
@@ -67,6 +70,7 @@ export class ReplayFollower implements RunningJob {
       for (const [entryId, fields] of entries) {
         this.#lastEntryId = entryId;
         const message = decodeReplayEntry(fields);
+        if (message && message.seq <= this.#afterSeq && isTerminal(message)) this.#endedBefore = true;
         if (!message || message.seq <= this.#afterSeq || message.type === "started") continue;
         this.#afterSeq = message.seq;
         this.#buffer.push(message);

@@ -8,6 +8,18 @@ export class JobReleasedError extends Error {
   }
 }
 
+/**
+ * Raised by a resumed job's next() when the completion ended at or before the point the client resumes
+ * after (its terminal message has a sequence number <= Last-Event-ID / starting_after): the client has
+ * had everything, and nothing more will come.
+ */
+export class EndedBeforeResumeError extends Error {
+  constructor() {
+    super("the completion ended before the resume point");
+    this.name = "EndedBeforeResumeError";
+  }
+}
+
 /** For `.catch()` on a collected answer: the client went away (null), anything else is rethrown. */
 export function nullIfReleased(error: unknown): null {
   if (error instanceof JobReleasedError) return null;

@@ -1,7 +1,7 @@
 import { errorBody, InternalApiError } from "../../http/errors.ts";
 import { toApiError } from "../../http/errorHandler.ts";
 import type { SseResponse } from "../sse/sseResponse.ts";
-import { JobReleasedError, type RunningJob } from "../relay/runningJob.ts";
+import { EndedBeforeResumeError, JobReleasedError, type RunningJob } from "../relay/runningJob.ts";
 import { jobErrorToApiError } from "./jobErrorToApiError.ts";
 import type { StreamFormat } from "./streamFormat.ts";
 
@@ -47,6 +47,11 @@ export async function relayStream(job: RunningJob, sse: SseResponse, format: Str
     }
   } catch (error) {
     if (error instanceof JobReleasedError || sse.clientGone) return;
+    if (error instanceof EndedBeforeResumeError) {
+      // Resumed after its last event: the client has had everything; the stream just ends.
+      sse.done();
+      return;
+    }
     if (!sse.opened) throw error;
     sse.event(lastSeq + 1, errorBody(toApiError(error)));
     sse.done();

@@ -33,9 +33,11 @@ export function getStoredCompletion(deps: AppDeps, endpoint: Endpoint, shape: Re
     const inference = requireInference(deps);
     const query = ctx.state.query as StoredCompletionQuery;
     const record = await ownCompletion(inference, ctx, endpoint);
+    const stream = query.stream === true;
     const lastEventId = ctx.get("last-event-id");
-    const afterSeq = query.starting_after ?? (lastEventId ? parseWith(LastEventIdSchema, lastEventId) : -1);
-    await serveExistingCompletion(inference, ctx, record, { afterSeq, stream: query.stream === true, includeUsage: query.include_usage === true, shape });
+    // A resume point applies to a stream only: a non-streamed GET answers the whole completion.
+    const afterSeq = !stream ? -1 : (query.starting_after ?? (lastEventId ? parseWith(LastEventIdSchema, lastEventId) : -1));
+    await serveExistingCompletion(inference, ctx, record, { afterSeq, stream, includeUsage: query.include_usage === true, shape });
   };
 }
 
