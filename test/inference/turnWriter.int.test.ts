@@ -34,10 +34,42 @@ describe("TurnWriter", () => {
     const socket = (connection as Extract<typeof connection, { stream: unknown }>).stream as Socket;
 
     const done = [
-      writer.write(key("s1"), 100, 60, key("api-1"), "c1", JSON.stringify({ seq: 0, type: "started" }), noFailure),
-      writer.write(key("s2"), 100, null, key("api-1"), "c2", JSON.stringify({ seq: 0, type: "started" }), noFailure),
-      writer.write(key("s1"), 100, null, key("api-1"), "c1", JSON.stringify({ seq: 1, type: "finish" }), noFailure),
-      writer.write(key("s3"), 100, null, key("api-2"), "c3", JSON.stringify({ seq: 0, type: "started" }), noFailure),
+      writer.write({
+        stream: key("s1"),
+        maxLen: 100,
+        expireSeconds: 60,
+        replyTo: key("api-1"),
+        completionId: "c1",
+        messageJson: JSON.stringify({ seq: 0, type: "started" }),
+        onFailure: noFailure,
+      }),
+      writer.write({
+        stream: key("s2"),
+        maxLen: 100,
+        expireSeconds: null,
+        replyTo: key("api-1"),
+        completionId: "c2",
+        messageJson: JSON.stringify({ seq: 0, type: "started" }),
+        onFailure: noFailure,
+      }),
+      writer.write({
+        stream: key("s1"),
+        maxLen: 100,
+        expireSeconds: null,
+        replyTo: key("api-1"),
+        completionId: "c1",
+        messageJson: JSON.stringify({ seq: 1, type: "finish" }),
+        onFailure: noFailure,
+      }),
+      writer.write({
+        stream: key("s3"),
+        maxLen: 100,
+        expireSeconds: null,
+        replyTo: key("api-2"),
+        completionId: "c3",
+        messageJson: JSON.stringify({ seq: 0, type: "started" }),
+        onFailure: noFailure,
+      }),
     ];
     // Nothing has left yet: the appends wait in the corked socket, the replies in the turn.
     expect(socket.writableCorked).toBe(1);
@@ -66,12 +98,36 @@ describe("TurnWriter", () => {
   it("reports a failed append only to the message it carried; the turn and the next ones still settle", async () => {
     await testRedis.redis.set(key("not-a-stream"), "x");
     const failures: Record<string, Error[]> = { bad: [], good: [] };
-    const failed = writer.write(key("not-a-stream"), 100, null, key("api-1"), "bad", "{}", (e) => failures.bad!.push(e));
-    writer.write(key("fine"), 100, null, key("api-1"), "good", "{}", (e) => failures.good!.push(e));
+    const failed = writer.write({
+      stream: key("not-a-stream"),
+      maxLen: 100,
+      expireSeconds: null,
+      replyTo: key("api-1"),
+      completionId: "bad",
+      messageJson: "{}",
+      onFailure: (e) => failures.bad!.push(e),
+    });
+    writer.write({
+      stream: key("fine"),
+      maxLen: 100,
+      expireSeconds: null,
+      replyTo: key("api-1"),
+      completionId: "good",
+      messageJson: "{}",
+      onFailure: (e) => failures.good!.push(e),
+    });
     await failed;
     expect(failures.bad!.map((e) => e.message)).toEqual([expect.stringContaining("WRONGTYPE")]);
     expect(failures.good).toEqual([]);
-    await writer.write(key("fine"), 100, null, key("api-1"), "good", "{}", noFailure);
+    await writer.write({
+      stream: key("fine"),
+      maxLen: 100,
+      expireSeconds: null,
+      replyTo: key("api-1"),
+      completionId: "good",
+      messageJson: "{}",
+      onFailure: noFailure,
+    });
     expect(await testRedis.redis.xlen(key("fine"))).toBe(2);
   });
 });

@@ -127,14 +127,14 @@ export class DeltaPublisher implements PendingFlush {
     // The expiry is (re)set on the first and last messages and now and then between, not on every delta.
     const last = sequenced.type === "usage" || sequenced.type === "error";
     const expire = sequenced.seq % 256 === 0 || sequenced.seq === this.#firstSeq || last ? this.#options.replayTtlSeconds : null;
-    this.#written = this.#options.writer.write(
-      this.#stream,
-      this.#options.replayMaxLen,
-      expire,
-      this.#replyTo,
-      this.#completionId,
-      JSON.stringify(sequenced),
-      this.#onFailure,
-    );
+    this.#written = this.#options.writer.write({
+      stream: this.#stream,
+      maxLen: this.#options.replayMaxLen,
+      expireSeconds: expire,
+      replyTo: this.#replyTo,
+      completionId: this.#completionId,
+      messageJson: JSON.stringify(sequenced),
+      onFailure: this.#onFailure,
+    });
   }
 }

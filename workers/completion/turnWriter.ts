@@ -7,6 +7,17 @@ import { encodeReplyBatch, encodeReplyEntry } from "../../src/contracts/replyBat
 /** Told when a command carrying one of its messages failed. */
 export type WriteFailureListener = (error: Error) => void;
 
+/** One message for TurnWriter.write: where it is appended, where it is published, and who hears of a failure. */
+export type TurnMessage = {
+  stream: string;
+  maxLen: number;
+  expireSeconds: number | null;
+  replyTo: string;
+  completionId: string;
+  messageJson: string;
+  onFailure: WriteFailureListener;
+};
+
 type Reply = { entries: string[]; listeners: WriteFailureListener[] };
 
 type Turn = {
@@ -58,27 +69,11 @@ export class TurnWriter {
    * Its Redis commands make no trace spans: one turn carries messages of many completions (its PUBLISH
    * would land in whichever trace began the turn), and a span per token would swamp a trace.
    */
-  write(
-    stream: string,
-    maxLen: number,
-    expireSeconds: number | null,
-    replyTo: string,
-    completionId: string,
-    messageJson: string,
-    onFailure: WriteFailureListener,
-  ): Promise<void> {
-    return context.with(suppressTracing(context.active()), () => this.#write(stream, maxLen, expireSeconds, replyTo, completionId, messageJson, onFailure));
+  write(message: TurnMessage): Promise<void> {
+    return context.with(suppressTracing(context.active()), () => this.#write(message));
   }
 
-  #write(
-    stream: string,
-    maxLen: number,
-    expireSeconds: number | null,
-    replyTo: string,
-    completionId: string,
-    messageJson: string,
-    onFailure: WriteFailureListener,
-  ): Promise<void> {
+  #write({ stream, maxLen, expireSeconds, replyTo, completionId, messageJson, onFailure }: TurnMessage): Promise<void> {
     this.#turn ??= this.#begin();
     const turn = this.#turn;
     turn.commands.push(this.#redis.xadd(stream, "MAXLEN", "~", String(maxLen), "*", "m", messageJson));
