@@ -109,15 +109,14 @@ export async function replayReadModels(
         if (!event.streamId.startsWith("account-")) continue;
         for (const m of INLINE_MODELS) await m.apply(client, event);
       }
-      const spent = usage;
-      if (spent) {
+      if (usage) {
         await client.query(
           `INSERT INTO ${q(scratch, "budget_spent")} AS b
            SELECT account_id::uuid, date_trunc('month', finished AT TIME ZONE 'UTC')::date, sum(cost)
              FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) AS u(account_id, cost, finished)
             GROUP BY 1, 2
            ON CONFLICT (account_id, period_start) DO UPDATE SET spent_micro_chf = b.spent_micro_chf + EXCLUDED.spent_micro_chf`,
-          [spent[0], spent[7], spent[8]],
+          [usage[0], usage[7], usage[8]],
         );
       }
     }
