@@ -1,3 +1,5 @@
+import { readFile } from "node:fs/promises";
+import { checkpointSignerFromPem } from "../src/ledger/audit/checkpointSignature.ts";
 import { systemClock } from "../src/runtime/clock.ts";
 import type { RoleContext, RunningRole } from "../src/runtime/role.ts";
 import { HoldSweeper } from "../src/ledger/budget/holdSweeper.ts";
@@ -11,6 +13,8 @@ import { readProjectionLag } from "./projectionLag.ts";
  * the others stand by), the sweeper of orphaned budget holds and the audit checkpointer.
  */
 export async function startProjector({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
+  // A key that is configured but unreadable stops the start: silently unsigned checkpoints would not do.
+  const signer = config.auditSigningKeyPath ? checkpointSignerFromPem(await readFile(config.auditSigningKeyPath, "utf8")) : null;
   const runner = new ProjectionRunner({
     pool,
     logger,
@@ -35,7 +39,13 @@ export async function startProjector({ config, pool, logger, metrics }: RoleCont
       allProjections.map((p) => p.name),
     ),
   );
-  const checkpointer = new AuditCheckpointer({ pool, logger, intervalMs: config.auditCheckpointIntervalMs });
+  const checkpointer = new AuditCheckpointer({
+    pool,
+    logger,
+    intervalMs: config.auditCheckpointIntervalMs,
+    everyEvents: config.auditCheckpointEvents,
+    signer,
+  });
   runner.start();
   sweeper.start();
   checkpointer.start();

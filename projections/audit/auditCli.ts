@@ -1,13 +1,26 @@
+import { readFileSync } from "node:fs";
+import { mkdir, open, readFile } from "node:fs/promises";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../../src/config/config.ts";
 import { createPool, poolTimeouts } from "../../src/db/createPool.ts";
 import { migrate } from "../../src/db/migrate.ts";
+import { checkpointPublicKey, generateCheckpointKeyPair } from "../../src/ledger/audit/checkpointSignature.ts";
 import { formatAuditReport } from "./formatAuditReport.ts";
+import { SignedHeadsFileSchema, writeSignedHeads } from "./signedHeads.ts";
 import { verifyAudit } from "./verifyAudit.ts";
 
 const USAGE = `usage: npm run audit -- verify [--account ID] [--from ISO-TIME] [--to ISO-TIME] [--skip-read-models]
-  Walks the hash chains and checkpoints, recomputes every charge from the price table versions and the
-  read models from the log; exits 1 naming each stream and version that differs, 0 when all agree.`;
+                         [--public-key PEM-FILE ...] [--heads HEADS-FILE ...]
+  Walks the hash chains, checkpoints and their signatures, recomputes every charge from the price table
+  versions and the read models from the log; with --heads, names every stream whose head signed in a
+  checkpoint you kept is gone or rewritten. Exits 1 naming each stream and version that differs, 0 when
+  all agree. The public key defaults to AUDIT_PUBLIC_KEY_PATH.
+       npm run audit -- keygen --out DIR
+  Writes a new Ed25519 key pair: DIR/audit-signing-key.pem (private, for AUDIT_SIGNING_KEY_PATH of the
+  projector only) and DIR/audit-public-key.pem (for auditors).
+       npm run audit -- heads --out FILE [--since CHECKPOINT]
+  Writes the signed checkpoints (after CHECKPOINT) for an auditor to keep outside the database.`;
 
 function parseTime(name: string, value: string | undefined): Date | undefined {
   if (value === undefined) return undefined;
@@ -18,6 +31,30 @@ function parseTime(name: string, value: string | undefined): Date | undefined {
 
 class UsageError extends Error {}
 
+/** Writes a file that must not exist yet (a key is never overwritten). */
+async function writeNew(file: string, text: string, mode: number): Promise<void> {
+  const handle = await open(file, "wx", mode);
+  try {
+    await handle.writeFile(text);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function keygen(out: string | undefined): Promise<number> {
+  if (!out) throw new UsageError("keygen needs --out DIR");
+  await mkdir(out, { recursive: true, mode: 0o700 });
+  const pair = generateCheckpointKeyPair();
+  const privateFile = path.join(out, "audit-signing-key.pem");
+  const publicFile = path.join(out, "audit-public-key.pem");
+  await writeNew(privateFile, pair.privatePem, 0o600);
+  await writeNew(publicFile, pair.publicPem, 0o644);
+  process.stdout.write(
+    `key id:      ${pair.keyId}\nprivate key: ${privateFile} (AUDIT_SIGNING_KEY_PATH of the projector; keep it off the database host and out of backups of the database)\npublic key:  ${publicFile} (give it to your auditors; AUDIT_PUBLIC_KEY_PATH or --public-key of verify)\n`,
+  );
+  return 0;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -27,6 +64,10 @@ async function main(argv: string[]): Promise<number> {
       from: { type: "string" },
       to: { type: "string" },
       "skip-read-models": { type: "boolean", default: false },
+      "public-key": { type: "string", multiple: true },
+      heads: { type: "string", multiple: true },
+      out: { type: "string" },
+      since: { type: "string" },
       help: { type: "boolean", default: false },
     },
   });
@@ -34,19 +75,44 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  if (positionals.length !== 1 || positionals[0] !== "verify") throw new UsageError(USAGE);
-  const scope = {
-    ...(values.account ? { accountId: values.account } : {}),
-    ...(values.from ? { from: parseTime("from", values.from)! } : {}),
-    ...(values.to ? { to: parseTime("to", values.to)! } : {}),
-  };
+  const command = positionals[0];
+  if (positionals.length !== 1 || !["verify", "keygen", "heads"].includes(command!)) throw new UsageError(USAGE);
+  if (command === "keygen") return keygen(values.out);
   const config = loadConfig(process.env);
   // An operator tool: no statement limit, and no idle-in-transaction limit (it holds one snapshot open
   // across a whole log while a second connection or the process itself works).
   const pool = createPool(config.databaseUrl, 2, { timeouts: { ...poolTimeouts(config, "background"), statementMs: 0, queryMs: 0, idleInTransactionMs: 0 } });
   try {
     await migrate(pool);
-    const report = await verifyAudit(pool, { ...scope, readModels: !values["skip-read-models"] });
+    if (command === "heads") {
+      if (!values.out) throw new UsageError("heads needs --out FILE");
+      const since = values.since === undefined ? 0 : Number(values.since);
+      if (!Number.isInteger(since) || since < 0) throw new UsageError(`--since is not a checkpoint number: ${values.since}`);
+      const handle = await open(values.out, "w", 0o644);
+      const stream = handle.createWriteStream();
+      const counts = await writeSignedHeads(pool, stream, since);
+      await new Promise<void>((resolve, reject) => stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
+      process.stdout.write(
+        `${counts.checkpoints} signed checkpoint(s) written to ${values.out}` +
+          (counts.skippedUnsigned ? ` (${counts.skippedUnsigned} unsigned left out)` : "") +
+          "\nKeep it outside the database (an auditor's own storage, or publish it); verify with --heads.\n",
+      );
+      return counts.checkpoints ? 0 : 1;
+    }
+    const scope = {
+      ...(values.account ? { accountId: values.account } : {}),
+      ...(values.from ? { from: parseTime("from", values.from)! } : {}),
+      ...(values.to ? { to: parseTime("to", values.to)! } : {}),
+    };
+    const keyFiles = values["public-key"] ?? (config.auditPublicKeyPath ? [config.auditPublicKeyPath] : []);
+    const publicKeys = keyFiles.map((file) => checkpointPublicKey(readFileSync(file, "utf8")));
+    const signedHeads = await Promise.all((values.heads ?? []).map(async (file) => SignedHeadsFileSchema.parse(JSON.parse(await readFile(file, "utf8")))));
+    const report = await verifyAudit(pool, {
+      ...scope,
+      readModels: !values["skip-read-models"],
+      publicKeys,
+      ...(signedHeads.length ? { signedHeads } : {}),
+    });
     process.stdout.write(formatAuditReport(report));
     return report.findingCount === 0 ? 0 : 1;
   } finally {

@@ -2,7 +2,7 @@ import type { Queryable } from "../../src/ledger/eventStore/types.ts";
 
 /** One thing the verifier found wrong, naming where: stream and version when it knows them. */
 export type AuditFinding = {
-  kind: "chain" | "stream-head" | "legacy-seal" | "checkpoint" | "charge" | "read-model";
+  kind: "chain" | "stream-head" | "legacy-seal" | "checkpoint" | "signature" | "signed-head" | "charge" | "read-model";
   streamId?: string;
   version?: number;
   message: string;

@@ -1,11 +1,27 @@
 import { microToChf } from "../../src/ledger/money.ts";
 import type { AuditReport } from "./verifyAudit.ts";
 
+function signatureLine(report: AuditReport): string {
+  const c = report.checkpoints;
+  const keys = c.keyIds.length ? ` by ${c.keyIds.join(", ")}` : "";
+  const trust = c.keysTrusted
+    ? "checked against the public key(s) you gave"
+    : c.signed
+      ? "checked only against the keys the checkpoints carry: give --public-key to prove who signed"
+      : "";
+  const weak = c.signed === 0 ? "UNSIGNED checkpoints: they prove nothing against someone who can write to the database (set AUDIT_SIGNING_KEY_PATH)" : "";
+  return [`${c.signed} signed${keys}, ${c.unsigned} unsigned`, trust, weak].filter(Boolean).join("; ");
+}
+
 /** The human summary `npm run audit -- verify` prints: figures first, then every finding, one a line. */
 export function formatAuditReport(report: AuditReport): string {
   const lines = [
     `chains:       ${report.chains.events} events in ${report.chains.streams} streams (${report.chains.preChainEvents} written before the chain began, ${report.sealedStreams} sealed streams)`,
     `checkpoints:  ${report.checkpoints.checkpoints} checked, ${report.checkpoints.streamHeads} stream heads`,
+    `signatures:   ${signatureLine(report)}`,
+    report.signedHeads
+      ? `signed heads: ${report.signedHeads.streams} streams from ${report.signedHeads.checkpoints} signed checkpoint(s) kept outside the log compared`
+      : "signed heads: none given (--heads): a rewrite that also rewrites the log's own checkpoints is caught only by their signatures",
     `charges:      ${report.charges.charges} recomputed from ${report.priceVersions} price table version(s), total CHF ${microToChf(report.charges.recomputedMicroChf)}` +
       (report.charges.atSupersededVersion ? `, ${report.charges.atSupersededVersion} at a superseded version` : ""),
     report.readModels

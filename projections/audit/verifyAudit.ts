@@ -8,11 +8,16 @@ import { ChargeChecker, type ChargeStats } from "./verifyCharges.ts";
 import { verifyChains, type ChainStats } from "./verifyChains.ts";
 import { verifyCheckpoints, type CheckpointStats } from "./verifyCheckpoints.ts";
 import { verifyLegacySeals } from "./verifyLegacySeals.ts";
+import type { CheckpointPublicKey } from "../../src/ledger/audit/checkpointSignature.ts";
+import { CheckpointKeys } from "./checkpointKeys.ts";
+import { type SignedHeadStats, type SignedHeadsFile, verifySignedHeads } from "./signedHeads.ts";
 
 export type AuditReport = {
   chains: ChainStats;
   sealedStreams: number;
   checkpoints: CheckpointStats;
+  /** Null when no signed heads file was given. */
+  signedHeads: SignedHeadStats | null;
   charges: ChargeStats;
   priceVersions: number;
   /** Null when the read models were not compared. */
@@ -22,10 +27,19 @@ export type AuditReport = {
   findingCount: number;
 };
 
-export type VerifyOptions = AuditScope & { readModels?: boolean; maxFindings?: number; batchSize?: number };
+export type VerifyOptions = AuditScope & {
+  readModels?: boolean;
+  maxFindings?: number;
+  batchSize?: number;
+  /** Keys checkpoint signatures must verify with (none: each against the key it carries, untrusted). */
+  publicKeys?: CheckpointPublicKey[];
+  /** Signed checkpoints kept outside the database (`npm run audit -- heads`). */
+  signedHeads?: SignedHeadsFile[];
+};
 
 /**
- * `npm run audit -- verify`: walks every hash chain, the legacy seals and the checkpoints, recomputes
+ * `npm run audit -- verify`: walks every hash chain, the legacy seals and the checkpoints (and their
+ * signatures, and the signed heads kept outside the database when given), recomputes
  * every charge from the price table versions, all in one REPEATABLE READ snapshot (shared by two
  * connections), then rebuilds the read models from the log and compares them with the live ones
  * (replayReadModels). The pool needs two free connections.
@@ -51,11 +65,17 @@ export async function verifyAudit(pool: Pool, options: VerifyOptions = {}): Prom
     const versions = await readPriceVersions(client);
     const charges = new ChargeChecker(versions, report, options);
     const scoped = await scopedStreamIds(client, options);
-    const [chains, [sealedStreams, checkpoints]] = await Promise.all([
+    const keys = new CheckpointKeys(options.publicKeys ?? []);
+    const [chains, [sealedStreams, checkpoints, signedHeads]] = await Promise.all([
       verifyChains(client, scoped, report, (row) => charges.check(row), options.batchSize),
-      (async () => [await verifyLegacySeals(second, report, scoped), await verifyCheckpoints(second, report, scoped)] as const)(),
+      (async () =>
+        [
+          await verifyLegacySeals(second, report, scoped),
+          await verifyCheckpoints(second, report, scoped, keys),
+          options.signedHeads ? await verifySignedHeads(second, options.signedHeads, keys, report, scoped) : null,
+        ] as const)(),
     ]);
-    partial = { chains, sealedStreams, checkpoints, charges: charges.stats, priceVersions: versions.length };
+    partial = { chains, sealedStreams, checkpoints, signedHeads, charges: charges.stats, priceVersions: versions.length };
   } finally {
     for (const c of [second, client]) {
       await c.query("ROLLBACK").catch(() => undefined);

@@ -2,19 +2,38 @@ import { AUDIT_CHECKPOINT_STREAM, AuditCheckpointRecordedDataSchema, byStreamId,
 import { merkleRoot, type StreamHead } from "../../src/ledger/audit/merkleRoot.ts";
 import type { Queryable } from "../../src/ledger/eventStore/types.ts";
 import type { AuditFinding } from "./auditFinding.ts";
+import type { CheckpointKeys } from "./checkpointKeys.ts";
 
-export type CheckpointStats = { checkpoints: number; streamHeads: number };
+export type CheckpointStats = {
+  checkpoints: number;
+  streamHeads: number;
+  /** Checkpoints with a signature that verifies. */
+  signed: number;
+  unsigned: number;
+  /** Key ids of the verified signatures. */
+  keyIds: string[];
+  /** Whether the signatures were checked against keys the auditor gave (not those the checkpoints carry). */
+  keysTrusted: boolean;
+};
 
 /**
- * For every checkpoint (their own chain is checked by verifyChains): its Merkle root is the root of the
- * heads it lists, and the log still has exactly those heads in its window (after, upTo]: a stream
- * removed, an event changed or removed, or a stream added afterwards is named. One checkpoint's heads
- * are in memory at a time.
+ * For every checkpoint (their own chain is checked by verifyChains): its signature verifies (against the
+ * trusted keys, or the key it carries when none is given); its Merkle root is the root of the heads it
+ * lists, and the log still has exactly those heads in its window (after, upTo]: a stream removed, an
+ * event changed or removed, or a stream added afterwards is named. With trusted keys, an unsigned
+ * checkpoint after a signed one, or an unsigned newest checkpoint, is a finding (a signature stripped
+ * along with a rewrite). One checkpoint's heads are in memory at a time.
  */
-export async function verifyCheckpoints(db: Queryable, report: (finding: AuditFinding) => void, streamIds: string[] | null): Promise<CheckpointStats> {
-  const stats: CheckpointStats = { checkpoints: 0, streamHeads: 0 };
+export async function verifyCheckpoints(
+  db: Queryable,
+  report: (finding: AuditFinding) => void,
+  streamIds: string[] | null,
+  keys: CheckpointKeys,
+): Promise<CheckpointStats> {
+  const stats: CheckpointStats = { checkpoints: 0, streamHeads: 0, signed: 0, unsigned: 0, keyIds: [], keysTrusted: keys.trusted.length > 0 };
   const inScope = streamIds ? new Set(streamIds) : null;
   let after = 0;
+  let lastSigned = false;
   for (;;) {
     const rows = await db.query<{ stream_version: string; data: unknown }>(
       "SELECT stream_version, data FROM es_events WHERE stream_id = $1 AND stream_version > $2 ORDER BY stream_version LIMIT 1",
@@ -31,6 +50,19 @@ export async function verifyCheckpoints(db: Queryable, report: (finding: AuditFi
       continue;
     }
     const checkpoint = parsed.data;
+    if (checkpoint.signature) {
+      const problem = keys.problem(version, checkpoint, checkpoint.signature);
+      if (problem) report({ ...at, kind: "signature", message: `checkpoint ${version}: ${problem}` });
+      else {
+        stats.signed++;
+        if (!stats.keyIds.includes(checkpoint.signature.keyId)) stats.keyIds.push(checkpoint.signature.keyId);
+      }
+    } else {
+      stats.unsigned++;
+      if (lastSigned && keys.trusted.length)
+        report({ ...at, kind: "signature", message: `checkpoint ${version} is unsigned after signed ones (its signature was removed?)` });
+    }
+    lastSigned = checkpoint.signature !== undefined;
     const recorded = [...checkpoint.heads].sort(byStreamId) as StreamHead[];
     stats.streamHeads += recorded.length;
     if (merkleRoot(recorded) !== checkpoint.merkleRoot || recorded.length !== checkpoint.streamCount) {
@@ -57,5 +89,12 @@ export async function verifyCheckpoints(db: Queryable, report: (finding: AuditFi
         });
     }
   }
+  if (stats.checkpoints && !lastSigned && keys.trusted.length)
+    report({
+      kind: "signature",
+      streamId: AUDIT_CHECKPOINT_STREAM,
+      version: after,
+      message: `the newest checkpoint (${after}) is unsigned though you gave a public key: nothing after the last signed checkpoint is proven`,
+    });
   return stats;
 }

@@ -105,7 +105,10 @@ const EnvSchema = z.object({
   PROJECTOR_BATCH_SIZE: intFromEnv(200).refine((n) => n > 0, "must be positive"),
   BUDGET_HOLD_MAX_AGE_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
   BUDGET_SWEEP_INTERVAL_S: intFromEnv(60),
-  AUDIT_CHECKPOINT_INTERVAL_S: intFromEnv(3600),
+  AUDIT_CHECKPOINT_INTERVAL_S: intFromEnv(60),
+  AUDIT_CHECKPOINT_EVENTS: intFromEnv(0).refine((n) => n >= 0, "must not be negative"),
+  AUDIT_SIGNING_KEY_PATH: z.string().optional(),
+  AUDIT_PUBLIC_KEY_PATH: z.string().optional(),
   JOB_START_TIMEOUT_MS: intFromEnv(10_000).refine((n) => n > 0, "must be positive"),
   JOB_IDLE_TIMEOUT_MS: intFromEnv(300_000).refine((n) => n > 0, "must be positive"),
   JOB_START_TIMEOUT_STREAM_MS: intFromEnv(600_000).refine((n) => n > 0, "must be positive"),
@@ -172,6 +175,12 @@ export type Config = {
   budgetSweepIntervalMs: number;
   /** How often the projector role writes an audit checkpoint (docs/audit.md); 0 disables it. */
   auditCheckpointIntervalMs: number;
+  /** Also write a checkpoint as soon as this many events are uncovered; 0: by time only. */
+  auditCheckpointEvents: number;
+  /** PEM Ed25519 private key the projector signs checkpoints with; undefined: unsigned checkpoints. */
+  auditSigningKeyPath: string | undefined;
+  /** PEM public key `npm run audit -- verify` checks checkpoint signatures against. */
+  auditPublicKeyPath: string | undefined;
   /** How long a non-streamed request waits for a worker to start its job before 503 model_unavailable (the job is removed). */
   jobStartTimeoutMs: number;
   /** The same for a streamed request (it has its headers, a queue position and keep-alive comments meanwhile). */
@@ -289,6 +298,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     budgetHoldMaxAgeMs: e.BUDGET_HOLD_MAX_AGE_S * 1000,
     budgetSweepIntervalMs: e.BUDGET_SWEEP_INTERVAL_S * 1000,
     auditCheckpointIntervalMs: e.AUDIT_CHECKPOINT_INTERVAL_S * 1000,
+    auditCheckpointEvents: e.AUDIT_CHECKPOINT_EVENTS,
+    auditSigningKeyPath: e.AUDIT_SIGNING_KEY_PATH || undefined,
+    auditPublicKeyPath: e.AUDIT_PUBLIC_KEY_PATH || undefined,
     jobStartTimeoutMs: e.JOB_START_TIMEOUT_MS,
     jobIdleTimeoutMs: e.JOB_IDLE_TIMEOUT_MS,
     jobStartTimeoutStreamMs: e.JOB_START_TIMEOUT_STREAM_MS,

@@ -53,7 +53,7 @@ describe("price table versions", () => {
     await settleUsage(db.pool, early);
     await settleUsage(db.pool, unknown);
     // Checkpoints of at most 2 events each: many small windows, all of which verify.
-    await writeAuditCheckpoints(db.pool, 2);
+    await writeAuditCheckpoints(db.pool, { maxEvents: 2 });
     const report = await verifyAudit(db.pool, { readModels: false });
     expect(report.checkpoints.checkpoints).toBeGreaterThanOrEqual(2);
     expect(report.findings).toHaveLength(2);

@@ -4,6 +4,7 @@ import { withTransaction } from "../../db/withTransaction.ts";
 import { appendToStream } from "../eventStore/appendToStream.ts";
 import { LOG_START, type LogPosition } from "../eventStore/logPosition.ts";
 import type { Queryable } from "../eventStore/types.ts";
+import { CheckpointSignatureSchema, type CheckpointSigner, checkpointStatement } from "./checkpointSignature.ts";
 import { merkleRoot, type StreamHead } from "./merkleRoot.ts";
 
 export const AUDIT_CHECKPOINT_STREAM = "audit-checkpoints";
@@ -19,7 +20,8 @@ const LogPositionSchema = z.object({ transactionId: z.string(), globalPosition: 
  * AuditCheckpointRecorded: the heads of every stream that changed in the log window (after, upTo] (log
  * order, only transactions older than every one in flight, so no later commit lands inside a window;
  * at most CHECKPOINT_MAX_EVENTS events), and their Merkle root. Checkpoints are chained like every
- * stream; the next one starts at `upTo`.
+ * stream; the next one starts at `upTo`. `signature` (when the projector has a signing key): Ed25519
+ * over checkpointStatement(), which no one without the key can recompute after a rewrite.
  */
 export const AuditCheckpointRecordedDataSchema = z.object({
   after: LogPositionSchema,
@@ -28,6 +30,7 @@ export const AuditCheckpointRecordedDataSchema = z.object({
   streamCount: z.number().int().nonnegative(),
   merkleRoot: z.string(),
   heads: z.array(z.tuple([z.string(), z.number().int().positive(), z.string()])),
+  signature: CheckpointSignatureSchema.optional(),
 });
 export type AuditCheckpointRecordedData = z.infer<typeof AuditCheckpointRecordedDataSchema>;
 
@@ -37,12 +40,22 @@ export type AuditCheckpointRecordedData = z.infer<typeof AuditCheckpointRecorded
  */
 export const HEAD_HASH_SQL = "coalesce(encode(e.hash, 'hex'), 'legacy:' || encode(s.legacy_seal, 'hex'))";
 
+export type CheckpointOptions = {
+  /** Events one checkpoint covers at most (CHECKPOINT_MAX_EVENTS). */
+  maxEvents?: number;
+  /** Write nothing while fewer settled events than this are uncovered (1: any). */
+  minEvents?: number;
+  /** Signs each checkpoint; without it checkpoints are unsigned (weaker: see docs/audit.md). */
+  signer?: CheckpointSigner | null;
+};
+
 /**
  * Writes the next checkpoint (the projector calls it periodically). Returns null when another writer
- * holds the lock or no stream changed since the last checkpoint. A checkpoint of CHECKPOINT_MAX_EVENTS
- * events may have left more behind: call again (writeAuditCheckpoints does).
+ * holds the lock or fewer than `minEvents` (default 1) events changed since the last checkpoint. A
+ * checkpoint of `maxEvents` events may have left more behind: call again (writeAuditCheckpoints does).
  */
-export async function writeAuditCheckpoint(pool: Pool, maxEvents = CHECKPOINT_MAX_EVENTS): Promise<AuditCheckpointRecordedData | null> {
+export async function writeAuditCheckpoint(pool: Pool, options: CheckpointOptions = {}): Promise<AuditCheckpointRecordedData | null> {
+  const maxEvents = options.maxEvents ?? CHECKPOINT_MAX_EVENTS;
   return withTransaction(pool, async (client) => {
     const locked = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock($1) AS ok", [CHECKPOINT_LOCK_KEY]);
     if (!locked.rows[0]!.ok) return null;
@@ -53,7 +66,7 @@ export async function writeAuditCheckpoint(pool: Pool, maxEvents = CHECKPOINT_MA
     const version = last.rowCount ? Number(last.rows[0]!.version) : 0;
     const after: LogPosition = last.rowCount ? AuditCheckpointRecordedDataSchema.parse(last.rows[0]!.data).upTo : LOG_START;
     const window = await nextWindow(client, after, maxEvents);
-    if (!window) return null;
+    if (!window || window.events < Math.min(options.minEvents ?? 1, maxEvents)) return null;
     const heads = await streamHeadsIn(client, after, window.upTo);
     const data: AuditCheckpointRecordedData = {
       after,
@@ -63,6 +76,7 @@ export async function writeAuditCheckpoint(pool: Pool, maxEvents = CHECKPOINT_MA
       merkleRoot: merkleRoot(heads),
       heads,
     };
+    if (options.signer) data.signature = options.signer.sign(checkpointStatement(version + 1, data));
     await appendToStream(
       client,
       AUDIT_CHECKPOINT_STREAM,
@@ -75,13 +89,14 @@ export async function writeAuditCheckpoint(pool: Pool, maxEvents = CHECKPOINT_MA
 }
 
 /**
- * Writes checkpoints until the settled log is covered (or another writer holds the lock); returns how
- * many checkpoints and how many events they cover.
+ * Writes checkpoints until the settled log is covered (or another writer holds the lock, or fewer than
+ * `minEvents` are left); returns how many checkpoints and how many events they cover.
  */
-export async function writeAuditCheckpoints(pool: Pool, maxEvents = CHECKPOINT_MAX_EVENTS): Promise<{ checkpoints: number; events: number }> {
+export async function writeAuditCheckpoints(pool: Pool, options: CheckpointOptions = {}): Promise<{ checkpoints: number; events: number }> {
+  const maxEvents = options.maxEvents ?? CHECKPOINT_MAX_EVENTS;
   const written = { checkpoints: 0, events: 0 };
   for (;;) {
-    const checkpoint = await writeAuditCheckpoint(pool, maxEvents);
+    const checkpoint = await writeAuditCheckpoint(pool, { ...options, maxEvents });
     if (!checkpoint) return written;
     written.checkpoints++;
     written.events += checkpoint.eventCount;
