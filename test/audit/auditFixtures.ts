@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Pool } from "../../src/db/createPool.ts";
 import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
 import { writeAuditCheckpoints } from "../../src/ledger/audit/auditCheckpoint.ts";
+import type { CheckpointSigner } from "../../src/ledger/audit/checkpointSignature.ts";
 import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { publishPriceTable, type PriceTable } from "../../src/ledger/pricing/priceTable.ts";
@@ -20,7 +21,7 @@ export type AuditedAccount = { accountId: string; keyIds: string[]; completionId
  * completions charged at a first price table version, a price change, more completions, a checkpoint in
  * between and at the end, and the projected read models caught up.
  */
-export async function buildAuditedLog(pool: Pool, accountCount = 2): Promise<AuditedAccount[]> {
+export async function buildAuditedLog(pool: Pool, accountCount = 2, signer: CheckpointSigner | null = null): Promise<AuditedAccount[]> {
   const accounts: AuditedAccount[] = [];
   const v1 = await publishPriceTable(pool, "audit-1", PRICES_V1, new Date(Date.now() - 60_000));
   for (let a = 0; a < accountCount; a++) {
@@ -61,13 +62,13 @@ export async function buildAuditedLog(pool: Pool, accountCount = 2): Promise<Aud
     account.completionIds.push(completionId);
   };
   for (const account of accounts) for (let i = 0; i < 3; i++) await charge(account, v1, PRICES_V1, 1000 + i, 2000 + i);
-  await checkpointEverything(pool);
+  await checkpointEverything(pool, signer);
   const v2 = await publishPriceTable(pool, "audit-2", PRICES_V2, new Date());
   for (const account of accounts) for (let i = 0; i < 2; i++) await charge(account, v2, PRICES_V2, 3000 + i, 500 + i);
   for (const account of accounts) {
     await executeAccountCommand(accountsWithoutCache(pool), account.accountId, { type: "RevokeKey", keyId: account.keyIds[1]!, now: new Date() });
   }
-  await checkpointEverything(pool);
+  await checkpointEverything(pool, signer);
   await rebuildProjections(pool, allProjections);
   return accounts;
 }
@@ -76,10 +77,10 @@ export async function buildAuditedLog(pool: Pool, accountCount = 2): Promise<Aud
  * Writes checkpoints until one covers the whole log: a checkpoint covers only transactions older than
  * every one still open on the server, and other databases' transactions count too.
  */
-export async function checkpointEverything(pool: Pool): Promise<void> {
+export async function checkpointEverything(pool: Pool, signer: CheckpointSigner | null = null): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
-    await writeAuditCheckpoints(pool);
+    await writeAuditCheckpoints(pool, { signer });
     if ((await uncoveredEvents(pool)) === 0) return;
     if (Date.now() > deadline) throw new Error("no checkpoint covered the whole log within 30 s");
     await new Promise((r) => setTimeout(r, 50));
