@@ -13,7 +13,8 @@ import { eventuallyTrue } from "../support/eventually.ts";
 import { createTestAccount, type TestAccount } from "../support/testAccounts.ts";
 import { startTestApp, type TestApp } from "../support/testApp.ts";
 import { usageEvent } from "../usage/usageFixtures.ts";
-import { PRICES_V1 } from "./auditFixtures.ts";
+import { checkpointEverything, PRICES_V1 } from "./auditFixtures.ts";
+import { checkpointSignerFromPem, generateCheckpointKeyPair } from "../../src/ledger/audit/checkpointSignature.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const AUDIT_PATH = "/api/v1/accounts/user/audit-log";
@@ -174,6 +175,26 @@ describe("audit export", () => {
     const report = await verifyAudit(app.db.pool, { accountId: owner.accountId, readModels: false });
     expect(report.findings).toEqual([]);
     expect(report.charges.charges).toBe(4);
+  });
+
+  it("the last JSON page carries the signed checkpoints of the account's streams; a charge removed from the export then fails the offline check", async () => {
+    const pair = generateCheckpointKeyPair();
+    await checkpointEverything(app.db.pool, checkpointSignerFromPem(pair.privatePem));
+    let res = await app.request("GET", `${AUDIT_PATH}?limit=1000`, { token: owner.sessionToken });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.has_more).toBe(false);
+    expect(res.body.checkpoints.length).toBeGreaterThan(0);
+    expect(JSON.stringify(res.body.checkpoints)).not.toContain(other.accountId);
+    const entries = res.body.data.map((entry: never, i: number) => ({ line: i + 1, entry }));
+    const checkpoints = res.body.checkpoints.map((checkpoint: never, i: number) => ({ line: entries.length + i + 1, checkpoint }));
+    expect(checkExport(entries, checkpoints, pair.publicPem).problems).toEqual([]);
+    const charge = entries.findIndex((e: { entry: { type: string } }) => e.entry.type === "UsageRecorded");
+    const without = entries.filter((_: unknown, i: number) => i !== charge);
+    expect(checkExport(without, checkpoints, pair.publicPem).problems).toContainEqual(expect.stringContaining("(removed)"));
+    // A page with more to come carries none.
+    res = await app.request("GET", `${AUDIT_PATH}?limit=1`, { token: owner.sessionToken });
+    expect(res.body.has_more).toBe(true);
+    expect(res.body.checkpoints).toBeUndefined();
   });
 
   it("one account's export shows no other account's events even with a forged cursor", async () => {

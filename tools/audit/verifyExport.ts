@@ -1,8 +1,10 @@
 /**
  * Offline check of an audit export (NDJSON or CSV, from `GET /api/v1/accounts/user/audit-log` or
- * `npm run admin -- export`): recomputes every event's hash and follows each stream's chain.
+ * `npm run admin -- export`): recomputes every event's hash and follows each stream's chain; verifies
+ * the Ed25519 signature of every signed checkpoint line (NDJSON), the Merkle path of each stream head it
+ * signs, and that the export holds every signed head (so a removed or changed event shows).
  *
- *   node tools/audit/verifyExport.ts export.ndjson      (or export.csv)
+ *   node tools/audit/verifyExport.ts export.ndjson [--public-key audit-public-key.pem]     (or export.csv)
  *
  * Self-contained on purpose (Node's own modules only), so an auditor can read all of it and run it on
  * any machine with Node 22.18 or later (which runs TypeScript directly). The hash is SHA-256 over the
@@ -10,7 +12,7 @@
  * metadata, recordedAt } (docs/audit.md). Exit status 0 when every line verifies, 1 naming each line that does not, 2 when
  * the file cannot be read.
  */
-import { createHash } from "node:crypto";
+import { createHash, createPublicKey, type KeyObject, verify } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 
@@ -27,7 +29,28 @@ type Entry = {
   hash: string | null;
 };
 
-export type ExportCheck = { lines: number; streams: number; unhashed: number; problems: string[] };
+/** A signed checkpoint line: the signed fields, the signature and the account's heads with Merkle paths. */
+type CheckpointLine = {
+  checkpoint: number;
+  after: unknown;
+  upTo: unknown;
+  eventCount: number;
+  streamCount: number;
+  merkleRoot: string;
+  signature: { alg: string; keyId: string; publicKey: string; value: string };
+  heads: [string, number, string, ["L" | "R", string][]][];
+};
+
+export type ExportCheck = {
+  lines: number;
+  streams: number;
+  unhashed: number;
+  checkpoints: number;
+  keyIds: string[];
+  /** Whether the signatures were checked against a key the auditor gave (--public-key). */
+  pinned: boolean;
+  problems: string[];
+};
 
 function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== "object") {
@@ -89,6 +112,19 @@ function csvRecords(text: string): string[][] {
 
 /** The entries of an export file's text, with their line (NDJSON) or record (CSV, header = 1) numbers. */
 export function parseExport(text: string): { line: number; entry: Entry }[] {
+  return parseExportFile(text).entries;
+}
+
+/** Entries and signed checkpoint lines (NDJSON lines with a "checkpoint" member) of an export file. */
+export function parseExportFile(text: string): { entries: { line: number; entry: Entry }[]; checkpoints: { line: number; checkpoint: CheckpointLine }[] } {
+  const all = parseLines(text);
+  return {
+    entries: all.filter((l): l is { line: number; entry: Entry } => "entry" in l),
+    checkpoints: all.filter((l): l is { line: number; checkpoint: CheckpointLine } => "checkpoint" in l),
+  };
+}
+
+function parseLines(text: string): ({ line: number; entry: Entry } | { line: number; checkpoint: CheckpointLine })[] {
   if (text.startsWith("stream_id,")) {
     const [header, ...rows] = csvRecords(text);
     return rows.map((cells, i) => {
@@ -114,18 +150,104 @@ export function parseExport(text: string): { line: number; entry: Entry }[] {
     .split("\n")
     .map((l, i) => ({ l, line: i + 1 }))
     .filter(({ l }) => l.trim() !== "")
-    .map(({ l, line }) => ({ line, entry: JSON.parse(l) as Entry }));
+    .map(({ l, line }) => {
+      const value = JSON.parse(l) as Entry | CheckpointLine;
+      return "checkpoint" in value ? { line, checkpoint: value } : { line, entry: value };
+    });
 }
 
-/** Checks every entry's hash and each stream's chain (versions in a row, each linked to the one before). */
-export function checkExport(entries: { line: number; entry: Entry }[]): ExportCheck {
+/** "ed25519:" and the first 32 hex digits of SHA-256 of the key's DER SubjectPublicKeyInfo. */
+function keyIdOf(key: KeyObject): string {
+  return `ed25519:${createHash("sha256").update(key.export({ type: "spki", format: "der" })).digest("hex").slice(0, 32)}`;
+}
+
+function sha256(...parts: (string | Buffer)[]): Buffer {
+  const h = createHash("sha256");
+  for (const p of parts) h.update(p);
+  return h.digest();
+}
+
+/** The Merkle root a head's audit path leads to: leaf SHA-256(0x00 || canonical JSON), node SHA-256(0x01 || left || right). */
+function rootFromPath(head: [string, number, string], path: ["L" | "R", string][]): string {
+  let node = sha256(Buffer.of(0), canonicalJson(head));
+  for (const [side, sibling] of path) {
+    const s = Buffer.from(sibling, "hex");
+    node = side === "L" ? sha256(Buffer.of(1), s, node) : sha256(Buffer.of(1), node, s);
+  }
+  return node.toString("hex");
+}
+
+/**
+ * Each checkpoint line: its signature over the canonical JSON of {statement: "audit-checkpoint/1",
+ * checkpoint, after, upTo, eventCount, streamCount, merkleRoot} (with the pinned key, or else the key it
+ * carries), each head's path to the signed Merkle root, and the export holding each signed head.
+ */
+function checkCheckpoints(
+  checkpoints: { line: number; checkpoint: CheckpointLine }[],
+  hashes: Map<string, string | null>,
+  pinned: KeyObject | null,
+  problems: string[],
+): string[] {
+  const keyIds = new Set<string>();
+  for (const { line, checkpoint: c } of checkpoints) {
+    const where = `line ${line}: checkpoint ${c.checkpoint}`;
+    const statement = canonicalJson({
+      statement: "audit-checkpoint/1",
+      checkpoint: c.checkpoint,
+      after: c.after,
+      upTo: c.upTo,
+      eventCount: c.eventCount,
+      streamCount: c.streamCount,
+      merkleRoot: c.merkleRoot,
+    });
+    let key: KeyObject | null = pinned;
+    try {
+      key ??= createPublicKey({ key: Buffer.from(c.signature.publicKey, "base64"), format: "der", type: "spki" });
+    } catch {
+      key = null;
+    }
+    if (!key || keyIdOf(key) !== c.signature.keyId) {
+      problems.push(`${where}: signed by key ${c.signature.keyId}, ${pinned ? `not the key you gave (${keyIdOf(pinned)})` : "whose public key does not match its id"}`);
+      continue;
+    }
+    if (!verify(null, Buffer.from(statement, "utf8"), key, Buffer.from(c.signature.value, "base64"))) {
+      problems.push(`${where}: the signature does not verify (the checkpoint line was changed)`);
+      continue;
+    }
+    keyIds.add(c.signature.keyId);
+    for (const [streamId, version, hash, path] of c.heads) {
+      const at = `${where}: ${streamId} v${version}`;
+      if (rootFromPath([streamId, version, hash], path) !== c.merkleRoot) {
+        problems.push(`${at}: the head is not one the checkpoint signed (its Merkle path does not lead to the signed root)`);
+        continue;
+      }
+      if (hash.startsWith("legacy:")) continue;
+      const held = hashes.get(`${streamId}\u0000${version}`);
+      if (held === undefined) problems.push(`${at}: signed by the checkpoint, but the export does not hold this event (removed)`);
+      else if (held !== hash) problems.push(`${at}: the export's event is not the one the checkpoint signed (changed)`);
+    }
+  }
+  return [...keyIds];
+}
+
+/**
+ * Checks every entry's hash and each stream's chain (versions in a row, each linked to the one before),
+ * and the signed checkpoint lines against the entries (with `publicKeyPem`, only that key's signatures).
+ */
+export function checkExport(
+  entries: { line: number; entry: Entry }[],
+  checkpoints: { line: number; checkpoint: CheckpointLine }[] = [],
+  publicKeyPem?: string,
+): ExportCheck {
   const heads = new Map<string, { version: number; hash: string | null }>();
+  const hashes = new Map<string, string | null>();
   const problems: string[] = [];
   let unhashed = 0;
   for (const { line, entry } of entries) {
     const where = `line ${line}: ${entry.stream_id} v${entry.version}`;
     const head = heads.get(entry.stream_id);
     heads.set(entry.stream_id, { version: entry.version, hash: entry.hash });
+    hashes.set(`${entry.stream_id}\u0000${entry.version}`, entry.hash);
     if (entry.hash === null) {
       unhashed++;
       continue;
@@ -139,29 +261,41 @@ export function checkExport(entries: { line: number; entry: Entry }[]): ExportCh
       problems.push(`${where}: version 1 with a previous hash`);
     }
   }
-  return { lines: entries.length, streams: heads.size, unhashed, problems };
+  const pinned = publicKeyPem ? createPublicKey(publicKeyPem) : null;
+  const keyIds = checkCheckpoints(checkpoints, hashes, pinned, problems);
+  return { lines: entries.length, streams: heads.size, unhashed, checkpoints: checkpoints.length, keyIds, pinned: pinned !== null, problems };
 }
 
-function main(file: string | undefined): number {
-  if (!file) {
-    process.stderr.write("usage: node tools/audit/verifyExport.ts <export.ndjson|export.csv>\n");
+function main(args: string[]): number {
+  const keyAt = args.indexOf("--public-key");
+  const keyFile = keyAt >= 0 ? args[keyAt + 1] : undefined;
+  const file = args.find((a, i) => !a.startsWith("--") && (keyAt < 0 || i !== keyAt + 1));
+  if (!file || (keyAt >= 0 && !keyFile)) {
+    process.stderr.write("usage: node tools/audit/verifyExport.ts <export.ndjson|export.csv> [--public-key audit-public-key.pem]\n");
     return 2;
   }
-  let entries: { line: number; entry: Entry }[];
+  let parsed: ReturnType<typeof parseExportFile>;
+  let publicKeyPem: string | undefined;
   try {
-    entries = parseExport(readFileSync(file, "utf8"));
+    parsed = parseExportFile(readFileSync(file, "utf8"));
+    publicKeyPem = keyFile ? readFileSync(keyFile, "utf8") : undefined;
+    if (publicKeyPem) createPublicKey(publicKeyPem);
   } catch (error) {
-    process.stderr.write(`cannot read ${file}: ${(error as Error).message}\n`);
+    process.stderr.write(`cannot read ${file}${keyFile ? ` or ${keyFile}` : ""}: ${(error as Error).message}\n`);
     return 2;
   }
-  const result = checkExport(entries);
+  const result = checkExport(parsed.entries, parsed.checkpoints, publicKeyPem);
   for (const p of result.problems) process.stdout.write(`FAIL ${p}\n`);
+  if (!result.checkpoints) process.stdout.write("note: no signed checkpoint in the export: a stream removed whole cannot be told from one never written\n");
   process.stdout.write(
     `${result.lines} events in ${result.streams} streams checked` +
       (result.unhashed ? ` (${result.unhashed} written before the hash chain began: not verifiable offline)` : "") +
+      (result.checkpoints
+        ? `, ${result.checkpoints} signed checkpoint(s) by ${result.keyIds.join(", ") || "no valid key"}${result.pinned ? " (the key you gave)" : " (key not pinned: give --public-key)"}`
+        : "") +
       `: ${result.problems.length ? `${result.problems.length} problem(s)` : "OK"}\n`,
   );
   return result.problems.length ? 1 : 0;
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) process.exitCode = main(process.argv[2]);
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) process.exitCode = main(process.argv.slice(2));

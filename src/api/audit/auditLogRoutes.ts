@@ -1,6 +1,7 @@
 import Router from "@koa/router";
 import type { Context } from "koa";
 import { z } from "zod";
+import { readAccountCheckpointProofs, readExportHorizon } from "../../ledger/audit/accountCheckpointProofs.ts";
 import { AUDIT_CSV_HEADER, auditCsvLine, decodeAuditCursor, encodeAuditCursor, readAuditLog } from "../../ledger/audit/auditLog.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { InvalidRequestError } from "../http/errors.ts";
@@ -25,7 +26,8 @@ function wantsCsv(ctx: Context, query: AuditLogQuery): boolean {
 /**
  * `GET /api/v1/accounts/user/audit-log` (session): the caller's own account history with each event's
  * hashes (docs/audit.md), in log order, `limit` per page (default 100, at most 1000). JSON:
- * `{object: "list", data, has_more, next_cursor}`; CSV (format=csv or Accept: text/csv): a header line,
+ * `{object: "list", data, has_more, next_cursor}`, and on the last page `checkpoints` (the signed
+ * checkpoints covering the account, readAccountCheckpointProofs); CSV (format=csv or Accept: text/csv): a header line,
  * one line per event, the next page's cursor in the `x-next-cursor` header.
  */
 export function auditLogRoutes(deps: AppDeps): Router {
@@ -36,6 +38,7 @@ export function auditLogRoutes(deps: AppDeps): Router {
     const after = query.cursor === undefined ? null : decodeAuditCursor(query.cursor);
     if (query.cursor !== undefined && !after)
       throw new InvalidRequestError("cursor is not a cursor this API returned", { param: "cursor", code: "invalid_cursor" });
+    const horizon = await readExportHorizon(deps.pool);
     const page = await readAuditLog(deps.pool, session.accountId, after, query.limit);
     const nextCursor = page.next ? encodeAuditCursor(page.next) : null;
     ctx.set("cache-control", "no-store");
@@ -45,7 +48,9 @@ export function auditLogRoutes(deps: AppDeps): Router {
       ctx.body = AUDIT_CSV_HEADER + page.entries.map(auditCsvLine).join("");
       return;
     }
-    ctx.body = { object: "list", data: page.entries, has_more: nextCursor !== null, next_cursor: nextCursor };
+    // The last page carries the signed checkpoints covering the account (proofs of its own streams only).
+    const checkpoints = nextCursor ? undefined : await readAccountCheckpointProofs(deps.pool, session.accountId, horizon);
+    ctx.body = { object: "list", data: page.entries, has_more: nextCursor !== null, next_cursor: nextCursor, ...(checkpoints ? { checkpoints } : {}) };
   });
   return router;
 }
