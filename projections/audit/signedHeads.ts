@@ -126,8 +126,7 @@ export async function verifySignedHeads(
       const what = `checkpoint ${signed.checkpoint} signed version ${signed.version}`;
       if (!row.stream_exists) report({ ...where, message: `the stream is gone from the log (${what})` });
       else if (!row.found) report({ ...where, message: `version ${signed.version} is gone from the stream (${what}; events removed)` });
-      else if (row.hash !== signed.hash)
-        report({ ...where, message: `rewritten: the event no longer has the hash ${what} with (its chain was recomputed)` });
+      else if (row.hash !== signed.hash) report({ ...where, message: `rewritten: the event no longer has the hash ${what} with (its chain was recomputed)` });
     }
   }
   return { checkpoints: seen.size, streams: newest.size };

@@ -1,3 +1,7 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { PassThrough } from "node:stream";
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -5,12 +9,7 @@ import { AuditCheckpointer } from "../../projections/auditCheckpointer.ts";
 import { type SignedHeadsFile, SignedHeadsFileSchema, writeSignedHeads } from "../../projections/audit/signedHeads.ts";
 import { verifyAudit } from "../../projections/audit/verifyAudit.ts";
 import { AUDIT_CHECKPOINT_STREAM, AuditCheckpointRecordedDataSchema } from "../../src/ledger/audit/auditCheckpoint.ts";
-import {
-  type CheckpointSigner,
-  checkpointPublicKey,
-  checkpointSignerFromPem,
-  generateCheckpointKeyPair,
-} from "../../src/ledger/audit/checkpointSignature.ts";
+import { type CheckpointSigner, checkpointPublicKey, checkpointSignerFromPem, generateCheckpointKeyPair } from "../../src/ledger/audit/checkpointSignature.ts";
 import { merkleRoot, type StreamHead } from "../../src/ledger/audit/merkleRoot.ts";
 import { appendToStream } from "../../src/ledger/eventStore/appendToStream.ts";
 import { completionStreamId } from "../../src/ledger/usageRecordedEvent.ts";
@@ -137,6 +136,54 @@ describe("signed checkpoints", () => {
     const stripped = await verifyAudit(db.pool, { publicKeys: [checkpointPublicKey(publicPem)], readModels: false });
     expect(stripped.findings).toContainEqual(expect.objectContaining({ kind: "signature", message: expect.stringContaining("unsigned") }));
   });
+});
+
+describe("npm run audit -- keygen | heads | verify", () => {
+  const ROOT = new URL("../../", import.meta.url).pathname;
+  const cli = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        ["projections/audit/auditCli.ts", ...args],
+        { cwd: ROOT, env: { ...process.env, DATABASE_URL: db.url, AUDIT_PUBLIC_KEY_PATH: "" } },
+        (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      ),
+    );
+
+  it("writes a key pair (never over an existing one), the signed heads, and verify names a rewritten stream from them", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "audit-cli-"));
+    try {
+      const keygen = await cli(["keygen", "--out", path.join(dir, "keys")]);
+      expect(keygen.code, keygen.stderr).toBe(0);
+      const generated = checkpointSignerFromPem(await readFile(path.join(dir, "keys", "audit-signing-key.pem"), "utf8"));
+      expect(keygen.stdout).toContain(generated.keyId);
+      expect(checkpointPublicKey(await readFile(path.join(dir, "keys", "audit-public-key.pem"), "utf8")).keyId).toBe(generated.keyId);
+      expect((await stat(path.join(dir, "keys", "audit-signing-key.pem"))).mode & 0o077).toBe(0);
+      expect((await cli(["keygen", "--out", path.join(dir, "keys")])).code).toBe(2);
+
+      const headsFile = path.join(dir, "heads.json");
+      const heads = await cli(["heads", "--out", headsFile]);
+      expect(heads.code, heads.stderr).toBe(0);
+      const publicFile = path.join(dir, "public.pem");
+      await writeFile(publicFile, publicPem);
+      const clean = await cli(["verify", "--skip-read-models", "--public-key", publicFile, "--heads", headsFile]);
+      expect(clean.code, clean.stdout + clean.stderr).toBe(0);
+      expect(clean.stdout).toMatch(/signatures: +\d+ signed by ed25519:[0-9a-f]{32}, 0 unsigned; checked against the public key\(s\) you gave/);
+
+      const stream = `account-${accounts[0]!.accountId}`;
+      await rewriteEventAndChain(db.pool, stream, 3, (data) => {
+        data.name = "renamed later";
+      });
+      await recomputeCheckpointsAndReadModels(db.pool);
+      const plain = await cli(["verify", "--skip-read-models"]);
+      expect(plain.stdout).toContain("UNSIGNED checkpoints");
+      const caught = await cli(["verify", "--skip-read-models", "--public-key", publicFile, "--heads", headsFile]);
+      expect(caught.code).toBe(1);
+      expect(caught.stdout).toMatch(new RegExp(`FAIL signed-head ${stream} v\\d+: rewritten`));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe("checkpoint cadence", () => {

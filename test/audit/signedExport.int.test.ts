@@ -81,7 +81,9 @@ describe("signed export", () => {
     const parsed = parseExportFile(`${without.join("\n")}\n`);
     expect(checkExport(parsed.entries).problems).toEqual([]);
     const result = check(without, pair.publicPem);
-    expect(result.problems).toContainEqual(expect.stringMatching(new RegExp(`checkpoint \\d+: ${stream} v1: signed by the checkpoint, but the export does not hold this event \\(removed\\)`)));
+    expect(result.problems).toContainEqual(
+      expect.stringMatching(new RegExp(`checkpoint \\d+: ${stream} v1: signed by the checkpoint, but the export does not hold this event \\(removed\\)`)),
+    );
   });
 
   it("given a checkpoint line changed, or signed by another key than the pinned one, then the check fails", () => {

@@ -158,7 +158,10 @@ function parseLines(text: string): ({ line: number; entry: Entry } | { line: num
 
 /** "ed25519:" and the first 32 hex digits of SHA-256 of the key's DER SubjectPublicKeyInfo. */
 function keyIdOf(key: KeyObject): string {
-  return `ed25519:${createHash("sha256").update(key.export({ type: "spki", format: "der" })).digest("hex").slice(0, 32)}`;
+  return `ed25519:${createHash("sha256")
+    .update(key.export({ type: "spki", format: "der" }))
+    .digest("hex")
+    .slice(0, 32)}`;
 }
 
 function sha256(...parts: (string | Buffer)[]): Buffer {
@@ -207,7 +210,9 @@ function checkCheckpoints(
       key = null;
     }
     if (!key || keyIdOf(key) !== c.signature.keyId) {
-      problems.push(`${where}: signed by key ${c.signature.keyId}, ${pinned ? `not the key you gave (${keyIdOf(pinned)})` : "whose public key does not match its id"}`);
+      problems.push(
+        `${where}: signed by key ${c.signature.keyId}, ${pinned ? `not the key you gave (${keyIdOf(pinned)})` : "whose public key does not match its id"}`,
+      );
       continue;
     }
     if (!verify(null, Buffer.from(statement, "utf8"), key, Buffer.from(c.signature.value, "base64"))) {
