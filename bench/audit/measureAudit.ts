@@ -1,5 +1,6 @@
 import type { Pool } from "../../src/db/createPool.ts";
 import { writeAuditCheckpoints } from "../../src/ledger/audit/auditCheckpoint.ts";
+import { checkpointPublicKey, checkpointSignerFromPem, generateCheckpointKeyPair } from "../../src/ledger/audit/checkpointSignature.ts";
 import { allProjections } from "../../projections/allProjections.ts";
 import { verifyAudit, type AuditReport } from "../../projections/audit/verifyAudit.ts";
 import { rebuildProjections } from "../../projections/rebuildProjections.ts";
@@ -39,11 +40,11 @@ async function measure<T>(name: string, events: (result: T) => number, work: () 
  * Writes checkpoints until they cover all `events` (a checkpoint covers only transactions older than
  * every one still open on the server, so a busy server may need a few rounds).
  */
-async function checkpointAll(pool: Pool, events: number): Promise<number> {
+async function checkpointAll(pool: Pool, events: number, signer: ReturnType<typeof checkpointSignerFromPem>): Promise<number> {
   const deadline = Date.now() + 120_000;
   let covered = 0;
   while (covered < events) {
-    covered += (await writeAuditCheckpoints(pool)).events;
+    covered += (await writeAuditCheckpoints(pool, { signer })).events;
     if (covered < events) {
       if (Date.now() > deadline) throw new Error(`checkpoints cover ${covered} of ${events} events after 120 s`);
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -61,6 +62,9 @@ async function checkpointAll(pool: Pool, events: number): Promise<number> {
  */
 export async function measureAudit(pool: Pool, events: number): Promise<AuditBenchResult> {
   const phases: Phase[] = [];
+  // Checkpoints are signed (Ed25519, once per checkpoint) and verified with the public key, as deployed.
+  const keys = generateCheckpointKeyPair();
+  const signer = checkpointSignerFromPem(keys.privatePem);
   const build = await measure(
     "build (bulk insert with hash chain)",
     (r: BuildResult) => r.events,
@@ -72,7 +76,7 @@ export async function measureAudit(pool: Pool, events: number): Promise<AuditBen
       await measure(
         "checkpoints",
         (covered: number) => covered,
-        () => checkpointAll(pool, build.result.events),
+        () => checkpointAll(pool, build.result.events, signer),
       )
     ).phase,
   );
@@ -85,7 +89,7 @@ export async function measureAudit(pool: Pool, events: number): Promise<AuditBen
   const verify = await measure(
     "verify: chains, checkpoints, charges",
     (r: AuditReport) => r.chains.events,
-    () => verifyAudit(pool, { readModels: false, batchSize: 5000 }),
+    () => verifyAudit(pool, { readModels: false, batchSize: 5000, publicKeys: [checkpointPublicKey(keys.publicPem)] }),
   );
   phases.push(verify.phase);
   const compare = await measure(
