@@ -168,6 +168,7 @@ export class InferenceGateway {
       this.#waiting.delete(job.completionId);
     }
     const idleMs = this.#limits.jobIdleTimeoutMs;
+    const queues = this.#queues;
     let ended = false;
     return {
       completionId: job.completionId,
@@ -178,8 +179,12 @@ export class InferenceGateway {
           return message;
         }
         if (feed.closed) throw new JobReleasedError();
+        const lost = feed.lost;
         feed.close();
-        throw silent("The model stopped answering.");
+        // Messages lost with Redis: nothing more can reach the client in order, so the job is stopped
+        // (its worker charges what it generated so far) instead of generating on for nobody.
+        if (lost) void queues.cancel(job.model, job.completionId, "abandoned").catch(() => undefined);
+        throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
       },
       release: () => {
         if (feed.closed && ended) return;
