@@ -33,6 +33,8 @@ export type StartOptions = {
   reasoning: boolean;
   /** How long to wait for a worker to start the job (per request class: streams wait longer). */
   startTimeoutMs: number;
+  /** The request's stream_options.include_usage (kept in the record, for a resumed stream). */
+  includeUsage?: boolean;
   /** Called once Redis acknowledged the enqueue (before a worker started the job). */
   onQueued?: () => void;
   /** The number of jobs waiting for the model when this one was queued (this one included). */
@@ -118,6 +120,7 @@ export class InferenceGateway {
       created: job.created,
       reasoning: options.reasoning,
       replyTo: job.replyTo,
+      ...(options.includeUsage ? { includeUsage: true } : {}),
     };
     const feed = this.#subscriber.open(job.completionId);
     this.#waiting.set(job.completionId, { job, record });
