@@ -41,7 +41,8 @@ export const DeltaMessageSchema = z.discriminatedUnion("type", [
   z.object({ seq: z.number().int(), type: z.literal("embeddings"), embeddings: z.array(z.array(z.number())) }),
   z.object({ seq: z.number().int(), type: z.literal("finish"), finishReason: z.enum(["stop", "length", "tool_calls"]) }),
   z.object({ seq: z.number().int(), type: z.literal("usage"), usage: UsageSchema }),
-  z.object({ seq: z.number().int(), type: z.literal("error"), error: JobErrorSchema }),
+  /** `usage`: what was charged, on a cancelled job's error (a stream with include_usage still gets its usage chunk). */
+  z.object({ seq: z.number().int(), type: z.literal("error"), error: JobErrorSchema, usage: UsageSchema.optional() }),
 ]);
 
 export type DeltaMessage = z.infer<typeof DeltaMessageSchema>;

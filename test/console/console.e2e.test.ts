@@ -209,6 +209,23 @@ describe("web console in Chromium against the real service (API, worker, project
     await screenshot("console-playground.png");
   });
 
+  it("Stop in the playground cancels the completion's job (POST .../cancel), not only the stream", async () => {
+    await page.getByLabel("Message").fill("Tell me another story");
+    const answer = page.waitForResponse((response) => response.url().endsWith("/v1/chat/completions"));
+    const cancel = page.waitForRequest((request) => request.method() === "POST" && /\/v1\/chat\/completions\/[^/]+\/cancel$/.test(request.url()));
+    await page.getByRole("button", { name: "Send" }).click();
+    // At once, before the reply can end (its id comes with the stream's headers: the page cancels then).
+    await page.getByRole("button", { name: "Stop" }).click({ timeout: 10_000 });
+    const completionId = (await answer).headers()["x-completion-id"];
+    expect(completionId).toMatch(/^chatcmpl-/);
+    const request = await cancel;
+    expect(request.url()).toBe(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`);
+    expect(request.headers().authorization).toBe(`Bearer ${fullKey}`);
+    const cancelled = await request.response();
+    expect(cancelled?.status()).toBe(200);
+    expect(await cancelled?.json()).toMatchObject({ id: completionId, object: "chat.completion.cancellation" });
+  });
+
   it("revokes after a confirmation; the next SDK call is refused with 403", async () => {
     await page.getByRole("link", { name: "API keys", exact: true }).click();
     await page.getByRole("button", { name: "Revoke laptop (old)" }).click();

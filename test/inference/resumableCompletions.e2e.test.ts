@@ -143,9 +143,36 @@ describe("resumable completions (real worker, engine paced at 150 ms per delta, 
     const full = await platform.openai(key).chat.completions.create(body() as never);
     expect(usage!.data.completionTokens).toBeLessThan(full.usage!.completion_tokens);
     expect(await eventually(async () => ((await openHolds(platform.deps.pool, accountId)) === 0 ? true : undefined), 5_000)).toBe(true);
+    // The partial reply that was paid for, cut off (finish_reason length), with what was charged.
     const stored = await get(`/v1/chat/completions/${completionId}`);
-    expect(stored.status).toBe(409);
-    expect(await stored.json()).toMatchObject({ error: { code: "completion_cancelled" } });
+    expect(stored.status).toBe(200);
+    expect(stored.headers.get("x-completion-status")).toBe("cancelled");
+    const partial = (await stored.json()) as { choices: { message: { content: string }; finish_reason: string }[]; usage: { completion_tokens: number } };
+    expect(partial.choices[0]!.finish_reason).toBe("length");
+    expect(partial.choices[0]!.message.content.length).toBeGreaterThan(0);
+    expect(partial.usage.completion_tokens).toBe(usage!.data.completionTokens);
+  });
+
+  it("a resumed stream goes on byte for byte as the original: no second role, the original's include_usage kept", async () => {
+    const controller = new AbortController();
+    const response = await post(body({ stream: true, stream_options: { include_usage: true } }), {}, controller.signal);
+    const completionId = response.headers.get("x-completion-id")!;
+    const first = new SseReader(response);
+    const seen: SseItem[] = [];
+    for (let item = await first.next(); item && ids(seen).length < 3; item = await first.next()) seen.push(item);
+    controller.abort();
+    await first.cancel();
+    // Resumed without repeating include_usage: the completion's own setting holds.
+    const resumed = await get(`/v1/chat/completions/${completionId}?stream=true`, { headers: { "last-event-id": String(ids(seen).at(-1)) } });
+    const rest = await new SseReader(resumed).rest();
+    const chunks = rest.filter((i) => i.data !== undefined && i.data !== "[DONE]").map((i) => JSON.parse(i.data!));
+    expect(chunks.filter((c) => c.choices[0]?.delta?.role !== undefined)).toEqual([]);
+    expect(chunks.slice(0, -1).every((c) => c.usage === null)).toBe(true);
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { completion_tokens: expect.any(Number) } });
+    // The whole stream replayed from the start is what the original plus the resumed part were.
+    const replay = await new SseReader(await get(`/v1/chat/completions/${completionId}?stream=true`)).rest();
+    const events = (items: SseItem[]) => items.filter((i) => i.data !== undefined).map((i) => `${i.id ?? ""}|${i.data}`);
+    expect([...events(seen), ...events(rest)]).toEqual(events(replay));
   });
 
   it("a client that comes back within the grace period keeps the job running to its end", async () => {
@@ -164,8 +191,8 @@ describe("resumable completions (real worker, engine paced at 150 ms per delta, 
     expect(events[0]!.data.outcome).not.toBe("cancelled");
   });
 
-  it("cancel stops a running stream at once: an error event, [DONE], the generated tokens charged; others cannot cancel it", async () => {
-    const response = await post(body({ stream: true }));
+  it("cancel stops a running stream at once: the usage chunk, an error event, [DONE], the generated tokens charged; others cannot cancel it", async () => {
+    const response = await post(body({ stream: true, stream_options: { include_usage: true } }));
     const completionId = response.headers.get("x-completion-id")!;
     const reader = new SseReader(response);
     await reader.nextEvent();
@@ -192,11 +219,15 @@ describe("resumable completions (real worker, engine paced at 150 ms per delta, 
     });
     expect(events).toHaveLength(1);
     expect(events[0]!.data.outcome).toBe("cancelled");
+    const usageChunk = JSON.parse(rest.at(-3)!.data!) as { choices: unknown[]; usage: { completion_tokens: number } };
+    expect(usageChunk.choices).toEqual([]);
+    expect(usageChunk.usage.completion_tokens).toBe(events[0]!.data.completionTokens);
+    // Cancelled it stays: a second cancel does not call it completed.
     const again = await fetch(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}` },
     });
-    expect(await again.json()).toMatchObject({ status: "completed" });
+    expect(await again.json()).toMatchObject({ status: "cancelled" });
   });
 
   it("the same Idempotency-Key sent 10 times at once: one completion, one charge; the same key with another body is 400", async () => {

@@ -10,6 +10,8 @@ export type RedisServer = {
   start(): Promise<void>;
   /** Kills it (SIGKILL: gone at once, like a crash) and waits for it to exit. */
   stop(): Promise<void>;
+  /** Stops it with SHUTDOWN NOSAVE (no persistence: it comes back empty) and waits for it to exit. */
+  shutdownNosave(): Promise<void>;
 };
 
 export async function startRedisServer(): Promise<RedisServer> {
@@ -32,6 +34,19 @@ export async function startRedisServer(): Promise<RedisServer> {
       const exited = new Promise<void>((resolve) => running.once("exit", () => resolve()));
       running.kill("SIGKILL");
       await exited;
+    },
+    async shutdownNosave() {
+      const running = child;
+      child = null;
+      if (!running || running.exitCode !== null || running.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => running.once("exit", () => resolve()));
+      const socket = net.connect(port, "127.0.0.1");
+      socket.on("error", () => undefined);
+      socket.on("connect", () => socket.write("SHUTDOWN NOSAVE\r\n"));
+      const killLater = setTimeout(() => running.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(killLater);
+      socket.destroy();
     },
   };
   await server.start();

@@ -204,7 +204,9 @@ export class CompletionJobRunner {
       return;
     }
     announce();
-    publisher.send(failure ? { type: "error", error: failure } : { type: "usage", usage });
+    // A cancelled job's error carries what was charged (the client's usage chunk, the stored partial reply).
+    const chargedUsage = failure?.kind === "cancelled" && recorded !== null ? { usage: charged } : {};
+    publisher.send(failure ? { type: "error", error: failure, ...chargedUsage } : { type: "usage", usage });
     await publisher.close();
   }
 

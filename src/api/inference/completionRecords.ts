@@ -16,6 +16,8 @@ export const CompletionRecordSchema = z.object({
   reasoning: z.boolean(),
   /** The reply channel of the API process that enqueued it. */
   replyTo: z.string(),
+  /** The request's stream_options.include_usage: a resumed stream keeps it (usage: null on chunks, the usage chunk). */
+  includeUsage: z.boolean().optional(),
 });
 export type CompletionRecord = z.infer<typeof CompletionRecordSchema>;
 

@@ -24,6 +24,8 @@ export type InferenceJobSpec = {
    * text completion, which queues behind the earlier prompts of the same request.
    */
   patient?: boolean;
+  /** The request's stream_options.include_usage, kept for a resumed stream. */
+  includeUsage?: boolean;
   /** The request is admitted and queued (its hold placed): a stream may open its response. */
   onAdmitted?: () => void;
   /** The number of jobs waiting for the model when this one was queued (this one included). */
@@ -68,6 +70,7 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
         inference.gateway.start(speculative ? { ...request, speculative } : request, {
           startTimeoutMs,
           reasoning,
+          ...(spec.includeUsage ? { includeUsage: true } : {}),
           onQueued: () => {
             enqueue.end();
             onQueued?.();

@@ -8,15 +8,18 @@ const STATUS_HINTS = {
 
 /**
  * Streams a chat completion from /v1/chat/completions (the same API the SDKs use, with an API key),
- * calling onText with each piece of content as it arrives. Resolves with the full reply.
+ * calling onText with each piece of content as it arrives and onCompletionId with the completion's id
+ * (the x-completion-id header) once the stream opens. Resolves with the full reply.
  */
-export async function streamChat({ apiKey, model, messages, signal, onText }) {
+export async function streamChat({ apiKey, model, messages, signal, onText, onCompletionId }) {
   const response = await fetch("/v1/chat/completions", {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
     body: JSON.stringify({ model, messages, stream: true, max_tokens: 256 }),
     signal,
   });
+  const completionId = response.headers.get("x-completion-id");
+  if (completionId) onCompletionId?.(completionId);
   if (!response.ok) {
     const body = await response.json().catch(() => null);
     const hint = STATUS_HINTS[response.status];
@@ -47,4 +50,15 @@ export async function streamChat({ apiKey, model, messages, signal, onText }) {
     }
   }
   return reply;
+}
+
+/**
+ * Stops a completion's job (POST /v1/chat/completions/{id}/cancel): closing the stream alone would not,
+ * a dropped connection is not a cancel. The tokens generated until then are charged.
+ */
+export async function cancelChat({ apiKey, completionId }) {
+  await fetch(`/v1/chat/completions/${encodeURIComponent(completionId)}/cancel`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${apiKey}` },
+  }).catch(() => undefined);
 }

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { html } from "./html.js";
-import { streamChat } from "./chatStream.js";
+import { cancelChat, streamChat } from "./chatStream.js";
 import { ErrorMessage } from "./widgets.js";
 
 /** Pick a model, send a chat message, watch the reply stream in (through the public API, with an API key). */
@@ -12,6 +12,8 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
   const [streaming, setStreaming] = useState(null);
   const [error, setError] = useState(null);
   const abort = useRef(null);
+  /** The running completion's id and whether Stop was pressed before it was known. */
+  const running = useRef({ completionId: null, stopped: false });
 
   useEffect(() => {
     api.get("/console/models").then((list) => {
@@ -30,13 +32,21 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
     setError(null);
     setStreaming("");
     abort.current = new AbortController();
+    running.current = { completionId: null, stopped: false };
+    const onCompletionId = (completionId) => {
+      running.current.completionId = completionId;
+      if (running.current.stopped) {
+        cancelChat({ apiKey: playgroundKey, completionId });
+        abort.current?.abort();
+      }
+    };
     let partial = "";
     const onText = (text) => {
       partial = text;
       setStreaming(text);
     };
     try {
-      const reply = await streamChat({ apiKey: playgroundKey, model, messages, signal: abort.current.signal, onText });
+      const reply = await streamChat({ apiKey: playgroundKey, model, messages, signal: abort.current.signal, onText, onCompletionId });
       setTurns([...messages, { role: "assistant", content: reply }]);
     } catch (failure) {
       if (failure.name === "AbortError") {
@@ -52,6 +62,19 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
       setStreaming(null);
       abort.current = null;
     }
+  }
+
+  /** Stop: the job is cancelled (not only the stream closed), so generation and its charge stop now. */
+  function stop() {
+    running.current.stopped = true;
+    if (running.current.completionId) {
+      cancelChat({ apiKey: playgroundKey, completionId: running.current.completionId });
+      abort.current?.abort();
+      return;
+    }
+    // The stream has not opened yet: its id (to cancel) comes with its headers; stop listening anyway soon.
+    const pending = abort.current;
+    setTimeout(() => pending?.abort(), 2_000);
   }
 
   return html`
@@ -112,7 +135,7 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
         <p id="pg-message-hint" class="hint">Ctrl+Enter sends.</p>
         <div class="row">
           <button type="submit" class="primary" disabled=${streaming !== null || !model}>Send</button>
-          ${streaming !== null && html`<button type="button" onClick=${() => abort.current?.abort()}>Stop</button>`}
+          ${streaming !== null && html`<button type="button" onClick=${stop}>Stop</button>`}
           <button type="button" onClick=${() => setTurns([])} disabled=${streaming !== null || turns.length === 0}>Clear conversation</button>
         </div>
       </form>

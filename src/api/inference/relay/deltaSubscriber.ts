@@ -39,7 +39,11 @@ export class DeltaSubscriber {
     this.ready.catch(() => undefined);
     let connected = false;
     this.#subscriber.on("ready", () => {
-      if (connected) for (const listener of this.#reconnected) listener();
+      if (connected) {
+        // Whatever was published while the subscriber was away is missed: every feed reads its replay stream.
+        for (const feed of this.#feeds.values()) feed.recover();
+        for (const listener of this.#reconnected) listener();
+      }
       connected = true;
     });
   }

@@ -33,6 +33,8 @@ export type StartOptions = {
   reasoning: boolean;
   /** How long to wait for a worker to start the job (per request class: streams wait longer). */
   startTimeoutMs: number;
+  /** The request's stream_options.include_usage (kept in the record, for a resumed stream). */
+  includeUsage?: boolean;
   /** Called once Redis acknowledged the enqueue (before a worker started the job). */
   onQueued?: () => void;
   /** The number of jobs waiting for the model when this one was queued (this one included). */
@@ -118,6 +120,7 @@ export class InferenceGateway {
       created: job.created,
       reasoning: options.reasoning,
       replyTo: job.replyTo,
+      ...(options.includeUsage ? { includeUsage: true } : {}),
     };
     const feed = this.#subscriber.open(job.completionId);
     this.#waiting.set(job.completionId, { job, record });
@@ -168,6 +171,7 @@ export class InferenceGateway {
       this.#waiting.delete(job.completionId);
     }
     const idleMs = this.#limits.jobIdleTimeoutMs;
+    const queues = this.#queues;
     let ended = false;
     return {
       completionId: job.completionId,
@@ -178,8 +182,12 @@ export class InferenceGateway {
           return message;
         }
         if (feed.closed) throw new JobReleasedError();
+        const lost = feed.lost;
         feed.close();
-        throw silent("The model stopped answering.");
+        // Messages lost with Redis: nothing more can reach the client in order, so the job is stopped
+        // (its worker charges what it generated so far) instead of generating on for nobody.
+        if (lost) void queues.cancel(job.model, job.completionId, "abandoned").catch(() => undefined);
+        throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
       },
       release: () => {
         if (feed.closed && ended) return;

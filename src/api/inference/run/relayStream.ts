@@ -10,8 +10,15 @@ import type { StreamFormat } from "./streamFormat.ts";
  * event id). An error before any output throws (an ordinary HTTP error); after output it becomes an
  * error event followed by `[DONE]`. A client that goes away only stops the relay: the job runs on.
  */
-export async function relayStream(job: RunningJob, sse: SseResponse, format: StreamFormat, includeUsage: boolean): Promise<void> {
-  let first = true;
+export async function relayStream(
+  job: RunningJob,
+  sse: SseResponse,
+  format: StreamFormat,
+  includeUsage: boolean,
+  resumed: { firstSent: boolean } = { firstSent: false },
+): Promise<void> {
+  // A resumed stream goes on as the original would have: its first chunk (the role) was sent already.
+  let first = !resumed.firstSent;
   let lastSeq = 0;
   try {
     for (;;) {
@@ -37,6 +44,8 @@ export async function relayStream(job: RunningJob, sse: SseResponse, format: Str
         case "error": {
           const error = jobErrorToApiError(message.error);
           if (!sse.opened) throw error;
+          // A cancelled stream still ends with its usage chunk (what was charged) when it was asked for.
+          if (includeUsage && message.usage) sse.event(message.seq, format.usage(message.usage));
           sse.event(message.seq, errorBody(error));
           sse.done();
           return;

@@ -95,6 +95,7 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
     job = await startInferenceJob(deps, inference, ctx, {
       ...jobSpec,
       stream: true,
+      includeUsage: spec.includeUsage,
       onAdmitted: () => {
         admitted = true;
         sse.open();
@@ -135,19 +136,32 @@ export async function serveExistingCompletion(
   const job = listening(inference.follow(record.completionId, options.afterSeq), () => inference.abandonment.detached(record));
   const head: CompletionHead = { id: record.completionId, created: record.created, model: record.model, reasoning: record.reasoning };
   if (!options.stream) {
-    await collectInto(ctx, job, head, options.shape);
+    await collectInto(ctx, job, head, options.shape, { partialWhenCancelled: true });
     return;
   }
   const sse = new SseResponse(ctx, () => job.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
   sse.open();
-  await relayStream(job, sse, options.shape.streamFormat({ ...head, includeUsage: options.includeUsage }), options.includeUsage);
+  // Resumed after the first chunk (seq 0 is `started`, 1 the first chunk): the role is not repeated.
+  await relayStream(job, sse, options.shape.streamFormat({ ...head, includeUsage: options.includeUsage }), options.includeUsage, {
+    firstSent: options.afterSeq >= 1,
+  });
 }
 
-async function collectInto(ctx: Context, job: RunningJob, head: CompletionHead, shape: ResponseShape): Promise<void> {
+/** The header that marks a stored completion's answer as the partial reply of a cancelled job. */
+export const COMPLETION_STATUS_HEADER = "x-completion-status";
+
+async function collectInto(
+  ctx: Context,
+  job: RunningJob,
+  head: CompletionHead,
+  shape: ResponseShape,
+  options: { partialWhenCancelled?: boolean } = {},
+): Promise<void> {
   releaseOnDisconnect(ctx, job);
-  const collected = await collectReply(job).catch(nullIfReleased);
+  const collected = await collectReply(job, options).catch(nullIfReleased);
   if (collected) {
     ctx.set("cache-control", "no-store");
+    if (collected.cancelled) ctx.set(COMPLETION_STATUS_HEADER, "cancelled");
     ctx.body = shape.body(head, collected);
   }
 }

@@ -37,7 +37,7 @@ export function getStoredCompletion(deps: AppDeps, endpoint: Endpoint, shape: Re
     const lastEventId = ctx.get("last-event-id");
     // A resume point applies to a stream only: a non-streamed GET answers the whole completion.
     const afterSeq = !stream ? -1 : (query.starting_after ?? (lastEventId ? parseWith(LastEventIdSchema, lastEventId) : -1));
-    await serveExistingCompletion(inference, ctx, record, { afterSeq, stream, includeUsage: query.include_usage === true, shape });
+    await serveExistingCompletion(inference, ctx, record, { afterSeq, stream, includeUsage: query.include_usage ?? record.includeUsage ?? false, shape });
   };
 }
 
@@ -45,8 +45,9 @@ export function getStoredCompletion(deps: AppDeps, endpoint: Endpoint, shape: Re
  * POST /v1/chat/completions/{id}/cancel (and /v1/completions/{id}/cancel): stops the completion at once.
  * A job still waiting for a worker is taken off the queue and charged nothing; a running one is aborted
  * by its worker, which charges the tokens generated so far. Its stream ends with an error event of code
- * `completion_cancelled` and `[DONE]`. Answers `status`: `cancelled` (it never ran), `cancelling` (its
- * worker is stopping it) or `completed` (it had already ended).
+ * `completion_cancelled` and `[DONE]` (after the usage chunk, with include_usage). Answers `status`:
+ * `cancelled` (it never ran, or was cancelled already), `cancelling` (its worker is stopping it) or
+ * `completed` (it had already ended otherwise).
  */
 export function cancelStoredCompletion(deps: AppDeps, endpoint: Endpoint) {
   return async function cancelCompletion(ctx: Context): Promise<void> {
@@ -54,7 +55,8 @@ export function cancelStoredCompletion(deps: AppDeps, endpoint: Endpoint) {
     const record = await ownCompletion(inference, ctx, endpoint);
     const object = endpoint === "completions" ? "text_completion.cancellation" : "chat.completion.cancellation";
     const last = await inference.records.lastMessage(record.completionId);
-    let status: "cancelled" | "cancelling" | "completed" = "completed";
+    // Already ended: `cancelled` when a cancel (or nobody listening) ended it, else `completed`.
+    let status: "cancelled" | "cancelling" | "completed" = last?.type === "error" && last.error.kind === "cancelled" ? "cancelled" : "completed";
     if (!last || !isTerminal(last)) {
       const removed = await inference.queues.cancel(record.model, record.completionId, "user");
       if (removed) {

@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
+import { CompletionFeed } from "./completionFeed.ts";
+
+const delta = (seq: number): DeltaMessage => ({ seq, type: "delta", delta: { content: `t${seq}` } });
+const usage = (seq: number): DeltaMessage => ({ seq, type: "usage", usage: { promptTokens: 1, completionTokens: seq, reasoningTokens: 0 } });
+const RECOVERY = { retryMs: 20, windowMs: 300 };
+/** Far beyond every bound below: a feed that waits for it hangs. */
+const IDLE_MS = 60_000;
+
+/** A replay stream to refill from: `away` makes reads fail (Redis not back yet). */
+function replayStream(messages: DeltaMessage[] = []) {
+  const stream = { messages, away: false, reads: 0 };
+  const refill = async () => {
+    stream.reads++;
+    if (stream.away) throw new Error("Connection is closed.");
+    return [...stream.messages];
+  };
+  return { stream, refill };
+}
+
+async function within<T>(ms: number, promise: Promise<T>): Promise<T | "timed out"> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<"timed out">((resolve) => {
+    timer = setTimeout(() => resolve("timed out"), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe("CompletionFeed after messages were missed", () => {
+  it("fills a gap once the replay stream can be read, though its first read failed", async () => {
+    const { stream, refill } = replayStream([delta(1), delta(2), usage(3)]);
+    stream.away = true;
+    const feed = new CompletionFeed("c", refill, () => undefined, RECOVERY);
+    feed.push(delta(0));
+    expect(await feed.next(IDLE_MS)).toEqual(delta(0));
+    feed.push(usage(3)); // 1 and 2 were missed: a gap; the read fails (Redis still away)
+    const next = feed.next(IDLE_MS);
+    await new Promise((r) => setTimeout(r, 50));
+    stream.away = false;
+    expect(await within(2_000, next)).toEqual(delta(1));
+    expect(await feed.next(IDLE_MS)).toEqual(delta(2));
+    expect(await feed.next(IDLE_MS)).toEqual(usage(3));
+  });
+
+  it("after the subscriber reconnected, reads the replay stream though no later message shows a gap", async () => {
+    const { stream, refill } = replayStream([delta(0)]);
+    const feed = new CompletionFeed("c", refill, () => undefined, RECOVERY);
+    feed.push(delta(0));
+    expect(await feed.next(IDLE_MS)).toEqual(delta(0));
+    feed.recover();
+    const next = feed.next(IDLE_MS);
+    // The worker's last messages reach the stream only after the subscriber is back (missed live).
+    await new Promise((r) => setTimeout(r, 60));
+    stream.messages.push(delta(1), usage(2));
+    expect(await within(2_000, next)).toEqual(delta(1));
+    expect(await feed.next(IDLE_MS)).toEqual(usage(2));
+  });
+
+  it("is lost, and says so at once, when the replay stream cannot fill the gap", async () => {
+    const { refill } = replayStream([delta(3), usage(4)]);
+    const feed = new CompletionFeed("c", refill, () => undefined, RECOVERY);
+    feed.push(delta(0));
+    expect(await feed.next(IDLE_MS)).toEqual(delta(0));
+    feed.push(delta(3));
+    expect(await within(2_000, feed.next(IDLE_MS))).toBeUndefined();
+    expect(feed.lost).toBe(true);
+    expect(feed.closed).toBe(false);
+  });
+
+  it("stops reading once the gap is filled and the reconnect window passed", async () => {
+    const { stream, refill } = replayStream([delta(0), delta(1)]);
+    const feed = new CompletionFeed("c", refill, () => undefined, RECOVERY);
+    feed.recover();
+    expect(await feed.next(IDLE_MS)).toEqual(delta(0));
+    await new Promise((r) => setTimeout(r, RECOVERY.windowMs + 100));
+    const reads = stream.reads;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(stream.reads).toBe(reads);
+    feed.close();
+  });
+});
