@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { SamplingDefaults } from "../../models/modelRegistrySchema.ts";
 
 /** Request fields shared by chat and text completions, with the spec's ranges. */
 export const samplingFields = {
@@ -44,14 +45,22 @@ type SamplingBody = {
   stop?: string | string[] | null;
 };
 
-/** The engine's sampling parameters from the shared request fields, with the spec's defaults. */
-export function samplingParams(body: SamplingBody) {
+/**
+ * The engine's sampling parameters from the shared request fields: what the client set, else the model's
+ * registry `defaults`, else nothing (the engine's own default applies: an upstream backend's, or the
+ * embedded engine's OpenAI defaults).
+ */
+export function samplingParams(body: SamplingBody, defaults: SamplingDefaults = {}) {
   const stop = stopList(body.stop);
+  const temperature = body.temperature ?? defaults.temperature;
+  const topP = body.top_p ?? defaults.top_p;
+  const presencePenalty = body.presence_penalty ?? defaults.presence_penalty;
+  const frequencyPenalty = body.frequency_penalty ?? defaults.frequency_penalty;
   return {
-    temperature: body.temperature ?? 1,
-    topP: body.top_p ?? 1,
-    presencePenalty: body.presence_penalty ?? 0,
-    frequencyPenalty: body.frequency_penalty ?? 0,
+    ...(temperature === undefined ? {} : { temperature }),
+    ...(topP === undefined ? {} : { topP }),
+    ...(presencePenalty === undefined ? {} : { presencePenalty }),
+    ...(frequencyPenalty === undefined ? {} : { frequencyPenalty }),
     ...(body.seed != null ? { seed: body.seed } : {}),
     ...(body.logit_bias != null && Object.keys(body.logit_bias).length > 0 ? { logitBias: body.logit_bias } : {}),
     ...(stop ? { stop } : {}),

@@ -62,14 +62,17 @@ export async function runChat(
     onDelta({ ...(chunk.text === "" ? {} : { content: chunk.text }), ...(logprobs === undefined || logprobs.length === 0 ? {} : { logprobs }) });
   };
   const repetitionPenalty = numberExtra(request.extra, "repetition_penalty") ?? 1;
-  const penalize = request.presencePenalty !== 0 || request.frequencyPenalty !== 0 || repetitionPenalty !== 1;
+  // The embedded engine's defaults for what the request leaves unset: OpenAI's.
+  const presencePenalty = request.presencePenalty ?? 0;
+  const frequencyPenalty = request.frequencyPenalty ?? 0;
+  const penalize = presencePenalty !== 0 || frequencyPenalty !== 0 || repetitionPenalty !== 1;
   const tokenBias = tokenBiasFor(deps.model, request.logitBias);
   const options: LLamaChatGenerateResponseOptions<ChatModelFunctions> = {
     onResponseChunk,
     signal,
     maxTokens,
-    temperature: request.temperature,
-    topP: request.topP,
+    temperature: request.temperature ?? 1,
+    topP: request.topP ?? 1,
     topK: Math.max(0, numberExtra(request.extra, "top_k") ?? 0),
     minP: numberExtra(request.extra, "min_p") ?? 0,
     // Without a seed node-llama-cpp seeds with the current second, so identical requests within a
@@ -80,8 +83,8 @@ export async function runChat(
     repeatPenalty: penalize
       ? {
           penalty: repetitionPenalty,
-          presencePenalty: request.presencePenalty,
-          frequencyPenalty: request.frequencyPenalty,
+          presencePenalty,
+          frequencyPenalty,
           lastTokens: 256,
           penalizeNewLine: true,
         }
