@@ -9,7 +9,7 @@ export const samplingFields = {
   top_p: z.number().min(0).max(1).nullish(),
   stream: z.boolean().nullish(),
   stream_options: z.strictObject({ include_usage: z.boolean().optional() }).nullish(),
-  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullish(),
+  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)], "expected a non-empty string or an array of up to 4 non-empty strings").nullish(),
   presence_penalty: z.number().min(-2).max(2).nullish(),
   frequency_penalty: z.number().min(-2).max(2).nullish(),
   seed: z
