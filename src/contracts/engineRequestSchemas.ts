@@ -54,13 +54,14 @@ export const ResponseFormatSchema = z.discriminatedUnion("type", [
 export const SamplingParamsSchema = z.object({
   /** Upper bound on generated tokens (answer + reasoning), already resolved from max_tokens / max_completion_tokens. */
   maxTokens: z.number().int().positive(),
-  temperature: z.number(),
-  topP: z.number(),
+  /** Sampling parameters are set only when the client (or the model's registry defaults) set them: each engine applies its own default otherwise. */
+  temperature: z.number().optional(),
+  topP: z.number().optional(),
   seed: z.number().int().optional(),
   /** Stop sequences; never included in the output. */
   stop: z.array(z.string()).optional(),
-  presencePenalty: z.number(),
-  frequencyPenalty: z.number(),
+  presencePenalty: z.number().optional(),
+  frequencyPenalty: z.number().optional(),
   logprobs: z.boolean().optional(),
   /** 0..20, only with logprobs. */
   topLogprobs: z.number().int().optional(),

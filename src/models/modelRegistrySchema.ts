@@ -83,6 +83,16 @@ export const ModelPricingSchema = z
 /** The backend-specific parameters the embedded engine honours (node-llama-cpp sampling options). */
 export const EMBEDDED_EXTRA_PARAMETERS: readonly string[] = ["top_k", "min_p", "repetition_penalty"];
 
+/** A model's default sampling parameters (the request fields' names and ranges). */
+export const SamplingDefaultsSchema = z
+  .object({
+    temperature: z.number().min(0).max(2).optional(),
+    top_p: z.number().min(0).max(1).optional(),
+    presence_penalty: z.number().min(-2).max(2).optional(),
+    frequency_penalty: z.number().min(-2).max(2).optional(),
+  })
+  .strict();
+
 export const ModelEntrySchema = z
   .object({
     id: ModelIdSchema,
@@ -100,6 +110,11 @@ export const ModelEntrySchema = z
     extra_parameters: z.array(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lower-case letters, digits and '_'")).optional(),
     /** The `reasoning_effort` values this model's backend accepts. Absent: low, medium and high (reasoning models only). */
     reasoning_efforts: z.array(z.string().min(1).max(32)).min(1).optional(),
+    /**
+     * Sampling parameters applied when a request does not set them (a model's recommended settings, e.g.
+     * `{"temperature": 0.6, "top_p": 0.95}`). Absent ones are not sent: the backend's own default applies.
+     */
+    defaults: SamplingDefaultsSchema.optional(),
     /** Embeddings: the length of the model's vectors (shown in the models API; bounds `dimensions`). */
     embedding_dimensions: z.number().int().positive().max(65536).optional(),
     /**
@@ -146,4 +161,5 @@ export type EngineConfig = z.infer<typeof EngineConfigSchema>;
 export type ModelCapabilities = z.infer<typeof ModelCapabilitiesSchema>;
 export type ModelPricing = z.infer<typeof ModelPricingSchema>;
 export type ModelEntry = z.infer<typeof ModelEntrySchema>;
+export type SamplingDefaults = z.infer<typeof SamplingDefaultsSchema>;
 export type RegistryFile = z.infer<typeof RegistryFileSchema>;

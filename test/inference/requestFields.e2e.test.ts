@@ -39,6 +39,13 @@ describe("OpenAI request fields and backend-specific parameters (real HTTP API; 
           engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "p1" },
           capabilities: { ...upstreamCapabilities, reasoning: false },
         },
+        {
+          id: "tuned-upstream",
+          ...upstreamModel,
+          engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "t1" },
+          capabilities: { ...upstreamCapabilities, reasoning: false },
+          defaults: { temperature: 0.6, top_p: 0.95 },
+        },
       ],
     });
     key = (await platform.createKey()).key;
@@ -51,6 +58,22 @@ describe("OpenAI request fields and backend-specific parameters (real HTTP API; 
   const chat = (body: Record<string, unknown>) => platform.request("POST", "/v1/chat/completions", { token: key, body: { messages: user, ...body } });
   /** The body the upstream received for the last request. */
   const lastUpstreamBody = () => upstream.received.at(-1)!.body as Record<string, unknown>;
+
+  it("sends an upstream only the sampling parameters the client set, else the model's registry defaults, else none", async () => {
+    const sampling = (body: Record<string, unknown>) =>
+      Object.fromEntries(["temperature", "top_p", "presence_penalty", "frequency_penalty"].filter((name) => name in body).map((name) => [name, body[name]]));
+    expect((await chat({ model: "plain-upstream", max_tokens: 4 })).status).toBe(200);
+    expect(sampling(lastUpstreamBody())).toEqual({});
+    const completion = await platform.request("POST", "/v1/completions", { token: key, body: { model: "plain-upstream", prompt: "Hi", max_tokens: 2 } });
+    expect(completion.status).toBe(200);
+    expect(sampling(lastUpstreamBody())).toEqual({});
+    expect((await chat({ model: "plain-upstream", max_tokens: 4, presence_penalty: 0.5 })).status).toBe(200);
+    expect(sampling(lastUpstreamBody())).toEqual({ presence_penalty: 0.5 });
+    expect((await chat({ model: "tuned-upstream", max_tokens: 4 })).status).toBe(200);
+    expect(sampling(lastUpstreamBody())).toEqual({ temperature: 0.6, top_p: 0.95 });
+    expect((await chat({ model: "tuned-upstream", max_tokens: 4, temperature: 0.2 })).status).toBe(200);
+    expect(sampling(lastUpstreamBody())).toEqual({ temperature: 0.2, top_p: 0.95 });
+  });
 
   it("accepts metadata, store, service_tier auto/default and prediction, and ignores them", async () => {
     const response = await chat({

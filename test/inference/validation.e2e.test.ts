@@ -26,6 +26,28 @@ describe("validation errors: 400 invalid_request_error naming the param (openai 
   };
 
   it.each([
+    [{ stop: 3 }, "stop", "Invalid 'stop': expected a non-empty string or an array of up to 4 non-empty strings"],
+    [{ stop: ["a", "b", "c", "d", "e"] }, "stop", "Invalid 'stop': expected a non-empty string or an array of up to 4 non-empty strings"],
+    [
+      { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "http://x" } }] }] },
+      "messages[0].content",
+      "this model does not take images",
+    ],
+    [
+      { messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "", format: "wav" } }] }] },
+      "messages[0].content",
+      "does not take audio",
+    ],
+    [{ messages: [{ role: "user", content: 3 }] }, "messages[0].content", "expected a string or an array of text parts"],
+    [{ tool_choice: 3, tools: [{ type: "function", function: { name: "f" } }] }, "tool_choice", "Invalid 'tool_choice': expected"],
+  ])("a union's 400 says what was expected: %j", async (fields, param, message) => {
+    const error = await badChat({ model: TINY_CHAT, messages: user, ...fields });
+    expect(error.param).toBe(param);
+    expect(error.message).toContain(message);
+    expect(error.message).not.toMatch(/Invalid input/);
+  });
+
+  it.each([
     [{ messages: user }, "model"],
     [{ model: TINY_CHAT }, "messages"],
     [{ model: TINY_CHAT, messages: [] }, "messages"],

@@ -34,8 +34,8 @@ export class EngineCallSpan {
     if (job.work.kind === "chat") {
       const request = job.work.request;
       attributes[GEN_AI.requestMaxTokens] = request.maxTokens;
-      attributes[GEN_AI.requestTemperature] = request.temperature;
-      attributes[GEN_AI.requestTopP] = request.topP;
+      if (request.temperature !== undefined) attributes[GEN_AI.requestTemperature] = request.temperature;
+      if (request.topP !== undefined) attributes[GEN_AI.requestTopP] = request.topP;
       if (request.seed !== undefined) attributes[GEN_AI.requestSeed] = request.seed;
       if (options.captureContent) attributes[GEN_AI.inputMessages] = JSON.stringify(request.messages);
     } else if (options.captureContent) {

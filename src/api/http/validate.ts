@@ -25,7 +25,22 @@ export function invalidRequestFromZod(error: z.ZodError): InvalidRequestError {
     return new InvalidRequestError(`Missing required parameter: '${param}'.`, { param: param || null, code: "missing_required_parameter" });
   }
   const where = param ? `Invalid '${param}': ` : "Invalid request body: ";
-  return new InvalidRequestError(`${where}${issue.message}`, { param: param || null, code: "invalid_value" });
+  return new InvalidRequestError(`${where}${issueMessage(issue)}`, { param: param || null, code: "invalid_value" });
+}
+
+/** A union with no message of its own says which types it takes ("expected string or array"), not "Invalid input". */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  if (issue.code !== "invalid_union" || issue.message !== "Invalid input" || issue.errors.length === 0) return issue.message;
+  const expected = issue.errors.map((branch) => {
+    const first = branch[0];
+    return first?.code === "invalid_type"
+      ? first.expected
+      : first?.code === "invalid_value"
+        ? first.values.map((value) => JSON.stringify(value)).join(" or ")
+        : null;
+  });
+  if (expected.some((value) => value === null)) return issue.message;
+  return `expected ${[...new Set(expected)].join(" or ")}.`;
 }
 
 /** Parses ctx.request.body / query / params with the schema; the result goes to ctx.state.<source>. */

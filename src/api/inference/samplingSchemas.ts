@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { SamplingDefaults } from "../../models/modelRegistrySchema.ts";
 
 /** Request fields shared by chat and text completions, with the spec's ranges. */
 export const samplingFields = {
@@ -8,7 +9,7 @@ export const samplingFields = {
   top_p: z.number().min(0).max(1).nullish(),
   stream: z.boolean().nullish(),
   stream_options: z.strictObject({ include_usage: z.boolean().optional() }).nullish(),
-  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullish(),
+  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)], "expected a non-empty string or an array of up to 4 non-empty strings").nullish(),
   presence_penalty: z.number().min(-2).max(2).nullish(),
   frequency_penalty: z.number().min(-2).max(2).nullish(),
   seed: z
@@ -44,14 +45,22 @@ type SamplingBody = {
   stop?: string | string[] | null;
 };
 
-/** The engine's sampling parameters from the shared request fields, with the spec's defaults. */
-export function samplingParams(body: SamplingBody) {
+/**
+ * The engine's sampling parameters from the shared request fields: what the client set, else the model's
+ * registry `defaults`, else nothing (the engine's own default applies: an upstream backend's, or the
+ * embedded engine's OpenAI defaults).
+ */
+export function samplingParams(body: SamplingBody, defaults: SamplingDefaults = {}) {
   const stop = stopList(body.stop);
+  const temperature = body.temperature ?? defaults.temperature;
+  const topP = body.top_p ?? defaults.top_p;
+  const presencePenalty = body.presence_penalty ?? defaults.presence_penalty;
+  const frequencyPenalty = body.frequency_penalty ?? defaults.frequency_penalty;
   return {
-    temperature: body.temperature ?? 1,
-    topP: body.top_p ?? 1,
-    presencePenalty: body.presence_penalty ?? 0,
-    frequencyPenalty: body.frequency_penalty ?? 0,
+    ...(temperature === undefined ? {} : { temperature }),
+    ...(topP === undefined ? {} : { topP }),
+    ...(presencePenalty === undefined ? {} : { presencePenalty }),
+    ...(frequencyPenalty === undefined ? {} : { frequencyPenalty }),
     ...(body.seed != null ? { seed: body.seed } : {}),
     ...(body.logit_bias != null && Object.keys(body.logit_bias).length > 0 ? { logitBias: body.logit_bias } : {}),
     ...(stop ? { stop } : {}),

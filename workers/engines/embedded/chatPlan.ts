@@ -1,10 +1,11 @@
-import type { ChatHistoryItem, ChatModelFunctions, ChatWrapper, Llama, LlamaGrammar, LlamaJsonSchemaGrammar, LlamaModel, Token } from "node-llama-cpp";
+import { LlamaText } from "node-llama-cpp";
+import type { ChatHistoryItem, ChatModelFunctions, ChatWrapper, Llama, LlamaGrammar, LlamaModel, Token } from "node-llama-cpp";
 import { EngineError } from "../engine.ts";
 import type { ChatRequest } from "../engine.ts";
 import { forcedToolCall } from "./forcedToolCall.ts";
 import type { ForcedToolCall } from "./forcedToolCall.ts";
 import { toChatFunctions, toChatHistory } from "./toChatHistory.ts";
-import { toGbnfSchema } from "./toGbnfSchema.ts";
+import { ValueRules, toGbnfSchema } from "./toGbnfSchema.ts";
 import { unsatisfiableReason } from "../../../src/contracts/unsatisfiableSchema.ts";
 
 /** What one chat job feeds LlamaChat: the history, and either functions (tool_choice auto) or a grammar. */
@@ -12,9 +13,6 @@ export type ChatPlan = {
   history: ChatHistoryItem[];
   functions: ChatModelFunctions | undefined;
   grammar: LlamaGrammar | undefined;
-  /** Set for json_schema: validates the finished output. */
-  schemaGrammar: LlamaJsonSchemaGrammar<never> | undefined;
-  jsonObject: boolean;
   forced: ForcedToolCall | null;
   maxParallelFunctionCalls: number;
 };
@@ -29,37 +27,43 @@ export async function chatPlan(deps: ChatPlanDeps, request: ChatRequest): Promis
   if (tools.length > 0 && format !== undefined && format.type !== "text") {
     throw new EngineError("invalid_request", "response_format cannot be combined with tools on this model", "response_format");
   }
-  const forced = tools.length > 0 ? forcedToolCall(tools, request.toolChoice, parallel) : null;
+  const rules = new ValueRules();
+  const forced = tools.length > 0 ? forcedToolCall(tools, request.toolChoice, parallel, rules) : null;
   const functions = tools.length > 0 ? toChatFunctions(tools) : undefined;
-  const base = { forced, maxParallelFunctionCalls: parallel ? 8 : 1, jsonObject: false, schemaGrammar: undefined };
+  const base = { forced, maxParallelFunctionCalls: parallel ? 8 : 1 };
   if (forced !== null && functions !== undefined) {
     // The tools are documented the way the chat wrapper documents them; the grammar forces the call.
     const documented = deps.chatWrapper.addAvailableFunctionsSystemMessageToHistory(history, functions, { documentParams: true });
-    return { ...base, history: [...documented], functions: undefined, grammar: await schemaGrammar(deps, forced.schema, "tools") };
+    return { ...base, history: [...documented], functions: undefined, grammar: await schemaGrammar(deps, forced.schema, rules, "tools") };
   }
   if (functions !== undefined) return { ...base, history, functions, grammar: undefined };
-  if (format?.type === "json_object") return { ...base, history, functions: undefined, grammar: await deps.jsonGrammar(), jsonObject: true };
+  if (format?.type === "json_object") return { ...base, history, functions: undefined, grammar: await deps.jsonGrammar() };
   if (format?.type === "json_schema") {
-    const grammar = await schemaGrammar(deps, toGbnfSchema(format.json_schema.schema ?? {}, "response_format"), "response_format");
-    return { ...base, history, functions: undefined, grammar, schemaGrammar: grammar };
+    const grammar = await schemaGrammar(deps, toGbnfSchema(format.json_schema.schema ?? {}, "response_format", rules), rules, "response_format");
+    return { ...base, history, functions: undefined, grammar };
   }
   return { ...base, history, functions: undefined, grammar: undefined };
 }
 
 /**
- * The grammar of a JSON schema. node-llama-cpp builds one even for a schema nothing can match (an empty
- * enum, `not: {}`): the output could then never validate, so such a schema is refused first, as the
- * client's mistake (invalid_request: a 400, nothing generated, nothing charged); so is any schema the
- * grammar builder fails on.
+ * The grammar of a JSON schema: node-llama-cpp's, with the rule of each placeholder value replaced by the
+ * value's own grammar (ValueRules). node-llama-cpp builds one even for a schema nothing can match (an empty
+ * enum, `not: {}`), so such a schema is refused first, as the client's mistake (invalid_request: a 400,
+ * nothing generated, nothing charged); so is any schema the grammar builder fails on. The output is not
+ * checked after generation: the grammar is what the output follows, and nothing fails after charging.
  */
-async function schemaGrammar(deps: ChatPlanDeps, schema: object, param: string): Promise<LlamaJsonSchemaGrammar<never>> {
+async function schemaGrammar(deps: ChatPlanDeps, schema: object, rules: ValueRules, param: string): Promise<LlamaGrammar> {
   const unsatisfiable = unsatisfiableReason(schema);
   if (unsatisfiable !== null) throw new EngineError("invalid_request", `No output can satisfy this JSON schema: ${unsatisfiable}`, param);
+  let built: LlamaGrammar;
   try {
-    return (await deps.llama.createGrammarForJsonSchema(schema as never)) as LlamaJsonSchemaGrammar<never>;
+    built = await deps.llama.createGrammarForJsonSchema(schema as never);
   } catch (error) {
     throw new EngineError("invalid_request", `Unsupported JSON schema: ${(error as Error).message}`, param);
   }
+  if (rules.size === 0) return built;
+  // The same settings as node-llama-cpp's JSON-schema grammar.
+  return deps.llama.createGrammar({ grammar: rules.apply(built.grammar), stopGenerationTriggers: [LlamaText(["\n".repeat(4)])], trimWhitespaceSuffix: true });
 }
 
 /** The number of prompt tokens of a history, rendered by the chat wrapper (the model's chat template). */

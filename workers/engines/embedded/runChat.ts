@@ -9,10 +9,9 @@ import type {
   LLamaChatGenerateResponseOptions,
   ChatModelFunctions,
 } from "node-llama-cpp";
-import { EngineError } from "../engine.ts";
 import type { ChatRequest, DeltaSink, EngineResult, FinishReason, ToolCallDelta } from "../engine.ts";
 import type { ChatPlan } from "./chatPlan.ts";
-import { parseRequiredCalls } from "./forcedToolCall.ts";
+import { parseRequiredCalls, partialRequiredCalls } from "./forcedToolCall.ts";
 import { SampledTokenRecorder } from "./sampledTokenRecorder.ts";
 import type { TokenLogprobs } from "./tokenLogprobs.ts";
 import { tokenBiasFor } from "./logitBias.ts";
@@ -63,14 +62,17 @@ export async function runChat(
     onDelta({ ...(chunk.text === "" ? {} : { content: chunk.text }), ...(logprobs === undefined || logprobs.length === 0 ? {} : { logprobs }) });
   };
   const repetitionPenalty = numberExtra(request.extra, "repetition_penalty") ?? 1;
-  const penalize = request.presencePenalty !== 0 || request.frequencyPenalty !== 0 || repetitionPenalty !== 1;
+  // The embedded engine's defaults for what the request leaves unset: OpenAI's.
+  const presencePenalty = request.presencePenalty ?? 0;
+  const frequencyPenalty = request.frequencyPenalty ?? 0;
+  const penalize = presencePenalty !== 0 || frequencyPenalty !== 0 || repetitionPenalty !== 1;
   const tokenBias = tokenBiasFor(deps.model, request.logitBias);
   const options: LLamaChatGenerateResponseOptions<ChatModelFunctions> = {
     onResponseChunk,
     signal,
     maxTokens,
-    temperature: request.temperature,
-    topP: request.topP,
+    temperature: request.temperature ?? 1,
+    topP: request.topP ?? 1,
     topK: Math.max(0, numberExtra(request.extra, "top_k") ?? 0),
     minP: numberExtra(request.extra, "min_p") ?? 0,
     // Without a seed node-llama-cpp seeds with the current second, so identical requests within a
@@ -81,8 +83,8 @@ export async function runChat(
     repeatPenalty: penalize
       ? {
           penalty: repetitionPenalty,
-          presencePenalty: request.presencePenalty,
-          frequencyPenalty: request.frequencyPenalty,
+          presencePenalty,
+          frequencyPenalty,
           lastTokens: 256,
           penalizeNewLine: true,
         }
@@ -115,7 +117,13 @@ export async function runChat(
 function finish(response: LlamaChatResponse<ChatModelFunctions>, plan: ChatPlan, toolCalls: ToolCallStream, forcedText: string): FinishReason {
   const stopReason = response.metadata.stopReason;
   if (stopReason === "abort") throw new DOMException("This operation was aborted", "AbortError");
-  if (stopReason === "maxTokens") return "length";
+  if (stopReason === "maxTokens") {
+    // A forced call cut short is returned as written so far, as OpenAI does (a named call streamed it already).
+    if (plan.forced?.kind === "required") {
+      for (const [index, call] of partialRequiredCalls(forcedText, plan.forced.parallel).entries()) toolCalls.arguments(index, call.name, call.arguments);
+    }
+    return "length";
+  }
   if (plan.forced !== null) {
     if (plan.forced.kind === "named") {
       if (!toolCalls.started(0)) toolCalls.arguments(0, plan.forced.name, "{}");
@@ -130,21 +138,8 @@ function finish(response: LlamaChatResponse<ChatModelFunctions>, plan: ChatPlan,
     }
     return "tool_calls";
   }
-  // A stop sequence may cut the JSON short on purpose; only a natural end must be valid.
-  if (stopReason === "customStopTrigger") return "stop";
-  if (plan.schemaGrammar !== undefined) {
-    try {
-      plan.schemaGrammar.parse(response.response);
-    } catch (error) {
-      throw new EngineError("internal", `The model's output does not match the JSON schema: ${(error as Error).message}`);
-    }
-  } else if (plan.jsonObject) {
-    try {
-      JSON.parse(response.response);
-    } catch {
-      throw new EngineError("internal", "The model's output is not valid JSON");
-    }
-  }
+  // The grammar made the output (json_object, json_schema): it is returned as generated, never refused
+  // after it was generated and charged.
   return "stop";
 }
 

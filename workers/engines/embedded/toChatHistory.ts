@@ -1,7 +1,7 @@
 import type { ChatHistoryItem, ChatModelFunctionCall, ChatModelFunctions, ChatModelResponse } from "node-llama-cpp";
 import { EngineError } from "../engine.ts";
 import type { ChatMessage, JsonSchema, ToolDefinition } from "../engine.ts";
-import { toGbnfSchema } from "./toGbnfSchema.ts";
+import { toGbnfSchema, type ValueRules } from "./toGbnfSchema.ts";
 
 /**
  * Converts OpenAI chat messages to node-llama-cpp's chat history. Tool results are attached to the assistant's
@@ -94,7 +94,7 @@ export function toChatFunctions(tools: ToolDefinition[]): ChatModelFunctions {
   return functions;
 }
 
-export function toolParams(parameters: JsonSchema | undefined): ChatModelFunctions[string]["params"] {
+export function toolParams(parameters: JsonSchema | undefined, rules?: ValueRules): ChatModelFunctions[string]["params"] {
   if (parameters === undefined) return { type: "object", properties: {} };
-  return toGbnfSchema(parameters, "tools");
+  return toGbnfSchema(parameters, "tools", rules);
 }

@@ -34,10 +34,11 @@ export function toUpstreamChatBody(request: ChatRequest, options: UpstreamChatBo
   body.stream_options = { include_usage: true };
   // No bound from the client for a reasoning model: the backend's default applies (spec 4.1).
   if (!(options.reasoning && request.maxTokensDefault === true)) body[options.reasoning ? "max_completion_tokens" : "max_tokens"] = request.maxTokens;
-  body.temperature = request.temperature;
-  body.top_p = request.topP;
-  body.presence_penalty = request.presencePenalty;
-  body.frequency_penalty = request.frequencyPenalty;
+  // Only what the client (or the model's registry defaults) set: the backend's own defaults apply otherwise.
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.topP !== undefined) body.top_p = request.topP;
+  if (request.presencePenalty !== undefined) body.presence_penalty = request.presencePenalty;
+  if (request.frequencyPenalty !== undefined) body.frequency_penalty = request.frequencyPenalty;
   if (request.seed !== undefined) body.seed = request.seed;
   if (request.stop !== undefined && request.stop.length > 0) body.stop = request.stop;
   if (request.logitBias !== undefined) body.logit_bias = request.logitBias;

@@ -18,7 +18,7 @@ export function chatCompletionHandler(deps: AppDeps) {
     const body = ctx.state.body as ChatCompletionRequest;
     const inference = requireInference(deps);
     const model = resolveModel(inference.registry, body.model, "chat");
-    checkRequestSchemas(body, inference.schemas);
+    checkRequestSchemas(body, inference.schemas, model.engine.type === "embedded");
     await serveNewCompletion(deps, inference, ctx, {
       model,
       endpoint: "chat.completions",

@@ -4,8 +4,31 @@ import { exceedsNestingDepth } from "../jsonSchemas/jsonNestingDepth.ts";
 import { MAX_SCHEMA_DEPTH } from "../jsonSchemas/jsonSchemaProblem.ts";
 
 const TextPartSchema = z.strictObject({ type: z.literal("text"), text: z.string() });
+/** What a content part of another type asks for, named in the 400 (no served model takes them). */
+const PART_CAPABILITIES: Record<string, string> = {
+  image_url: "images",
+  input_image: "images",
+  input_audio: "audio",
+  audio: "audio",
+  file: "files",
+  input_file: "files",
+};
+
+/** Why content is refused: a part type no model here takes names the capability; else what is expected. */
+function contentError(input: unknown): string {
+  if (Array.isArray(input)) {
+    for (const part of input) {
+      const type = typeof part === "object" && part !== null ? (part as { type?: unknown }).type : undefined;
+      if (typeof type === "string" && type in PART_CAPABILITIES) {
+        return `this model does not take ${PART_CAPABILITIES[type]} (a '${type}' content part); content must be a string or an array of text parts.`;
+      }
+    }
+  }
+  return 'expected a string or an array of text parts ({"type": "text", "text": "..."}).';
+}
+
 /** Message content: a string or text parts (other part types, e.g. images, are not served). */
-const ContentSchema = z.union([z.string(), z.array(TextPartSchema)]);
+const ContentSchema = z.union([z.string(), z.array(TextPartSchema)], { error: (issue) => contentError(issue.input) });
 
 const FunctionNameSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, '_' or '-'");
 

@@ -50,7 +50,7 @@ export function toEngineChatRequest(body: ChatCompletionRequest, model: Register
     messages: body.messages.map(toEngineMessage),
     maxTokens,
     ...(backendDefault ? { maxTokensDefault: true } : {}),
-    ...samplingParams(body),
+    ...samplingParams(body, model.defaults),
     ...(body.logprobs === true ? { logprobs: true, ...(body.top_logprobs != null ? { topLogprobs: body.top_logprobs } : {}) } : {}),
     ...(hasTools ? { tools: body.tools!.map((t) => ({ type: "function" as const, function: withoutNulls(t.function) })) } : {}),
     ...(body.tool_choice ? { toolChoice: body.tool_choice } : {}),

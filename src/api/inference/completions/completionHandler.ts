@@ -37,7 +37,7 @@ export function completionHandler(deps: AppDeps) {
     const requestFor = (prompt: string): EngineChatRequest => ({
       messages: [{ role: "user", content: prompt }],
       maxTokens,
-      ...samplingParams(body),
+      ...samplingParams(body, model.defaults),
       ...(extra ? { extra } : {}),
     });
     if (prompts.length > 1) {
