@@ -16,6 +16,11 @@ export type TcpProxy = {
   /** `url` with its host and port replaced by the proxy's. */
   rewrite(url: string): string;
   setMode(mode: ProxyMode): Promise<void>;
+  /**
+   * Resets every open connection (a TCP RST both ways, as a restarting pooler or a cloud idle timeout
+   * does) and keeps accepting new ones. Returns how many connections it reset.
+   */
+  reset(): number;
   close(): Promise<void>;
 };
 
@@ -82,6 +87,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       } else if (previous === "refuse") {
         await listen(port);
       }
+    },
+    reset() {
+      // Both ends of each forwarded connection are in `sockets`: count the client-side ones.
+      const open = [...sockets];
+      for (const socket of open) socket.resetAndDestroy();
+      return Math.ceil(open.length / 2);
     },
     async close() {
       mode = "refuse";
