@@ -57,7 +57,11 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
   const writer = new TurnWriter(deltaRedis);
   const engines = new EngineSet((model) => createEngine(model, config));
   // The budget half of each settle commits without waiting for the WAL flush (see settleUsage).
-  const foldPool = createPool(config.databaseUrl, 10, { synchronousCommit: false, timeouts: poolTimeouts(config, "background") });
+  const foldPool = createPool(config.databaseUrl, 10, {
+    synchronousCommit: false,
+    timeouts: poolTimeouts(config, "background"),
+    onConnectionLost: (error) => logger.warn("postgres connection lost", { pool: "worker-folds", error }),
+  });
   unwatch.push(metrics.sources.addPool("worker-folds", foldPool));
   const usage = new UsageRecorder(pool, { foldPool });
   const cancellations = new JobCancellations(config.redis, keys, { timeouts: config.redisTimeouts });

@@ -70,6 +70,11 @@ export type PoolOptions = {
   keepOpen?: number;
   /** Default: DEFAULT_POOL_TIMEOUTS. Roles pass poolTimeouts(config, use). */
   timeouts?: PoolTimeouts;
+  /**
+   * Told when one of the pool's connections is lost (terminated by the server, reset by the network),
+   * whether idle in the pool or checked out; for a log line. The loss itself is handled either way.
+   */
+  onConnectionLost?: (error: Error) => void;
 };
 
 export function createPool(connectionString: string, max = 10, options: PoolOptions = {}): pg.Pool {
@@ -87,7 +92,18 @@ export function createPool(connectionString: string, max = 10, options: PoolOpti
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
   });
-  // An idle client that errors (server restart) must not crash the process.
+  const lost = options.onConnectionLost ?? (() => undefined);
+  // A connection that drops emits 'error' on its client; an EventEmitter without an 'error' listener
+  // throws, which kills the process. pg-pool listens only while a client is idle in the pool (and then
+  // re-emits on the pool, hence the pool's listener); a checked-out client, between two statements or
+  // in the middle of one, has none. So every client gets a listener of its own, once, when it connects.
+  // Nothing else is needed: the statement running fails with the connection error (pg rejects every
+  // pending query first), a later one fails with "not queryable", and release() discards a client that
+  // is no longer queryable instead of returning it to the pool.
+  pool.on("connect", (client) => {
+    client.on("error", (error: Error) => lost(error));
+  });
+  // pg-pool's re-emit of an idle client's error: already reported by the client's own listener.
   pool.on("error", () => undefined);
   return pool;
 }

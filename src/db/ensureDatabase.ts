@@ -8,6 +8,8 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
   const admin = new URL(databaseUrl);
   admin.pathname = "/postgres";
   const client = new pg.Client({ connectionString: admin.toString() });
+  // A lost connection fails the statement running (below); its 'error' event must not crash the process.
+  client.on("error", () => undefined);
   await client.connect();
   try {
     const found = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);

@@ -21,6 +21,8 @@ export async function checkPostgres(databaseUrl: string): Promise<void> {
   const admin = new URL(databaseUrl);
   admin.pathname = "/postgres";
   const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: 3000 });
+  // A lost connection fails the query (reported below); its 'error' event must not crash the process.
+  client.on("error", () => undefined);
   try {
     await client.connect();
     await client.query("SELECT 1");

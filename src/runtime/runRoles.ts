@@ -50,7 +50,10 @@ async function start(roles: RoleDefinition[]): Promise<void> {
   const poolFor = (use: PoolUse): Pool => {
     let pool = pools.get(use);
     if (!pool) {
-      pool = createPool(config.databaseUrl, 10, { timeouts: poolTimeouts(config, use) });
+      pool = createPool(config.databaseUrl, 10, {
+        timeouts: poolTimeouts(config, use),
+        onConnectionLost: (error) => logger.warn("postgres connection lost", { pool: use, error }),
+      });
       pools.set(use, pool);
       metrics.sources.addPool(use, pool);
     }

@@ -10,7 +10,8 @@ import { expectDependencyUnavailable, expectNotReady, expectReady, timed } from 
 /**
  * The API's pool reaches PostgreSQL through a TCP proxy that can refuse connections (server gone) or
  * black-hole them (packets silently dropped, on new and open connections alike). Either way every
- * request that needs the database answers 503 database_unavailable within 2 s, /readyz says PostgreSQL
+ * request that needs the database (registration, which hashes a password first, included) answers 503
+ * database_unavailable within 2 s, /readyz says PostgreSQL
  * is down, and the API serves again once the proxy passes traffic.
  */
 let proxy: TcpProxy;
@@ -34,6 +35,9 @@ afterAll(async () => {
 
 const accountView = () => app.request("GET", "/api/v1/accounts/user", { token: account.sessionToken });
 const models = () => app.request("GET", "/v1/models", { token: apiKey });
+let registrations = 0;
+const register = () =>
+  app.request("POST", "/api/v1/accounts/register", { body: { email: `outage-${registrations++}@example.test`, password: "correct horse battery staple" } });
 
 describe("PostgreSQL outage", () => {
   it.each<ProxyMode>(["refuse", "blackhole"])("answers 503 within 2 s while PostgreSQL is unreachable (%s), then recovers", async (mode) => {
@@ -44,15 +48,18 @@ describe("PostgreSQL outage", () => {
     await proxy.setMode(mode);
     // Twice: the first round meets the pooled connections, the second new ones.
     for (let round = 0; round < 2; round++) {
-      const [session, key] = await Promise.all([timed(accountView()), timed(models())]);
+      const [session, key, registration] = await Promise.all([timed(accountView()), timed(models()), timed(register())]);
       expectDependencyUnavailable(session, "database_unavailable", `session route (${mode}, round ${round})`);
       expectDependencyUnavailable(key, "database_unavailable", `API-key route (${mode}, round ${round})`);
+      // Registration hashes the password (scrypt, 0.3-0.5 s) before it writes: that must not add up.
+      expectDependencyUnavailable(registration, "database_unavailable", `registration (${mode}, round ${round})`);
       await expectNotReady(app, { postgres: "down", redis: "ok" });
     }
 
     await proxy.setMode("pass");
     await eventually(async () => ((await accountView()).status === 200 ? true : undefined), 10_000);
     expect((await models()).status).toBe(200);
+    expect((await register()).status).toBe(201);
     await expectReady(app);
   });
 });

@@ -7,8 +7,11 @@ import net, { type AddressInfo } from "node:net";
  *   ECONNREFUSED) and closes every open connection;
  * - `blackhole`: packets are silently dropped: new connections are accepted and never forwarded, and
  *   open connections stop forwarding in both directions (what arrives is discarded), without closing.
+ * - `deaf`: the answers are lost: open connections forward what the client sends but drop what the
+ *   server answers (so a statement runs, and commits, without its client hearing of it); new
+ *   connections as in `blackhole`.
  */
-export type ProxyMode = "pass" | "refuse" | "blackhole";
+export type ProxyMode = "pass" | "refuse" | "blackhole" | "deaf";
 
 export type TcpProxy = {
   port: number;
@@ -16,6 +19,11 @@ export type TcpProxy = {
   /** `url` with its host and port replaced by the proxy's. */
   rewrite(url: string): string;
   setMode(mode: ProxyMode): Promise<void>;
+  /**
+   * Resets every open connection (a TCP RST both ways, as a restarting pooler or a cloud idle timeout
+   * does) and keeps accepting new ones. Returns how many connections it reset.
+   */
+  reset(): number;
   close(): Promise<void>;
 };
 
@@ -38,7 +46,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     const upstream = net.connect(target.port, target.host);
     track(upstream);
     client.on("data", (chunk) => {
-      if (mode === "pass") upstream.write(chunk);
+      if (mode === "pass" || mode === "deaf") upstream.write(chunk);
     });
     upstream.on("data", (chunk) => {
       if (mode === "pass") client.write(chunk);
@@ -82,6 +90,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       } else if (previous === "refuse") {
         await listen(port);
       }
+    },
+    reset() {
+      // Both ends of each forwarded connection are in `sockets`: count the client-side ones.
+      const open = [...sockets];
+      for (const socket of open) socket.resetAndDestroy();
+      return Math.ceil(open.length / 2);
     },
     async close() {
       mode = "refuse";

@@ -111,6 +111,8 @@ export async function startTestPlatform(
     redisUrl?: string | RedisTarget;
     /** The app's logger (startTestApp's `logger`). */
     logger?: Logger;
+    /** Where the app (and the worker, which shares its pool) reaches its database (startTestApp's `databaseUrl`). */
+    databaseUrl?: (url: string) => string;
   } = {},
 ): Promise<TestPlatform> {
   const dir = await mkdtemp(path.join(tmpdir(), "inference-test-"));
@@ -125,6 +127,7 @@ export async function startTestPlatform(
     env,
     ...(options.redisUrl ? { redisUrl: options.redisUrl } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
   });
 
   const platform: TestPlatform = {

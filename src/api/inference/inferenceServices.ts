@@ -60,7 +60,11 @@ export function createInferenceServices(
   const presence = new WorkerPresence(redis, keys);
   const queues = new CompletionQueues(redis, keys);
   const subscriber = new DeltaSubscriber(redis, keys);
-  const holdPool = createPool(config.databaseUrl, 10, { synchronousCommit: false, timeouts: poolTimeouts(config, "api") });
+  const holdPool = createPool(config.databaseUrl, 10, {
+    synchronousCommit: false,
+    timeouts: poolTimeouts(config, "api"),
+    onConnectionLost: (error) => logger.warn("postgres connection lost", { pool: "api-holds", error }),
+  });
   const unwatch = [metrics.sources.addPool("api-holds", holdPool), metrics.sources.addQueueDepth(() => readQueueDepth(queues, registry))];
   const records = new CompletionRecords(redis, keys, config.completionRetentionSeconds);
   const abandonment = new AbandonmentWatch({

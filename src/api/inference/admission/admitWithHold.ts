@@ -5,7 +5,9 @@ import { budgetRefusalError } from "./budgetRefusalError.ts";
 import { jobHoldMicroChf, type HoldableModel, type HoldableWork } from "./jobHoldMicroChf.ts";
 import { placeHold, type PlaceHoldInput } from "../../../ledger/budget/placeHold.ts";
 import { releaseHold } from "../../../ledger/budget/releaseHold.ts";
+import { isDatabaseUnavailable } from "../../../db/databaseUnavailable.ts";
 import type { SpeculationPolicy } from "./speculationPolicy.ts";
+import { holdInDoubt, releaseHoldInDoubt } from "./releaseHoldInDoubt.ts";
 import type { PlatformMetrics } from "../../../observability/metrics.ts";
 import type { PlaceHoldResult } from "../../../ledger/budget/placeHold.ts";
 
@@ -41,7 +43,9 @@ export type AdmittedStart<T extends { release(): void }> = {
  * because the job was cancelled while it waited in line, it never ran, so the hold is released at once
  * (were the job queued after all, by a command Redis ran just before its connection dropped, its settle
  * charges the actual cost all the same); after any other failure the job may still run and settle, and
- * the hold is left to its settle or to the sweeper.
+ * the hold is left to its settle or to the sweeper. A hold statement whose connection was lost may have
+ * committed unseen: no job is started for it (or the job is cancelled), and the hold is released in the
+ * background once PostgreSQL answers again (releaseHoldInDoubt).
  */
 export async function admitWithHold<T extends { release(): void }>(deps: AdmissionDeps, input: AdmissionInput, job: AdmittedStart<T>): Promise<T> {
   const now = deps.clock.now();
@@ -54,6 +58,8 @@ export async function admitWithHold<T extends { release(): void }>(deps: Admissi
   if (deps.policy.maySpeculate(input.accountId, hold.amountMicroChf, now)) return admitSpeculatively(deps, hold, job);
   const placed = await placeHold(deps.pool, hold).catch((error: unknown) => {
     deps.policy.forget(input.accountId);
+    // No job is started: a hold that was placed after all is released.
+    if (holdInDoubt(error)) releaseInDoubt(deps, hold.holdId);
     throw error;
   });
   deps.policy.observe(input.accountId, placed, now);
@@ -91,6 +97,9 @@ async function admitSpeculatively<T extends { release(): void }>(deps: Admission
   } catch (error) {
     deps.policy.forget(hold.accountId);
     await job.cancel().catch(() => undefined);
+    // The job is cancelled: a hold that was placed after all is released (should the cancel have come
+    // too late, the job's settle charges it all the same, as after the sweeper).
+    if (holdInDoubt(error)) releaseInDoubt(deps, hold.holdId);
     void starting.then(
       (started) => started.release(),
       () => undefined,
@@ -111,10 +120,20 @@ function countHold(deps: AdmissionDeps, placed: PlaceHoldResult, mode: "careful"
   else deps.metrics.budget.holdsRefused.inc({ status: placed.reason === "subscription_required" ? "402" : "429", reason: placed.reason });
 }
 
-/** Releases the hold of a job that never ran (counted when a hold was there to release). */
+/**
+ * Releases the hold of a job that never ran (counted when a hold was there to release); when PostgreSQL
+ * cannot be reached just then, again in the background (releaseHoldInDoubt).
+ */
 async function releaseNeverRan(deps: AdmissionDeps, holdId: string): Promise<void> {
-  const released = await releaseHold(deps.pool, holdId).catch(() => null);
+  const released = await releaseHold(deps.pool, holdId).catch((error: unknown) => {
+    if (isDatabaseUnavailable(error)) releaseInDoubt(deps, holdId);
+    return null;
+  });
   if (released !== null) deps.metrics.budget.holdsReleased.inc({ by: "admission" });
+}
+
+function releaseInDoubt(deps: AdmissionDeps, holdId: string): void {
+  releaseHoldInDoubt(deps.pool, holdId, () => deps.metrics.budget.holdsReleased.inc({ by: "admission" }));
 }
 
 /** A start that failed this way left no job behind (see admitWithHold). */

@@ -1,0 +1,37 @@
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { type ConnectionLossPlatform, type ConnectionLossScenario, startConnectionLossPlatform } from "./postgresConnectionLossScenario.ts";
+
+/**
+ * The full-size version of postgresConnectionLoss.int.test.ts (`npm run chaos`): two processes of each
+ * role (api, worker, projector), 40 clients, the connections killed five times a second apart, by the
+ * server (pg_terminate_backend) and by the network (TCP resets).
+ */
+const SCENARIO: ConnectionLossScenario = {
+  processesPerRole: 2,
+  clients: 40,
+  tokens: 40,
+  tokenDelayMs: 25,
+  kills: 5,
+  killEveryMs: 1000,
+  warmUpMs: 2000,
+  afterMs: 3000,
+  endWithinMs: 15_000,
+};
+
+let platform: ConnectionLossPlatform;
+beforeAll(async () => {
+  platform = await startConnectionLossPlatform(SCENARIO);
+}, 120_000);
+afterAll(async () => {
+  await platform?.close();
+}, 60_000);
+
+describe("PostgreSQL connections lost repeatedly under load, two processes of every role", () => {
+  it("survives repeated pg_terminate_backend of every backend", async () => {
+    await platform.run("terminate", SCENARIO);
+  }, 180_000);
+
+  it("survives repeated resets of every connection by the network", async () => {
+    await platform.run("reset", SCENARIO);
+  }, 180_000);
+});
