@@ -26,6 +26,10 @@ export type Delivered = {
   toolText: string;
   toolCalls: boolean;
   logprobs: boolean;
+  /** Completion tokens of the deltas that carry their count (DeltaMessage `tokens`), summed. */
+  tokens: number;
+  /** The text (content, reasoning, tool calls) of the deltas without a count: counted with the engine's tokenizer. */
+  uncounted: string;
   embeddings: boolean;
   finishReason: FinishReason | null;
   /** `usage` or `error`: the stream was ended. */
@@ -41,6 +45,8 @@ const NOTHING_DELIVERED: Delivered = {
   toolText: "",
   toolCalls: false,
   logprobs: false,
+  tokens: 0,
+  uncounted: "",
   embeddings: false,
   finishReason: null,
   terminal: false,
@@ -63,7 +69,11 @@ export function foldDelivered(messages: DeltaMessage[]): Delivered {
         const { content, reasoning, toolCalls, logprobs } = message.delta;
         delivered.content += content ?? "";
         delivered.reasoning += reasoning ?? "";
-        for (const call of toolCalls ?? []) delivered.toolText += (call.function?.name ?? "") + (call.function?.arguments ?? "");
+        let toolText = "";
+        for (const call of toolCalls ?? []) toolText += (call.function?.name ?? "") + (call.function?.arguments ?? "");
+        delivered.toolText += toolText;
+        if (message.tokens !== undefined) delivered.tokens += message.tokens;
+        else delivered.uncounted += (reasoning ?? "") + (content ?? "") + toolText;
         delivered.toolCalls ||= (toolCalls?.length ?? 0) > 0;
         delivered.logprobs ||= (logprobs?.length ?? 0) > 0;
         break;
@@ -151,7 +161,8 @@ function continuationBlocker(request: ChatRequest, delivered: Delivered, capabil
 /**
  * The chat generation of a run: the engine's, for a new job; for a job run again, the continuation of
  * the delivered reply (at most the tokens it has left), or none when the reply was delivered whole.
- * Usage: the prompt once, the delivered tokens (counted by the engine's tokenizer) plus the new ones.
+ * Usage: the prompt once, the delivered tokens (as counted when they were generated; see
+ * deliveredTokens) plus the new ones, never more than `maxTokens`.
  */
 export async function generateChat(engine: Engine, request: ChatRequest, point: ResumePoint, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
   if (point.generation === "generate") return engine.chat(request, onDelta, signal);
@@ -159,23 +170,46 @@ export async function generateChat(engine: Engine, request: ChatRequest, point: 
   if (point.generation === "none") return { finishReason: point.delivered.finishReason ?? "stop", usage: delivered };
   const left = request.maxTokens - delivered.completionTokens;
   if (left <= 0) return { finishReason: "length", usage: delivered };
-  const result = await engine.chat({ ...request, maxTokens: left }, onDelta, signal, { continueFrom: point.delivered.content });
+  const result = await engine.chat({ ...request, maxTokens: left }, onDelta, signal, {
+    continueFrom: point.delivered.content,
+    continuedTokens: delivered.completionTokens,
+  });
   return {
     finishReason: result.finishReason,
     usage: {
       promptTokens: result.usage.promptTokens,
-      completionTokens: delivered.completionTokens + result.usage.completionTokens,
-      reasoningTokens: delivered.reasoningTokens + result.usage.reasoningTokens,
+      ...continuedUsage(request.maxTokens, delivered, result.usage),
     },
   };
 }
 
+/** Delivered plus newly generated completion tokens, never more than `maxTokens` (nor reasoning more than the whole). */
+export function continuedUsage(maxTokens: number, delivered: Omit<Usage, "promptTokens">, generated: Omit<Usage, "promptTokens">): Omit<Usage, "promptTokens"> {
+  const completionTokens = Math.min(maxTokens, delivered.completionTokens + generated.completionTokens);
+  return { completionTokens, reasoningTokens: Math.min(completionTokens, delivered.reasoningTokens + generated.reasoningTokens) };
+}
+
+/**
+ * The completion tokens delivered: the counts the deltas carry, plus the text of deltas written without
+ * one (by an engine that cannot count, or before counts were written) counted with the engine's
+ * tokenizer; never more than `maxTokens` (a tokenizer counts text it did not generate differently).
+ * Reasoning: its text counted, never more than the whole.
+ */
+export async function deliveredTokens(
+  count: (text: string) => Promise<number>,
+  maxTokens: number,
+  delivered: Pick<Delivered, "tokens" | "uncounted" | "reasoning">,
+): Promise<Omit<Usage, "promptTokens">> {
+  const uncounted = delivered.uncounted === "" ? 0 : await count(delivered.uncounted);
+  const completionTokens = Math.min(maxTokens, delivered.tokens + uncounted);
+  const reasoningTokens = delivered.reasoning === "" ? 0 : Math.min(completionTokens, await count(delivered.reasoning));
+  return { completionTokens, reasoningTokens };
+}
+
 /** The request's prompt and what was delivered of the reply, in tokens. */
 async function deliveredUsage(engine: Engine, request: ChatRequest, delivered: Delivered): Promise<Usage> {
-  const text = delivered.content + delivered.toolText;
-  const reasoningTokens = delivered.reasoning === "" ? 0 : await engine.countTokens(delivered.reasoning);
-  const contentTokens = text === "" ? 0 : await engine.countTokens(text);
-  return { promptTokens: await engine.countChatTokens(request.messages, request.tools), completionTokens: contentTokens + reasoningTokens, reasoningTokens };
+  const tokens = await deliveredTokens((text) => engine.countTokens(text), request.maxTokens, delivered);
+  return { promptTokens: await engine.countChatTokens(request.messages, request.tools), ...tokens };
 }
 
 /**

@@ -3,7 +3,7 @@ import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import type { DeltaMessage } from "../../src/contracts/deltaMessage.ts";
 import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
 import type { ChatRequest } from "../engines/engine.ts";
-import { foldDelivered, planResumption, type Resumption } from "./resumption.ts";
+import { continuedUsage, deliveredTokens, foldDelivered, planResumption, type Resumption } from "./resumption.ts";
 
 const request: ChatRequest = { messages: [{ role: "user", content: "Hi" }], maxTokens: 50, temperature: 0, topP: 1, presencePenalty: 0, frequencyPenalty: 0 };
 
@@ -108,5 +108,52 @@ describe("planResumption", () => {
   it("runs an embeddings job again, knowing whether its result was delivered", () => {
     expect(point(plan([started], embeddingsJob))).toMatchObject({ nextSeq: 1, generation: "generate" });
     expect(point(plan([started, { seq: 1, type: "embeddings", embeddings: [[1]] }], embeddingsJob)).delivered.embeddings).toBe(true);
+  });
+});
+
+describe("the delivered token count", () => {
+  /** A tokenizer that counts every character as a token (more than any delta below was generated as). */
+  const perCharacter = async (text: string) => [...text].length;
+  const counted = (seq: number, content: string, tokens: number): DeltaMessage => ({ seq, type: "delta", delta: { content }, tokens });
+
+  it("sums the counts the deltas carry, and never tokenizes their text again", async () => {
+    const delivered = foldDelivered([started, counted(1, "Hello", 1), counted(2, " there, friend", 3), counted(3, "!", 1)]);
+    expect(delivered).toMatchObject({ tokens: 5, uncounted: "" });
+    expect(await deliveredTokens(perCharacter, 120, delivered)).toEqual({ completionTokens: 5, reasoningTokens: 0 });
+  });
+
+  it("counts with the tokenizer only the deltas written without a count (older replay entries)", async () => {
+    const delivered = foldDelivered([started, delta(1, "old"), counted(2, " newer", 2), delta(3, "ab")]);
+    expect(delivered).toMatchObject({ tokens: 2, uncounted: "oldab", content: "old newerab" });
+    expect(await deliveredTokens(perCharacter, 120, delivered)).toEqual({ completionTokens: 2 + 5, reasoningTokens: 0 });
+  });
+
+  it("keeps the first of a repeated sequence number, count included", () => {
+    expect(foldDelivered([started, counted(1, "a", 1), counted(1, "a", 1), counted(2, "b", 2)]).tokens).toBe(3);
+  });
+
+  it("never counts more than max_tokens", async () => {
+    const delivered = foldDelivered([started, counted(1, "x", 118), delta(2, "\uFFFD\uFFFD\uFFFD")]);
+    expect(await deliveredTokens(perCharacter, 120, delivered)).toEqual({ completionTokens: 120, reasoningTokens: 0 });
+  });
+
+  it("counts reasoning within the whole", async () => {
+    const delivered = foldDelivered([started, { seq: 1, type: "delta", delta: { reasoning: "hmm, let me see" }, tokens: 4 }]);
+    expect(await deliveredTokens(perCharacter, 120, delivered)).toEqual({ completionTokens: 4, reasoningTokens: 4 });
+  });
+
+  it("charges a continuation the delivered tokens plus the new ones, at most max_tokens", () => {
+    expect(continuedUsage(120, { completionTokens: 40, reasoningTokens: 0 }, { completionTokens: 80, reasoningTokens: 0 })).toEqual({
+      completionTokens: 120,
+      reasoningTokens: 0,
+    });
+    expect(continuedUsage(120, { completionTokens: 70, reasoningTokens: 0 }, { completionTokens: 13, reasoningTokens: 0 })).toEqual({
+      completionTokens: 83,
+      reasoningTokens: 0,
+    });
+    expect(continuedUsage(120, { completionTokens: 100, reasoningTokens: 10 }, { completionTokens: 30, reasoningTokens: 30 })).toEqual({
+      completionTokens: 120,
+      reasoningTokens: 40,
+    });
   });
 });

@@ -36,6 +36,12 @@ export type EngineDelta = {
   reasoning?: string;
   toolCalls?: ToolCallDelta[];
   logprobs?: TokenLogprob[];
+  /**
+   * Completion tokens (reasoning included) generated for this delta: every token since the previous
+   * delta, this one's included. Absent when the engine cannot tell. Written with the delta to the
+   * replay stream, so a worker continuing the reply after a crash knows exactly what was delivered.
+   */
+  tokens?: number;
 };
 
 export type FinishReason = "stop" | "length" | "tool_calls";
@@ -76,6 +82,11 @@ export type ChatOptions = {
    * picked up half-way).
    */
   continueFrom?: string;
+  /**
+   * The completion tokens `continueFrom` was generated as (counted when it was delivered): an engine
+   * whose upstream counts the continued text as prompt takes this off the prompt tokens it reports.
+   */
+  continuedTokens?: number;
 };
 
 export interface Engine {

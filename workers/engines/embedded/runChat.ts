@@ -34,11 +34,19 @@ export async function runChat(
   sequence: LlamaContextSequence,
   request: ChatRequest,
   plan: ChatPlan & { promptTokens: number },
-  onDelta: DeltaSink,
+  sink: DeltaSink,
   signal: AbortSignal,
 ): Promise<EngineResult> {
   const withLogprobs = request.logprobs === true && plan.forced === null;
   const recorder = new SampledTokenRecorder(sequence, withLogprobs);
+  // Each delta carries the tokens sampled since the previous one (held-back tokens of a stop sequence
+  // count with the delta that follows them): what was delivered, counted as generated.
+  let counted = 0;
+  const onDelta: DeltaSink = (delta) => {
+    const sampled = recorder.sampledTokens;
+    sink({ ...delta, tokens: sampled - counted });
+    counted = sampled;
+  };
   const chat = new LlamaChat({ contextSequence: sequence, chatWrapper: deps.chatWrapper });
   const toolCalls = new ToolCallStream(onDelta);
   let reasoningTokens = 0;
