@@ -151,8 +151,11 @@ export function planResumption(
 /** Why a reply already begun cannot be continued, or null when it can. */
 function continuationBlocker(request: ChatRequest, delivered: Delivered, capabilities: Pick<EngineCapabilities, "continuation">): string | null {
   if (!capabilities.continuation) return ", and this model cannot continue a response it has begun.";
-  if (delivered.toolCalls || ((request.tools?.length ?? 0) > 0 && request.toolChoice !== "none")) return ", and a response with tools cannot be continued.";
-  if (request.responseFormat !== undefined && request.responseFormat.type !== "text") return ", and a response with a response_format cannot be continued.";
+  const grammar = " (its output is held to a grammar, which cannot be resumed part-way through it); what was sent is charged, send the request again.";
+  if (delivered.toolCalls || ((request.tools?.length ?? 0) > 0 && request.toolChoice !== "none"))
+    return `, and a response with tools cannot be continued${grammar}`;
+  if (request.responseFormat !== undefined && request.responseFormat.type !== "text")
+    return `, and a response with a response_format cannot be continued${grammar}`;
   if (request.logprobs === true || delivered.logprobs) return ", and a response with logprobs cannot be continued.";
   if (delivered.reasoning !== "") return ", and a response whose reasoning was sent cannot be continued.";
   return null;

@@ -93,7 +93,9 @@ describe("planResumption", () => {
     expect(failure(plan([started, delta(1, "Hi")], chatJob(), { continuation: false }))).toMatch(/cannot continue/);
     expect(failure(plan([started, delta(1, "Hi")], chatJob({ logprobs: true })))).toMatch(/logprobs/);
     expect(failure(plan([started, delta(1, "Hi")], chatJob({ tools: [{ type: "function", function: { name: "f" } }] })))).toMatch(/tools/);
-    expect(failure(plan([started, delta(1, "Hi")], chatJob({ responseFormat: { type: "json_object" } })))).toMatch(/response_format/);
+    expect(failure(plan([started, delta(1, "Hi")], chatJob({ responseFormat: { type: "json_object" } })))).toMatch(
+      /response_format cannot be continued \(its output is held to a grammar, which cannot be resumed part-way through it\); what was sent is charged, send the request again\.$/,
+    );
     expect(failure(plan([started, { seq: 1, type: "delta", delta: { reasoning: "hmm" } }]))).toMatch(/reasoning/);
     expect(failure(plan([delta(3, "Hi")]))).toMatch(/read back/);
     expect(failure(plan([started, delta(1, "Hi")], chatJob(), { mode: "abandoned" }))).toMatch(/too often/);
