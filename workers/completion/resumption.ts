@@ -25,6 +25,8 @@ export type Delivered = {
   /** Names and arguments of the tool calls, concatenated: charged like content. */
   toolText: string;
   toolCalls: boolean;
+  /** The arguments of each tool call (by its index) sent so far. */
+  toolArguments: string[];
   logprobs: boolean;
   /** Completion tokens of the deltas that carry their count (DeltaMessage `tokens`), summed. */
   tokens: number;
@@ -44,6 +46,7 @@ const NOTHING_DELIVERED: Delivered = {
   reasoning: "",
   toolText: "",
   toolCalls: false,
+  toolArguments: [],
   logprobs: false,
   tokens: 0,
   uncounted: "",
@@ -54,7 +57,7 @@ const NOTHING_DELIVERED: Delivered = {
 
 /** A replay stream's messages as what they delivered. A repeated number keeps its first message, as the API's feed does. */
 export function foldDelivered(messages: DeltaMessage[]): Delivered {
-  const delivered: Delivered = { ...NOTHING_DELIVERED };
+  const delivered: Delivered = { ...NOTHING_DELIVERED, toolArguments: [] };
   let expected = 0;
   for (const message of messages) {
     if (message.seq < expected) continue;
@@ -70,7 +73,10 @@ export function foldDelivered(messages: DeltaMessage[]): Delivered {
         delivered.content += content ?? "";
         delivered.reasoning += reasoning ?? "";
         let toolText = "";
-        for (const call of toolCalls ?? []) toolText += (call.function?.name ?? "") + (call.function?.arguments ?? "");
+        for (const call of toolCalls ?? []) {
+          toolText += (call.function?.name ?? "") + (call.function?.arguments ?? "");
+          delivered.toolArguments[call.index] = (delivered.toolArguments[call.index] ?? "") + (call.function?.arguments ?? "");
+        }
         delivered.toolText += toolText;
         if (message.tokens !== undefined) delivered.tokens += message.tokens;
         else delivered.uncounted += (reasoning ?? "") + (content ?? "") + toolText;
@@ -127,7 +133,7 @@ export function planResumption(
   delivered: Delivered,
   recorded: UsageRecordedData | null,
   mode: RunMode,
-  capabilities: Pick<EngineCapabilities, "continuation">,
+  capabilities: Pick<EngineCapabilities, "continuation" | "grammarContinuation">,
 ): Resumption {
   if (delivered.terminal) return { kind: "ended" };
   if (recorded) return { kind: "recorded", usage: recorded };
@@ -149,16 +155,36 @@ export function planResumption(
 }
 
 /** Why a reply already begun cannot be continued, or null when it can. */
-function continuationBlocker(request: ChatRequest, delivered: Delivered, capabilities: Pick<EngineCapabilities, "continuation">): string | null {
+function continuationBlocker(
+  request: ChatRequest,
+  delivered: Delivered,
+  capabilities: Pick<EngineCapabilities, "continuation" | "grammarContinuation">,
+): string | null {
   if (!capabilities.continuation) return ", and this model cannot continue a response it has begun.";
-  const grammar = " (its output is held to a grammar, which cannot be resumed part-way through it); what was sent is charged, send the request again.";
-  if (delivered.toolCalls || ((request.tools?.length ?? 0) > 0 && request.toolChoice !== "none"))
-    return `, and a response with tools cannot be continued${grammar}`;
-  if (request.responseFormat !== undefined && request.responseFormat.type !== "text")
-    return `, and a response with a response_format cannot be continued${grammar}`;
   if (request.logprobs === true || delivered.logprobs) return ", and a response with logprobs cannot be continued.";
   if (delivered.reasoning !== "") return ", and a response whose reasoning was sent cannot be continued.";
+  const grammar = capabilities.grammarContinuation === true;
+  const resend = "; what was sent is charged, send the request again.";
+  if (delivered.toolCalls || ((request.tools?.length ?? 0) > 0 && request.toolChoice !== "none")) {
+    if (namedCall(request) === null) {
+      // tool_choice "auto": the model's own call syntax (not what was sent) decides where the reply is;
+      // "required": its calls are sent only once whole, so a crash after that lost only the finish.
+      return `, and a response with tools (tool_choice "auto" or "required") cannot be continued (the text the model wrote for its calls was not sent as written)${resend}`;
+    }
+    if (!grammar) return `, and this model cannot continue a forced tool call (its output is held to a grammar)${resend}`;
+    if (delivered.content !== "" || delivered.toolArguments.length > 1) return ", and a forced tool call cannot continue from what was sent.";
+    return null;
+  }
+  if (request.responseFormat !== undefined && request.responseFormat.type !== "text" && !grammar) {
+    return `, and this model cannot continue a response with a response_format (its output is held to a grammar)${resend}`;
+  }
   return null;
+}
+
+/** The function a request forces by name (tool_choice `{type: "function", ...}`), or null. */
+function namedCall(request: ChatRequest): string | null {
+  const choice = request.toolChoice;
+  return typeof choice === "object" && choice !== null && (request.tools?.length ?? 0) > 0 ? choice.function.name : null;
 }
 
 /**
@@ -173,8 +199,10 @@ export async function generateChat(engine: Engine, request: ChatRequest, point: 
   if (point.generation === "none") return { finishReason: point.delivered.finishReason ?? "stop", usage: delivered };
   const left = request.maxTokens - delivered.completionTokens;
   if (left <= 0) return { finishReason: "length", usage: delivered };
+  // A call forced by name: its arguments are the reply (its id and name were sent with the first delta).
+  const continueFrom = namedCall(request) === null ? point.delivered.content : (point.delivered.toolArguments[0] ?? "");
   const result = await engine.chat({ ...request, maxTokens: left }, onDelta, signal, {
-    continueFrom: point.delivered.content,
+    continueFrom,
     continuedTokens: delivered.completionTokens,
   });
   return {

@@ -68,6 +68,11 @@ export type EngineCapabilities = {
   reasoning: boolean;
   /** chat() can continue a reply already begun (ChatOptions.continueFrom). */
   continuation: boolean;
+  /**
+   * chat() can also continue a reply held to a grammar (response_format json_object / json_schema, a
+   * tool call forced by name): the grammar is advanced over the text already sent. Only with `continuation`.
+   */
+  grammarContinuation?: boolean;
   contextLength: number;
 };
 
@@ -78,8 +83,9 @@ export type ChatOptions = {
    * The start of the assistant's reply, already generated (by a worker that died): the engine continues
    * this text as the same reply instead of starting a new one. Deltas carry only the new text; usage
    * counts the request's prompt without this text, and only the newly generated tokens. Only with
-   * `capabilities().continuation`, and never with tools or a response format (their output cannot be
-   * picked up half-way).
+   * `capabilities().continuation`; with a response format, or a tool call forced by name (then this is
+   * the call's arguments sent so far, possibly "", and its id and name were sent: not sent again), only
+   * with `capabilities().grammarContinuation`; never with tool_choice "auto" or "required".
    */
   continueFrom?: string;
   /**
