@@ -153,9 +153,12 @@ export async function runWorkerCrashScenario(scenario: WorkerCrashScenario): Pro
   }
 }
 
-/** The worker role as its own OS process, on the platform's database, Redis prefix and registry; a short lock. */
-function spawnWorker(platform: TestPlatform, logs: string[]): ChildProcess {
-  const child = spawn(process.execPath, [WORKER_MAIN], {
+/**
+ * The worker role as its own OS process, on the platform's database, Redis prefix and registry; a short lock.
+ * `main` and `args`: another entry point (a test's worker with a wrapped engine) and its arguments.
+ */
+export function spawnWorker(platform: TestPlatform, logs: string[], main = WORKER_MAIN, args: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [main, ...args], {
     env: {
       PATH: process.env.PATH,
       DATABASE_URL: platform.db.url,
@@ -173,7 +176,7 @@ function spawnWorker(platform: TestPlatform, logs: string[]): ChildProcess {
   return child;
 }
 
-function exited(child: ChildProcess): Promise<void> {
+export function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())));
 }
 
