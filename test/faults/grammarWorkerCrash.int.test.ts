@@ -74,7 +74,10 @@ describe("a worker killed mid-reply under a response_format json_schema", () => 
       expect(stream.events.at(-1)?.data).toBe("[DONE]");
       const events = stream.events.slice(0, -1);
       const chunks = events.map((e) => JSON.parse(e.data));
-      expect(chunks.filter((c) => c.error !== undefined), logs.join("")).toEqual([]);
+      expect(
+        chunks.filter((c) => c.error !== undefined),
+        logs.join(""),
+      ).toEqual([]);
       expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
       // Killed mid-reply: the text sent then is the start of the reply, which went on from there.
       expect(sentBeforeKill.length).toBeLessThan(stream.text.length);
