@@ -37,7 +37,19 @@ export const JobErrorSchema = z.object({
  */
 export const DeltaMessageSchema = z.discriminatedUnion("type", [
   z.object({ seq: z.number().int(), type: z.literal("started") }),
-  z.object({ seq: z.number().int(), type: z.literal("delta"), delta: EngineDeltaSchema }),
+  z.object({
+    seq: z.number().int(),
+    type: z.literal("delta"),
+    delta: EngineDeltaSchema,
+    /**
+     * Completion tokens (reasoning included) the engine generated for this delta: every token since the
+     * previous delta message, up to and including this one's. Summed over a replay stream, it is what was
+     * delivered, so a worker continuing the completion after a crash charges exactly that. Absent when
+     * the engine could not count it (and in messages written before it existed): then the delta's text
+     * is counted with the engine's tokenizer.
+     */
+    tokens: z.number().int().nonnegative().optional(),
+  }),
   z.object({ seq: z.number().int(), type: z.literal("embeddings"), embeddings: z.array(z.array(z.number())) }),
   z.object({ seq: z.number().int(), type: z.literal("finish"), finishReason: z.enum(["stop", "length", "tool_calls"]) }),
   z.object({ seq: z.number().int(), type: z.literal("usage"), usage: UsageSchema }),

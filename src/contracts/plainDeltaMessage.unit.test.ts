@@ -4,7 +4,7 @@ import { plainDeltaMessage } from "./plainDeltaMessage.ts";
 
 /** Values put into every field plainDeltaMessage looks at, valid and invalid for the schema. */
 const probes: unknown[] = [undefined, null, "x", "", 0, 1.5, -1, 2 ** 60, true, {}, [], [{}], { content: "x" }, "delta", "usage"];
-const messageFields = ["seq", "type", "delta", "usage", "extra", "__proto__"];
+const messageFields = ["seq", "type", "delta", "tokens", "usage", "extra", "__proto__"];
 const deltaFields = ["content", "reasoning", "toolCalls", "logprobs", "role", "__proto__"];
 
 function variants(): unknown[] {
@@ -25,6 +25,7 @@ describe("plainDeltaMessage", () => {
       { seq: 3, type: "delta", delta: { content: " the" } },
       { type: "delta", delta: { reasoning: "hmm", content: "" }, seq: 0 },
       { seq: 9, type: "delta", delta: {} },
+      { seq: 4, type: "delta", delta: { content: " the" }, tokens: 2 },
     ]) {
       expect(plainDeltaMessage(message)).toBe(message);
     }

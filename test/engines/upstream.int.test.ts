@@ -74,10 +74,10 @@ describe("UpstreamEngine.chat streaming", () => {
     });
     const { deltas, result } = await chatCollect(engineFor({ capabilities: { tools: true } }));
     expect(deltas).toEqual([
-      { toolCalls: [{ index: 0, id: "call_1", type: "function", function: { name: "get_weather", arguments: "" } }] },
-      { toolCalls: [{ index: 0, function: { arguments: '{"city":' } }] },
-      { toolCalls: [{ index: 0, function: { arguments: '"Bern"}' } }] },
-      { toolCalls: [{ index: 1, id: "call_2", type: "function", function: { name: "get_time", arguments: "{}" } }] },
+      { toolCalls: [{ index: 0, id: "call_1", type: "function", function: { name: "get_weather", arguments: "" } }], tokens: 1 },
+      { toolCalls: [{ index: 0, function: { arguments: '{"city":' } }], tokens: 1 },
+      { toolCalls: [{ index: 0, function: { arguments: '"Bern"}' } }], tokens: 1 },
+      { toolCalls: [{ index: 1, id: "call_2", type: "function", function: { name: "get_time", arguments: "{}" } }], tokens: 1 },
     ]);
     expect(result.finishReason).toBe("tool_calls");
     expect(result.usage).toEqual({ promptTokens: 40, completionTokens: 20, reasoningTokens: 0 });
@@ -96,7 +96,11 @@ describe("UpstreamEngine.chat streaming", () => {
       res.end();
     });
     const { deltas, result } = await chatCollect(engineFor({ capabilities: { reasoning: true } }));
-    expect(deltas).toEqual([{ reasoning: "Let me think" }, { reasoning: " about it." }, { content: "42" }]);
+    expect(deltas).toEqual([
+      { reasoning: "Let me think", tokens: 1 },
+      { reasoning: " about it.", tokens: 1 },
+      { content: "42", tokens: 1 },
+    ]);
     expect(result).toEqual({ finishReason: "length", usage: { promptTokens: 9, completionTokens: 30, reasoningTokens: 24 } });
   });
 
@@ -122,9 +126,38 @@ describe("UpstreamEngine.chat streaming", () => {
     });
     const { deltas } = await chatCollect(engineFor({ capabilities: { logprobs: true } }), request({ logprobs: true, topLogprobs: 2 }));
     expect(deltas).toEqual([
-      { content: "Hi", logprobs: [{ ...entry, top_logprobs: [entry.top_logprobs[0], { token: "Yo", logprob: -1.5, bytes: [89, 111] }] }] },
-      { content: "ü", logprobs: [{ token: "ü", logprob: -0.5, bytes: [195, 188], top_logprobs: [] }] },
+      { content: "Hi", logprobs: [{ ...entry, top_logprobs: [entry.top_logprobs[0], { token: "Yo", logprob: -1.5, bytes: [89, 111] }] }], tokens: 1 },
+      { content: "ü", logprobs: [{ token: "ü", logprob: -0.5, bytes: [195, 188], top_logprobs: [] }], tokens: 1 },
     ]);
+  });
+
+  it("counts each delta's tokens: one per chunk, or as an upstream reporting usage on every chunk says", async () => {
+    const usage = (completion: number) => ({ usage: { prompt_tokens: 5, completion_tokens: completion, total_tokens: 5 + completion } });
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [
+        chunk({ delta: { content: "The" } }, usage(1)),
+        chunk({ delta: { content: " quick brown" } }, usage(3)),
+        chunk({ delta: { content: " fox" } }, usage(4)),
+        chunk({ delta: {}, finish_reason: "stop" }, usage(5)),
+        "data: [DONE]\n\n",
+      ]);
+      res.end();
+    });
+    const continuous = await chatCollect(engineFor());
+    expect(continuous.deltas.map((d) => d.tokens)).toEqual([1, 2, 1]);
+    expect(continuous.result.usage.completionTokens).toBe(5);
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [
+        chunk({ delta: { content: "a" } }),
+        chunk({ delta: { content: "bc" } }),
+        chunk({ delta: {}, finish_reason: "stop" }),
+        usageChunk(5, 2),
+        "data: [DONE]\n\n",
+      ]);
+      res.end();
+    });
+    const { deltas } = await chatCollect(engineFor());
+    expect(deltas.map((d) => d.tokens)).toEqual([1, 1]);
   });
 
   it("estimates usage only when the upstream reports none", async () => {

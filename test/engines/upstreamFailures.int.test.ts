@@ -108,7 +108,10 @@ describe("UpstreamEngine failures mid-stream", () => {
     });
     const { error, deltas } = await chatError(engineFor());
     expectEngineError(error, "internal");
-    expect(deltas).toEqual([{ content: "one " }, { content: "two " }]);
+    expect(deltas).toEqual([
+      { content: "one ", tokens: 1 },
+      { content: "two ", tokens: 1 },
+    ]);
   });
 
   it("an error event inside the stream -> internal with the upstream's message", async () => {
@@ -122,7 +125,7 @@ describe("UpstreamEngine failures mid-stream", () => {
     });
     const { error, deltas } = await chatError(engineFor());
     expect(expectEngineError(error, "internal").message).toContain("CUDA out of memory");
-    expect(deltas).toEqual([{ content: "partial" }]);
+    expect(deltas).toEqual([{ content: "partial", tokens: 1 }]);
   });
 
   it("an SSE `event: error` -> internal", async () => {
@@ -141,7 +144,7 @@ describe("UpstreamEngine failures mid-stream", () => {
     });
     const { error, deltas } = await chatError(engineFor());
     expectEngineError(error, "internal");
-    expect(deltas).toEqual([{ content: "a" }]);
+    expect(deltas).toEqual([{ content: "a", tokens: 1 }]);
   });
 
   it("a stream that goes silent for longer than requestTimeoutMs -> internal", async () => {

@@ -4,8 +4,9 @@ import type { AddressInfo } from "node:net";
 /**
  * A stand-in for a vLLM server that can continue a final assistant message, for crash tests. Its
  * model "counts": the reply is always tokens 0, 1, 2, ... up to `totalTokens`, each token its number in
- * base 36 on two characters and a space (3 bytes: the upstream adapter's estimate of 3 bytes a token is
- * then exact). It streams one token every `tokenDelayMs`, as OpenAI chunks with usage at the end.
+ * base 36 on `tokenBytes - 1` characters and a space (3 bytes by default: the upstream adapter's estimate
+ * of 3 bytes a token is then exact; 6 bytes: the estimate counts each token twice). It streams one token
+ * every `tokenDelayMs`, one chunk per token, as OpenAI chunks with usage at the end.
  *
  * With `continue_final_message: true` (and `add_generation_prompt: false`), the final assistant message
  * must be a prefix of the reply, and the answer continues it; anything else is a 400, so a broken
@@ -19,16 +20,22 @@ export type CountingUpstream = {
   close(): Promise<void>;
 };
 
-export function countingToken(k: number): string {
-  return `${k.toString(36).padStart(2, "0")} `;
+export function countingToken(k: number, tokenBytes = 3): string {
+  return `${k.toString(36).padStart(tokenBytes - 1, "0")} `;
 }
 
-export function countingReply(totalTokens: number): string {
-  return Array.from({ length: totalTokens }, (_, k) => countingToken(k)).join("");
+export function countingReply(totalTokens: number, tokenBytes = 3): string {
+  return Array.from({ length: totalTokens }, (_, k) => countingToken(k, tokenBytes)).join("");
 }
 
-export async function startCountingUpstream(options: { totalTokens: number; tokenDelayMs: number; promptTokens: number }): Promise<CountingUpstream> {
-  const reply = countingReply(options.totalTokens);
+export async function startCountingUpstream(options: {
+  totalTokens: number;
+  tokenDelayMs: number;
+  promptTokens: number;
+  tokenBytes?: number;
+}): Promise<CountingUpstream> {
+  const tokenBytes = options.tokenBytes ?? 3;
+  const reply = countingReply(options.totalTokens, tokenBytes);
   const requests: CountingUpstream["requests"] = [];
   const server: Server = createServer((req, res) => {
     let raw = "";
@@ -50,9 +57,9 @@ export async function startCountingUpstream(options: { totalTokens: number; toke
         const last = body.messages.at(-1);
         if (body.add_generation_prompt !== false) return refuse("continue_final_message needs add_generation_prompt false");
         if (last?.role !== "assistant" || typeof last.content !== "string") return refuse("no final assistant message to continue");
-        if (last.content.length % 3 !== 0 || !reply.startsWith(last.content))
+        if (last.content.length % tokenBytes !== 0 || !reply.startsWith(last.content))
           return refuse(`not a prefix of the reply: ${JSON.stringify(last.content.slice(-12))}`);
-        first = last.content.length / 3;
+        first = last.content.length / tokenBytes;
       }
       requests.push({ continuedFrom: first, continued: body.continue_final_message === true, traceparent: req.headers.traceparent as string | undefined });
       const end = Math.min(options.totalTokens, first + (body.max_tokens ?? options.totalTokens));
@@ -68,7 +75,7 @@ export async function startCountingUpstream(options: { totalTokens: number; toke
       const step = () => {
         if (closed) return;
         if (next < end) {
-          res.write(chunk([{ index: 0, delta: { content: countingToken(next) }, finish_reason: null }]));
+          res.write(chunk([{ index: 0, delta: { content: countingToken(next, tokenBytes) }, finish_reason: null }]));
           next += 1;
           setTimeout(step, options.tokenDelayMs);
           return;

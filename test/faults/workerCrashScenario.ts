@@ -25,6 +25,10 @@ export type WorkerCrashScenario = {
   tokenDelayMs: number;
   /** The worker is killed once every stream received at least this many tokens. */
   killAfterTokens: number;
+  /** The requests' max_tokens (default: more than the reply): below `tokens`, every reply ends by length. */
+  maxTokens?: number;
+  /** Bytes of each stand-in token (default 3, which the upstream adapter's estimate counts exactly; see countingUpstream.ts). */
+  tokenBytes?: number;
 };
 
 /** One streamed chat as the client saw it: SSE events (id and data) in order. */
@@ -40,7 +44,11 @@ type ClientStream = { events: { id: number | null; data: string }[]; text: strin
  * budget hold left.
  */
 export async function runWorkerCrashScenario(scenario: WorkerCrashScenario): Promise<void> {
-  const upstream = await startCountingUpstream({ totalTokens: scenario.tokens, tokenDelayMs: scenario.tokenDelayMs, promptTokens: PROMPT_TOKENS });
+  const tokenBytes = scenario.tokenBytes ?? 3;
+  const maxTokens = scenario.maxTokens ?? scenario.tokens + 100;
+  /** Tokens of each reply: up to max_tokens. */
+  const replyTokens = Math.min(scenario.tokens, maxTokens);
+  const upstream = await startCountingUpstream({ totalTokens: scenario.tokens, tokenDelayMs: scenario.tokenDelayMs, promptTokens: PROMPT_TOKENS, tokenBytes });
   const model: ModelEntry = {
     id: MODEL,
     owned_by: "test-lab",
@@ -59,12 +67,14 @@ export async function runWorkerCrashScenario(scenario: WorkerCrashScenario): Pro
     const presence = new WorkerPresence(platform.testRedis.redis, new InferenceKeys(platform.testRedis.prefix));
     await eventually(async () => ((await presence.isLive(MODEL)) ? true : undefined), 30_000);
 
-    const streams = Array.from({ length: scenario.streams }, (_, i) => streamChat(platform, key, i, scenario.tokens));
-    await eventually(async () => (streams.every((s) => s.text.length >= 3 * scenario.killAfterTokens) ? true : undefined), 30_000).catch((error: unknown) => {
-      throw new Error(`the streams did not get under way: ${streams.map((s) => s.text.length / 3).join(", ")} tokens; worker: ${logs.join("")}`, {
-        cause: error,
-      });
-    });
+    const streams = Array.from({ length: scenario.streams }, (_, i) => streamChat(platform, key, i, maxTokens));
+    await eventually(async () => (streams.every((s) => s.text.length >= tokenBytes * scenario.killAfterTokens) ? true : undefined), 30_000).catch(
+      (error: unknown) => {
+        throw new Error(`the streams did not get under way: ${streams.map((s) => s.text.length / tokenBytes).join(", ")} tokens; worker: ${logs.join("")}`, {
+          cause: error,
+        });
+      },
+    );
     const unfinished = streams.filter((s) => !s.finished).length;
     first.kill("SIGKILL");
     await exited(first);
@@ -81,7 +91,8 @@ export async function runWorkerCrashScenario(scenario: WorkerCrashScenario): Pro
       } of them\n`,
     );
 
-    const expectedText = countingReply(scenario.tokens);
+    const expectedText = countingReply(replyTokens, tokenBytes);
+    const finishReason = replyTokens < scenario.tokens ? "length" : "stop";
     const completionIds = new Set<string>();
     for (const stream of streams) {
       expect(stream.events.at(-1)?.data).toBe("[DONE]");
@@ -91,8 +102,9 @@ export async function runWorkerCrashScenario(scenario: WorkerCrashScenario): Pro
       // One coherent sequence: ids 1, 2, 3, ... (0 is `started`, never sent), no repeat, no gap.
       expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
       expect(stream.text).toBe(expectedText);
-      expect(chunks.filter((c) => c.choices?.[0]?.finish_reason).map((c) => c.choices[0].finish_reason)).toEqual(["stop"]);
-      expect(chunks.at(-1).usage).toEqual({ prompt_tokens: PROMPT_TOKENS, completion_tokens: scenario.tokens, total_tokens: PROMPT_TOKENS + scenario.tokens });
+      expect(chunks.filter((c) => c.choices?.[0]?.finish_reason).map((c) => c.choices[0].finish_reason)).toEqual([finishReason]);
+      // The tokens generated (those the first worker delivered, then the second one's), the prompt once.
+      expect(chunks.at(-1).usage).toEqual({ prompt_tokens: PROMPT_TOKENS, completion_tokens: replyTokens, total_tokens: PROMPT_TOKENS + replyTokens });
       expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
       completionIds.add(chunks[0].id);
     }
@@ -106,13 +118,18 @@ export async function runWorkerCrashScenario(scenario: WorkerCrashScenario): Pro
 
     // Charged once each: one UsageRecorded, the prompt once and every token delivered.
     const cost = costMicroChf(
-      { promptTokens: PROMPT_TOKENS, completionTokens: scenario.tokens },
+      { promptTokens: PROMPT_TOKENS, completionTokens: replyTokens },
       { inputMicroChfPerMillion: 1_000_000, outputMicroChfPerMillion: 2_000_000 },
     );
     for (const id of completionIds) {
       const events = await completionEvents(platform.deps.pool, id);
       expect(events).toHaveLength(1);
-      expect(events[0]!.data).toMatchObject({ outcome: "finished", promptTokens: PROMPT_TOKENS, completionTokens: scenario.tokens, costMicroChf: cost });
+      expect(events[0]!.data).toMatchObject({
+        outcome: finishReason === "length" ? "length" : "finished",
+        promptTokens: PROMPT_TOKENS,
+        completionTokens: replyTokens,
+        costMicroChf: cost,
+      });
     }
     const logged = await platform.deps.pool.query("SELECT count(*)::int AS n FROM es_events WHERE event_type = 'UsageRecorded'");
     expect(logged.rows[0].n).toBe(scenario.streams);
@@ -136,9 +153,12 @@ export async function runWorkerCrashScenario(scenario: WorkerCrashScenario): Pro
   }
 }
 
-/** The worker role as its own OS process, on the platform's database, Redis prefix and registry; a short lock. */
-function spawnWorker(platform: TestPlatform, logs: string[]): ChildProcess {
-  const child = spawn(process.execPath, [WORKER_MAIN], {
+/**
+ * The worker role as its own OS process, on the platform's database, Redis prefix and registry; a short lock.
+ * `main` and `args`: another entry point (a test's worker with a wrapped engine) and its arguments.
+ */
+export function spawnWorker(platform: TestPlatform, logs: string[], main = WORKER_MAIN, args: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [main, ...args], {
     env: {
       PATH: process.env.PATH,
       DATABASE_URL: platform.db.url,
@@ -156,12 +176,12 @@ function spawnWorker(platform: TestPlatform, logs: string[]): ChildProcess {
   return child;
 }
 
-function exited(child: ChildProcess): Promise<void> {
+export function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())));
 }
 
 /** A streamed chat through the API over plain fetch, its SSE events collected as they arrive. */
-function streamChat(platform: TestPlatform, key: string, index: number, tokens: number): ClientStream {
+function streamChat(platform: TestPlatform, key: string, index: number, maxTokens: number): ClientStream {
   const stream: ClientStream = { events: [], text: "", done: Promise.resolve(), finished: false };
   stream.done = (async () => {
     const response = await fetch(`${platform.baseUrl}/v1/chat/completions`, {
@@ -170,7 +190,7 @@ function streamChat(platform: TestPlatform, key: string, index: number, tokens: 
       body: JSON.stringify({
         model: MODEL,
         messages: [{ role: "user", content: `Count, stream ${index}.` }],
-        max_tokens: tokens + 100,
+        max_tokens: maxTokens,
         temperature: 0,
         stream: true,
         stream_options: { include_usage: true },

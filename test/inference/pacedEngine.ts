@@ -8,9 +8,9 @@ import type { Engine } from "../../workers/engines/engine.ts";
 export function pacedEngine(engine: Engine, delayMs: number): Engine {
   return {
     capabilities: () => engine.capabilities(),
-    async chat(request, onDelta, signal) {
+    async chat(request, onDelta, signal, options) {
       const deltas: Parameters<typeof onDelta>[0][] = [];
-      const result = await engine.chat(request, (delta) => deltas.push(delta), signal);
+      const result = await engine.chat(request, (delta) => deltas.push(delta), signal, options);
       for (const delta of deltas) {
         await new Promise<void>((resolve, reject) => {
           if (signal.aborted) return reject(signal.reason);

@@ -12,7 +12,7 @@ import { EngineError, type ChatRequest, type Engine, type EngineDelta } from "..
 import type { DeltaPublisher } from "./deltaPublisher.ts";
 import type { JobCancellations, TrackedJob } from "./jobCancellations.ts";
 import type { ReplayReader } from "./replayReader.ts";
-import { endFromRecord, foldDelivered, generateChat, NEW_JOB, planResumption, type ResumePoint, type RunMode } from "./resumption.ts";
+import { deliveredTokens, endFromRecord, foldDelivered, generateChat, NEW_JOB, planResumption, type ResumePoint, type RunMode } from "./resumption.ts";
 import type { RecordOutcome, UsageRecorder } from "./usageRecorder.ts";
 
 export type CompletionJobRunnerDeps = {
@@ -104,10 +104,20 @@ export class CompletionJobRunner {
     const { engine, model, logger } = this.#deps;
     const point = mode === "new" ? NEW_JOB : await this.#resume(job, mode);
     if (point === null) return;
-    const generated = { content: point.delivered.content + point.delivered.toolText, reasoning: point.delivered.reasoning };
+    // What was generated, for the charge of a run that fails: the token counts the deltas carry, the
+    // text of those without one (counted with the tokenizer).
+    const generated: Generated = {
+      content: point.delivered.content + point.delivered.toolText,
+      reasoning: point.delivered.reasoning,
+      tokens: point.delivered.tokens,
+      uncounted: point.delivered.uncounted,
+    };
     const collect = (delta: EngineDelta) => {
-      generated.content += (delta.content ?? "") + (delta.toolCalls ?? []).map((c) => c.function?.arguments ?? "").join("");
+      const text = (delta.content ?? "") + (delta.toolCalls ?? []).map((c) => (c.function?.name ?? "") + (c.function?.arguments ?? "")).join("");
+      generated.content += text;
       generated.reasoning += delta.reasoning ?? "";
+      if (delta.tokens !== undefined) generated.tokens += delta.tokens;
+      else generated.uncounted += (delta.reasoning ?? "") + text;
     };
     const publisher = this.#deps.publisherFor(job, point.nextSeq);
     const startedAt = this.#deps.now();
@@ -230,25 +240,26 @@ export class CompletionJobRunner {
     return null;
   }
 
-  /** Tokens a failed chat job had generated (and its prompt), so they are charged; 0 when nothing came out. */
-  async #usageBeforeFailure(job: CompletionJob, generated: { content: string; reasoning: string }): Promise<Usage> {
-    if (job.work.kind !== "chat" || generated.content + generated.reasoning === "") return NO_USAGE;
+  /**
+   * Tokens a failed chat job had generated (and its prompt), so they are charged; 0 when nothing came
+   * out. As counted when generated where the deltas carry counts, never more than `maxTokens`.
+   */
+  async #usageBeforeFailure(job: CompletionJob, generated: Generated): Promise<Usage> {
+    if (job.work.kind !== "chat" || (generated.content + generated.reasoning === "" && generated.tokens === 0)) return NO_USAGE;
     const request: ChatRequest = job.work.request;
     try {
       const { engine } = this.#deps;
-      const reasoningTokens = generated.reasoning ? await engine.countTokens(generated.reasoning) : 0;
-      const contentTokens = generated.content ? await engine.countTokens(generated.content) : 0;
-      return {
-        promptTokens: await engine.countChatTokens(request.messages, request.tools),
-        completionTokens: contentTokens + reasoningTokens,
-        reasoningTokens,
-      };
+      const tokens = await deliveredTokens((text) => engine.countTokens(text), request.maxTokens, generated);
+      return { promptTokens: await engine.countChatTokens(request.messages, request.tools), ...tokens };
     } catch (error) {
       this.#deps.logger.warn("could not count the tokens of a failed job", { completionId: job.completionId, error: error as Error });
       return NO_USAGE;
     }
   }
 }
+
+/** What a run generated (what earlier runs delivered included). */
+type Generated = { content: string; reasoning: string; tokens: number; uncounted: string };
 
 function toJobError(error: unknown): JobError {
   if (error instanceof EngineError) {

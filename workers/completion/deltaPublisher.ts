@@ -119,7 +119,10 @@ export class DeltaPublisher implements PendingFlush {
   #writeDelta(delta: EngineDelta): void {
     this.#deltas += 1;
     this.#lastWrite = this.#options.now();
-    this.#write({ type: "delta", delta });
+    // The token count travels beside the delta (the API relays the delta; the count is for a worker
+    // continuing the reply after a crash, and for nothing else).
+    const { tokens, ...text } = delta;
+    this.#write(tokens === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, tokens });
   }
 
   #write(message: UnsequencedDeltaMessage): void {

@@ -25,7 +25,13 @@ export type Delivered = {
   /** Names and arguments of the tool calls, concatenated: charged like content. */
   toolText: string;
   toolCalls: boolean;
+  /** The arguments of each tool call (by its index) sent so far. */
+  toolArguments: string[];
   logprobs: boolean;
+  /** Completion tokens of the deltas that carry their count (DeltaMessage `tokens`), summed. */
+  tokens: number;
+  /** The text (content, reasoning, tool calls) of the deltas without a count: counted with the engine's tokenizer. */
+  uncounted: string;
   embeddings: boolean;
   finishReason: FinishReason | null;
   /** `usage` or `error`: the stream was ended. */
@@ -40,7 +46,10 @@ const NOTHING_DELIVERED: Delivered = {
   reasoning: "",
   toolText: "",
   toolCalls: false,
+  toolArguments: [],
   logprobs: false,
+  tokens: 0,
+  uncounted: "",
   embeddings: false,
   finishReason: null,
   terminal: false,
@@ -48,7 +57,7 @@ const NOTHING_DELIVERED: Delivered = {
 
 /** A replay stream's messages as what they delivered. A repeated number keeps its first message, as the API's feed does. */
 export function foldDelivered(messages: DeltaMessage[]): Delivered {
-  const delivered: Delivered = { ...NOTHING_DELIVERED };
+  const delivered: Delivered = { ...NOTHING_DELIVERED, toolArguments: [] };
   let expected = 0;
   for (const message of messages) {
     if (message.seq < expected) continue;
@@ -63,7 +72,14 @@ export function foldDelivered(messages: DeltaMessage[]): Delivered {
         const { content, reasoning, toolCalls, logprobs } = message.delta;
         delivered.content += content ?? "";
         delivered.reasoning += reasoning ?? "";
-        for (const call of toolCalls ?? []) delivered.toolText += (call.function?.name ?? "") + (call.function?.arguments ?? "");
+        let toolText = "";
+        for (const call of toolCalls ?? []) {
+          toolText += (call.function?.name ?? "") + (call.function?.arguments ?? "");
+          delivered.toolArguments[call.index] = (delivered.toolArguments[call.index] ?? "") + (call.function?.arguments ?? "");
+        }
+        delivered.toolText += toolText;
+        if (message.tokens !== undefined) delivered.tokens += message.tokens;
+        else delivered.uncounted += (reasoning ?? "") + (content ?? "") + toolText;
         delivered.toolCalls ||= (toolCalls?.length ?? 0) > 0;
         delivered.logprobs ||= (logprobs?.length ?? 0) > 0;
         break;
@@ -117,7 +133,7 @@ export function planResumption(
   delivered: Delivered,
   recorded: UsageRecordedData | null,
   mode: RunMode,
-  capabilities: Pick<EngineCapabilities, "continuation">,
+  capabilities: Pick<EngineCapabilities, "continuation" | "grammarContinuation">,
 ): Resumption {
   if (delivered.terminal) return { kind: "ended" };
   if (recorded) return { kind: "recorded", usage: recorded };
@@ -139,19 +155,43 @@ export function planResumption(
 }
 
 /** Why a reply already begun cannot be continued, or null when it can. */
-function continuationBlocker(request: ChatRequest, delivered: Delivered, capabilities: Pick<EngineCapabilities, "continuation">): string | null {
+function continuationBlocker(
+  request: ChatRequest,
+  delivered: Delivered,
+  capabilities: Pick<EngineCapabilities, "continuation" | "grammarContinuation">,
+): string | null {
   if (!capabilities.continuation) return ", and this model cannot continue a response it has begun.";
-  if (delivered.toolCalls || ((request.tools?.length ?? 0) > 0 && request.toolChoice !== "none")) return ", and a response with tools cannot be continued.";
-  if (request.responseFormat !== undefined && request.responseFormat.type !== "text") return ", and a response with a response_format cannot be continued.";
   if (request.logprobs === true || delivered.logprobs) return ", and a response with logprobs cannot be continued.";
   if (delivered.reasoning !== "") return ", and a response whose reasoning was sent cannot be continued.";
+  const grammar = capabilities.grammarContinuation === true;
+  const resend = "; what was sent is charged, send the request again.";
+  if (delivered.toolCalls || ((request.tools?.length ?? 0) > 0 && request.toolChoice !== "none")) {
+    if (namedCall(request) === null) {
+      // tool_choice "auto": the model's own call syntax (not what was sent) decides where the reply is;
+      // "required": its calls are sent only once whole, so a crash after that lost only the finish.
+      return `, and a response with tools (tool_choice "auto" or "required") cannot be continued (the text the model wrote for its calls was not sent as written)${resend}`;
+    }
+    if (!grammar) return `, and this model cannot continue a forced tool call (its output is held to a grammar)${resend}`;
+    if (delivered.content !== "" || delivered.toolArguments.length > 1) return ", and a forced tool call cannot continue from what was sent.";
+    return null;
+  }
+  if (request.responseFormat !== undefined && request.responseFormat.type !== "text" && !grammar) {
+    return `, and this model cannot continue a response with a response_format (its output is held to a grammar)${resend}`;
+  }
   return null;
+}
+
+/** The function a request forces by name (tool_choice `{type: "function", ...}`), or null. */
+function namedCall(request: ChatRequest): string | null {
+  const choice = request.toolChoice;
+  return typeof choice === "object" && choice !== null && (request.tools?.length ?? 0) > 0 ? choice.function.name : null;
 }
 
 /**
  * The chat generation of a run: the engine's, for a new job; for a job run again, the continuation of
  * the delivered reply (at most the tokens it has left), or none when the reply was delivered whole.
- * Usage: the prompt once, the delivered tokens (counted by the engine's tokenizer) plus the new ones.
+ * Usage: the prompt once, the delivered tokens (as counted when they were generated; see
+ * deliveredTokens) plus the new ones, never more than `maxTokens`.
  */
 export async function generateChat(engine: Engine, request: ChatRequest, point: ResumePoint, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
   if (point.generation === "generate") return engine.chat(request, onDelta, signal);
@@ -159,23 +199,48 @@ export async function generateChat(engine: Engine, request: ChatRequest, point: 
   if (point.generation === "none") return { finishReason: point.delivered.finishReason ?? "stop", usage: delivered };
   const left = request.maxTokens - delivered.completionTokens;
   if (left <= 0) return { finishReason: "length", usage: delivered };
-  const result = await engine.chat({ ...request, maxTokens: left }, onDelta, signal, { continueFrom: point.delivered.content });
+  // A call forced by name: its arguments are the reply (its id and name were sent with the first delta).
+  const continueFrom = namedCall(request) === null ? point.delivered.content : (point.delivered.toolArguments[0] ?? "");
+  const result = await engine.chat({ ...request, maxTokens: left }, onDelta, signal, {
+    continueFrom,
+    continuedTokens: delivered.completionTokens,
+  });
   return {
     finishReason: result.finishReason,
     usage: {
       promptTokens: result.usage.promptTokens,
-      completionTokens: delivered.completionTokens + result.usage.completionTokens,
-      reasoningTokens: delivered.reasoningTokens + result.usage.reasoningTokens,
+      ...continuedUsage(request.maxTokens, delivered, result.usage),
     },
   };
 }
 
+/** Delivered plus newly generated completion tokens, never more than `maxTokens` (nor reasoning more than the whole). */
+export function continuedUsage(maxTokens: number, delivered: Omit<Usage, "promptTokens">, generated: Omit<Usage, "promptTokens">): Omit<Usage, "promptTokens"> {
+  const completionTokens = Math.min(maxTokens, delivered.completionTokens + generated.completionTokens);
+  return { completionTokens, reasoningTokens: Math.min(completionTokens, delivered.reasoningTokens + generated.reasoningTokens) };
+}
+
+/**
+ * The completion tokens delivered: the counts the deltas carry, plus the text of deltas written without
+ * one (by an engine that cannot count, or before counts were written) counted with the engine's
+ * tokenizer; never more than `maxTokens` (a tokenizer counts text it did not generate differently).
+ * Reasoning: its text counted, never more than the whole.
+ */
+export async function deliveredTokens(
+  count: (text: string) => Promise<number>,
+  maxTokens: number,
+  delivered: Pick<Delivered, "tokens" | "uncounted" | "reasoning">,
+): Promise<Omit<Usage, "promptTokens">> {
+  const uncounted = delivered.uncounted === "" ? 0 : await count(delivered.uncounted);
+  const completionTokens = Math.min(maxTokens, delivered.tokens + uncounted);
+  const reasoningTokens = delivered.reasoning === "" ? 0 : Math.min(completionTokens, await count(delivered.reasoning));
+  return { completionTokens, reasoningTokens };
+}
+
 /** The request's prompt and what was delivered of the reply, in tokens. */
 async function deliveredUsage(engine: Engine, request: ChatRequest, delivered: Delivered): Promise<Usage> {
-  const text = delivered.content + delivered.toolText;
-  const reasoningTokens = delivered.reasoning === "" ? 0 : await engine.countTokens(delivered.reasoning);
-  const contentTokens = text === "" ? 0 : await engine.countTokens(text);
-  return { promptTokens: await engine.countChatTokens(request.messages, request.tools), completionTokens: contentTokens + reasoningTokens, reasoningTokens };
+  const tokens = await deliveredTokens((text) => engine.countTokens(text), request.maxTokens, delivered);
+  return { promptTokens: await engine.countChatTokens(request.messages, request.tools), ...tokens };
 }
 
 /**

@@ -36,6 +36,12 @@ export type EngineDelta = {
   reasoning?: string;
   toolCalls?: ToolCallDelta[];
   logprobs?: TokenLogprob[];
+  /**
+   * Completion tokens (reasoning included) generated for this delta: every token since the previous
+   * delta, this one's included. Absent when the engine cannot tell. Written with the delta to the
+   * replay stream, so a worker continuing the reply after a crash knows exactly what was delivered.
+   */
+  tokens?: number;
 };
 
 export type FinishReason = "stop" | "length" | "tool_calls";
@@ -62,6 +68,11 @@ export type EngineCapabilities = {
   reasoning: boolean;
   /** chat() can continue a reply already begun (ChatOptions.continueFrom). */
   continuation: boolean;
+  /**
+   * chat() can also continue a reply held to a grammar (response_format json_object / json_schema, a
+   * tool call forced by name): the grammar is advanced over the text already sent. Only with `continuation`.
+   */
+  grammarContinuation?: boolean;
   contextLength: number;
 };
 
@@ -72,10 +83,16 @@ export type ChatOptions = {
    * The start of the assistant's reply, already generated (by a worker that died): the engine continues
    * this text as the same reply instead of starting a new one. Deltas carry only the new text; usage
    * counts the request's prompt without this text, and only the newly generated tokens. Only with
-   * `capabilities().continuation`, and never with tools or a response format (their output cannot be
-   * picked up half-way).
+   * `capabilities().continuation`; with a response format, or a tool call forced by name (then this is
+   * the call's arguments sent so far, possibly "", and its id and name were sent: not sent again), only
+   * with `capabilities().grammarContinuation`; never with tool_choice "auto" or "required".
    */
   continueFrom?: string;
+  /**
+   * The completion tokens `continueFrom` was generated as (counted when it was delivered): an engine
+   * whose upstream counts the continued text as prompt takes this off the prompt tokens it reports.
+   */
+  continuedTokens?: number;
 };
 
 export interface Engine {

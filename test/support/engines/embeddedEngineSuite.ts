@@ -269,6 +269,7 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
         logprobs: true,
         reasoning: false,
         continuation: true,
+        grammarContinuation: true,
         contextLength: model.contextSize,
       });
     });

@@ -148,11 +148,15 @@ export class EmbeddedEngine implements Engine {
       logprobs: on("logprobs", true),
       reasoning: on("reasoning", this.#hasThoughts()),
       continuation: true,
+      grammarContinuation: true,
       contextLength: this.#loaded.context.contextSize,
     };
   }
 
-  /** With `continueFrom`, the text is appended to the model response LlamaChat generates, which it then continues. */
+  /**
+   * With `continueFrom`, plain text is appended to the model response LlamaChat generates, which it then
+   * continues; a reply held to a grammar is generated again with its first tokens forced to that text (see runChat).
+   */
   async chat(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options: ChatOptions = {}): Promise<EngineResult> {
     this.#ensureOpen();
     this.#checkCapabilities(request, "chat");
@@ -202,10 +206,19 @@ export class EmbeddedEngine implements Engine {
     const loaded = this.#loaded;
     try {
       const planned = await chatPlan({ ...loaded, jsonGrammar: () => this.#getJsonGrammar() }, request);
-      const continued = continueFrom === undefined || continueFrom === "" ? null : continueFrom;
-      if (continued !== null && (planned.functions !== undefined || planned.grammar !== undefined)) {
-        throw new EngineError("internal", "A reply with tools or a response format cannot be continued");
+      if (continueFrom !== undefined && continueFrom !== "" && planned.functions !== undefined) {
+        // tool_choice "auto": LlamaChat's function-calling syntax (text, then calls in the chat wrapper's
+        // own syntax) decides where the reply is; the deltas sent hold the calls re-encoded, not as written.
+        throw new EngineError("internal", 'A reply with tool_choice "auto" cannot be continued');
       }
+      // A reply held to a grammar is generated again from the start, its first tokens forced to the text
+      // sent (runChat: the grammar advances over them as over any sampled token); a named call's
+      // arguments may be continued from "" (its id and name were sent).
+      const forcedPrefix =
+        continueFrom !== undefined && planned.grammar !== undefined && (continueFrom !== "" || planned.forced?.kind === "named")
+          ? { text: continueFrom, tokens: loaded.model.tokenize(continueFrom) }
+          : undefined;
+      const continued = continueFrom === undefined || continueFrom === "" || planned.grammar !== undefined ? null : continueFrom;
       const plan = continued === null ? planned : { ...planned, history: withContinuedResponse(planned.history, continued) };
       const prompt = renderPrompt(loaded, plan.history, plan.functions);
       const promptTokens = prompt.length;
@@ -222,7 +235,7 @@ export class EmbeddedEngine implements Engine {
       // LlamaChat keeps the tokens a sequence shares with the new prompt and evaluates only the rest.
       const result = await loaded.pool.use(
         signal,
-        (sequence) => runChat(deps, sequence, request, { ...plan, promptTokens }, onDelta, signal),
+        (sequence) => runChat(deps, sequence, request, { ...plan, promptTokens, forcedPrefix }, onDelta, signal),
         (sequence) => sharedPrefixLength(sequence.contextTokens, prompt),
       );
       if (continued === null) return result;

@@ -11,6 +11,7 @@ import type {
 } from "node-llama-cpp";
 import type { ChatRequest, DeltaSink, EngineResult, FinishReason, ToolCallDelta } from "../engine.ts";
 import type { ChatPlan } from "./chatPlan.ts";
+import { PrefixReplay, type ForcedPrefix } from "./forcedPrefix.ts";
 import { parseRequiredCalls, partialRequiredCalls } from "./forcedToolCall.ts";
 import { SampledTokenRecorder } from "./sampledTokenRecorder.ts";
 import type { TokenLogprobs } from "./tokenLogprobs.ts";
@@ -27,23 +28,49 @@ export type RunChatDeps = {
 /**
  * Runs one chat job on a free sequence. The sequence keeps what earlier jobs evaluated: LlamaChat erases what differs
  * from this prompt and reuses the shared start. The prompt size was checked by the caller.
+ *
+ * With `plan.forcedPrefix` (a reply held to a grammar, continued after a crash; see PrefixReplay) the reply is
+ * generated again with its first tokens forced to the text already sent: that text is not sent again, its tokens
+ * are not counted as new, and `request.maxTokens` is what may follow it.
  */
 export async function runChat(
   deps: RunChatDeps,
   sequence: LlamaContextSequence,
   request: ChatRequest,
-  plan: ChatPlan & { promptTokens: number },
-  onDelta: DeltaSink,
+  plan: ChatPlan & { promptTokens: number; forcedPrefix?: ForcedPrefix | undefined },
+  sink: DeltaSink,
   signal: AbortSignal,
 ): Promise<EngineResult> {
   const withLogprobs = request.logprobs === true && plan.forced === null;
   const recorder = new SampledTokenRecorder(sequence, withLogprobs);
+  const ownBias = tokenBiasFor(deps.model, request.logitBias);
+  const replay = plan.forcedPrefix === undefined ? null : new PrefixReplay(deps.model, plan.forcedPrefix, ownBias);
+  const forcedTokens = replay?.forcedTokens ?? 0;
+  // A replay that diverges from the text sent stops the generation at once.
+  const diverged = new AbortController();
+  const generationSignal = replay === null ? signal : AbortSignal.any([signal, diverged.signal]);
+  // Each delta carries the tokens sampled since the previous one (held-back tokens of a stop sequence
+  // count with the delta that follows them): what was delivered, counted as generated. Forced tokens were
+  // delivered (and counted) by the run that generated them first.
+  let counted = forcedTokens;
+  const onDelta: DeltaSink = (delta) => {
+    const sampled = recorder.sampledTokens;
+    sink({ ...delta, tokens: sampled - counted });
+    counted = sampled;
+  };
   const chat = new LlamaChat({ contextSequence: sequence, chatWrapper: deps.chatWrapper });
-  const toolCalls = new ToolCallStream(onDelta);
+  // A named call continued: its first delta (id and name) was sent.
+  const toolCalls = new ToolCallStream(onDelta, replay !== null && plan.forced?.kind === "named" ? [0] : []);
   let reasoningTokens = 0;
   let forcedText = "";
-  const maxTokens = Math.max(1, Math.min(request.maxTokens, sequence.contextSize - plan.promptTokens));
-  const onResponseChunk = (chunk: LlamaChatResponseChunk): void => {
+  const maxTokens = Math.max(1, Math.min(request.maxTokens + forcedTokens, sequence.contextSize - plan.promptTokens));
+  const onResponseChunk = (received: LlamaChatResponseChunk): void => {
+    let chunk = received;
+    if (replay !== null && chunk.type !== "segment") {
+      const text = replay.pass(chunk.text);
+      if (replay.error !== null) diverged.abort(replay.error);
+      if (text !== chunk.text) chunk = { ...chunk, text, tokens: [] };
+    }
     if (chunk.type === "segment") {
       reasoningTokens += chunk.tokens.length;
       recorder.take(chunk.tokens);
@@ -51,7 +78,7 @@ export async function runChat(
       return;
     }
     if (plan.forced !== null) {
-      forcedText += chunk.text;
+      forcedText += received.text;
       if (plan.forced.kind === "named") toolCalls.arguments(0, plan.forced.name, chunk.text);
       return;
     }
@@ -66,10 +93,9 @@ export async function runChat(
   const presencePenalty = request.presencePenalty ?? 0;
   const frequencyPenalty = request.frequencyPenalty ?? 0;
   const penalize = presencePenalty !== 0 || frequencyPenalty !== 0 || repetitionPenalty !== 1;
-  const tokenBias = tokenBiasFor(deps.model, request.logitBias);
   const options: LLamaChatGenerateResponseOptions<ChatModelFunctions> = {
     onResponseChunk,
-    signal,
+    signal: generationSignal,
     maxTokens,
     temperature: request.temperature ?? 1,
     topP: request.topP ?? 1,
@@ -89,7 +115,7 @@ export async function runChat(
           penalizeNewLine: true,
         }
       : false,
-    ...(tokenBias === undefined ? {} : { tokenBias }),
+    ...(replay !== null ? { tokenBias: () => replay.bias(recorder.sampledTokens) } : ownBias === undefined ? {} : { tokenBias: ownBias }),
     ...(deps.thoughtBudget === undefined ? {} : { budgets: { thoughtTokens: deps.thoughtBudget } }),
   };
   if (plan.functions !== undefined) {
@@ -103,14 +129,18 @@ export async function runChat(
   let response: LlamaChatResponse<ChatModelFunctions>;
   try {
     response = await chat.generateResponse(plan.history, options);
+  } catch (error) {
+    if (replay?.error != null && !signal.aborted) throw replay.error;
+    throw error;
   } finally {
     recorder.uninstall();
     chat.dispose({ disposeSequence: false });
   }
+  if (response.metadata.stopReason !== "abort") replay?.checkReplayed();
   const finishReason = finish(response, plan, toolCalls, forcedText);
   return {
     finishReason,
-    usage: { promptTokens: plan.promptTokens, completionTokens: recorder.sampledTokens, reasoningTokens },
+    usage: { promptTokens: plan.promptTokens, completionTokens: Math.max(0, recorder.sampledTokens - forcedTokens), reasoningTokens },
   };
 }
 
@@ -146,10 +176,12 @@ function finish(response: LlamaChatResponse<ChatModelFunctions>, plan: ChatPlan,
 /** Streams tool calls as OpenAI deltas: the first delta of a call carries its id and name. */
 class ToolCallStream {
   readonly #onDelta: DeltaSink;
-  readonly #started = new Set<number>();
+  readonly #started: Set<number>;
 
-  constructor(onDelta: DeltaSink) {
+  /** `started`: calls whose first delta was sent already (by a run continued now). */
+  constructor(onDelta: DeltaSink, started: number[] = []) {
     this.#onDelta = onDelta;
+    this.#started = new Set(started);
   }
 
   started(index: number): boolean {

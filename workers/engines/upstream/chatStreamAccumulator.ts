@@ -8,7 +8,7 @@ import { plainChatChunk } from "./plainChatChunk.ts";
 const encoder = new TextEncoder();
 
 /**
- * Turns the SSE events of one streamed chat completion into EngineDeltas (choice 0 only: the adapter
+ * Turns the SSE events of one streamed chat completion into EngineDeltas, each with its token count (choice 0 only: the adapter
  * never asks for more than one) and remembers the finish reason, the upstream's usage and whether
  * `[DONE]` arrived. Throws EngineError("internal") for an error reported inside the stream or a chunk
  * that is not JSON.
@@ -22,6 +22,8 @@ export class ChatStreamAccumulator {
   #contentBytes = 0;
   #reasoningBytes = 0;
   #deltaCount = 0;
+  /** Completion tokens counted into the deltas so far (see #chunk). */
+  #countedTokens = 0;
 
   constructor(onDelta: DeltaSink) {
     this.#onDelta = onDelta;
@@ -65,6 +67,11 @@ export class ChatStreamAccumulator {
       throw new EngineError("internal", `upstream stream failed: ${upstreamErrorDetail(raw).message ?? "error chunk"}`);
     }
     if (chunk.usage) this.#usage = chunk.usage;
+    // The delta's token count: an upstream reporting usage on every chunk (vLLM's
+    // `continuous_usage_stats`) says how many tokens it generated so far; otherwise one per chunk, as
+    // OpenAI-compatible servers stream one chunk per generated token (a chunk holding several counts
+    // as one: never more than were generated).
+    const reported = chunk.usage?.completion_tokens;
     for (const choice of chunk.choices ?? []) {
       if ((choice.index ?? 0) !== 0) continue;
       const delta: EngineDelta = {};
@@ -87,6 +94,9 @@ export class ChatStreamAccumulator {
       if (logprobs && logprobs.length > 0) delta.logprobs = logprobs.map(toTokenLogprob);
       if (delta.content !== undefined || delta.reasoning !== undefined || delta.toolCalls !== undefined || delta.logprobs !== undefined) {
         this.#deltaCount++;
+        const total = typeof reported === "number" && reported > this.#countedTokens ? reported : this.#countedTokens + 1;
+        delta.tokens = total - this.#countedTokens;
+        this.#countedTokens = total;
         this.#onDelta(delta);
       }
       if (choice.finish_reason) this.#finishReason = toFinishReason(choice.finish_reason);

@@ -45,7 +45,8 @@ export class UpstreamEngine implements Engine {
   /**
    * With `continueFrom` (only when the registry says the upstream supports it), the text is sent as a
    * final assistant message with vLLM's `continue_final_message`; the upstream counts it as prompt, so
-   * its estimate is taken off the reported prompt tokens.
+   * its tokens are taken off the reported prompt tokens: `continuedTokens` (as counted when they were
+   * generated), or an estimate when not given.
    */
   async chat(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options: ChatOptions = {}): Promise<EngineResult> {
     const continueFrom = options.continueFrom === "" ? undefined : options.continueFrom;
@@ -77,7 +78,7 @@ export class UpstreamEngine implements Engine {
       }
       const usage = toEngineUsage(accumulator.usage, accumulator.generated, () => estimateChatTokens(request.messages, request.tools));
       if (continueFrom !== undefined && accumulator.usage?.prompt_tokens != null) {
-        usage.promptTokens = Math.max(0, usage.promptTokens - estimateTokens(continueFrom));
+        usage.promptTokens = Math.max(0, usage.promptTokens - (options.continuedTokens ?? estimateTokens(continueFrom)));
       }
       return { finishReason: accumulator.finishReason ?? "stop", usage };
     } finally {
