@@ -30,7 +30,7 @@ export class CheckpointKeys {
     }
     return verifyCheckpointStatement(checkpointStatement(checkpoint, fields), signature, key)
       ? null
-      : `the signature does not verify: the checkpoint (its window, count or heads' Merkle root) changed after it was signed by ${signature.keyId}`;
+      : `the signature does not verify: the checkpoint (its window, count, heads' Merkle root or accounts root) changed after it was signed by ${signature.keyId}`;
   }
 
   #embeddedKey(signature: CheckpointSignature): CheckpointPublicKey | null {

@@ -18,6 +18,8 @@ export const SignedCheckpointSchema = z.object({
   eventCount: z.number().int().positive(),
   streamCount: z.number().int().nonnegative(),
   merkleRoot: z.string(),
+  /** audit-checkpoint/2 checkpoints: the accounts root they signed. */
+  accountsRoot: z.string().optional(),
   heads: z.array(z.tuple([z.string(), z.number().int().positive(), z.string()])),
   signature: CheckpointSignatureSchema,
 });

@@ -1,4 +1,5 @@
 import { AUDIT_CHECKPOINT_STREAM, AuditCheckpointRecordedDataSchema, byStreamId, streamHeadsIn } from "../../src/ledger/audit/auditCheckpoint.ts";
+import { accountLeaves, accountsRoot, streamAccountsIn } from "../../src/ledger/audit/accountsRoot.ts";
 import { merkleRoot, type StreamHead } from "../../src/ledger/audit/merkleRoot.ts";
 import type { Queryable } from "../../src/ledger/eventStore/types.ts";
 import type { AuditFinding } from "./auditFinding.ts";
@@ -20,7 +21,8 @@ export type CheckpointStats = {
  * For every checkpoint (their own chain is checked by verifyChains): its signature verifies (against the
  * trusted keys, or the key it carries when none is given); its Merkle root is the root of the heads it
  * lists, and the log still has exactly those heads in its window (after, upTo]: a stream removed, an
- * event changed or removed, or a stream added afterwards is named. With trusted keys, an unsigned
+ * event changed or removed, or a stream added afterwards is named. Unscoped (no `streamIds`), its
+ * accounts root (audit-checkpoint/2) must be that of the log's streams per account in the window. With trusted keys, an unsigned
  * checkpoint after a signed one, or an unsigned newest checkpoint, is a finding (a signature stripped
  * along with a rewrite). One checkpoint's heads are in memory at a time.
  */
@@ -67,6 +69,15 @@ export async function verifyCheckpoints(
     stats.streamHeads += recorded.length;
     if (merkleRoot(recorded) !== checkpoint.merkleRoot || recorded.length !== checkpoint.streamCount) {
       report({ ...at, message: "the checkpoint's Merkle root or count is not that of the heads it lists" });
+    }
+    if (checkpoint.accountsRoot !== undefined && !streamIds) {
+      // Which stream belongs to which account, recomputed from the log (over the heads it signed).
+      const leaves = accountLeaves(recorded, await streamAccountsIn(db, checkpoint.after, checkpoint.upTo));
+      if (accountsRoot(leaves) !== checkpoint.accountsRoot)
+        report({
+          ...at,
+          message: `checkpoint ${version}: its accounts root is not that of the log's streams per account in its window (a stream removed or added, or an event's account changed)`,
+        });
     }
     const current = new Map((await streamHeadsIn(db, checkpoint.after, checkpoint.upTo, streamIds)).map((h) => [h[0], h]));
     for (const [streamId, headVersion, hash] of recorded) {

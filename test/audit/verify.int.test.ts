@@ -8,6 +8,7 @@ import { eventuallyTrue } from "../support/eventually.ts";
 import { operatorEdit } from "../support/operatorEdit.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { appendToStream } from "../../src/ledger/eventStore/appendToStream.ts";
+import { rewriteCheckpoint } from "./rewriteCheckpoint.ts";
 import { buildAuditedLog, uncoveredEvents, type AuditedAccount } from "./auditFixtures.ts";
 
 /**
@@ -125,6 +126,19 @@ describe("audit verify", () => {
         message: expect.stringContaining("was recorded as version 3 and now sits at version 4"),
       }),
     );
+  });
+
+  it("names a checkpoint whose accounts root is not that of the log's streams per account", async () => {
+    const last = await db.pool.query<{ v: string }>("SELECT version::text AS v FROM es_streams WHERE stream_id = 'audit-checkpoints'");
+    const version = Number(last.rows[0]!.v);
+    // Its chain recomputed, as an operator would: only the accounts root is wrong.
+    await rewriteCheckpoint(db.pool, version, (data) => {
+      data.accountsRoot = "0".repeat(64);
+    });
+    const report = await findings();
+    expect(report.findings).toEqual([
+      expect.objectContaining({ kind: "checkpoint", streamId: "audit-checkpoints", version, message: expect.stringContaining("accounts root") }),
+    ]);
   });
 
   it("the application cannot update, delete or truncate es_events", async () => {

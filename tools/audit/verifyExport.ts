@@ -2,7 +2,9 @@
  * Offline check of an audit export (NDJSON or CSV, from `GET /api/v1/accounts/user/audit-log` or
  * `npm run admin -- export`): recomputes every event's hash and follows each stream's chain; verifies
  * the Ed25519 signature of every signed checkpoint line (NDJSON), the Merkle path of each stream head it
- * signs, and that the export holds every signed head (so a removed or changed event shows).
+ * signs, and that the export holds every signed head (so a removed or changed event shows). An
+ * audit-checkpoint/2 line also proves (a Merkle path to its signed accounts root) that its heads are
+ * every stream of the account in its window, so a charge removed together with its head shows too.
  *
  *   node tools/audit/verifyExport.ts export.ndjson [--public-key audit-public-key.pem]     (or export.csv)
  *
@@ -37,8 +39,12 @@ type CheckpointLine = {
   eventCount: number;
   streamCount: number;
   merkleRoot: string;
+  /** audit-checkpoint/2: the root of the accounts tree (leaf: [accountId, [[streamId, version, hash]...]]). */
+  accountsRoot?: string;
   signature: { alg: string; keyId: string; publicKey: string; value: string };
   heads: [string, number, string, ["L" | "R", string][]][];
+  /** audit-checkpoint/2: the account's leaf [accountId, heads] (all its streams in the window) and its path to accountsRoot. */
+  account?: { accountId: string; heads: [string, number, string][]; path: ["L" | "R", string][] };
 };
 
 export type ExportCheck = {
@@ -46,6 +52,8 @@ export type ExportCheck = {
   streams: number;
   unhashed: number;
   checkpoints: number;
+  /** Checkpoint lines signed as audit-checkpoint/1: no accounts root, so they cannot prove the account's streams are all there. */
+  withoutAccountsRoot: number;
   keyIds: string[];
   /** Whether the signatures were checked against a key the auditor gave (--public-key). */
   pinned: boolean;
@@ -170,9 +178,9 @@ function sha256(...parts: (string | Buffer)[]): Buffer {
   return h.digest();
 }
 
-/** The Merkle root a head's audit path leads to: leaf SHA-256(0x00 || canonical JSON), node SHA-256(0x01 || left || right). */
-function rootFromPath(head: [string, number, string], path: ["L" | "R", string][]): string {
-  let node = sha256(Buffer.of(0), canonicalJson(head));
+/** The Merkle root a leaf's audit path leads to: leaf SHA-256(0x00 || canonical JSON), node SHA-256(0x01 || left || right). */
+function rootFromPath(leaf: unknown, path: ["L" | "R", string][]): string {
+  let node = sha256(Buffer.of(0), canonicalJson(leaf));
   for (const [side, sibling] of path) {
     const s = Buffer.from(sibling, "hex");
     node = side === "L" ? sha256(Buffer.of(1), s, node) : sha256(Buffer.of(1), node, s);
@@ -180,29 +188,47 @@ function rootFromPath(head: [string, number, string], path: ["L" | "R", string][
   return node.toString("hex");
 }
 
+/** Whether an entry is one of the account's: its `account-<id>` stream, or data naming it (as the export selects them). */
+function belongsTo(entry: Entry, accountId: string): boolean {
+  const data = entry.data as { accountId?: unknown } | null;
+  return entry.stream_id === `account-${accountId}` || (typeof data === "object" && data !== null && data.accountId === accountId);
+}
+
 /**
- * Each checkpoint line: its signature over the canonical JSON of {statement: "audit-checkpoint/1",
- * checkpoint, after, upTo, eventCount, streamCount, merkleRoot} (with the pinned key, or else the key it
- * carries), each head's path to the signed Merkle root, and the export holding each signed head.
+ * Each checkpoint line: its signature (with the pinned key, or else the key it carries) over the
+ * canonical JSON of {statement: "audit-checkpoint/2", checkpoint, after, upTo, eventCount, streamCount,
+ * merkleRoot, accountsRoot} (or, for a line without accountsRoot, {statement: "audit-checkpoint/1", ...}
+ * without it), each head's path to the signed Merkle root, and the export holding each signed head.
+ * With an accounts root: the account's leaf ([accountId, heads]) leads to it, so its heads are every
+ * stream of the account in the window; the export holds each of them, the line's head proofs are for
+ * exactly those streams, and every entry that lies between two of the window's heads in the export (log
+ * order) is one of those streams, at or before its head.
  */
 function checkCheckpoints(
+  entries: { line: number; entry: Entry }[],
   checkpoints: { line: number; checkpoint: CheckpointLine }[],
-  hashes: Map<string, string | null>,
   pinned: KeyObject | null,
   problems: string[],
-): string[] {
+): { keyIds: string[]; withoutAccountsRoot: number } {
   const keyIds = new Set<string>();
+  const at = new Map(entries.map(({ entry }, i) => [`${entry.stream_id}\u0000${entry.version}`, i]));
+  let accountId: string | null = null;
+  let withoutAccountsRoot = 0;
   for (const { line, checkpoint: c } of checkpoints) {
     const where = `line ${line}: checkpoint ${c.checkpoint}`;
-    const statement = canonicalJson({
-      statement: "audit-checkpoint/1",
+    const common = {
       checkpoint: c.checkpoint,
       after: c.after,
       upTo: c.upTo,
       eventCount: c.eventCount,
       streamCount: c.streamCount,
       merkleRoot: c.merkleRoot,
-    });
+    };
+    const statement = canonicalJson(
+      c.accountsRoot === undefined
+        ? { statement: "audit-checkpoint/1", ...common }
+        : { statement: "audit-checkpoint/2", ...common, accountsRoot: c.accountsRoot },
+    );
     let key: KeyObject | null = pinned;
     try {
       key ??= createPublicKey({ key: Buffer.from(c.signature.publicKey, "base64"), format: "der", type: "spki" });
@@ -221,18 +247,71 @@ function checkCheckpoints(
     }
     keyIds.add(c.signature.keyId);
     for (const [streamId, version, hash, path] of c.heads) {
-      const at = `${where}: ${streamId} v${version}`;
+      const head = `${where}: ${streamId} v${version}`;
       if (rootFromPath([streamId, version, hash], path) !== c.merkleRoot) {
-        problems.push(`${at}: the head is not one the checkpoint signed (its Merkle path does not lead to the signed root)`);
+        problems.push(`${head}: the head is not one the checkpoint signed (its Merkle path does not lead to the signed root)`);
         continue;
       }
       if (hash.startsWith("legacy:")) continue;
-      const held = hashes.get(`${streamId}\u0000${version}`);
-      if (held === undefined) problems.push(`${at}: signed by the checkpoint, but the export does not hold this event (removed)`);
-      else if (held !== hash) problems.push(`${at}: the export's event is not the one the checkpoint signed (changed)`);
+      const i = at.get(`${streamId}\u0000${version}`);
+      if (i === undefined) problems.push(`${head}: signed by the checkpoint, but the export does not hold this event (removed)`);
+      else if (entries[i]!.entry.hash !== hash) problems.push(`${head}: the export's event is not the one the checkpoint signed (changed)`);
+    }
+    if (c.accountsRoot === undefined) {
+      withoutAccountsRoot++;
+      continue;
+    }
+    if (!c.account || typeof c.account.accountId !== "string" || !Array.isArray(c.account.heads) || !Array.isArray(c.account.path)) {
+      problems.push(`${where}: signs an accounts root but carries no account proof: it cannot show its heads are all of the account's streams`);
+      continue;
+    }
+    if (accountId !== null && c.account.accountId !== accountId) {
+      problems.push(`${where}: names account ${c.account.accountId}, another checkpoint line names ${accountId}`);
+      continue;
+    }
+    accountId = c.account.accountId;
+    if (rootFromPath([accountId, c.account.heads], c.account.path) !== c.accountsRoot) {
+      problems.push(
+        `${where}: the account's list of streams is not the one the checkpoint signed (the accounts root does not match: a stream was removed from or added to it)`,
+      );
+      continue;
+    }
+    // The signed list, exactly: the export holds every listed head, and the line proves no other stream.
+    const signed = new Map(c.account.heads.map(([streamId, version]) => [streamId, version]));
+    const proven = new Set(c.heads.map(([streamId]) => streamId));
+    for (const [streamId, version, hash] of c.account.heads) {
+      if (proven.has(streamId)) continue; // its head proof was checked against the export above
+      const head = `${where}: ${streamId} v${version}`;
+      const i = hash.startsWith("legacy:") ? -1 : at.get(`${streamId}\u0000${version}`);
+      if (i === undefined)
+        problems.push(
+          `${head}: signed as one of the account's streams in the window, but the export does not hold this event and the line has no head proof for it (removed)`,
+        );
+      else {
+        problems.push(`${head}: signed as one of the account's streams in the window, but the line has no head proof for it (removed)`);
+        if (i >= 0 && entries[i]!.entry.hash !== hash) problems.push(`${head}: the export's event is not the one the checkpoint signed (changed)`);
+      }
+    }
+    for (const streamId of proven)
+      if (!signed.has(streamId)) problems.push(`${where}: ${streamId}: has a head proof but is not one of the account's streams the checkpoint signed`);
+    // Log order: whatever lies between two of this window's events is in the window too.
+    const indices = c.account.heads.flatMap(([streamId, version]) => at.get(`${streamId}\u0000${version}`) ?? []);
+    if (indices.length < 2) continue;
+    for (let i = Math.min(...indices) + 1; i < Math.max(...indices); i++) {
+      const { line: entryLine, entry } = entries[i]!;
+      const version = signed.get(entry.stream_id);
+      if (version === undefined || entry.version > version)
+        problems.push(
+          `line ${entryLine}: ${entry.stream_id} v${entry.version}: lies inside the window of checkpoint ${c.checkpoint}, which does not sign it as one of the account's (added or reordered)`,
+        );
     }
   }
-  return [...keyIds];
+  if (accountId !== null) {
+    for (const { line, entry } of entries)
+      if (!belongsTo(entry, accountId))
+        problems.push(`line ${line}: ${entry.stream_id} v${entry.version}: not an event of account ${accountId}, whom the checkpoints name`);
+  }
+  return { keyIds: [...keyIds], withoutAccountsRoot };
 }
 
 /**
@@ -245,14 +324,12 @@ export function checkExport(
   publicKeyPem?: string,
 ): ExportCheck {
   const heads = new Map<string, { version: number; hash: string | null }>();
-  const hashes = new Map<string, string | null>();
   const problems: string[] = [];
   let unhashed = 0;
   for (const { line, entry } of entries) {
     const where = `line ${line}: ${entry.stream_id} v${entry.version}`;
     const head = heads.get(entry.stream_id);
     heads.set(entry.stream_id, { version: entry.version, hash: entry.hash });
-    hashes.set(`${entry.stream_id}\u0000${entry.version}`, entry.hash);
     if (entry.hash === null) {
       unhashed++;
       continue;
@@ -267,8 +344,17 @@ export function checkExport(
     }
   }
   const pinned = publicKeyPem ? createPublicKey(publicKeyPem) : null;
-  const keyIds = checkCheckpoints(checkpoints, hashes, pinned, problems);
-  return { lines: entries.length, streams: heads.size, unhashed, checkpoints: checkpoints.length, keyIds, pinned: pinned !== null, problems };
+  const { keyIds, withoutAccountsRoot } = checkCheckpoints(entries, checkpoints, pinned, problems);
+  return {
+    lines: entries.length,
+    streams: heads.size,
+    unhashed,
+    checkpoints: checkpoints.length,
+    withoutAccountsRoot,
+    keyIds,
+    pinned: pinned !== null,
+    problems,
+  };
 }
 
 function main(args: string[]): number {
@@ -292,6 +378,10 @@ function main(args: string[]): number {
   const result = checkExport(parsed.entries, parsed.checkpoints, publicKeyPem);
   for (const p of result.problems) process.stdout.write(`FAIL ${p}\n`);
   if (!result.checkpoints) process.stdout.write("note: no signed checkpoint in the export: a stream removed whole cannot be told from one never written\n");
+  else if (result.withoutAccountsRoot)
+    process.stdout.write(
+      `note: ${result.withoutAccountsRoot} checkpoint(s) signed as audit-checkpoint/1 (no accounts root): a stream removed whole together with its head from such a line cannot be told\n`,
+    );
   process.stdout.write(
     `${result.lines} events in ${result.streams} streams checked` +
       (result.unhashed ? ` (${result.unhashed} written before the hash chain began: not verifiable offline)` : "") +

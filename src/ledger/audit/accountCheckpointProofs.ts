@@ -1,6 +1,7 @@
 import { accountStreamId } from "../accounts/accountEvents.ts";
 import type { LogPosition } from "../eventStore/logPosition.ts";
 import type { Queryable } from "../eventStore/types.ts";
+import { accountLeaves, streamAccountsIn } from "./accountsRoot.ts";
 import { AUDIT_CHECKPOINT_STREAM, AuditCheckpointRecordedDataSchema, byStreamId } from "./auditCheckpoint.ts";
 import type { CheckpointSignature } from "./checkpointSignature.ts";
 import { type MerkleStep, merkleProofs } from "./merkleProof.ts";
@@ -9,8 +10,10 @@ import type { StreamHead } from "./merkleRoot.ts";
 /**
  * A signed checkpoint as an account's export carries it: what the signature covers, and for each of the
  * account's streams in its window the head and its Merkle audit path (no other account's stream shows).
- * The offline check (tools/audit/verifyExport.ts) verifies the signature, each path, and that the export
- * holds every signed head: a removed or changed event of a checkpointed window fails it.
+ * With an accounts root (audit-checkpoint/2), also the account's leaf and its path to that root: the
+ * heads are then all of the account's streams in the window. The offline check
+ * (tools/audit/verifyExport.ts) verifies the signature, each path, and that the export holds every signed
+ * head: a removed or changed event of a checkpointed window fails it, even with its head removed too.
  */
 export type CheckpointProof = {
   checkpoint: number;
@@ -19,8 +22,16 @@ export type CheckpointProof = {
   eventCount: number;
   streamCount: number;
   merkleRoot: string;
+  /** Signed by audit-checkpoint/2 checkpoints only. */
+  accountsRoot?: string;
   signature: CheckpointSignature;
   heads: [streamId: string, version: number, hash: string, proof: MerkleStep[]][];
+  /**
+   * With accountsRoot: the account's leaf [accountId, heads] (every stream of the account in the window,
+   * sorted by stream id, as accountLeaves() builds it) and its Merkle path to accountsRoot. `heads` above
+   * then lists the same streams with their paths to merkleRoot.
+   */
+  account?: { accountId: string; heads: StreamHead[]; path: MerkleStep[] };
 };
 
 /** The settled-transaction horizon to pass to readAccountCheckpointProofs, read before the export's last page. */
@@ -59,9 +70,7 @@ export async function readAccountCheckpointProofs(db: Queryable, accountId: stri
     if (!data.signature) continue;
     const heads = [...data.heads].sort(byStreamId) as StreamHead[];
     const own = new Set(window.streams);
-    const indices = heads.flatMap((h, i) => (own.has(h[0]) ? [i] : []));
-    const paths = merkleProofs(heads, indices);
-    proofs.push({
+    const proof: CheckpointProof = {
       checkpoint: Number(window.cp),
       after: data.after,
       upTo: data.upTo,
@@ -69,8 +78,23 @@ export async function readAccountCheckpointProofs(db: Queryable, accountId: stri
       streamCount: data.streamCount,
       merkleRoot: data.merkleRoot,
       signature: data.signature,
-      heads: indices.map((i, p) => [...heads[i]!, paths[p]!]),
-    });
+      heads: [],
+    };
+    if (data.accountsRoot !== undefined) {
+      // The account's leaf, recomputed from the log as the checkpoint computed it, and its path.
+      proof.accountsRoot = data.accountsRoot;
+      const leaves = accountLeaves(heads, await streamAccountsIn(db, data.after, data.upTo));
+      const at = leaves.findIndex((leaf) => leaf[0] === accountId);
+      if (at >= 0) {
+        own.clear();
+        for (const head of leaves[at]![1]) own.add(head[0]);
+        proof.account = { accountId, heads: leaves[at]![1], path: merkleProofs(leaves, [at])[0]! };
+      }
+    }
+    const indices = heads.flatMap((h, i) => (own.has(h[0]) ? [i] : []));
+    const paths = merkleProofs(heads, indices);
+    proof.heads = indices.map((i, p) => [...heads[i]!, paths[p]!]);
+    proofs.push(proof);
   }
   return proofs;
 }

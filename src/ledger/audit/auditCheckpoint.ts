@@ -4,6 +4,7 @@ import { withTransaction } from "../../db/withTransaction.ts";
 import { appendToStream } from "../eventStore/appendToStream.ts";
 import { LOG_START, type LogPosition } from "../eventStore/logPosition.ts";
 import type { Queryable } from "../eventStore/types.ts";
+import { accountLeaves, accountsRoot, streamAccountsIn } from "./accountsRoot.ts";
 import { CheckpointSignatureSchema, type CheckpointSigner, checkpointStatement } from "./checkpointSignature.ts";
 import { merkleRoot, type StreamHead } from "./merkleRoot.ts";
 
@@ -20,7 +21,8 @@ const LogPositionSchema = z.object({ transactionId: z.string(), globalPosition: 
  * AuditCheckpointRecorded: the heads of every stream that changed in the log window (after, upTo] (log
  * order, only transactions older than every one in flight, so no later commit lands inside a window;
  * at most CHECKPOINT_MAX_EVENTS events), and their Merkle root. Checkpoints are chained like every
- * stream; the next one starts at `upTo`. `signature` (when the projector has a signing key): Ed25519
+ * stream; the next one starts at `upTo`. `accountsRoot` commits to which of those streams belong to which
+ * account (accountsRoot.ts; the per-account leaves are recomputed from the log when needed, not stored). `signature` (when the projector has a signing key): Ed25519
  * over checkpointStatement(), which no one without the key can recompute after a rewrite.
  */
 export const AuditCheckpointRecordedDataSchema = z.object({
@@ -29,6 +31,8 @@ export const AuditCheckpointRecordedDataSchema = z.object({
   eventCount: z.number().int().positive(),
   streamCount: z.number().int().nonnegative(),
   merkleRoot: z.string(),
+  /** accountsRoot() of the window (audit-checkpoint/2); absent in checkpoints written before it. */
+  accountsRoot: z.string().optional(),
   heads: z.array(z.tuple([z.string(), z.number().int().positive(), z.string()])),
   signature: CheckpointSignatureSchema.optional(),
 });
@@ -68,12 +72,14 @@ export async function writeAuditCheckpoint(pool: Pool, options: CheckpointOption
     const window = await nextWindow(client, after, maxEvents);
     if (!window || window.events < Math.min(options.minEvents ?? 1, maxEvents)) return null;
     const heads = await streamHeadsIn(client, after, window.upTo);
+    const accounts = accountLeaves(heads, await streamAccountsIn(client, after, window.upTo));
     const data: AuditCheckpointRecordedData = {
       after,
       upTo: window.upTo,
       eventCount: window.events,
       streamCount: heads.length,
       merkleRoot: merkleRoot(heads),
+      accountsRoot: accountsRoot(accounts),
       heads,
     };
     if (options.signer) data.signature = options.signer.sign(checkpointStatement(version + 1, data));

@@ -23,23 +23,30 @@ export type CheckpointStatementFields = {
   eventCount: number;
   streamCount: number;
   merkleRoot: string;
+  /** The root of the accounts tree (accountsRoot.ts); absent in checkpoints written before it existed. */
+  accountsRoot?: string | undefined;
 };
 
 /**
- * The signed bytes (as a UTF-8 string): RFC 8785 canonical JSON of {statement: "audit-checkpoint/1",
- * checkpoint, after, upTo, eventCount, streamCount, merkleRoot}. tools/audit/verifyExport.ts builds the
- * same string on its own.
+ * The signed bytes (as a UTF-8 string): RFC 8785 canonical JSON of {statement: "audit-checkpoint/2",
+ * checkpoint, after, upTo, eventCount, streamCount, merkleRoot, accountsRoot}. A checkpoint without an
+ * accounts root (written before it existed) signed {statement: "audit-checkpoint/1", ...} without it,
+ * which says nothing about which streams belong to which account. Removing the accounts root from a /2
+ * checkpoint makes a /1 statement its signature does not verify. tools/audit/verifyExport.ts builds the
+ * same strings on its own.
  */
 export function checkpointStatement(checkpoint: number, fields: CheckpointStatementFields): string {
-  return canonicalJson({
-    statement: "audit-checkpoint/1",
+  const common = {
     checkpoint,
     after: fields.after,
     upTo: fields.upTo,
     eventCount: fields.eventCount,
     streamCount: fields.streamCount,
     merkleRoot: fields.merkleRoot,
-  });
+  };
+  return fields.accountsRoot === undefined
+    ? canonicalJson({ statement: "audit-checkpoint/1", ...common })
+    : canonicalJson({ statement: "audit-checkpoint/2", ...common, accountsRoot: fields.accountsRoot });
 }
 
 /** A trusted public key and its id: "ed25519:" + the first 32 hex digits of SHA-256 of its DER SPKI. */

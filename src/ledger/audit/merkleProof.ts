@@ -1,18 +1,17 @@
 import { hash } from "node:crypto";
 import { canonicalJson } from "../eventStore/canonicalJson.ts";
-import type { StreamHead } from "./merkleRoot.ts";
 
 /** One step up from a leaf: the sibling's hash (hex) and on which side it sits. */
 export type MerkleStep = ["L" | "R", string];
 
 /**
  * The audit paths of the heads at `indices` in the tree merkleRoot() builds over `heads` (sorted by
- * stream id): hashing the leaf with each sibling in turn (left sibling: SHA-256(0x01 || sibling ||
+ * stream id; or over any leaves, such as accountLeaves()): hashing the leaf with each sibling in turn (left sibling: SHA-256(0x01 || sibling ||
  * node), right: SHA-256(0x01 || node || sibling)) gives the root. A node moved up unchanged (the odd one
  * at the end of a level) adds no step. Lets an export prove its own streams' heads without listing any
  * other account's stream.
  */
-export function merkleProofs(heads: StreamHead[], indices: number[]): MerkleStep[][] {
+export function merkleProofs(heads: readonly unknown[], indices: number[]): MerkleStep[][] {
   const proofs: MerkleStep[][] = indices.map(() => []);
   const at = [...indices];
   let level: Buffer[] = heads.map((head) => hash("sha256", `\u0000${canonicalJson(head)}`, "buffer"));
@@ -32,7 +31,7 @@ export function merkleProofs(heads: StreamHead[], indices: number[]): MerkleStep
 }
 
 /** The root a head and its audit path lead to (hex). */
-export function merkleRootFromProof(head: StreamHead, proof: MerkleStep[]): string {
+export function merkleRootFromProof(head: unknown, proof: MerkleStep[]): string {
   let node = hash("sha256", `\u0000${canonicalJson(head)}`, "buffer");
   for (const [side, sibling] of proof) {
     const s = Buffer.from(sibling, "hex");

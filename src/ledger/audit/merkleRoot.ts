@@ -10,10 +10,18 @@ export type StreamHead = [streamId: string, version: number, hash: string];
  * an odd node at the end of a level moves up unchanged. The root of no heads is SHA-256 of nothing.
  * One-shot hashes (no Hash object per node): the verifier recomputes a root for every checkpoint.
  */
-export function merkleRoot(heads: StreamHead[]): string {
-  if (heads.length === 0) return hash("sha256", "", "hex");
+export function merkleRoot(heads: readonly StreamHead[]): string {
+  return merkleRootOfLeaves(heads);
+}
+
+/**
+ * The same tree over any leaf values (each hashed as SHA-256(0x00 || canonical JSON)), in the order
+ * given: merkleRoot() over stream heads, accountsRoot() over account leaves.
+ */
+export function merkleRootOfLeaves(leaves: readonly unknown[]): string {
+  if (leaves.length === 0) return hash("sha256", "", "hex");
   // U+0000 is the one byte 0x00 in UTF-8: the leaf prefix and the canonical JSON hash as one string.
-  let level: Buffer[] = heads.map((head) => hash("sha256", `\u0000${canonicalJson(head)}`, "buffer"));
+  let level: Buffer[] = leaves.map((leaf) => hash("sha256", `\u0000${canonicalJson(leaf)}`, "buffer"));
   const pair = Buffer.alloc(65);
   pair[0] = 1;
   while (level.length > 1) {
