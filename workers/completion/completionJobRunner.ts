@@ -121,7 +121,7 @@ export class CompletionJobRunner {
   }
 
   async #run(job: CompletionJob, signal: AbortSignal, tracked: TrackedJob | undefined, mode: RunMode): Promise<void> {
-    const { engine, model, logger } = this.#deps;
+    const { engine, logger } = this.#deps;
     const point = mode === "new" ? NEW_JOB : await this.#resume(job, mode);
     if (point === null) return;
     const generated = { content: point.delivered.content + point.delivered.toolText, reasoning: point.delivered.reasoning };
