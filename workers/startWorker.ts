@@ -112,6 +112,7 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
         logger: logger.child({ model: model.id }),
         cancellations,
         traceMessageContent: config.traceMessageContent,
+        usageWaitMs: config.usageWaitMs,
       });
       const worker = new CompletionWorker({
         modelId: model.id,

@@ -86,6 +86,8 @@ export type BlackholeScenario = {
   endWithinMs: number;
   /** The longest after PostgreSQL came back until every usage is recorded and every hold folded. */
   settledWithinMs: number;
+  /** kill -9 of the first worker this long into the outage (its jobs go to another worker, which records their usage). */
+  killWorkerAfterMs?: number;
 };
 
 export type ConnectionLossPlatform = {
@@ -95,7 +97,12 @@ export type ConnectionLossPlatform = {
 };
 
 export async function startConnectionLossPlatform(
-  scenario: Pick<ConnectionLossScenario, "processesPerRole" | "tokens" | "tokenDelayMs">,
+  scenario: Pick<ConnectionLossScenario, "processesPerRole" | "tokens" | "tokenDelayMs"> & {
+    /** Worker processes (default processesPerRole). */
+    workers?: number;
+    /** More environment for every role. */
+    env?: Record<string, string>;
+  },
 ): Promise<ConnectionLossPlatform> {
   const db: TestDatabase = await createTestDatabase();
   const redis: TestRedis = await createTestRedis();
@@ -131,6 +138,7 @@ export async function startConnectionLossPlatform(
     LOG_LEVEL: "error",
     REGISTRATIONS_PER_ADDRESS: "100000",
     API_KEY_FAILURES_PER_ADDRESS: "100000",
+    ...scenario.env,
   };
   const spawnRole = (role: string, main: string, roleEnv: Record<string, string>) => {
     const child = spawn(process.execPath, [main], { env: roleEnv, stdio: ["ignore", "pipe", "pipe"] });
@@ -144,13 +152,14 @@ export async function startConnectionLossPlatform(
     const port = await freePort();
     spawnRole("api", API_MAIN, { ...env, PORT: String(port), HOST: "127.0.0.1" });
     apis.push(`http://127.0.0.1:${port}`);
-    spawnRole("worker", WORKER_MAIN, env);
     spawnRole("projector", PROJECTOR_MAIN, env);
   }
+  const workers = scenario.workers ?? scenario.processesPerRole;
+  for (let i = 0; i < workers; i++) spawnRole("worker", WORKER_MAIN, env);
   const account: TestAccount = await createTestAccount(db.pool, { monthlyBudgetChf: 1000 });
   const started = async () => {
     const presence = new InferenceKeys(redis.prefix).modelWorkers(MODEL);
-    await eventually(async () => ((await redis.redis.zcount(presence, Date.now(), "+inf")) === scenario.processesPerRole ? true : undefined), 60_000);
+    await eventually(async () => ((await redis.redis.zcount(presence, Date.now(), "+inf")) === workers ? true : undefined), 60_000);
     for (const api of apis) await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 60_000);
   };
   await started().catch((error: unknown) => {
@@ -334,7 +343,13 @@ export async function startConnectionLossPlatform(
       await proxy.setMode("blackhole");
       const outageStarted = Date.now();
       const during = Array.from({ length: s.duringOutage }, (_, i) => chat(apis[i % apis.length]!, index++, i % 2 === 0, s.endWithinMs + 5000));
-      await new Promise((resolve) => setTimeout(resolve, s.outageMs));
+      let killed: ChildProcess | null = null;
+      if (s.killWorkerAfterMs !== undefined) {
+        await new Promise((resolve) => setTimeout(resolve, s.killWorkerAfterMs));
+        killed = children.find((c) => c.role === "worker")!.child;
+        killed.kill("SIGKILL");
+      }
+      await new Promise((resolve) => setTimeout(resolve, s.outageMs - (s.killWorkerAfterMs ?? 0)));
       await proxy.setMode("pass");
       const back = Date.now();
       const [streamed, sentDuring] = await Promise.all([Promise.all(streams), Promise.all(during)]);
@@ -345,11 +360,12 @@ export async function startConnectionLossPlatform(
           `during the outage: ${sentDuring.map((r) => `${r.status} ${r.outcome} ${r.ms} ms`).join(", ")}; outage began ${outageStarted - streamed[0]!.startedAt} ms in\n`,
       );
 
-      // No process died.
+      // No process died (but the worker killed).
+      const survivors = () => children.filter((c) => c.child !== killed);
       expect(
         alive().map((c) => c.role),
         logs.join(""),
-      ).toEqual(children.map((c) => c.role));
+      ).toEqual(survivors().map((c) => c.role));
       // Every request ended in time: the streams with their whole reply (their generations finished
       // during the outage), the requests sent during it as a 503 or a reply.
       expect(
@@ -383,7 +399,7 @@ export async function startConnectionLossPlatform(
       const round = await Promise.all(Array.from({ length: 2 * apis.length }, (_, i) => chat(apis[i % apis.length]!, index++, i % 2 === 0, s.endWithinMs)));
       expect(round.map((r) => `${r.outcome} ${r.detail}`)).toEqual(round.map(() => "ok "));
       await expectChargedOnce([...results, ...round], s.settledWithinMs);
-      expect(alive()).toHaveLength(children.length);
+      expect(alive()).toHaveLength(survivors().length);
     },
     async close() {
       await Promise.all(

@@ -40,7 +40,7 @@ export type CompletionJobRunnerDeps = {
   cancellations?: JobCancellations;
   /** Engine spans carry the prompt and the reply (an operator's opt-in; default off). */
   traceMessageContent?: boolean;
-  /** How long a client waits for its job's usage to be recorded before its stream ends anyway (USAGE_WAIT_MS). */
+  /** How long a client waits for its job's usage to be recorded before its stream ends anyway (default USAGE_WAIT_MS). */
   usageWaitMs?: number;
 };
 
@@ -54,7 +54,7 @@ const ADMISSION_DECIDED_WITHIN_MS = 30_000;
 /**
  * How long a finished job's client waits for the usage to be recorded (PostgreSQL unreachable) before
  * its stream ends anyway, with the usage being recorded: under the API's SSE keep-alive-bounded waits,
- * and long enough to ride out a failover.
+ * and long enough to ride out a failover. The worker role passes the configuration's (USAGE_WAIT_MS).
  */
 export const USAGE_WAIT_MS = 10_000;
 
