@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../src/config/config.ts";
-import { createPool, poolTimeouts, type Pool } from "../src/db/createPool.ts";
+import { createPool, poolTimeouts, shortStatements, type Pool } from "../src/db/createPool.ts";
 import { createRedis } from "../src/redis/createRedis.ts";
 import { InferenceKeys } from "../src/contracts/inferenceKeys.ts";
 import { WorkerPresence } from "../src/contracts/workerPresence.ts";
@@ -24,6 +24,9 @@ import { WorkerHeartbeat } from "./completion/workerHeartbeat.ts";
 import { createEngine } from "./engines/createEngine.ts";
 import type { Engine } from "./engines/engine.ts";
 import { EngineSet } from "./engines/engineSet.ts";
+
+/** The statement timeout of the usage recorder's pools: its statements are short (an append, an update). */
+const USAGE_STATEMENT_MS = 5000;
 
 export type WorkerContext = { config: Config; pool: Pool; logger: Logger; metrics: PlatformMetrics };
 
@@ -56,14 +59,27 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
   const window = new CoalescingWindow(config.deltaCoalesceMs);
   const writer = new TurnWriter(deltaRedis);
   const engines = new EngineSet((model) => createEngine(model, config));
-  // The budget half of each settle commits without waiting for the WAL flush (see settleUsage).
+  // Usage is recorded on pools of its own whose statements are all short (USAGE_STATEMENT_MS): a silent
+  // PostgreSQL costs an attempt seconds, not the background pool's 35 s, so usage is recorded within
+  // seconds of its return. The budget half of each settle commits without waiting for the WAL flush
+  // (see settleUsage).
+  const usageTimeouts = shortStatements(poolTimeouts(config, "background"), USAGE_STATEMENT_MS);
+  const usagePool = createPool(config.databaseUrl, 10, {
+    timeouts: usageTimeouts,
+    onConnectionLost: (error) => logger.warn("postgres connection lost", { pool: "worker-usage", error }),
+  });
   const foldPool = createPool(config.databaseUrl, 10, {
     synchronousCommit: false,
-    timeouts: poolTimeouts(config, "background"),
+    timeouts: usageTimeouts,
     onConnectionLost: (error) => logger.warn("postgres connection lost", { pool: "worker-folds", error }),
   });
-  unwatch.push(metrics.sources.addPool("worker-folds", foldPool));
-  const usage = new UsageRecorder(pool, { foldPool });
+  unwatch.push(metrics.sources.addPool("worker-usage", usagePool), metrics.sources.addPool("worker-folds", foldPool));
+  const usage = new UsageRecorder(usagePool, {
+    foldPool,
+    onRetry: (error, attempt) => {
+      if (attempt % 20 === 0) logger.warn("usage not recorded yet, retrying", { attempt, error: error as Error });
+    },
+  });
   const cancellations = new JobCancellations(config.redis, keys, { timeouts: config.redisTimeouts });
   const replay = new ReplayReader(redis, keys);
   const workers: CompletionWorker[] = [];
@@ -96,6 +112,7 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
         logger: logger.child({ model: model.id }),
         cancellations,
         traceMessageContent: config.traceMessageContent,
+        usageWaitMs: config.usageWaitMs,
       });
       const worker = new CompletionWorker({
         modelId: model.id,
@@ -120,7 +137,7 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
     await engines.close();
     redis.disconnect();
     deltaRedis.disconnect();
-    await foldPool.end();
+    await Promise.all([usagePool.end(), foldPool.end()]);
     throw error;
   }
   logger.info("worker ready", { workerId, models: models.map((m) => m.id) });
@@ -135,7 +152,7 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
       cancellations.close();
       redis.disconnect();
       deltaRedis.disconnect();
-      await foldPool.end();
+      await Promise.all([usagePool.end(), foldPool.end()]);
     },
   };
 }

@@ -120,6 +120,7 @@ const EnvSchema = z.object({
   WORKER_HEARTBEAT_MS: intFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
   WORKER_LOCK_MS: intFromEnv(5_000).refine((n) => n >= 200, "must be at least 200"),
   WORKER_STALLED_CHECK_MS: intFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
+  USAGE_WAIT_MS: intFromEnv(10_000).refine((n) => n >= 0, "must be at least 0"),
   DELTA_COALESCE_MS: intFromEnv(4),
   COMPLETION_RETENTION_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   DELTA_REPLAY_MAXLEN: intFromEnv(20_000).refine((n) => n > 0, "must be positive"),
@@ -199,6 +200,8 @@ export type Config = {
   workerModels: string[] | undefined;
   /** Worker heartbeat period; a worker counts as live for three periods after its last beat. */
   workerHeartbeatMs: number;
+  /** How long a finished job's client waits for its usage to be recorded (PostgreSQL away) before its stream ends anyway. */
+  usageWaitMs: number;
   /**
    * How long a running job's lock lasts unless its worker renews it (BullMQ renews every half of it). A
    * worker that dies is noticed once its locks ran out (and the next stalled check ran): another worker
@@ -310,6 +313,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_S,
     workerModels: parseList(e.WORKER_MODELS),
     workerHeartbeatMs: e.WORKER_HEARTBEAT_MS,
+    usageWaitMs: e.USAGE_WAIT_MS,
     workerLockMs: e.WORKER_LOCK_MS,
     workerStalledCheckMs: e.WORKER_STALLED_CHECK_MS,
     deltaCoalesceMs: e.DELTA_COALESCE_MS,

@@ -32,8 +32,9 @@ export const JobErrorSchema = z.object({
 
 /**
  * What a worker writes for one completion, in order, each with a sequence number (0, 1, 2, ...):
- * `started` first, then `delta`s (or one `embeddings`), then `finish`, and last `usage` (after the usage is
- * recorded); or `error` as the last message instead. `usage` and `error` are terminal.
+ * `started` first, then `delta`s (or one `embeddings`), then `finish`, and last `usage` (once the usage is
+ * recorded, or, PostgreSQL unreachable, after the worker's wait for it, the recording going on); or `error`
+ * as the last message instead. `usage` and `error` are terminal.
  */
 export const DeltaMessageSchema = z.discriminatedUnion("type", [
   z.object({ seq: z.number().int(), type: z.literal("started") }),

@@ -46,6 +46,15 @@ export function poolTimeouts(config: Pick<Config, "postgres">, use: PoolUse): Po
   return { connectMs: p.connectTimeoutMs, statementMs, queryMs: clientBackstopMs(statementMs), idleInTransactionMs: p.idleInTransactionTimeoutMs };
 }
 
+/**
+ * `timeouts` with the statement timeout lowered to at most `statementMs`, its client-side backstop with
+ * it: for a pool whose statements are all short, so that a silent server is noticed within seconds.
+ */
+export function shortStatements(timeouts: PoolTimeouts, statementMs: number): PoolTimeouts {
+  const ms = timeouts.statementMs === 0 ? statementMs : Math.min(timeouts.statementMs, statementMs);
+  return { ...timeouts, statementMs: ms, queryMs: clientBackstopMs(ms) };
+}
+
 /** The configuration's defaults for background use: pools created without timeouts (tests, tools) get these. */
 export const DEFAULT_POOL_TIMEOUTS: PoolTimeouts = { connectMs: 1500, statementMs: 30_000, queryMs: clientBackstopMs(30_000), idleInTransactionMs: 10_000 };
 

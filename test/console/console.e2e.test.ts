@@ -3,12 +3,13 @@ import { tmpdir } from "node:os";
 import { pathToFileURL } from "node:url";
 import OpenAI from "openai";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { ProjectionRunner } from "../../projections/projectionRunner.ts";
 import { startTestProjector } from "../support/testProjector.ts";
 import { PASSWORD, newEmail } from "../accounts/accountSteps.ts";
 import { launchChromium, newContext, watchPage } from "../support/browser.ts";
 import { TEST_ADMIN_TOKEN } from "../support/testApp.ts";
+import { pacedEngine } from "../inference/pacedEngine.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
 
 // Functions passed to page.evaluate run in the browser: they reach its globals through `globalThis as any`
@@ -19,6 +20,7 @@ const SCREENSHOTS =
   process.env.UPDATE_SCREENSHOTS === "1" ? new URL("../../docs/", import.meta.url) : pathToFileURL(`${tmpdir()}/console-screenshots-${process.pid}/`);
 
 let platform: TestPlatform;
+let paceMs = 0;
 let runner: ProjectionRunner;
 let browser: Browser;
 let context: BrowserContext;
@@ -26,7 +28,8 @@ let page: Page;
 let watch: { problems: string[] };
 
 beforeAll(async () => {
-  platform = await startTestPlatform();
+  // Unpaced, but for the Stop case: the tiny model may finish a reply before a click could stop it.
+  platform = await startTestPlatform({ wrapEngine: (_model, engine) => pacedEngine(engine, () => paceMs) });
   runner = startTestProjector(platform);
   browser = await launchChromium();
   context = await newContext(browser, platform.baseUrl);
@@ -210,6 +213,10 @@ describe("web console in Chromium against the real service (API, worker, project
   });
 
   it("Stop in the playground cancels the completion's job (POST .../cancel), not only the stream", async () => {
+    paceMs = 300;
+    onTestFinished(() => {
+      paceMs = 0;
+    });
     await page.getByLabel("Message").fill("Tell me another story");
     const answer = page.waitForResponse((response) => response.url().endsWith("/v1/chat/completions"));
     const cancel = page.waitForRequest((request) => request.method() === "POST" && /\/v1\/chat\/completions\/[^/]+\/cancel$/.test(request.url()));
@@ -217,12 +224,16 @@ describe("web console in Chromium against the real service (API, worker, project
     // At once, before the reply can end (its id comes with the stream's headers: the page cancels then).
     // dispatchEvent, not click: no wait for the streaming text to stop moving the button.
     await page.getByRole("button", { name: "Stop" }).dispatchEvent("click", undefined, { timeout: 10_000 });
+    console.error("DBG clicked stop", Date.now());
     const completionId = (await answer).headers()["x-completion-id"];
+    console.error("DBG answer", completionId, Date.now());
     expect(completionId).toMatch(/^chatcmpl-/);
     const request = await cancel;
+    console.error("DBG cancel req", Date.now());
     expect(request.url()).toBe(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`);
     expect(request.headers().authorization).toBe(`Bearer ${fullKey}`);
     const cancelled = await request.response();
+    console.error("DBG cancel resp", cancelled?.status(), Date.now());
     expect(cancelled?.status()).toBe(200);
     expect(await cancelled?.json()).toMatchObject({ id: completionId, object: "chat.completion.cancellation" });
   });

@@ -58,15 +58,51 @@ export type ConnectionLossScenario = {
 };
 
 type Outcome = "ok" | "unavailable" | "error_event" | "other";
-type RequestResult = { startedAt: number; ms: number; stream: boolean; status: number; outcome: Outcome; id: string | null; detail: string };
+type RequestResult = {
+  startedAt: number;
+  ms: number;
+  stream: boolean;
+  status: number;
+  outcome: Outcome;
+  id: string | null;
+  detail: string;
+  /** A stream's usage chunk, or a reply's usage; null without one. */
+  usage: { prompt_tokens: number; completion_tokens: number } | null;
+};
+
+/**
+ * PostgreSQL black-holed (packets silently dropped, connections neither refused nor closed) while
+ * `streams` streamed chats are generating, for `outageMs`, then back. Generations finish during the
+ * outage, so their usage can only be recorded once PostgreSQL answers again.
+ */
+export type BlackholeScenario = {
+  streams: number;
+  /** Load before the black hole: the streams have begun. */
+  beforeMs: number;
+  outageMs: number;
+  /** Chats sent during the outage (each must end within endWithinMs too, as a 503 or a reply). */
+  duringOutage: number;
+  /** The longest a request may take. */
+  endWithinMs: number;
+  /** The longest after PostgreSQL came back until every usage is recorded and every hold folded. */
+  settledWithinMs: number;
+  /** kill -9 of the first worker this long into the outage (its jobs go to another worker, which records their usage). */
+  killWorkerAfterMs?: number;
+};
 
 export type ConnectionLossPlatform = {
   run(kind: ConnectionKill, scenario: ConnectionLossScenario): Promise<void>;
+  blackhole(scenario: BlackholeScenario): Promise<void>;
   close(): Promise<void>;
 };
 
 export async function startConnectionLossPlatform(
-  scenario: Pick<ConnectionLossScenario, "processesPerRole" | "tokens" | "tokenDelayMs">,
+  scenario: Pick<ConnectionLossScenario, "processesPerRole" | "tokens" | "tokenDelayMs"> & {
+    /** Worker processes (default processesPerRole). */
+    workers?: number;
+    /** More environment for every role. */
+    env?: Record<string, string>;
+  },
 ): Promise<ConnectionLossPlatform> {
   const db: TestDatabase = await createTestDatabase();
   const redis: TestRedis = await createTestRedis();
@@ -102,6 +138,7 @@ export async function startConnectionLossPlatform(
     LOG_LEVEL: "error",
     REGISTRATIONS_PER_ADDRESS: "100000",
     API_KEY_FAILURES_PER_ADDRESS: "100000",
+    ...scenario.env,
   };
   const spawnRole = (role: string, main: string, roleEnv: Record<string, string>) => {
     const child = spawn(process.execPath, [main], { env: roleEnv, stdio: ["ignore", "pipe", "pipe"] });
@@ -115,13 +152,14 @@ export async function startConnectionLossPlatform(
     const port = await freePort();
     spawnRole("api", API_MAIN, { ...env, PORT: String(port), HOST: "127.0.0.1" });
     apis.push(`http://127.0.0.1:${port}`);
-    spawnRole("worker", WORKER_MAIN, env);
     spawnRole("projector", PROJECTOR_MAIN, env);
   }
+  const workers = scenario.workers ?? scenario.processesPerRole;
+  for (let i = 0; i < workers; i++) spawnRole("worker", WORKER_MAIN, env);
   const account: TestAccount = await createTestAccount(db.pool, { monthlyBudgetChf: 1000 });
   const started = async () => {
     const presence = new InferenceKeys(redis.prefix).modelWorkers(MODEL);
-    await eventually(async () => ((await redis.redis.zcount(presence, Date.now(), "+inf")) === scenario.processesPerRole ? true : undefined), 60_000);
+    await eventually(async () => ((await redis.redis.zcount(presence, Date.now(), "+inf")) === workers ? true : undefined), 60_000);
     for (const api of apis) await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 60_000);
   };
   await started().catch((error: unknown) => {
@@ -138,6 +176,7 @@ export async function startConnectionLossPlatform(
   /** `giveUpMs`: a request still unanswered then is counted as hung (outcome "other"). */
   const chat = async (api: string, index: number, stream: boolean, giveUpMs = 60_000): Promise<RequestResult> => {
     const startedAt = Date.now();
+    let usage: RequestResult["usage"] = null;
     const result = (status: number, outcome: Outcome, id: string | null, detail: string): RequestResult => ({
       startedAt,
       ms: Date.now() - startedAt,
@@ -146,6 +185,7 @@ export async function startConnectionLossPlatform(
       outcome,
       id,
       detail,
+      usage,
     });
     try {
       const response = await fetch(`${api}/v1/chat/completions`, {
@@ -167,13 +207,17 @@ export async function startConnectionLossPlatform(
       }
       if (response.status !== 200) return result(response.status, "other", id, raw.slice(0, 300));
       if (!stream) {
-        const body = JSON.parse(raw) as { id: string; choices: { message: { content: string } }[] };
+        const body = JSON.parse(raw) as { id: string; choices: { message: { content: string } }[]; usage?: RequestResult["usage"] };
+        usage = body.usage ?? null;
         const whole = body.choices[0]?.message.content === countingReply(scenario.tokens);
         return result(200, whole ? "ok" : "other", body.id, whole ? "" : raw.slice(0, 300));
       }
       const events = parseSse(raw);
       if (events.at(-1)?.data !== "[DONE]") return result(200, "other", id, `a cut stream: ${raw.slice(-300)}`);
-      const chunks = events.slice(0, -1).map((e) => JSON.parse(e.data) as { error?: unknown; choices?: { delta?: { content?: string } }[] });
+      const chunks = events
+        .slice(0, -1)
+        .map((e) => JSON.parse(e.data) as { error?: unknown; choices?: { delta?: { content?: string } }[]; usage?: RequestResult["usage"] });
+      usage = chunks.find((c) => c.usage)?.usage ?? null;
       if (chunks.some((c) => c.error)) return result(200, "error_event", id, JSON.stringify(chunks.find((c) => c.error)));
       const text = chunks.map((c) => c.choices?.[0]?.delta?.content ?? "").join("");
       return result(200, text === countingReply(scenario.tokens) ? "ok" : "other", id, text === countingReply(scenario.tokens) ? "" : `text: ${text}`);
@@ -197,6 +241,34 @@ export async function startConnectionLossPlatform(
   };
 
   const alive = () => children.filter(({ child }) => child.exitCode === null && child.signalCode === null);
+
+  /**
+   * Within `withinMs`: no hold left open (without waiting for the sweeper's 30 minutes); then every
+   * completion charged at most once, every one answered in full charged, and the budget's spent the sum
+   * of the charges. Returns the charges by completion id.
+   */
+  const expectChargedOnce = async (results: RequestResult[], withinMs: number) => {
+    const charges = await eventually(async () => {
+      const holds = await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM budget_holds WHERE account_id = $1", [account.accountId]);
+      const budget = await db.pool.query<{ held: string }>("SELECT held_micro_chf::bigint AS held FROM rm_budget WHERE account_id = $1", [account.accountId]);
+      if (holds.rows[0]!.n !== 0 || Number(budget.rows[0]?.held ?? 0) !== 0) return undefined;
+      return db.pool.query<{ stream_id: string; n: number; cost: string; prompt: number; completion: number }>(
+        `SELECT stream_id, count(*)::int AS n, sum((data->>'costMicroChf')::bigint)::bigint AS cost,
+                max((data->>'promptTokens')::int) AS prompt, max((data->>'completionTokens')::int) AS completion
+           FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'accountId' = $1 GROUP BY stream_id`,
+        [account.accountId],
+      );
+    }, withinMs).catch(async (error: unknown) => {
+      const open = await db.pool.query("SELECT hold_id, created_at, settled_at FROM budget_holds WHERE account_id = $1", [account.accountId]);
+      throw new Error(`budget holds left open: ${JSON.stringify(open.rows)}; ${logs.join("")}`, { cause: error });
+    });
+    expect(charges.rows.filter((r) => r.n !== 1)).toEqual([]);
+    for (const r of results.filter((r) => r.outcome === "ok")) expect(charges.rows.map((c) => c.stream_id)).toContain(`completion-${r.id}`);
+    const total = charges.rows.reduce((sum, r) => sum + Number(r.cost), 0);
+    const spent = await db.pool.query<{ spent: string }>("SELECT spent_micro_chf::bigint AS spent FROM rm_budget WHERE account_id = $1", [account.accountId]);
+    expect(Number(spent.rows[0]!.spent)).toBe(total);
+    return new Map(charges.rows.map((r) => [r.stream_id.replace(/^completion-/, ""), r]));
+  };
 
   return {
     async run(kind, s) {
@@ -261,26 +333,73 @@ export async function startConnectionLossPlatform(
       expect(round.map((r) => `${r.outcome} ${r.detail}`)).toEqual(round.map(() => "ok "));
       results.push(...round);
 
-      // Charged at most once each; nothing held once the in-flight work settled; spent = the charges.
-      const charges = await eventually(async () => {
-        const holds = await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM budget_holds WHERE account_id = $1", [account.accountId]);
-        const budget = await db.pool.query<{ held: string }>("SELECT held_micro_chf::bigint AS held FROM rm_budget WHERE account_id = $1", [account.accountId]);
-        if (holds.rows[0]!.n !== 0 || Number(budget.rows[0]?.held ?? 0) !== 0) return undefined;
-        return db.pool.query<{ stream_id: string; n: number; cost: string }>(
-          `SELECT stream_id, count(*)::int AS n, sum((data->>'costMicroChf')::bigint)::bigint AS cost
-             FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'accountId' = $1 GROUP BY stream_id`,
-          [account.accountId],
-        );
-      }, 30_000).catch(async (error: unknown) => {
-        const open = await db.pool.query("SELECT hold_id, created_at, settled_at FROM budget_holds WHERE account_id = $1", [account.accountId]);
-        throw new Error(`budget holds left open: ${JSON.stringify(open.rows)}`, { cause: error });
-      });
-      expect(charges.rows.filter((r) => r.n !== 1)).toEqual([]);
-      for (const r of results.filter((r) => r.outcome === "ok")) expect(charges.rows.map((c) => c.stream_id)).toContain(`completion-${r.id}`);
-      const total = charges.rows.reduce((sum, r) => sum + Number(r.cost), 0);
-      const spent = await db.pool.query<{ spent: string }>("SELECT spent_micro_chf::bigint AS spent FROM rm_budget WHERE account_id = $1", [account.accountId]);
-      expect(Number(spent.rows[0]!.spent)).toBe(total);
+      await expectChargedOnce(results, 30_000);
       expect(alive()).toHaveLength(children.length);
+    },
+    async blackhole(s) {
+      let index = 1_000_000;
+      const streams = Array.from({ length: s.streams }, (_, i) => chat(apis[i % apis.length]!, index++, true, s.endWithinMs + 5000));
+      await new Promise((resolve) => setTimeout(resolve, s.beforeMs));
+      await proxy.setMode("blackhole");
+      const outageStarted = Date.now();
+      const during = Array.from({ length: s.duringOutage }, (_, i) => chat(apis[i % apis.length]!, index++, i % 2 === 0, s.endWithinMs + 5000));
+      let killed: ChildProcess | null = null;
+      if (s.killWorkerAfterMs !== undefined) {
+        await new Promise((resolve) => setTimeout(resolve, s.killWorkerAfterMs));
+        killed = children.find((c) => c.role === "worker")!.child;
+        killed.kill("SIGKILL");
+      }
+      await new Promise((resolve) => setTimeout(resolve, s.outageMs - (s.killWorkerAfterMs ?? 0)));
+      await proxy.setMode("pass");
+      const back = Date.now();
+      const [streamed, sentDuring] = await Promise.all([Promise.all(streams), Promise.all(during)]);
+      const results = [...streamed, ...sentDuring];
+      process.stdout.write(
+        `blackhole ${s.outageMs} ms under ${s.streams} streams: ` +
+          `${streamed.map((r) => `${r.outcome}${r.usage ? "+usage" : ""} ${r.ms} ms`).join(", ")}; ` +
+          `during the outage: ${sentDuring.map((r) => `${r.status} ${r.outcome} ${r.ms} ms`).join(", ")}; outage began ${outageStarted - streamed[0]!.startedAt} ms in\n`,
+      );
+
+      // No process died (but the worker killed).
+      const survivors = () => children.filter((c) => c.child !== killed);
+      expect(
+        alive().map((c) => c.role),
+        logs.join(""),
+      ).toEqual(survivors().map((c) => c.role));
+      // Every request ended in time: the streams with their whole reply (their generations finished
+      // during the outage), the requests sent during it as a 503 or a reply.
+      expect(
+        results.filter((r) => r.ms > s.endWithinMs).map((r) => `${r.outcome} after ${r.ms} ms`),
+        "requests that took too long",
+      ).toEqual([]);
+      expect(
+        streamed.filter((r) => r.outcome !== "ok").map((r) => `${r.status} ${r.outcome} ${r.detail}`),
+        `streams not answered in full; ${logs.join("")}`,
+      ).toEqual([]);
+      expect(
+        sentDuring.filter((r) => r.outcome === "other").map((r) => `${r.status} ${r.detail}`),
+        "unexpected answers during the outage",
+      ).toEqual([]);
+
+      // Every delivered reply is charged exactly once, soon after PostgreSQL is back, and the usage its
+      // client was shown is what was charged; no hold is left open; spent is the sum of the charges.
+      const charges = await expectChargedOnce(results, s.settledWithinMs);
+      process.stdout.write(`blackhole: every usage recorded and every hold folded ${Date.now() - back} ms after PostgreSQL came back\n`);
+      for (const r of streamed) {
+        const charge = charges.get(r.id!);
+        expect(charge, `completion ${r.id} charged`).toBeDefined();
+        expect(r.usage, `completion ${r.id}'s usage chunk`).toEqual({
+          prompt_tokens: charge!.prompt,
+          completion_tokens: charge!.completion,
+          total_tokens: charge!.prompt + charge!.completion,
+        });
+      }
+
+      // The roles serve again.
+      const round = await Promise.all(Array.from({ length: 2 * apis.length }, (_, i) => chat(apis[i % apis.length]!, index++, i % 2 === 0, s.endWithinMs)));
+      expect(round.map((r) => `${r.outcome} ${r.detail}`)).toEqual(round.map(() => "ok "));
+      await expectChargedOnce([...results, ...round], s.settledWithinMs);
+      expect(alive()).toHaveLength(survivors().length);
     },
     async close() {
       await Promise.all(

@@ -169,8 +169,31 @@ describe("a job run again after its worker died (CompletionJobRunner, Redis, Pos
     expect(await completionEvents(db.pool, job.completionId)).toHaveLength(1);
   });
 
-  it("(b) a stream that was ended is left alone, and nothing is charged", async () => {
+  const recordFor = (job: CompletionJob, tokens: { promptTokens: number; completionTokens: number }) => {
+    const now = new Date().toISOString();
+    return new UsageRecorder(db.pool).record(
+      {
+        completionId: job.completionId,
+        accountId,
+        keyId: job.keyId,
+        model: TINY_CHAT,
+        endpoint: "chat.completions",
+        ...tokens,
+        reasoningTokens: 0,
+        costMicroChf: 7,
+        priceTableVersion: "test-1",
+        outcome: "finished",
+        startedAt: now,
+        finishedAt: now,
+        traceId: null,
+      },
+      {},
+    );
+  };
+
+  it("(b) a stream that was ended, its usage recorded, is left alone, and nothing more is charged", async () => {
     const job = chatJob();
+    await recordFor(job, { promptTokens: 1, completionTokens: 1 });
     const ended: UnsequencedDeltaMessage[] = [
       { type: "started" },
       { type: "delta", delta: { content: tiny.greedyReply } },
@@ -180,7 +203,23 @@ describe("a job run again after its worker died (CompletionJobRunner, Redis, Pos
     const received = await runAgain(job, ended);
     expect(seqs(received)).toEqual([0, 1, 2, 3]);
     expect(seqs(await replayed(job))).toEqual([0, 1, 2, 3]);
-    expect(await completionEvents(db.pool, job.completionId)).toHaveLength(0);
+    expect(await completionEvents(db.pool, job.completionId)).toHaveLength(1);
+  });
+
+  it("a stream ended while its usage was still being recorded (PostgreSQL away, then its worker died): charges what its usage chunk said, sends nothing", async () => {
+    const job = chatJob();
+    const ended: UnsequencedDeltaMessage[] = [
+      { type: "started" },
+      { type: "delta", delta: { content: tiny.greedyReply } },
+      { type: "finish", finishReason: "stop" },
+      { type: "usage", usage: { promptTokens: 5, completionTokens: 3, reasoningTokens: 0 } },
+    ];
+    const received = await runAgain(job, ended);
+    expect(seqs(received)).toEqual([0, 1, 2, 3]);
+    expect(seqs(await replayed(job))).toEqual([0, 1, 2, 3]);
+    const events = await completionEvents(db.pool, job.completionId);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ type: "UsageRecorded", data: { promptTokens: 5, completionTokens: 3, outcome: "finished" } });
   });
 
   it("(b) usage recorded but the stream not ended: ends it from the record, charging nothing more", async () => {

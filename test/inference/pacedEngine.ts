@@ -3,9 +3,11 @@ import type { Engine } from "../../workers/engines/engine.ts";
 /**
  * Wraps a real engine so its chat output arrives slowly: the real generation runs first (the tiny model
  * is fast), then its deltas are passed on one every `delayMs`, as from a large model; an abort stops
- * the pacing at once (as it stops a real engine), with an AbortError.
+ * the pacing at once (as it stops a real engine), with an AbortError. `delayMs` may be a function, read
+ * before each delta, so a test can slow the engine down for one case only.
  */
-export function pacedEngine(engine: Engine, delayMs: number): Engine {
+export function pacedEngine(engine: Engine, delayMs: number | (() => number)): Engine {
+  const delay = typeof delayMs === "number" ? () => delayMs : delayMs;
   return {
     capabilities: () => engine.capabilities(),
     async chat(request, onDelta, signal, options) {
@@ -14,7 +16,7 @@ export function pacedEngine(engine: Engine, delayMs: number): Engine {
       for (const delta of deltas) {
         await new Promise<void>((resolve, reject) => {
           if (signal.aborted) return reject(signal.reason);
-          const timer = setTimeout(resolve, delayMs);
+          const timer = setTimeout(resolve, delay());
           signal.addEventListener(
             "abort",
             () => {

@@ -12,8 +12,20 @@ import { EngineError, type ChatRequest, type Engine, type EngineDelta } from "..
 import type { DeltaPublisher } from "./deltaPublisher.ts";
 import type { JobCancellations, TrackedJob } from "./jobCancellations.ts";
 import type { ReplayReader } from "./replayReader.ts";
-import { deliveredTokens, endFromRecord, foldDelivered, generateChat, NEW_JOB, planResumption, type ResumePoint, type RunMode } from "./resumption.ts";
+import {
+  type Delivered,
+  deliveredTokens,
+  type Ending,
+  endFromRecord,
+  foldDelivered,
+  generateChat,
+  NEW_JOB,
+  planResumption,
+  type ResumePoint,
+  type RunMode,
+} from "./resumption.ts";
 import type { RecordOutcome, UsageRecorder } from "./usageRecorder.ts";
+import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
 
 export type CompletionJobRunnerDeps = {
   model: RegisteredModel;
@@ -29,6 +41,8 @@ export type CompletionJobRunnerDeps = {
   cancellations?: JobCancellations;
   /** Engine spans carry the prompt and the reply (an operator's opt-in; default off). */
   traceMessageContent?: boolean;
+  /** How long a client waits for its job's usage to be recorded before its stream ends anyway (default USAGE_WAIT_MS). */
+  usageWaitMs?: number;
 };
 
 /**
@@ -37,6 +51,13 @@ export type CompletionJobRunnerDeps = {
  * database crash) or swept, and the usage is charged like any other job's.
  */
 const ADMISSION_DECIDED_WITHIN_MS = 30_000;
+
+/**
+ * How long a finished job's client waits for the usage to be recorded (PostgreSQL unreachable) before
+ * its stream ends anyway, with the usage being recorded: under the API's SSE keep-alive-bounded waits,
+ * and long enough to ride out a failover. The worker role passes the configuration's (USAGE_WAIT_MS).
+ */
+export const USAGE_WAIT_MS = 10_000;
 
 const NO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, reasoningTokens: 0 };
 
@@ -101,7 +122,7 @@ export class CompletionJobRunner {
   }
 
   async #run(job: CompletionJob, signal: AbortSignal, tracked: TrackedJob | undefined, mode: RunMode): Promise<void> {
-    const { engine, model, logger } = this.#deps;
+    const { engine, logger } = this.#deps;
     const point = mode === "new" ? NEW_JOB : await this.#resume(job, mode);
     if (point === null) return;
     // What was generated, for the charge of a run that fails: the token counts the deltas carry, the
@@ -182,42 +203,88 @@ export class CompletionJobRunner {
       failure = { kind: "cancelled", message: CANCELLED_MESSAGE[tracked.reason], param: null };
     }
     const charged = failure ? await this.#usageBeforeFailure(job, generated) : usage;
+    const outcome = failure ? (failure.kind === "cancelled" ? "cancelled" : "failed") : finishReason === "length" ? "length" : "finished";
+    const recording = this.#record(job, charged, outcome, startedAt);
+    // The client waits for the usage to be recorded (its stream has everything else, with keep-alives
+    // meanwhile), but no longer than usageWaitMs: PostgreSQL unreachable, the stream is ended as it would
+    // be, with the usage that is being recorded, and the job stays active until it is recorded.
+    const waited = await within(recording, this.#deps.usageWaitMs ?? USAGE_WAIT_MS);
     let recorded: RecordOutcome | null = null;
-    try {
-      recorded = await this.#deps.usage.record(
-        {
-          completionId: job.completionId,
-          accountId: job.accountId,
-          keyId: job.keyId,
-          model: job.model,
-          endpoint: job.endpoint,
-          promptTokens: charged.promptTokens,
-          completionTokens: charged.completionTokens,
-          reasoningTokens: charged.reasoningTokens,
-          costMicroChf: costMicroChf(charged, model),
-          priceTableVersion: model.priceTableVersion,
-          outcome: failure ? (failure.kind === "cancelled" ? "cancelled" : "failed") : finishReason === "length" ? "length" : "finished",
-          startedAt: startedAt.toISOString(),
-          finishedAt: this.#deps.now().toISOString(),
-          traceId: traceIdOf(job.traceparent),
-        },
-        { correlationId: job.completionId, actor: "worker", ...(job.traceparent ? { traceparent: job.traceparent } : {}) },
-        job.speculative ? { speculative: true, admissionDecidedBy: new Date(startedAt.getTime() + ADMISSION_DECIDED_WITHIN_MS) } : {},
-      );
-    } catch (error) {
-      logger.error("could not record usage", { completionId: job.completionId, error: error as Error });
+    if (waited.kind === "rejected") {
+      logger.error("could not record usage", { completionId: job.completionId, error: waited.error as Error });
       failure ??= { kind: "internal", message: "The usage of this request could not be recorded.", param: null };
-    }
-    if (recorded === "refused") {
-      logger.info("admission refused while the job ran: nothing charged", { completionId: job.completionId, model: job.model });
-      await publisher.close();
-      return;
+    } else if (waited.kind === "resolved") {
+      recorded = waited.value;
+      if (recorded === "refused") {
+        logger.info("admission refused while the job ran: nothing charged", { completionId: job.completionId, model: job.model });
+        await publisher.close();
+        return;
+      }
+    } else {
+      logger.warn("usage not recorded yet (PostgreSQL unreachable): the stream ends, the recording goes on", { completionId: job.completionId });
     }
     announce();
     // A cancelled job's error carries what was charged (the client's usage chunk, the stored partial reply).
-    const chargedUsage = failure?.kind === "cancelled" && recorded !== null ? { usage: charged } : {};
+    const chargedUsage = failure?.kind === "cancelled" && waited.kind !== "rejected" ? { usage: charged } : {};
     publisher.send(failure ? { type: "error", error: failure, ...chargedUsage } : { type: "usage", usage });
     await publisher.close();
+    if (waited.kind === "pending") {
+      // The job stays active (its slot taken, its lock renewed) until the usage is recorded.
+      const late = await recording.catch((error: unknown) => {
+        logger.error("could not record usage", { completionId: job.completionId, error: error as Error });
+        throw error;
+      });
+      logger.info("usage recorded after PostgreSQL came back", { completionId: job.completionId, outcome: late });
+    }
+  }
+
+  /**
+   * Records a job's usage (UsageRecorder: retried while PostgreSQL is unreachable, however long). A
+   * speculative job's usage waits for its admission to be decided.
+   */
+  #record(job: CompletionJob, charged: Usage, outcome: UsageRecordedData["outcome"], startedAt: Date): Promise<RecordOutcome> {
+    return this.#deps.usage.record(
+      {
+        completionId: job.completionId,
+        accountId: job.accountId,
+        keyId: job.keyId,
+        model: job.model,
+        endpoint: job.endpoint,
+        promptTokens: charged.promptTokens,
+        completionTokens: charged.completionTokens,
+        reasoningTokens: charged.reasoningTokens,
+        costMicroChf: costMicroChf(charged, this.#deps.model),
+        priceTableVersion: this.#deps.model.priceTableVersion,
+        outcome,
+        startedAt: startedAt.toISOString(),
+        finishedAt: this.#deps.now().toISOString(),
+        traceId: traceIdOf(job.traceparent),
+      },
+      { correlationId: job.completionId, actor: "worker", ...(job.traceparent ? { traceparent: job.traceparent } : {}) },
+      job.speculative ? { speculative: true, admissionDecidedBy: new Date(startedAt.getTime() + ADMISSION_DECIDED_WITHIN_MS) } : {},
+    );
+  }
+
+  /**
+   * A stream a worker ended while PostgreSQL was unreachable, and that died before its usage was
+   * recorded: records what the stream's ending told the client (the usage chunk's numbers; for an error,
+   * what was delivered before it), sending nothing more.
+   */
+  async #recordEnding(job: CompletionJob, delivered: Delivered, ending: Ending): Promise<void> {
+    const now = this.#deps.now();
+    if (ending.type === "usage") {
+      await this.#record(job, ending.usage, delivered.finishReason === "length" ? "length" : "finished", now);
+      return;
+    }
+    const charged =
+      ending.usage ??
+      (await this.#usageBeforeFailure(job, {
+        content: delivered.content + delivered.toolText,
+        reasoning: delivered.reasoning,
+        tokens: delivered.tokens,
+        uncounted: delivered.uncounted,
+      }));
+    await this.#record(job, charged, ending.error.kind === "cancelled" ? "cancelled" : "failed", now);
   }
 
   /**
@@ -232,6 +299,7 @@ export class CompletionJobRunner {
     const generation = plan.kind === "run" ? (plan.point.failure ? "failed" : plan.point.generation) : plan.kind;
     logger.warn("running a job whose worker died", { completionId: job.completionId, model: job.model, mode, lastSeq: delivered.lastSeq, generation });
     if (plan.kind === "run") return plan.point;
+    if (plan.kind === "unrecorded") await this.#recordEnding(job, delivered, plan.ending);
     if (plan.kind === "recorded") {
       const publisher = this.#deps.publisherFor(job, delivered.lastSeq + 1);
       endFromRecord(publisher, job, delivered, plan.usage);
@@ -266,4 +334,25 @@ function toJobError(error: unknown): JobError {
     return { kind: error.kind, message: error.kind === "internal" ? "The model failed while generating." : error.message, param: error.param };
   }
   return { kind: "internal", message: "The model failed while generating.", param: null };
+}
+
+type Waited<T> = { kind: "resolved"; value: T } | { kind: "rejected"; error: unknown } | { kind: "pending" };
+
+/** How `promise` stands after at most `ms`: settled, or still pending. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<Waited<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  const pending = new Promise<Waited<T>>((resolve) => {
+    timer = setTimeout(() => resolve({ kind: "pending" }), ms);
+  });
+  try {
+    return await Promise.race([
+      promise.then(
+        (value): Waited<T> => ({ kind: "resolved", value }),
+        (error: unknown): Waited<T> => ({ kind: "rejected", error }),
+      ),
+      pending,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -36,7 +36,12 @@ export type Delivered = {
   finishReason: FinishReason | null;
   /** `usage` or `error`: the stream was ended. */
   terminal: boolean;
+  /** The message that ended it (the first), or null. */
+  ending: Ending | null;
 };
+
+/** A stream's terminal message. */
+export type Ending = Extract<DeltaMessage, { type: "usage" | "error" }>;
 
 const NOTHING_DELIVERED: Delivered = {
   lastSeq: -1,
@@ -53,6 +58,7 @@ const NOTHING_DELIVERED: Delivered = {
   embeddings: false,
   finishReason: null,
   terminal: false,
+  ending: null,
 };
 
 /** A replay stream's messages as what they delivered. A repeated number keeps its first message, as the API's feed does. */
@@ -93,6 +99,7 @@ export function foldDelivered(messages: DeltaMessage[]): Delivered {
       case "usage":
       case "error":
         delivered.terminal = true;
+        delivered.ending ??= message;
         break;
     }
   }
@@ -120,8 +127,13 @@ export const NEW_JOB: ResumePoint = { nextSeq: 0, started: false, generation: "g
 
 /** What a run does, given what earlier runs of its job delivered and whether its usage is recorded. */
 export type Resumption =
-  /** The stream was ended (`usage` or `error` delivered): nothing to do, nothing to charge. */
+  /** The stream was ended (`usage` or `error` delivered) and its usage recorded: nothing to do, nothing to charge. */
   | { kind: "ended" }
+  /**
+   * The stream was ended but its usage not recorded yet: the worker ended it while PostgreSQL was
+   * unreachable (it was still recording when it died). Record what the ending says, send nothing.
+   */
+  | { kind: "unrecorded"; ending: Ending }
   /** The usage is recorded (so charged) but the stream was not ended: end it from the record. */
   | { kind: "recorded"; usage: UsageRecordedData }
   | { kind: "run"; point: ResumePoint };
@@ -135,7 +147,7 @@ export function planResumption(
   mode: RunMode,
   capabilities: Pick<EngineCapabilities, "continuation" | "grammarContinuation">,
 ): Resumption {
-  if (delivered.terminal) return { kind: "ended" };
+  if (delivered.terminal) return recorded || !delivered.ending ? { kind: "ended" } : { kind: "unrecorded", ending: delivered.ending };
   if (recorded) return { kind: "recorded", usage: recorded };
   // Every run's first message is `started`: any message delivered means it was (even if trimmed away since).
   const started = delivered.started || delivered.lastSeq >= 0;

@@ -85,10 +85,19 @@ describe("planResumption", () => {
   });
 
   it("(b) a stream that was ended, or whose usage is recorded, is not run again", () => {
-    expect(plan([started, delta(1, "Hi"), { seq: 2, type: "finish", finishReason: "stop" }, { seq: 3, type: "usage", usage: recorded }])).toEqual({
+    expect(
+      plan([started, delta(1, "Hi"), { seq: 2, type: "finish", finishReason: "stop" }, { seq: 3, type: "usage", usage: recorded }], chatJob(), { recorded }),
+    ).toEqual({
       kind: "ended",
     });
     expect(plan([started, delta(1, "Hi")], chatJob(), { recorded })).toEqual({ kind: "recorded", usage: recorded });
+  });
+
+  it("a stream ended while its usage was still being recorded (PostgreSQL away) has its ending recorded, nothing sent", () => {
+    const usage = { seq: 3, type: "usage", usage: recorded } as const;
+    expect(plan([started, delta(1, "Hi"), { seq: 2, type: "finish", finishReason: "stop" }, usage])).toEqual({ kind: "unrecorded", ending: usage });
+    const error = { seq: 2, type: "error", error: { kind: "internal", message: "m", param: null } } as const;
+    expect(plan([started, delta(1, "Hi"), error])).toEqual({ kind: "unrecorded", ending: error });
   });
 
   it("(c) started but nothing generated delivered: runs the engine again, numbering on, without a second `started`", () => {

@@ -5,6 +5,7 @@ import { completionStreamId, UsageRecordedDataSchema, type UsageRecorded, type U
 import type { SettleResult } from "../../src/ledger/budget/settleUsage.ts";
 import { foldSettledHold } from "../../src/ledger/budget/foldSettledHold.ts";
 import { UsageGroupCommit } from "../../src/ledger/budget/usageGroupCommit.ts";
+import { isDatabaseUnavailable } from "../../src/db/databaseUnavailable.ts";
 
 export type RecordOutcome = "recorded" | "already_recorded" | "refused";
 
@@ -25,8 +26,12 @@ export type RecordOptions = {
  * job that runs again, retried or stalled, can never record, and so charge, twice) and marks the
  * request's hold settled in one durable transaction, shared with the usages of other jobs that finish at
  * the same time (UsageGroupCommit); then the hold is folded into the budget (released, the actual cost
- * charged). Transient database errors are retried a few times (safe: a retry finds the stream, records
- * nothing again and only completes a fold that did not happen).
+ * charged). A retry is safe: it finds the stream, records nothing again and only completes a fold that
+ * did not happen. PostgreSQL unreachable or silent (a lost connection, a refused or timed-out connect, a
+ * query timeout: isDatabaseUnavailable) is retried until it answers, however long the outage: the usage
+ * of delivered tokens must be recorded, and the job that waits for it stays active (if its worker dies,
+ * the job is handed to another, which records it; see resumption.ts). Any other error is retried
+ * `retries` times, then thrown.
  */
 export class UsageRecorder {
   readonly #pool: Pool;
@@ -34,14 +39,29 @@ export class UsageRecorder {
   readonly #commits: UsageGroupCommit;
   readonly #retries: number;
   readonly #now: () => Date;
+  readonly #maxPauseMs: number;
+  readonly #onRetry: (error: unknown, attempt: number) => void;
 
   /** `foldPool`: connections with synchronous_commit off, for the budget half of the settle (settleUsage). */
-  constructor(pool: Pool, options: { retries?: number; foldPool?: Pool; now?: () => Date } = {}) {
+  constructor(
+    pool: Pool,
+    options: {
+      retries?: number;
+      foldPool?: Pool;
+      now?: () => Date;
+      /** The longest pause between two attempts while PostgreSQL is unreachable (default 1 s). */
+      maxPauseMs?: number;
+      /** Told of each failed attempt that is retried, numbered from 0 (for a log line). */
+      onRetry?: (error: unknown, attempt: number) => void;
+    } = {},
+  ) {
     this.#pool = pool;
     this.#foldPool = options.foldPool ?? pool;
     this.#commits = new UsageGroupCommit(pool);
     this.#retries = options.retries ?? 3;
     this.#now = options.now ?? (() => new Date());
+    this.#maxPauseMs = options.maxPauseMs ?? 1000;
+    this.#onRetry = options.onRetry ?? (() => undefined);
   }
 
   async record(data: UsageRecordedData, metadata: EventMetadata, options: RecordOptions = {}): Promise<RecordOutcome> {
@@ -59,20 +79,29 @@ export class UsageRecorder {
 
   /** The usage recorded for a completion, or null when none is (a job run again checks it first). */
   async recorded(completionId: string): Promise<UsageRecordedData | null> {
-    const { events } = await readStream(this.#pool, completionStreamId(completionId));
+    const { events } = await this.#retrying(() => readStream(this.#pool, completionStreamId(completionId)));
     const event = events.find((e) => e.type === "UsageRecorded");
     return event ? UsageRecordedDataSchema.parse(event.data) : null;
   }
 
   async #settle(event: UsageRecorded, metadata: EventMetadata, requireAdmission: boolean): Promise<SettleResult> {
+    return this.#retrying(async () => {
+      const recorded = await this.#commits.record(event, metadata, { requireAdmission });
+      if (recorded.admission === "admitted") await foldSettledHold(this.#foldPool, event.data.completionId);
+      return recorded;
+    });
+  }
+
+  /** `work`, again while PostgreSQL is unreachable, and at most `retries` more times for other errors. */
+  async #retrying<T>(work: () => Promise<T>): Promise<T> {
+    let failures = 0;
     for (let attempt = 0; ; attempt++) {
       try {
-        const recorded = await this.#commits.record(event, metadata, { requireAdmission });
-        if (recorded.admission === "admitted") await foldSettledHold(this.#foldPool, event.data.completionId);
-        return recorded;
+        return await work();
       } catch (error) {
-        if (attempt >= this.#retries) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
+        if (!isDatabaseUnavailable(error) && ++failures > this.#retries) throw error;
+        this.#onRetry(error, attempt);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(this.#maxPauseMs, 50 * 2 ** Math.min(attempt, 10))));
       }
     }
   }
