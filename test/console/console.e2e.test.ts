@@ -184,7 +184,11 @@ describe("web console in Chromium against the real service (API, worker, project
       (globalThis as any).fetch = async (...args: unknown[]) => {
         const response = await fetchOfPage(...args);
         if (String(args[0]).endsWith("/v1/chat/completions")) {
-          (globalThis as any).streamText = response.clone().text();
+          // A stream the page stops (Stop) rejects its copy too: not an error of the page's.
+          (globalThis as any).streamText = response
+            .clone()
+            .text()
+            .catch(() => "");
         }
         return response;
       };
@@ -224,18 +228,16 @@ describe("web console in Chromium against the real service (API, worker, project
     // At once, before the reply can end (its id comes with the stream's headers: the page cancels then).
     // dispatchEvent, not click: no wait for the streaming text to stop moving the button.
     await page.getByRole("button", { name: "Stop" }).dispatchEvent("click", undefined, { timeout: 10_000 });
-    console.error("DBG clicked stop", Date.now());
     const completionId = (await answer).headers()["x-completion-id"];
-    console.error("DBG answer", completionId, Date.now());
     expect(completionId).toMatch(/^chatcmpl-/);
     const request = await cancel;
-    console.error("DBG cancel req", Date.now());
     expect(request.url()).toBe(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`);
     expect(request.headers().authorization).toBe(`Bearer ${fullKey}`);
-    const cancelled = await request.response();
-    console.error("DBG cancel resp", cancelled?.status(), Date.now());
-    expect(cancelled?.status()).toBe(200);
-    expect(await cancelled?.json()).toMatchObject({ id: completionId, object: "chat.completion.cancellation" });
+    expect((await request.response())?.status()).toBe(200);
+    // The job itself was cancelled (not only the page's stream closed): the stored completion says so.
+    const stored = await platform.request("GET", `/v1/chat/completions/${completionId}`, { token: fullKey });
+    expect(stored.status).toBe(200);
+    expect(stored.headers.get("x-completion-status")).toBe("cancelled");
   });
 
   it("revokes after a confirmation; the next SDK call is refused with 403", async () => {
