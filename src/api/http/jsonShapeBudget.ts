@@ -1,0 +1,92 @@
+/** The most a JSON request body may hold, checked on its bytes as they arrive, before it is parsed. */
+export type JsonShapeLimits = {
+  /** Nesting of objects and arrays (`{}` is depth 1). */
+  maxDepth: number;
+  /** Members of one object. */
+  maxMembers: number;
+  /** Values (objects, arrays, strings, numbers, literals) in the whole body, about. */
+  maxValues: number;
+};
+
+/**
+ * What any API body may hold. Far above a real request (a chat request has a few values per message; a
+ * JSON Schema with more than a thousand properties per object is no schema a model can follow; 300,000
+ * values fit the largest embeddings input of token ids), far below what stalls the event loop: parsing and
+ * validating the most this allows takes tens of milliseconds, where an unbounded 4 MiB body took a second.
+ */
+export const DEFAULT_JSON_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 64, maxMembers: 1000, maxValues: 300_000 };
+
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const COMMA = 0x2c;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * A byte scanner of a JSON text fed chunk by chunk: counts nesting, the members of each open object and
+ * the values of the whole text (every container, plus one per comma), and names the first limit passed.
+ * It checks no grammar (JSON.parse does, afterwards, on a text the limits have made cheap to parse).
+ * UTF-8 multi-byte sequences never contain these ASCII bytes, so scanning bytes is exact. Constant work
+ * per byte, memory bounded by maxDepth.
+ */
+export class JsonShapeScanner {
+  readonly #limits: JsonShapeLimits;
+  #inString = false;
+  #escaped = false;
+  /** Per open container: -1 for an array, else the commas seen at that object's level. */
+  readonly #open: number[] = [];
+  #values = 1;
+  #problem: string | null = null;
+
+  constructor(limits: JsonShapeLimits = DEFAULT_JSON_SHAPE_LIMITS) {
+    this.#limits = limits;
+  }
+
+  /** Scans the next chunk; the first limit the text passed so far, else null. */
+  push(chunk: Uint8Array): string | null {
+    if (this.#problem !== null) return this.#problem;
+    const limits = this.#limits;
+    const open = this.#open;
+    let inString = this.#inString;
+    let escaped = this.#escaped;
+    let values = this.#values;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i]!;
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (byte === BACKSLASH) escaped = true;
+        else if (byte === QUOTE) inString = false;
+        continue;
+      }
+      if (byte === QUOTE) {
+        inString = true;
+      } else if (byte === COMMA) {
+        values++;
+        const top = open.length - 1;
+        if (top >= 0 && open[top]! >= 0 && ++open[top]! >= limits.maxMembers) {
+          this.#problem = `an object in the request body has more than ${limits.maxMembers} members.`;
+          break;
+        }
+      } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
+        values++;
+        if (open.length >= limits.maxDepth) {
+          this.#problem = `the request body is nested more than ${limits.maxDepth} levels deep.`;
+          break;
+        }
+        open.push(byte === OPEN_OBJECT ? 0 : -1);
+      } else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {
+        open.pop();
+      }
+      if (values > limits.maxValues) {
+        this.#problem = `the request body holds more than ${limits.maxValues} JSON values.`;
+        break;
+      }
+    }
+    this.#inString = inString;
+    this.#escaped = escaped;
+    this.#values = values;
+    return this.#problem;
+  }
+}
