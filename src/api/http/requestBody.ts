@@ -82,7 +82,7 @@ async function readJsonBody(ctx: Context, { maxBytes, shape }: { maxBytes: numbe
   if (declared !== undefined && declared > maxBytes) throw tooLarge(maxBytes);
   const { chunks, received } = await receive(ctx, maxBytes, new JsonShapeScanner(shape ?? DEFAULT_JSON_SHAPE_LIMITS));
   const text = Buffer.concat(chunks, received).toString("utf8");
-  const first = /^[\x20\x09\x0a\x0d]*(.)/.exec(text)?.[1];
+  const first = text.trimStart()[0];
   if (first === undefined) return {};
   if (first !== "{" && first !== "[") throw invalidJson();
   try {
