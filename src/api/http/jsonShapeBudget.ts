@@ -34,6 +34,7 @@ const BACKSLASH = 0x5c;
 export class JsonShapeScanner {
   readonly #limits: JsonShapeLimits;
   #inString = false;
+  /** The previous chunk ended on an unpaired backslash inside a string. */
   #escaped = false;
   /** Per open container: -1 for an array, else the commas seen at that object's level. */
   readonly #open: number[] = [];
@@ -45,48 +46,68 @@ export class JsonShapeScanner {
   }
 
   /** Scans the next chunk; the first limit the text passed so far, else null. */
-  push(chunk: Uint8Array): string | null {
+  push(chunk: Buffer): string | null {
     if (this.#problem !== null) return this.#problem;
-    const limits = this.#limits;
+    const { maxDepth, maxMembers, maxValues } = this.#limits;
     const open = this.#open;
-    let inString = this.#inString;
-    let escaped = this.#escaped;
+    const length = chunk.length;
     let values = this.#values;
-    for (let i = 0; i < chunk.length; i++) {
-      const byte = chunk[i]!;
-      if (inString) {
-        if (escaped) escaped = false;
-        else if (byte === BACKSLASH) escaped = true;
-        else if (byte === QUOTE) inString = false;
+    let i = 0;
+    while (i < length) {
+      if (this.#inString) {
+        i = this.#skipString(chunk, i);
         continue;
       }
+      const byte = chunk[i++]!;
       if (byte === QUOTE) {
-        inString = true;
+        this.#inString = true;
       } else if (byte === COMMA) {
         values++;
         const top = open.length - 1;
-        if (top >= 0 && open[top]! >= 0 && ++open[top]! >= limits.maxMembers) {
-          this.#problem = `an object in the request body has more than ${limits.maxMembers} members.`;
+        if (top >= 0 && open[top]! >= 0 && ++open[top]! >= maxMembers) {
+          this.#problem = `an object in the request body has more than ${maxMembers} members.`;
           break;
         }
       } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
         values++;
-        if (open.length >= limits.maxDepth) {
-          this.#problem = `the request body is nested more than ${limits.maxDepth} levels deep.`;
+        if (open.length >= maxDepth) {
+          this.#problem = `the request body is nested more than ${maxDepth} levels deep.`;
           break;
         }
         open.push(byte === OPEN_OBJECT ? 0 : -1);
       } else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {
         open.pop();
       }
-      if (values > limits.maxValues) {
-        this.#problem = `the request body holds more than ${limits.maxValues} JSON values.`;
+      if (values > maxValues) {
+        this.#problem = `the request body holds more than ${maxValues} JSON values.`;
         break;
       }
     }
-    this.#inString = inString;
-    this.#escaped = escaped;
     this.#values = values;
     return this.#problem;
+  }
+
+  /**
+   * Inside a string from `from`: jumps to the next quote (memchr, however long the string) and decides
+   * whether it ends the string by the run of backslashes before it. Returns where to go on.
+   */
+  #skipString(chunk: Buffer, from: number): number {
+    let i = from;
+    if (this.#escaped) {
+      this.#escaped = false;
+      i++;
+    }
+    const quote = chunk.indexOf(QUOTE, i);
+    const end = quote < 0 ? chunk.length : quote;
+    let backslashes = 0;
+    while (end - backslashes - 1 >= i && chunk[end - backslashes - 1] === BACKSLASH) backslashes++;
+    const odd = backslashes % 2 === 1;
+    if (quote < 0) {
+      // The chunk ends inside the string; an odd run of backslashes escapes the next chunk's first byte.
+      this.#escaped = odd;
+      return chunk.length;
+    }
+    if (!odd) this.#inString = false;
+    return quote + 1;
   }
 }

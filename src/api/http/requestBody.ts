@@ -12,14 +12,18 @@ export const PUBLIC_BODY_LIMITS: BodyLimits = { maxBytes: 16 * 1024 };
 
 const JSON_TYPES = ["application/json", "application/json-patch+json", "application/vnd.api+json"];
 const PARSED_METHODS = new Set(["POST", "PUT", "PATCH"]);
-/** A body nobody read that is larger than this (or of unknown length) closes the connection after the answer. */
-const UNREAD_BODY_KEEP_ALIVE_BYTES = 64 * 1024;
+/**
+ * A body left unread (refused before or part-way through reading it) is received and dropped, unparsed,
+ * before the answer goes out, up to this many bytes and this long: a client that writes its whole body
+ * before it reads then gets the answer instead of a reset. Past either bound the connection closes.
+ */
+const DRAIN_MAX_MS = 2000;
 
 /**
  * Reads request bodies only when a route asks (validate(schema), after its authentication), never before:
- * an unauthenticated request costs no parse. Installs ctx.state.bodyReader for validate. A request whose body
- * was not read, or read only in part, is answered with `Connection: close` when its body is large, so
- * nobody waits on a socket the server no longer reads.
+ * an unauthenticated request costs no parse. Installs ctx.state.bodyReader for validate. What nobody read
+ * of a body is dropped before the answer (bounded: DRAIN_MAX_MS, the body limit), else the answer closes
+ * the connection, so nobody waits on a socket the server no longer reads.
  */
 export function requestBodies(options: { maxBytes: number }) {
   return async function installBodyReader(ctx: Context, next: Next): Promise<void> {
@@ -34,9 +38,41 @@ export function requestBodies(options: { maxBytes: number }) {
     try {
       await next();
     } finally {
-      if (!reader.started && hasLargeBody(ctx)) ctx.set("connection", "close");
+      if (!(await drain(ctx, options.maxBytes))) ctx.set("connection", "close");
     }
   };
+}
+
+/** Receives and drops the rest of the request body; false when it did not end within the bounds. */
+function drain(ctx: Context, maxBytes: number): Promise<boolean> {
+  const req = ctx.req;
+  if (req.complete || req.readableEnded) return Promise.resolve(true);
+  const declared = ctx.request.length;
+  if (declared !== undefined && declared > 2 * maxBytes) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let received = 0;
+    const finish = (ended: boolean) => {
+      clearTimeout(timer);
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("close", onAbort);
+      req.off("error", onAbort);
+      if (!ended) req.pause();
+      resolve(ended);
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > 2 * maxBytes) finish(false);
+    };
+    const onEnd = () => finish(true);
+    const onAbort = () => finish(false);
+    const timer = setTimeout(onAbort, DRAIN_MAX_MS);
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("close", onAbort);
+    req.on("error", onAbort);
+    req.resume();
+  });
 }
 
 /** The body of the request as parsed JSON (undefined when it is not JSON), read at most once. */
@@ -44,13 +80,6 @@ export async function requestBody(ctx: Context, limits?: BodyLimits): Promise<un
   const reader = ctx.state.bodyReader as BodyReader | undefined;
   if (!reader) throw new Error("requestBodies() is not installed in this app");
   return reader.read(limits);
-}
-
-function hasLargeBody(ctx: Context): boolean {
-  if (ctx.req.readableEnded) return false;
-  const length = ctx.request.length;
-  if (length === undefined) return ctx.get("transfer-encoding") !== "";
-  return length > UNREAD_BODY_KEEP_ALIVE_BYTES;
 }
 
 /** The answer to a body that is refused before it was read to its end: the connection closes after it. */
