@@ -14,8 +14,9 @@ const JSON_TYPES = ["application/json", "application/json-patch+json", "applicat
 const PARSED_METHODS = new Set(["POST", "PUT", "PATCH"]);
 /**
  * A body left unread (refused before or part-way through reading it) is received and dropped, unparsed,
- * before the answer goes out, up to this many bytes and this long: a client that writes its whole body
- * before it reads then gets the answer instead of a reset. Past either bound the connection closes.
+ * before the answer goes out, for up to this long and twice the body limit: a client that writes its
+ * whole body before it reads then gets the answer instead of a reset. Past either bound the answer
+ * closes the connection.
  */
 const DRAIN_MAX_MS = 2000;
 
@@ -47,8 +48,6 @@ export function requestBodies(options: { maxBytes: number }) {
 function drain(ctx: Context, maxBytes: number): Promise<boolean> {
   const req = ctx.req;
   if (req.complete || req.readableEnded) return Promise.resolve(true);
-  const declared = ctx.request.length;
-  if (declared !== undefined && declared > 2 * maxBytes) return Promise.resolve(false);
   return new Promise((resolve) => {
     let received = 0;
     const finish = (ended: boolean) => {
