@@ -9,8 +9,9 @@ let app: TestApp;
 let second: TestApp;
 beforeAll(async () => {
   // A long cache TTL: the refusals below are served from the cache, and only invalidation clears it.
-  app = await startTestApp({ keyAuth: { cacheTtlMs: 60_000 }, env: { API_KEY_FAILURES_PER_ADDRESS: "5" } });
-  second = await startTestApp({ shareWith: app, keyAuth: { cacheTtlMs: 60_000 } });
+  // One trusted proxy hop: X-Forwarded-For gives each request a client address of its own.
+  app = await startTestApp({ keyAuth: { cacheTtlMs: 60_000 }, env: { API_KEY_FAILURES_PER_ADDRESS: "5", TRUST_PROXY_HOPS: "1" } });
+  second = await startTestApp({ shareWith: app, keyAuth: { cacheTtlMs: 60_000 }, env: { TRUST_PROXY_HOPS: "1" } });
 });
 afterAll(async () => {
   await second?.close();
