@@ -201,4 +201,12 @@ describe("hostile request bodies", () => {
     expectError(res, 400, "invalid_request_error", { code: "request_too_complex" });
     expect(res.body.error.message).toBe("Invalid request body: an object in the request body has more than 1000 members.");
   });
+
+  it("refuses a request whose JSON Schemas hold more than 50,000 values in all, before checking them", async () => {
+    const properties = Object.fromEntries(Array.from({ length: 999 }, (_, i) => [`p${i}`, { type: "string" }]));
+    const tools = Array.from({ length: 40 }, (_, i) => ({ type: "function", function: { name: `f${i}`, parameters: { type: "object", properties } } }));
+    const res = await app.request("POST", "/v1/chat/completions", { token: key, body: { model: "m", messages: [{ role: "user", content: "hi" }], tools } });
+    expectError(res, 400, "invalid_request_error", { param: "tools", code: "invalid_value" });
+    expect(res.body.error.message).toBe("Invalid 'tools': the JSON Schemas of a request may hold at most 50000 values in all.");
+  });
 });
