@@ -9,13 +9,14 @@ export type JsonShapeLimits = {
 };
 
 /**
- * What any API body may hold. Far above a real request (a chat request has a few values per message,
+ * What any API body may hold. Far above a real request (a JSON Schema may nest 64 levels, inside a body
+ * that nests a few; a chat request has a few values per message,
  * and its JSON Schemas at most 50,000 together; embeddings take at most 2048 strings; a JSON Schema with
  * more than a thousand properties in one object is no schema a model can follow), far below what stalls
  * the event loop: parsing and validating the most this allows takes a few tens of milliseconds, where an
  * unbounded 4 MiB body took a second.
  */
-export const DEFAULT_JSON_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 64, maxMembers: 1000, maxValues: 100_000 };
+export const DEFAULT_JSON_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 128, maxMembers: 1000, maxValues: 100_000 };
 
 const OPEN_OBJECT = 0x7b;
 const CLOSE_OBJECT = 0x7d;
