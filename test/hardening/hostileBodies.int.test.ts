@@ -180,7 +180,6 @@ describe("hostile request bodies", () => {
     // the noise of a 2-core machine shared with other work (tens of ms at a load of 10), far below a stall.
     const p = (values: number[], q: number) => quantile(values, q).toFixed(1);
     const report = `/healthz beside hostile bodies: p50 ${p(during, 0.5)} ms, p75 ${p(during, 0.75)} ms; beside harmless ones: p50 ${p(baseline, 0.5)} ms, p75 ${p(baseline, 0.75)} ms`;
-    console.log(report);
     expect(quantile(during, 0.5), report).toBeLessThan(quantile(baseline, 0.5) + 40);
     expect(quantile(during, 0.75), report).toBeLessThan(quantile(baseline, 0.75) + 100);
     expect(answers.map((answer) => answer.status)).toEqual(Array.from({ length: ROUNDS }, () => [403, 403, 401, 413, 400, 400, 400, 400]).flat());
