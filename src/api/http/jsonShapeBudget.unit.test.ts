@@ -38,4 +38,14 @@ describe("JsonShapeScanner", () => {
     expect(scan(`[${"1,".repeat(18)}1]`)).toBeNull();
     expect(scan(`[${"1,".repeat(25)}1]`)).toMatch(/more than 20 JSON values/);
   });
+
+  it("follows runs of backslashes before a quote across any chunk boundary", () => {
+    // The string holds `\\"{{{{{` (an escaped backslash, an escaped quote, then braces): all inside it.
+    const inside = JSON.stringify({ a: '\\"{{{{{{{{' });
+    const after = `{"a":"x\\\\",${"[".repeat(5)}1${"]".repeat(5)}}`; // the string ends after an escaped backslash
+    for (let size = 1; size <= 8; size++) {
+      expect(scan(inside, size)).toBeNull();
+      expect(scan(after, size)).toMatch(/nested more than 4 levels/);
+    }
+  });
 });

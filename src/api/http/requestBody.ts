@@ -5,7 +5,7 @@ import { DEFAULT_JSON_SHAPE_LIMITS, JsonShapeScanner, type JsonShapeLimits } fro
 /** What a route may accept: bytes, and the shape limits checked while they arrive. */
 export type BodyLimits = { maxBytes?: number; shape?: JsonShapeLimits };
 
-type BodyReader = { read(limits?: BodyLimits): Promise<unknown>; started: boolean };
+type BodyReader = { read(limits?: BodyLimits): Promise<unknown> };
 
 /** Routes anyone may call (registration, sign-in): a few short fields, so a small body. */
 export const PUBLIC_BODY_LIMITS: BodyLimits = { maxBytes: 16 * 1024 };
@@ -29,9 +29,7 @@ const DRAIN_MAX_MS = 2000;
 export function requestBodies(options: { maxBytes: number }) {
   return async function installBodyReader(ctx: Context, next: Next): Promise<void> {
     const reader: BodyReader = {
-      started: false,
       read(limits = {}) {
-        reader.started = true;
         return readJsonBody(ctx, { maxBytes: Math.min(limits.maxBytes ?? options.maxBytes, options.maxBytes), shape: limits.shape });
       },
     };
