@@ -1,5 +1,4 @@
 import Koa from "koa";
-import { koaBody } from "koa-body";
 import type Router from "@koa/router";
 import type { AppDeps } from "./appDeps.ts";
 import { errorHandler } from "./http/errorHandler.ts";
@@ -10,11 +9,12 @@ import { requestId } from "./http/requestId.ts";
 import { httpMetrics } from "./http/httpMetrics.ts";
 import { corsPolicy } from "./http/corsPolicy.ts";
 import { securityHeaders } from "./http/securityHeaders.ts";
+import { requestBodies } from "./http/requestBody.ts";
 
 export type RouteFactory = (deps: AppDeps) => Router;
 
 /**
- * The Koa application: one error handler at the top, JSON bodies, then every slice's router, then a
+ * The Koa application: one error handler at the top, the lazy JSON body reader, then every slice's router, then a
  * 404 in the OpenAI error shape for anything no route took.
  */
 export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
@@ -27,7 +27,8 @@ export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   app.use(securityHeaders());
   app.use(corsPolicy(deps.config.cors));
   app.use(errorHandler(deps.logger));
-  app.use(koaBody({ json: true, jsonStrict: true, jsonLimit: deps.config.maxRequestBodyBytes, multipart: false, urlencoded: false, text: false }));
+  // Bodies are read by the route (validate), after its authentication; never here.
+  app.use(requestBodies({ maxBytes: deps.config.maxRequestBodyBytes }));
   for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {
     throw new NotFoundError(`Unknown request URL: ${ctx.method} ${ctx.path}.`, { code: "unknown_url" });

@@ -132,8 +132,8 @@ const EnvSchema = z.object({
   REDIS_COMMAND_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   SHUTDOWN_GRACE_MS: intFromEnv(30_000).refine((n) => n > 0, "must be positive"),
   METRICS_PORT: intFromEnv(0).refine((n) => n < 65536, "must be a TCP port (1-65535), or 0 for none"),
-  METRICS_ON_API_PORT: z.enum(["true", "false"], { message: 'expected "true" or "false"' }).optional().default("true"),
-  TRUST_PROXY_HOPS: intFromEnv(1),
+  METRICS_ON_API_PORT: z.enum(["true", "false"], { message: 'expected "true" or "false"' }).optional().default("false"),
+  TRUST_PROXY_HOPS: intFromEnv(0),
   MAX_REQUEST_BODY_BYTES: intFromEnv(4 * 1024 * 1024).refine((n) => n >= 1024, "must be at least 1024"),
   LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: intFromEnv(10).refine((n) => n > 0, "must be positive"),
   LOGIN_ATTEMPTS_PER_ACCOUNT: intFromEnv(50).refine((n) => n > 0, "must be positive"),
@@ -240,7 +240,7 @@ export type Config = {
   metrics: {
     /** A listener serving only GET /metrics for every role of the process; undefined = none. */
     port: number | undefined;
-    /** Whether the API also answers GET /metrics on its public port. */
+    /** Whether the API also answers GET /metrics on its public port (default false: scrape METRICS_PORT). */
     onApiPort: boolean;
   };
   /**

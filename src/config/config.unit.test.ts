@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "./config.ts";
 
 describe("loadConfig: limits, proxies and CORS", () => {
-  it("defaults: CORS for any origin on /v1 and none on /api, one trusted proxy, OWASP-sized sign-in limits", () => {
+  it("defaults: CORS for any origin on /v1 and none on /api, no trusted proxy (the socket address), OWASP-sized sign-in limits", () => {
     const config = loadConfig({});
     expect(config.cors).toEqual({ v1: "*", api: [] });
-    expect(config.trustProxyHops).toBe(1);
+    expect(config.trustProxyHops).toBe(0);
     expect(config.maxRequestBodyBytes).toBe(4 * 1024 * 1024);
     expect(config.rateLimits.loginPerAccountAddress).toEqual({ points: 10, durationSeconds: 900 });
     expect(config.rateLimits.registrationsPerAddress).toEqual({ points: 10, durationSeconds: 3600 });

@@ -19,9 +19,10 @@ import { stopWithin } from "./stopWithin.ts";
  * Each role gets a pool with the timeouts of its `poolUse` (roles of the same use share one). A stop
  * that takes longer than SHUTDOWN_GRACE_MS (a stream still running, a dependency that does not
  * answer) is cut: the process logs which roles had not finished and exits 1. A second signal exits at once.
+ * `defaults` are settings of this entry point that the environment overrides (src/main.ts: METRICS_PORT).
  */
-export function runRoles(roles: RoleDefinition[]): void {
-  start(roles).catch((error: unknown) => {
+export function runRoles(roles: RoleDefinition[], defaults: Record<string, string> = {}): void {
+  start(roles, defaults).catch((error: unknown) => {
     if (error instanceof ConfigError || error instanceof DependencyUnavailableError) {
       process.stderr.write(`${error.message}\n`);
     } else {
@@ -31,8 +32,8 @@ export function runRoles(roles: RoleDefinition[]): void {
   });
 }
 
-async function start(roles: RoleDefinition[]): Promise<void> {
-  const config = loadConfig(process.env);
+async function start(roles: RoleDefinition[], defaults: Record<string, string>): Promise<void> {
+  const config = loadConfig({ ...defaults, ...process.env });
   const logger = createLogger(config.logLevel, { service: "inference-platform" });
   const telemetry = startTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: serviceNameOf(roles) });
   await checkPostgres(config.databaseUrl);

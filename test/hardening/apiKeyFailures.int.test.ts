@@ -9,8 +9,9 @@ let app: TestApp;
 let second: TestApp;
 beforeAll(async () => {
   // A long cache TTL: the refusals below are served from the cache, and only invalidation clears it.
-  app = await startTestApp({ keyAuth: { cacheTtlMs: 60_000 }, env: { API_KEY_FAILURES_PER_ADDRESS: "5" } });
-  second = await startTestApp({ shareWith: app, keyAuth: { cacheTtlMs: 60_000 } });
+  // One trusted proxy hop: X-Forwarded-For gives each request a client address of its own.
+  app = await startTestApp({ keyAuth: { cacheTtlMs: 60_000 }, env: { API_KEY_FAILURES_PER_ADDRESS: "5", TRUST_PROXY_HOPS: "1" } });
+  second = await startTestApp({ shareWith: app, keyAuth: { cacheTtlMs: 60_000 }, env: { TRUST_PROXY_HOPS: "1" } });
 });
 afterAll(async () => {
   await second?.close();
@@ -64,12 +65,33 @@ describe("unknown API keys", () => {
     expectError(refused, 429, "rate_limit_exceeded", { code: "too_many_invalid_api_keys", param: null });
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
     expectError(await models(app, newApiKeySecret(), attacker), 429, "rate_limit_exceeded");
-    // A key this process has not seen yet is not looked up for that address either.
+    // Made-up keys, each different: a key this process has not seen yet is not looked up for that address either.
     expectError(await models(app, coldKey.key, attacker), 429, "rate_limit_exceeded");
     expect(lookups()).toBe(0);
 
     expect((await models(app, cachedKey.key, attacker)).status).toBe(200);
     expect((await models(app, coldKey.key, newAddress())).status).toBe(200);
     expectError(await models(app, newApiKeySecret(), newAddress()), 403, "Forbidden");
+  });
+
+  it("limits one refused key sent again and again from an address, and only that key: the address's valid keys go on", async () => {
+    const account = await createTestAccount(app.db.pool);
+    const stale = await createKey(app, account.sessionToken, "stale");
+    const valid = await createKey(app, account.sessionToken, "valid");
+    const revoke = await app.request("POST", `/api/v1/accounts/user/api-keys/${stale.id}/revoke`, { token: account.sessionToken });
+    expect(revoke.status, revoke.text).toBeLessThan(300);
+    const office = newAddress();
+    for (let i = 0; i < 5; i += 1) expectError(await models(app, stale.key, office), 403, "Forbidden", { code: "invalid_api_key" });
+    for (let i = 0; i < 25; i += 1) expectError(await models(app, stale.key, office), 429, "rate_limit_exceeded", { code: "too_many_invalid_api_keys" });
+
+    // Valid keys from the same address: one this process has not seen yet, and one created only now.
+    expect((await models(app, valid.key, office)).status).toBe(200);
+    const created = await createKey(app, account.sessionToken, "created after");
+    expect((await models(app, created.key, office)).status).toBe(200);
+    expect((await models(second, created.key, office)).status).toBe(200);
+    // The stale key stays limited, without a lookup.
+    const lookups = countKeyLookups(app);
+    expectError(await models(app, stale.key, office), 429, "rate_limit_exceeded", { code: "too_many_invalid_api_keys" });
+    expect(lookups()).toBe(0);
   });
 });

@@ -12,6 +12,7 @@ beforeAll(async () => {
       LOGIN_ATTEMPTS_PER_ADDRESS: "5",
       REGISTRATIONS_PER_ADDRESS: "3",
       PASSWORD_HASH_MAX_WAITING: "3",
+      TRUST_PROXY_HOPS: "1",
     },
   });
 });
@@ -20,7 +21,7 @@ afterAll(async () => {
 });
 
 let addressCounter = 0;
-/** A client address of its own (the test app trusts one proxy hop: X-Forwarded-For). */
+/** A client address of its own (this app trusts one proxy hop: X-Forwarded-For). */
 const newAddress = () => `198.51.100.${++addressCounter}`;
 
 function login(email: string, password: string, address: string): Promise<TestResponse> {

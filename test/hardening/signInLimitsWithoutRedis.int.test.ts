@@ -8,7 +8,7 @@ let redis: RedisServer;
 let app: TestApp;
 beforeAll(async () => {
   redis = await startRedisServer();
-  app = await startTestApp({ redisUrl: redis.url, env: { LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: "2" } });
+  app = await startTestApp({ redisUrl: redis.url, env: { LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: "2", TRUST_PROXY_HOPS: "1" } });
 });
 afterAll(async () => {
   await app?.close();

@@ -76,14 +76,22 @@ describe("JSON Schemas in tools and response_format (real HTTP API, tiny model)"
       (schema: string) => `"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":${schema}}}`,
       "response_format.json_schema.schema",
     ],
-  ])("a %s schema nested thousands of levels deep is a 400, never a 500", async (_name, place, param) => {
-    const body = `{"model":"${TINY_CHAT}","messages":[{"role":"user","content":"Hi"}],${place(deepSchemaJson(3000))}}`;
-    const response = await platform.request("POST", "/v1/chat/completions", { token: key, body });
-    expect(response.status).toBe(400);
-    expect(response.body.error).toMatchObject({ type: "invalid_request_error", param });
-    expect(response.body.error.message).toMatch(/nested/);
-    await expectNothingCharged();
-  });
+  ])(
+    "a %s schema nested deeper than 64 levels is a 400 naming it, and one thousands of levels deep a 400 for the body, never a 500",
+    async (_name, place, param) => {
+      const body = (depth: number) => `{"model":"${TINY_CHAT}","messages":[{"role":"user","content":"Hi"}],${place(deepSchemaJson(depth))}}`;
+      const deeper = await platform.request("POST", "/v1/chat/completions", { token: key, body: body(40) });
+      expect(deeper.status).toBe(400);
+      expect(deeper.body.error).toMatchObject({ type: "invalid_request_error", param });
+      expect(deeper.body.error.message).toMatch(/nested too deeply \(more than 64 levels\)/);
+      // The body itself is refused as it arrives, before it is parsed.
+      const thousands = await platform.request("POST", "/v1/chat/completions", { token: key, body: body(3000) });
+      expect(thousands.status).toBe(400);
+      expect(thousands.body.error).toMatchObject({ type: "invalid_request_error", param: null, code: "request_too_complex" });
+      expect(thousands.body.error.message).toMatch(/nested more than 128 levels/);
+      await expectNothingCharged();
+    },
+  );
 
   it("serves a recursive schema (a $ref to its root), which the embedded engine builds a grammar for", async () => {
     const recursive = { type: "object", properties: { name: { type: "string" }, child: { $ref: "#" } }, required: ["name"] };

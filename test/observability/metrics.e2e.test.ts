@@ -25,7 +25,7 @@ describe("GET /metrics after a known workload (real API, queue, worker and embed
   const usages: { prompt: number; completion: number }[] = [];
 
   beforeAll(async () => {
-    platform = await startTestPlatform();
+    platform = await startTestPlatform({ env: { METRICS_ON_API_PORT: "true" } });
     platform.deps.metrics.sources.addPool("api", platform.deps.pool);
     const { key, keyId, account } = await platform.createKey();
     const refused = await platform.createKey();
@@ -178,7 +178,7 @@ describe("a client that leaves before the response begins", () => {
       });
       return router;
     };
-    const app = await startTestApp({ routes: [...routeFactories, slowRoutes] });
+    const app = await startTestApp({ routes: [...routeFactories, slowRoutes], env: { METRICS_ON_API_PORT: "true" } });
     try {
       const abort = new AbortController();
       const request = fetch(`${app.baseUrl}/slow/${randomUUID()}`, { signal: abort.signal }).catch((error: unknown) => error);
@@ -197,9 +197,9 @@ describe("a client that leaves before the response begins", () => {
   });
 });
 
-describe("METRICS_ON_API_PORT=false", () => {
-  it("takes /metrics off the API's public port (404 in the OpenAI error shape)", async () => {
-    const app = await startTestApp({ env: { METRICS_ON_API_PORT: "false" } });
+describe("METRICS_ON_API_PORT", () => {
+  it("is false by default: /metrics is not on the API's public port (404 in the OpenAI error shape)", async () => {
+    const app = await startTestApp();
     try {
       const response = await app.request("GET", "/metrics");
       expect(response.status).toBe(404);
@@ -210,8 +210,9 @@ describe("METRICS_ON_API_PORT=false", () => {
   });
 
   it("is read from the environment as true or false only; METRICS_PORT must be a port", () => {
-    expect(loadConfig({ METRICS_ON_API_PORT: "false" }).metrics).toEqual({ port: undefined, onApiPort: false });
-    expect(loadConfig({ METRICS_PORT: "9464" }).metrics).toEqual({ port: 9464, onApiPort: true });
+    expect(loadConfig({}).metrics).toEqual({ port: undefined, onApiPort: false });
+    expect(loadConfig({ METRICS_ON_API_PORT: "true" }).metrics).toEqual({ port: undefined, onApiPort: true });
+    expect(loadConfig({ METRICS_PORT: "9464" }).metrics).toEqual({ port: 9464, onApiPort: false });
     expect(() => loadConfig({ METRICS_ON_API_PORT: "no" })).toThrow(/METRICS_ON_API_PORT: expected "true" or "false"/);
     expect(() => loadConfig({ METRICS_PORT: "70000" })).toThrow(/METRICS_PORT/);
   });

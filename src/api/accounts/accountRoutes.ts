@@ -1,6 +1,7 @@
 import Router from "@koa/router";
 import type { AppDeps } from "../appDeps.ts";
 import { requestMetadata } from "../http/requestMetadata.ts";
+import { PUBLIC_BODY_LIMITS } from "../http/requestBody.ts";
 import { validate } from "../http/validate.ts";
 import { sessionAuth, type SessionState } from "../sessions/sessionAuth.ts";
 import { revokeSession } from "../sessions/sessionStore.ts";
@@ -20,7 +21,7 @@ export function accountRoutes(deps: AppDeps): Router {
   const requireSession = sessionAuth(deps);
   const { gate, throttle } = deps.signIn;
 
-  router.post("/register", validate(RegisterBodySchema), async (ctx) => {
+  router.post("/register", validate(RegisterBodySchema, "body", PUBLIC_BODY_LIMITS), async (ctx) => {
     const body = ctx.state.body as RegisterBody;
     await throttle.beforeRegistration(ctx.ip);
     const account = await registerAccount(deps, { gate, clientAddress: ctx.ip }, body, requestMetadata(ctx));
@@ -28,7 +29,7 @@ export function accountRoutes(deps: AppDeps): Router {
     ctx.body = { id: account.accountId, email: account.email, created_at: account.createdAt.toISOString() };
   });
 
-  router.post("/login", validate(LoginBodySchema), async (ctx) => {
+  router.post("/login", validate(LoginBodySchema, "body", PUBLIC_BODY_LIMITS), async (ctx) => {
     const body = ctx.state.body as LoginBody;
     const session = await deps.signIn.login(deps, body, ctx.ip);
     ctx.set("cache-control", "no-store");

@@ -4,7 +4,7 @@ import { bearerToken } from "../http/bearerToken.ts";
 import { type ApiError, ForbiddenError, SubscriptionRequiredError } from "../http/errors.ts";
 import type { AuthRefusalReason } from "../../observability/metrics.ts";
 import { AttemptLimiter, TooManyAttemptsError } from "../http/rateLimits.ts";
-import { isWellFormedApiKey } from "../keys/apiKeySecret.ts";
+import { apiKeyHash, isWellFormedApiKey } from "../keys/apiKeySecret.ts";
 
 /** Who an inference request acts for; set on ctx.state.principal by inferenceAuth. */
 export type Principal = { accountId: string; keyId: string };
@@ -20,12 +20,19 @@ function tooManyFailures(retryAfterSeconds: number): TooManyAttemptsError {
 /**
  * `Authorization: Bearer <API_KEY>` for the inference API. Missing, malformed (checksum), unknown or
  * revoked key -> 403 Forbidden; account without an active subscription -> 402 subscription_required.
- * A malformed key never reaches the database; a refused one is remembered briefly (ApiKeyAuth). Unknown
- * or revoked keys count against the client address: over API_KEY_FAILURES_PER_ADDRESS a minute, keys
- * not already in the cache are answered 429 without a lookup. Records the key's use in the last-used batch.
+ * A malformed key never reaches the database; a refused one is remembered briefly (ApiKeyAuth).
+ *
+ * Refused keys are limited per client address, API_KEY_FAILURES_PER_ADDRESS a minute, two ways: one
+ * refused key sent again and again from an address (a stale CI job) is answered 429 after that many,
+ * and only that key: the other keys of the address (an office behind one NAT) go on being looked up
+ * and served. Different refused keys from one address (someone trying made-up keys) count once each;
+ * past the limit the address's keys that are not already known valid (in the cache) get 429 without a
+ * lookup, which bounds the queries made-up keys cost. Records the key's use in the last-used batch.
  */
 export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics" | "redis" | "config">) {
-  const failures = new AttemptLimiter(deps.redis, `${deps.config.redisPrefix}:rl:api-key-failures:address`, deps.config.rateLimits.apiKeyFailuresPerAddress);
+  const limit = deps.config.rateLimits.apiKeyFailuresPerAddress;
+  const keysRefused = new AttemptLimiter(deps.redis, `${deps.config.redisPrefix}:rl:api-key-failures:address`, limit);
+  const keyRefused = new AttemptLimiter(deps.redis, `${deps.config.redisPrefix}:rl:api-key-failures:address-key`, limit);
   const refuse = (reason: AuthRefusalReason, error: ApiError): never => {
     deps.metrics.auth.refusals.inc({ reason });
     throw error;
@@ -35,13 +42,17 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
     if (!secret) return refuse("missing_api_key", new ForbiddenError("Missing API key: send `Authorization: Bearer <API_KEY>`.", "missing_api_key"));
     if (!isWellFormedApiKey(secret)) return refuse("malformed_api_key", new ForbiddenError());
     const cached = deps.keyAuth.cached(secret);
+    // A part of the key's hash: enough to tell an address's keys apart, never the key.
+    const addressKey = () => `${ctx.ip}:${apiKeyHash(secret).slice(0, 24)}`;
     if (!cached) {
-      const blocked = await failures.blockedFor(ctx.ip);
+      const blocked = (await keyRefused.blockedFor(addressKey())) ?? (await keysRefused.blockedFor(ctx.ip));
       if (blocked !== null) return refuse("too_many_invalid_api_keys", tooManyFailures(blocked));
     }
     const result = cached ?? (await deps.keyAuth.authenticate(secret));
     if (result.outcome === "forbidden") {
-      const wait = await failures.consume(ctx.ip);
+      const sameKey = await keyRefused.count(addressKey());
+      // A key counts once against its address, however often it is sent again.
+      const wait = sameKey.attempts === 1 ? await keysRefused.consume(ctx.ip) : sameKey.retryAfterSeconds;
       if (wait !== null) return refuse("too_many_invalid_api_keys", tooManyFailures(wait));
       return refuse("unknown_or_revoked_api_key", new ForbiddenError());
     }

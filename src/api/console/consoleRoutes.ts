@@ -4,6 +4,7 @@ import { findAccount } from "../accounts/findAccount.ts";
 import { accountView } from "../accounts/accountView.ts";
 import { LoginBodySchema, type LoginBody } from "../accounts/accountSchemas.ts";
 import type { AppDeps } from "../appDeps.ts";
+import { PUBLIC_BODY_LIMITS } from "../http/requestBody.ts";
 import { validate } from "../http/validate.ts";
 import { AccountNotFoundError } from "../../ledger/domainError.ts";
 import { sessionAuth, type SessionState } from "../sessions/sessionAuth.ts";
@@ -47,7 +48,7 @@ export function consoleRoutes(deps: AppDeps): Router {
     sendAsset(ctx, file, assets.contentSecurityPolicy);
   });
 
-  router.post("/console/session", validate(LoginBodySchema), async (ctx) => {
+  router.post("/console/session", validate(LoginBodySchema, "body", PUBLIC_BODY_LIMITS), async (ctx) => {
     const session = await deps.signIn.login(deps, ctx.state.body as LoginBody, ctx.ip);
     setSessionCookie(ctx, session.sessionToken, session.expiresAt);
     ctx.set("cache-control", "no-store");

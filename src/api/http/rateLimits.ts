@@ -34,11 +34,17 @@ export class AttemptLimiter {
 
   /** Counts one attempt; the seconds to wait when the limit is exceeded, else null. */
   async consume(key: string): Promise<number | null> {
+    return (await this.count(key)).retryAfterSeconds;
+  }
+
+  /** Counts one attempt: the attempts counted in this window (this one included) and the seconds to wait when over the limit. */
+  async count(key: string): Promise<{ attempts: number; retryAfterSeconds: number | null }> {
     try {
-      await this.#limiter.consume(key, 1);
-      return null;
+      const res = await this.#limiter.consume(key, 1);
+      return { attempts: res.consumedPoints, retryAfterSeconds: null };
     } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) return Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+      if (rejection instanceof RateLimiterRes)
+        return { attempts: rejection.consumedPoints, retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)) };
       throw rejection;
     }
   }

@@ -1,6 +1,7 @@
 import type { Context, Next } from "koa";
 import type { z } from "zod";
 import { InvalidRequestError } from "./errors.ts";
+import { type BodyLimits, requestBody } from "./requestBody.ts";
 
 type Source = "body" | "query" | "params";
 
@@ -9,13 +10,18 @@ export function paramPath(path: readonly PropertyKey[]): string {
   return path.map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join("");
 }
 
+/** Unknown fields named in an error message; the rest are counted ("and 12 more"). */
+const NAMED_UNKNOWN_FIELDS = 5;
+
 /** Turns the first zod issue into a 400 invalid_request_error naming the parameter. */
 export function invalidRequestFromZod(error: z.ZodError): InvalidRequestError {
   const issue = error.issues[0]!;
   if (issue.code === "unrecognized_keys") {
     const prefix = issue.path.length ? `${paramPath(issue.path)}.` : "";
     const keys = issue.keys.map((k) => `${prefix}${k}`);
-    return new InvalidRequestError(`Unrecognized request argument supplied: ${keys.join(", ")}`, {
+    const named = keys.slice(0, NAMED_UNKNOWN_FIELDS).join(", ");
+    const more = keys.length > NAMED_UNKNOWN_FIELDS ? ` and ${keys.length - NAMED_UNKNOWN_FIELDS} more` : "";
+    return new InvalidRequestError(`Unrecognized request argument supplied: ${named}${more}`, {
       param: keys[0]!,
       code: "unknown_parameter",
     });
@@ -43,16 +49,20 @@ function issueMessage(issue: z.core.$ZodIssue): string {
   return `expected ${[...new Set(expected)].join(" or ")}.`;
 }
 
-/** Parses ctx.request.body / query / params with the schema; the result goes to ctx.state.<source>. */
 export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
   const result = schema.safeParse(input);
   if (!result.success) throw invalidRequestFromZod(result.error);
   return result.data;
 }
 
-export function validate<S extends z.ZodType>(schema: S, source: Source = "body") {
+/**
+ * Parses the JSON body / query / params with the schema; the result goes to ctx.state.<source>. The body
+ * is read here and only here: mount validate after the route's authentication. `limits` narrow the
+ * body's size for a route anyone may call (sign-in, registration).
+ */
+export function validate<S extends z.ZodType>(schema: S, source: Source = "body", limits?: BodyLimits) {
   return async function validateRequest(ctx: Context, next: Next): Promise<void> {
-    const input = source === "body" ? (ctx.request as { body?: unknown }).body : source === "query" ? ctx.query : (ctx as { params?: unknown }).params;
+    const input = source === "body" ? await requestBody(ctx, limits) : source === "query" ? ctx.query : (ctx as { params?: unknown }).params;
     if (source === "body" && (input === undefined || input === null || typeof input !== "object" || Array.isArray(input))) {
       throw new InvalidRequestError("The request body must be a JSON object.", { code: "invalid_json" });
     }

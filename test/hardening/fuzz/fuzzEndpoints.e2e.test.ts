@@ -23,7 +23,7 @@ let loginEmail: string;
 
 beforeAll(async () => {
   platform = await startTestPlatform({
-    env: { LOGIN_ATTEMPTS_PER_ADDRESS: "4", REGISTRATIONS_PER_ADDRESS: "3", JOB_START_TIMEOUT_MS: "10000" },
+    env: { LOGIN_ATTEMPTS_PER_ADDRESS: "4", REGISTRATIONS_PER_ADDRESS: "3", JOB_START_TIMEOUT_MS: "10000", TRUST_PROXY_HOPS: "1" },
   });
   key = (await platform.createKey()).key;
   const owner = await createTestAccount(platform.deps.pool);

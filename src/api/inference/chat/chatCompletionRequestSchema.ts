@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { samplingFields } from "../samplingSchemas.ts";
 import { exceedsNestingDepth } from "../jsonSchemas/jsonNestingDepth.ts";
+import { exceedsJsonValues } from "../jsonSchemas/jsonValueCount.ts";
 import { MAX_SCHEMA_DEPTH } from "../jsonSchemas/jsonSchemaProblem.ts";
 
 const TextPartSchema = z.strictObject({ type: z.literal("text"), text: z.string() });
@@ -63,6 +64,13 @@ const JsonObjectSchema = z.record(z.string(), z.unknown()).superRefine((schema, 
     ctx.addIssue({ code: "custom", message: `the schema is nested too deeply (more than ${MAX_SCHEMA_DEPTH} levels).` });
   }
 });
+
+/**
+ * The JSON values (objects, arrays, scalars) all the JSON Schemas of one request (tools' parameters,
+ * the response format) may hold together: several times OpenAI's 5000 properties per schema, and a
+ * bound on what checking them costs the API's event loop (tens of milliseconds at most).
+ */
+export const MAX_REQUEST_SCHEMA_VALUES = 50_000;
 
 export const ToolSchema = z.strictObject({
   type: z.literal("function"),
@@ -147,6 +155,22 @@ export const ChatCompletionRequestSchema = z
     }
     if (body.parallel_tool_calls !== null && body.parallel_tool_calls !== undefined && toolNames.size === 0) {
       ctx.addIssue({ code: "custom", path: ["parallel_tool_calls"], message: "parallel_tool_calls is only allowed when tools are specified." });
+    }
+    const schemas = [
+      ...(body.tools ?? []).map((tool) => tool.function.parameters),
+      body.response_format?.type === "json_schema" ? body.response_format.json_schema.schema : undefined,
+    ];
+    if (
+      exceedsJsonValues(
+        schemas.filter((schema) => schema !== undefined && schema !== null),
+        MAX_REQUEST_SCHEMA_VALUES,
+      )
+    ) {
+      ctx.addIssue({
+        code: "custom",
+        path: [body.tools?.length ? "tools" : "response_format"],
+        message: `the JSON Schemas of a request may hold at most ${MAX_REQUEST_SCHEMA_VALUES} values in all.`,
+      });
     }
     body.messages.forEach((message, index) => {
       if (message.role === "assistant" && (message.content === null || message.content === undefined) && !message.tool_calls?.length) {

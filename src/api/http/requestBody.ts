@@ -1,0 +1,161 @@
+import type { Context, Next } from "koa";
+import { ApiError, InvalidRequestError } from "./errors.ts";
+import { DEFAULT_JSON_SHAPE_LIMITS, JsonShapeScanner, type JsonShapeLimits } from "./jsonShapeBudget.ts";
+
+/** What a route may accept: bytes, and the shape limits checked while they arrive. */
+export type BodyLimits = { maxBytes?: number; shape?: JsonShapeLimits };
+
+type BodyReader = { read(limits?: BodyLimits): Promise<unknown> };
+
+/** Routes anyone may call (registration, sign-in): a few short fields, so a small body. */
+export const PUBLIC_BODY_LIMITS: BodyLimits = { maxBytes: 16 * 1024 };
+
+const JSON_TYPES = ["application/json", "application/json-patch+json", "application/vnd.api+json"];
+const PARSED_METHODS = new Set(["POST", "PUT", "PATCH"]);
+/**
+ * A body left unread (refused before or part-way through reading it) is received and dropped, unparsed,
+ * before the answer goes out, for up to this long and twice the body limit: a client that writes its
+ * whole body before it reads then gets the answer instead of a reset. Past either bound the answer
+ * closes the connection.
+ */
+const DRAIN_MAX_MS = 2000;
+
+/**
+ * Reads request bodies only when a route asks (validate(schema), after its authentication), never before:
+ * an unauthenticated request costs no parse. Installs ctx.state.bodyReader for validate. What nobody read
+ * of a body is dropped before the answer (bounded: DRAIN_MAX_MS, the body limit), else the answer closes
+ * the connection, so nobody waits on a socket the server no longer reads.
+ */
+export function requestBodies(options: { maxBytes: number }) {
+  return async function installBodyReader(ctx: Context, next: Next): Promise<void> {
+    const reader: BodyReader = {
+      read(limits = {}) {
+        return readJsonBody(ctx, { maxBytes: Math.min(limits.maxBytes ?? options.maxBytes, options.maxBytes), shape: limits.shape });
+      },
+    };
+    ctx.state.bodyReader = reader;
+    try {
+      await next();
+    } finally {
+      if (!(await drain(ctx, options.maxBytes))) ctx.set("connection", "close");
+    }
+  };
+}
+
+/** Receives and drops the rest of the request body; false when it did not end within the bounds. */
+function drain(ctx: Context, maxBytes: number): Promise<boolean> {
+  const req = ctx.req;
+  if (req.complete || req.readableEnded) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    let received = 0;
+    const finish = (ended: boolean) => {
+      clearTimeout(timer);
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("close", onAbort);
+      req.off("error", onAbort);
+      if (!ended) req.pause();
+      resolve(ended);
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > 2 * maxBytes) finish(false);
+    };
+    const onEnd = () => finish(true);
+    const onAbort = () => finish(false);
+    const timer = setTimeout(onAbort, DRAIN_MAX_MS);
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("close", onAbort);
+    req.on("error", onAbort);
+    req.resume();
+  });
+}
+
+/** The body of the request as parsed JSON (undefined when it is not JSON), read at most once. */
+export async function requestBody(ctx: Context, limits?: BodyLimits): Promise<unknown> {
+  const reader = ctx.state.bodyReader as BodyReader | undefined;
+  if (!reader) throw new Error("requestBodies() is not installed in this app");
+  return reader.read(limits);
+}
+
+/** The answer to a body that is refused before it was read to its end: the connection closes after it. */
+function refusedMidBody(error: ApiError): ApiError {
+  return new ApiError(error.status, error.type, error.message, { code: error.code, param: error.param, headers: { ...error.headers, connection: "close" } });
+}
+
+function tooLarge(maxBytes: number): ApiError {
+  return refusedMidBody(
+    new ApiError(413, "invalid_request_error", `The request body is too large (more than ${maxBytes} bytes).`, { code: "request_too_large" }),
+  );
+}
+
+function invalidJson(): InvalidRequestError {
+  return new InvalidRequestError("We could not parse the JSON body of your request. The body must be valid JSON (Content-Type: application/json).", {
+    code: "invalid_json",
+  });
+}
+
+async function readJsonBody(ctx: Context, { maxBytes, shape }: { maxBytes: number; shape: JsonShapeLimits | undefined }): Promise<unknown> {
+  if (!PARSED_METHODS.has(ctx.method) || !ctx.is(JSON_TYPES)) return undefined;
+  const encoding = ctx.get("content-encoding").toLowerCase();
+  if (encoding !== "" && encoding !== "identity") {
+    throw refusedMidBody(
+      new ApiError(415, "invalid_request_error", "Unsupported Content-Encoding; send the JSON body uncompressed.", { code: "unsupported_media_type" }),
+    );
+  }
+  const declared = ctx.request.length;
+  if (declared !== undefined && declared > maxBytes) throw tooLarge(maxBytes);
+  const { chunks, received } = await receive(ctx, maxBytes, new JsonShapeScanner(shape ?? DEFAULT_JSON_SHAPE_LIMITS));
+  const text = Buffer.concat(chunks, received).toString("utf8");
+  const first = text.trimStart()[0];
+  if (first === undefined) return {};
+  if (first !== "{" && first !== "[") throw invalidJson();
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw invalidJson();
+  }
+}
+
+/**
+ * The body's bytes, each chunk scanned as it arrives. Stops listening at the first refusal without
+ * destroying the request (its answer still has to go out on that socket; `Connection: close` ends it).
+ */
+function receive(ctx: Context, maxBytes: number, scanner: JsonShapeScanner): Promise<{ chunks: Buffer[]; received: number }> {
+  const req = ctx.req;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const stop = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      req.off("close", onClose);
+      req.pause();
+    };
+    const fail = (error: ApiError) => {
+      stop();
+      reject(error);
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > maxBytes) return fail(tooLarge(maxBytes));
+      const problem = scanner.push(chunk);
+      if (problem !== null) return fail(refusedMidBody(new InvalidRequestError(`Invalid request body: ${problem}`, { code: "request_too_complex" })));
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      stop();
+      resolve({ chunks, received });
+    };
+    const onError = () => fail(refusedMidBody(new InvalidRequestError("The request body was not received completely.", { code: "incomplete_body" })));
+    const onClose = () => {
+      if (!req.complete) onError();
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+    req.on("close", onClose);
+  });
+}

@@ -1,0 +1,109 @@
+import { connect } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKey } from "../keys/keySteps.ts";
+import { createTestAccount } from "../support/testAccounts.ts";
+import { startTestApp, type TestApp } from "../support/testApp.ts";
+
+const LIMIT = 64 * 1024;
+
+let app: TestApp;
+let key: string;
+beforeAll(async () => {
+  app = await startTestApp({ env: { MAX_REQUEST_BODY_BYTES: String(LIMIT) } });
+  key = (await createKey(app, (await createTestAccount(app.db.pool)).sessionToken)).key;
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+type Exchange = { received: string; closedAfterMs: number };
+
+/**
+ * A client that writes its whole request before it reads anything, on a keep-alive connection (as
+ * HTTP/1.1 clients do), then waits for the server to close it. Gives up after 15 s.
+ */
+function writeThenWait(head: string, body: Buffer): Promise<Exchange> {
+  const { port } = new URL(app.baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), "127.0.0.1");
+    let received = "";
+    let sentAt = 0;
+    socket.setEncoding("utf8");
+    socket.on("data", (data: string) => {
+      received += data;
+    });
+    socket.on("error", () => undefined);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the connection was still open after 15 s; received ${JSON.stringify(received.slice(0, 200))}`));
+    }, 15_000);
+    socket.on("close", () => {
+      clearTimeout(timer);
+      resolve({ received, closedAfterMs: performance.now() - sentAt });
+    });
+    socket.write(head);
+    socket.write(body, () => {
+      sentAt = performance.now();
+    });
+  });
+}
+
+function requestHead(path: string, headers: Record<string, string>): string {
+  const lines = Object.entries({ host: "127.0.0.1", "content-type": "application/json", authorization: `Bearer ${key}`, ...headers }).map(
+    ([name, value]) => `${name}: ${value}\r\n`,
+  );
+  return `POST ${path} HTTP/1.1\r\n${lines.join("")}\r\n`;
+}
+
+const tooLarge = () => Buffer.from(JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(LIMIT + 40_000) }] }));
+
+describe("a body over the size limit", () => {
+  it("is answered 413 and the connection is closed at once, for a client that writes its whole body first", async () => {
+    const body = tooLarge();
+    const { received, closedAfterMs } = await writeThenWait(requestHead("/v1/chat/completions", { "content-length": String(body.length) }), body);
+    expect(received).toMatch(/^HTTP\/1\.1 413 /);
+    expect(received.toLowerCase()).toContain("connection: close");
+    expect(received).toContain('"code":"request_too_large"');
+    // Before, the server kept the connection for its keep-alive timeout (5 s here, 65 s in production).
+    expect(closedAfterMs).toBeLessThan(2500);
+  });
+
+  it("is answered 413 and closed as well when it comes chunked, without a Content-Length", async () => {
+    const body = tooLarge();
+    const chunked = Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from("\r\n0\r\n\r\n")]);
+    const { received, closedAfterMs } = await writeThenWait(requestHead("/v1/chat/completions", { "transfer-encoding": "chunked" }), chunked);
+    expect(received).toMatch(/^HTTP\/1\.1 413 /);
+    expect(received.toLowerCase()).toContain("connection: close");
+    expect(closedAfterMs).toBeLessThan(2500);
+  });
+
+  it("that a route refuses before reading it (no key) gets its answer too, on a connection that stays usable", async () => {
+    const body = tooLarge();
+    const head = requestHead("/v1/chat/completions", { "content-length": String(body.length), authorization: "Bearer nope" });
+    const { port } = new URL(app.baseUrl);
+    const socket = connect(Number(port), "127.0.0.1");
+    socket.setEncoding("utf8");
+    let received = "";
+    const answered = new Promise<void>((resolve) => {
+      socket.on("data", (data: string) => {
+        received += data;
+        if (received.includes("}}")) resolve();
+      });
+    });
+    socket.write(head);
+    socket.write(body);
+    await answered;
+    expect(received).toMatch(/^HTTP\/1\.1 403 /);
+    // The body was received and dropped (never parsed): the same connection serves the next request.
+    received = "";
+    const next = new Promise<void>((resolve) => {
+      socket.on("data", () => {
+        if (received.includes("\r\n\r\n")) resolve();
+      });
+    });
+    socket.write("GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n");
+    await next;
+    expect(received).toMatch(/^HTTP\/1\.1 200 /);
+    socket.destroy();
+  });
+});
