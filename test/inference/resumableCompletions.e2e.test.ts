@@ -288,6 +288,11 @@ describe("waiting in line (no worker at first)", () => {
 
     const second = new SseReader(await stream());
     expect((await second.next())!.retry).toBe("2000");
+    // Its job is in the queue once its position is told (the headers may go out before the enqueue).
+    expect((await second.next())!.comment).toBe("queued position=2");
+    // Queue depth is read once per model per few milliseconds and shared (SHARED_READ_MS): past that,
+    // the next request counts both waiting jobs.
+    await new Promise((resolve) => setTimeout(resolve, 50));
     const started = Date.now();
     const refused = await stream();
     expect(refused.status).toBe(503);

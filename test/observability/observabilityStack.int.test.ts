@@ -51,10 +51,10 @@ describe("docker-compose.yml", () => {
     }
   });
 
-  it("gives the worker and the projector the metrics port Prometheus scrapes, and the API keeps /metrics on its port", () => {
-    for (const name of ["worker", "projector"]) expect(compose.services[name].environment.METRICS_PORT).toBe("9464");
-    expect(compose.services.api.environment.METRICS_PORT).toBeUndefined();
+  it("gives every role the metrics port Prometheus scrapes, and keeps /metrics off the API's public port", () => {
+    for (const name of ["api", "worker", "projector"]) expect(compose.services[name].environment.METRICS_PORT).toBe("9464");
     expect(compose.services.api.environment.METRICS_ON_API_PORT).toBeUndefined();
+    expect(compose.services.api.ports).toEqual(["8080:8080"]);
     expect(compose.services.worker.environment.DATABASE_URL).toBe(compose.services.api.environment.DATABASE_URL);
   });
 });
@@ -69,7 +69,7 @@ describe("deploy/", () => {
       ]),
     );
     expect(targets).toEqual({
-      api: { path: "/metrics", names: ["api"], port: 8080 },
+      api: { path: "/metrics", names: ["api"], port: 9464 },
       worker: { path: "/metrics", names: ["worker"], port: 9464 },
       projector: { path: "/metrics", names: ["projector"], port: 9464 },
     });
