@@ -250,6 +250,28 @@ export class TenantCounters {
     );
   }
 
+  /** Sorted set of one model's waiting jobs of one lane (completion id -> expiry), for the metrics only. */
+  #laneKey(model: string, lane: string): string {
+    return `${this.#prefix}:lane-waiting:${model}:${lane}`;
+  }
+
+  /** A job of the lane was queued for the model (sent with the enqueue, in its socket write). */
+  laneEnqueued(model: string, lane: string, completionId: string, ttlMs: number): Promise<number> {
+    return this.#redis.zadd(this.#laneKey(model, lane), Date.now() + ttlMs, completionId);
+  }
+
+  /** A job of the lane waits no more (started, removed or refused). */
+  laneLeft(model: string, lane: string, completionId: string): Promise<number> {
+    return this.#redis.zrem(this.#laneKey(model, lane), completionId);
+  }
+
+  /** The model's jobs of the lane waiting now (expired entries dropped). */
+  async laneWaiting(model: string, lane: string): Promise<number> {
+    const key = this.#laneKey(model, lane);
+    await this.#redis.zremrangebyscore(key, "-inf", Date.now());
+    return this.#redis.zcard(key);
+  }
+
   /** The account's jobs of the model waiting for a worker now (expired entries not counted). */
   async waiting(accountId: string, model: string): Promise<number> {
     const key = `${this.#base(accountId)}:waiting:${model}`;
