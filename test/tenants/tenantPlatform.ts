@@ -18,7 +18,7 @@ export const TENANT_MODEL = "counting-model";
 export const ADMIN_TOKEN = "tenant-test-admin-token-0123456789abcdef";
 
 /** A client of the platform: an account and one API key. */
-export type Tenant = { accountId: string; key: string };
+export type Tenant = { accountId: string; key: string; sessionToken: string };
 
 /**
  * Several tenants on one pool: `apis` API processes and `workers` worker processes (the production
@@ -92,14 +92,19 @@ export class TenantPlatform {
   /** A new account with an active subscription and one API key. */
   async tenant(monthlyBudgetChf = 100): Promise<Tenant> {
     const account = await createTestAccount(this.db.pool, { monthlyBudgetChf });
+    return { accountId: account.accountId, sessionToken: account.sessionToken, key: await this.newKey(account.sessionToken) };
+  }
+
+  /** Another API key of the account of this session. */
+  async newKey(sessionToken: string): Promise<string> {
     const response = await fetch(`${this.apis[0]}/api/v1/accounts/user/api-keys/create/`, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${account.sessionToken}` },
+      headers: { "content-type": "application/json", authorization: `Bearer ${sessionToken}` },
       body: JSON.stringify({ name: "tenant key" }),
     });
     const body = (await response.json()) as { key: string };
     if (response.status !== 201) throw new Error(`could not create a key: ${response.status} ${JSON.stringify(body)}`);
-    return { accountId: account.accountId, key: body.key };
+    return body.key;
   }
 
   /** Sets an account's rate limits through the admin API. */
