@@ -73,7 +73,9 @@ export class TenantAdmission {
     this.#counters = deps.counters;
     this.#db = deps.db;
     this.#settings = deps.settings;
-    this.#queueShare = Math.max(1, Math.floor(deps.settings.queueAccountShare * deps.queueMaxWaiting));
+    // A share of 1 is the whole queue: no bound of its own (the queue's, 503 queue_full, applies).
+    this.#queueShare =
+      deps.settings.queueAccountShare >= 1 ? Number.MAX_SAFE_INTEGER : Math.max(1, Math.floor(deps.settings.queueAccountShare * deps.queueMaxWaiting));
     this.#now = deps.now ?? Date.now;
     this.#onRefusal = deps.onRefusal ?? (() => undefined);
   }
