@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Tenant, TenantPlatform, tenantChat } from "./tenantPlatform.ts";
+import { CompletionQueues } from "../../src/api/inference/completionQueues.ts";
+import type { CompletionJob } from "../../src/contracts/completionJob.ts";
+import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
+import { jobPriority } from "../../src/contracts/lanes.ts";
+import { type Tenant, TENANT_MODEL, TenantPlatform, tenantChat } from "./tenantPlatform.ts";
 
 /**
  * Fair share inside a model's queue, on two API processes and two worker processes (one slot each:
@@ -58,6 +62,44 @@ describe("fair share across accounts (two API processes, two workers)", () => {
     // And A's backlog was still being served after B: the pool stayed busy with A's work (work-conserving).
     expect(Math.max(...aDone)).toBeGreaterThan(bAnswer.endedAt);
     expect(bAnswer.endedAt - bSent).toBeLessThan(3_000);
+  }, 60_000);
+
+  it("lets a batch-lane backlog delay an interactive request by about one job", async () => {
+    // 30 batch-lane jobs of C queued at once (as the Batch API will queue its lines), then B asks.
+    const keys = new InferenceKeys(platform.redis.prefix);
+    const queues = new CompletionQueues(platform.redis.redis, keys);
+    const keyId = (await platform.db.pool.query<{ key_id: string }>("SELECT key_id FROM rm_keys WHERE account_id = $1", [c.accountId])).rows[0]!.key_id;
+    const BATCH = 30;
+    try {
+      for (let i = 0; i < BATCH; i++) {
+        const job: CompletionJob = {
+          completionId: `chatcmpl-batchline${i}x${Date.now().toString(36)}`,
+          endpoint: "chat.completions",
+          model: TENANT_MODEL,
+          accountId: c.accountId,
+          keyId,
+          created: Math.floor(Date.now() / 1000),
+          replyTo: keys.replyChannel("nobody"),
+          lane: "batch",
+          priority: jobPriority("batch", i),
+          work: {
+            kind: "chat",
+            request: { messages: [{ role: "user", content: "Batch line." }], maxTokens: 50, temperature: 1, topP: 1, presencePenalty: 0, frequencyPenalty: 0 },
+          },
+        };
+        await queues.enqueue(job);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const bAnswer = await tenantChat(platform.apis[0]!, b.key, { content: "B during the batch" });
+      expect(bAnswer.status).toBe(200);
+      const stillWaiting = await queues.waitingCount(TENANT_MODEL);
+      // B waited for the two batch jobs running and at most about one more each; most of the backlog waits on.
+      expect(stillWaiting).toBeGreaterThanOrEqual(BATCH - 10);
+      // The backlog drains afterwards (the lower lane gets every slot nobody else wants).
+      await expect.poll(() => queues.waitingCount(TENANT_MODEL), { timeout: 30_000, interval: 250 }).toBe(0);
+    } finally {
+      await queues.close();
+    }
   }, 60_000);
 
   it("refuses an account's excess over its share of the queue (429 queue_share) while another account is served", async () => {
