@@ -126,6 +126,19 @@ describe("rate limits per key and per account across two API processes", () => {
     expect(next.status).toBe(200);
   }, 60_000);
 
+  it("tells a client whose request alone is over the tokens limit not to retry it", async () => {
+    const small = await platform.tenant();
+    expect((await platform.setRateLimits(small.accountId, { key_tokens_per_minute: 1000 })).status).toBe(200);
+    const answer = await tenantChat(platform.apis[0]!, small.key, { maxTokens: 5000 });
+    expect(answer.status).toBe(429);
+    expect(answer.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "tokens" });
+    expect(answer.headers.get("x-should-retry")).toBe("false");
+    // Nothing was counted for it: a small request passes at once.
+    const fits = await tenantChat(platform.apis[1]!, small.key, { maxTokens: 20 });
+    expect(fits.status).toBe(200);
+    expect(Number(fits.headers.get("x-ratelimit-limit-tokens"))).toBe(1000);
+  }, 60_000);
+
   it("keeps the monthly-budget 429: monthly_budget_exceeded, x-should-retry false, no Retry-After", async () => {
     const poor = await platform.tenant(0);
     const answer = await tenantChat(platform.apis[1]!, poor.key);
