@@ -21,6 +21,11 @@ export type BenchPlatform = {
   pids: number[];
   /** The bench's own database (its PostgreSQL backends can be told from other databases' ones). */
   databaseName: string;
+  /** The bench's database URL and Redis prefix (workloads that reach past the API). */
+  databaseUrl: string;
+  redisPrefix: string;
+  /** The accounts of `accounts` (the first is the target's): id and API key. */
+  tenants: { accountId: string; key: string }[];
   stop(): Promise<void>;
 };
 
@@ -35,6 +40,10 @@ export type BenchPlatformOptions = {
   separateProcesses: boolean;
   /** Extra node flags for the platform processes (e.g. --cpu-prof). */
   nodeArgs?: string[];
+  /** Accounts to create, each with one key (default 1). */
+  accounts?: number;
+  /** Extra environment of the platform processes. */
+  env?: Record<string, string>;
 };
 
 export const BENCH_MODEL = "bench-upstream";
@@ -64,6 +73,7 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
     PORT: String(port),
     MODELS_CONFIG: modelsConfig,
     LOG_LEVEL: "warn",
+    ...options.env,
   };
   const children: Child[] = [];
   let pool: pg.Pool | null = null;
@@ -88,7 +98,9 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
       if (group.includes("api")) await waitFor(`${apiUrl}/healthz`, {}, (status) => status === 200, 60_000, "the API to answer /healthz", children);
     }
     pool = createPool(databaseUrl, 2);
-    const key = await createAccountAndKey(pool, apiUrl);
+    const tenants = [];
+    for (let i = 0; i < (options.accounts ?? 1); i++) tenants.push(await createAccountAndKey(pool, apiUrl));
+    const key = tenants[0]!.key;
     const auth = { authorization: `Bearer ${key}` };
     await waitFor(
       `${apiUrl}/v1/models/${BENCH_MODEL}`,
@@ -103,6 +115,9 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
       description: options.separateProcesses ? "platform: API and worker in two processes" : "platform: API and worker in one process",
       pids: children.map((child) => child.process.pid).filter((pid): pid is number => pid !== undefined),
       databaseName: decodeURIComponent(dbUrl.pathname.slice(1)),
+      databaseUrl,
+      redisPrefix,
+      tenants,
       stop,
     };
   } catch (error) {
@@ -127,7 +142,7 @@ function benchRegistry(standInBaseUrl: string, maxConcurrency: number) {
   };
 }
 
-async function createAccountAndKey(pool: pg.Pool, apiUrl: string): Promise<string> {
+async function createAccountAndKey(pool: pg.Pool, apiUrl: string): Promise<{ accountId: string; key: string }> {
   const accountId = randomUUID();
   const now = new Date();
   const metadata = { actor: "bench", correlationId: randomUUID() };
@@ -143,7 +158,7 @@ async function createAccountAndKey(pool: pg.Pool, apiUrl: string): Promise<strin
   });
   const body = (await response.json().catch(() => null)) as { key?: unknown } | null;
   if (response.status !== 201 || typeof body?.key !== "string") throw new Error(`creating the bench API key answered ${response.status}`);
-  return body.key;
+  return { accountId, key: body.key };
 }
 
 /** Polls url (GET) every 100 ms until accept(status), the deadline, or a platform process dying. */

@@ -30,7 +30,7 @@ type InlineModel = { table: string; columns: string[]; apply: (db: PoolClient, e
 const INLINE_MODELS: InlineModel[] = [
   {
     table: "rm_accounts",
-    columns: ["account_id", "email", "subscription_status", "monthly_budget_micro_chf", "created_at"],
+    columns: ["account_id", "email", "subscription_status", "monthly_budget_micro_chf", "rate_limits", "created_at"],
     apply: async (db, event) => {
       const parsed = AccountEventSchema.safeParse({ type: event.type, data: event.data });
       if (parsed.success) await projectAccountRow(db, parsed.data);

@@ -13,6 +13,7 @@ import type { Logger } from "../src/observability/logger.ts";
 import type { PlatformMetrics } from "../src/observability/metrics.ts";
 import { meteredEngine } from "./engines/meteredEngine.ts";
 import { CompletionJobRunner } from "./completion/completionJobRunner.ts";
+import { TenantCounters } from "../src/contracts/tenantCounters.ts";
 import { CompletionWorker } from "./completion/completionWorker.ts";
 import { CoalescingWindow } from "./completion/coalescingWindow.ts";
 import { DeltaPublisher } from "./completion/deltaPublisher.ts";
@@ -54,6 +55,7 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
   const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const keys = new InferenceKeys(config.redisPrefix);
   const redis = createRedis(config.redis, { kind: "worker", timeouts: config.redisTimeouts });
+  const tenantCounters = new TenantCounters(redis, config.redisPrefix);
   const deltaRedis = createRedis(config.redis, { kind: "worker", timeouts: config.redisTimeouts });
   const unwatch = [metrics.sources.addRedis("worker", redis), metrics.sources.addRedis("worker-deltas", deltaRedis)];
   const window = new CoalescingWindow(config.deltaCoalesceMs);
@@ -124,6 +126,7 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
         lockDurationMs: config.workerLockMs,
         stalledIntervalMs: config.workerStalledCheckMs,
         metrics: metrics.jobs,
+        tenants: { counters: tenantCounters, inFlightTtlMs: config.tenants.inFlightTtlMs },
       });
       workers.push(worker);
       await worker.start();

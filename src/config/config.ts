@@ -144,6 +144,19 @@ const EnvSchema = z.object({
   PASSWORD_HASH_MAX_WAITING: intFromEnv(8),
   CORS_V1_ORIGINS: corsOrigins("*"),
   CORS_API_ORIGINS: corsOrigins(""),
+  // Scheduling and per-tenant limits (docs/configuration.md, "Scheduling and rate limits").
+  RATE_LIMIT_REQUESTS_PER_MINUTE: intFromEnv(3000).refine((n) => n > 0, "must be positive"),
+  RATE_LIMIT_TOKENS_PER_MINUTE: intFromEnv(10_000_000).refine((n) => n > 0, "must be positive"),
+  RATE_LIMIT_CONCURRENT_REQUESTS: intFromEnv(256).refine((n) => n > 0, "must be positive"),
+  RATE_LIMIT_KEY_REQUESTS_PER_MINUTE: intFromEnv(3000).refine((n) => n > 0, "must be positive"),
+  RATE_LIMIT_KEY_TOKENS_PER_MINUTE: intFromEnv(10_000_000).refine((n) => n > 0, "must be positive"),
+  RATE_LIMIT_KEY_CONCURRENT_REQUESTS: intFromEnv(256).refine((n) => n > 0, "must be positive"),
+  QUEUE_ACCOUNT_SHARE: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? 0.5 : Number(v)))
+    .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, "must be a fraction > 0 and <= 1"),
+  QUEUE_INFLIGHT_TTL_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
 });
 
 export type RateLimitSetting = { points: number; durationSeconds: number };
@@ -265,6 +278,17 @@ export type Config = {
   cors: { v1: "*" | string[]; api: "*" | string[] };
   /** Reads an environment variable named by the model registry (an upstream engine's `apiKeyEnv`). */
   secretFromEnv: (name: string) => string | undefined;
+  /**
+   * Scheduling and per-tenant limits: the defaults of every subscription's rate limits (an operator may
+   * set others per subscription), the part of a model's waiting jobs one account may hold, and how long
+   * a job in flight counts for its account unless a worker reports it again (self-healing counters).
+   */
+  tenants: {
+    account: { requestsPerMinute: number; tokensPerMinute: number; concurrentRequests: number };
+    key: { requestsPerMinute: number; tokensPerMinute: number; concurrentRequests: number };
+    queueAccountShare: number;
+    inFlightTtlMs: number;
+  };
 };
 
 export class ConfigError extends Error {
@@ -340,6 +364,20 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     passwordHashing: { concurrency: e.PASSWORD_HASH_CONCURRENCY, maxWaiting: e.PASSWORD_HASH_MAX_WAITING },
     cors: { v1: e.CORS_V1_ORIGINS, api: e.CORS_API_ORIGINS },
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
+    tenants: {
+      account: {
+        requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE,
+        tokensPerMinute: e.RATE_LIMIT_TOKENS_PER_MINUTE,
+        concurrentRequests: e.RATE_LIMIT_CONCURRENT_REQUESTS,
+      },
+      key: {
+        requestsPerMinute: e.RATE_LIMIT_KEY_REQUESTS_PER_MINUTE,
+        tokensPerMinute: e.RATE_LIMIT_KEY_TOKENS_PER_MINUTE,
+        concurrentRequests: e.RATE_LIMIT_KEY_CONCURRENT_REQUESTS,
+      },
+      queueAccountShare: e.QUEUE_ACCOUNT_SHARE,
+      inFlightTtlMs: e.QUEUE_INFLIGHT_TTL_S * 1000,
+    },
   };
 }
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { EngineChatRequestSchema } from "./engineRequestSchemas.ts";
+import { LaneSchema, MAX_PRIORITY } from "./lanes.ts";
 
 export const EndpointSchema = z.enum(["chat.completions", "completions", "embeddings"]);
 export type Endpoint = z.infer<typeof EndpointSchema>;
@@ -31,6 +32,10 @@ export const CompletionJobSchema = z
      * the usage only once the hold is there, and not at all if the admission was refused.
      */
     speculative: z.boolean().optional(),
+    /** The scheduling lane (absent: interactive). */
+    lane: LaneSchema.optional(),
+    /** The BullMQ priority it was queued with (lanes.ts: lane and fair-share rank), kept for a re-enqueue. */
+    priority: z.number().int().min(1).max(MAX_PRIORITY).optional(),
     work: CompletionWorkSchema,
   })
   .strict();

@@ -36,6 +36,8 @@ export type PlatformMetrics = {
   };
   jobs: {
     queueWait: Histogram<"model">;
+    /** The same by scheduling lane (interactive, background, batch). */
+    queueWaitByLane: Histogram<"model" | "lane">;
     started: Counter<"model" | "mode">;
     completed: Counter<"model">;
     failed: Counter<"model">;
@@ -50,6 +52,8 @@ export type PlatformMetrics = {
     holdsFolded: Counter;
   };
   auth: { refusals: Counter<"reason"> };
+  /** Inference requests refused at admission by a per-tenant limit or a full queue, by reason. */
+  admission: { refusals: Counter<"reason"> };
   /** The text exposition of every metric (for GET /metrics). */
   scrape(): Promise<{ contentType: string; body: string }>;
 };
@@ -131,6 +135,13 @@ export function createMetrics(options: CreateMetricsOptions = {}): PlatformMetri
         buckets: LATENCY_BUCKETS,
         registers,
       }),
+      queueWaitByLane: new Histogram({
+        name: "inference_queue_wait_lane_seconds",
+        help: "Time a completion job waited in its model's queue, by model and scheduling lane (interactive, background, batch)",
+        labelNames: ["model", "lane"],
+        buckets: LATENCY_BUCKETS,
+        registers,
+      }),
       started: new Counter({
         name: "inference_jobs_started_total",
         help: "Completion jobs a worker started, by model and mode (new, redelivered after a worker died)",
@@ -192,6 +203,14 @@ export function createMetrics(options: CreateMetricsOptions = {}): PlatformMetri
       refusals: new Counter({
         name: "auth_refusals_total",
         help: "Inference requests refused by API-key authentication, by reason",
+        labelNames: ["reason"],
+        registers,
+      }),
+    },
+    admission: {
+      refusals: new Counter({
+        name: "inference_admission_refusals_total",
+        help: "Inference requests refused before their job was queued or right after, by reason (requests, tokens, concurrency, queue_share, queue_full)",
         labelNames: ["reason"],
         registers,
       }),

@@ -7,7 +7,12 @@ export type PoolCounts = { totalCount: number; idleCount: number; waitingCount: 
 export type RedisStatus = { status: string };
 
 /** Jobs of one model's queue by BullMQ state (Queue.getJobCounts). */
-export type QueueDepth = { model: string; counts: Record<string, number> };
+export type QueueDepth = {
+  model: string;
+  counts: Record<string, number>;
+  /** Waiting jobs by scheduling lane (interactive, background, batch), when known. */
+  lanes?: Record<string, number>;
+};
 
 /** How far one projection is behind the event log. */
 export type ProjectionLag = { projection: string; eventsBehind: number; secondsBehind: number };
@@ -93,6 +98,18 @@ function registerScrapeGauges(registry: Registry, lists: SourceLists): void {
       this.reset();
       for (const depths of await readAll(lists.queueDepth)) {
         for (const { model, counts } of depths) for (const [state, count] of Object.entries(counts)) this.set({ model, state }, count);
+      }
+    },
+  });
+  new Gauge({
+    name: "inference_queue_waiting_jobs",
+    help: "Jobs waiting for a worker of a model, by scheduling lane (interactive, background, batch), read on scrape",
+    labelNames: ["model", "lane"],
+    registers,
+    async collect() {
+      this.reset();
+      for (const depths of await readAll(lists.queueDepth)) {
+        for (const { model, lanes } of depths) for (const [lane, count] of Object.entries(lanes ?? {})) this.set({ model, lane }, count);
       }
     },
   });

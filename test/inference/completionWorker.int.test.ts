@@ -304,7 +304,7 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(runner.started).toEqual(["closing-1"]);
     expect(await bullQueue().getJobState("closing-1")).toBe("unknown");
-    expect(await bullQueue().getJobState("after-close")).toBe("waiting");
+    expect(await bullQueue().getJobState("after-close")).toBe("prioritized"); // every job has a priority (lane and fair-share rank)
     expect(await blockedClients()).toBe(0);
   });
 });

@@ -258,7 +258,10 @@ describe("waiting in line (no worker at first)", () => {
   let key: string;
   let accountId: string;
   beforeAll(async () => {
-    platform = await startTestPlatform({ startWorker: false, env: { SSE_KEEPALIVE_MS: "200", QUEUE_MAX_WAITING: "2", JOB_START_TIMEOUT_STREAM_MS: "4000" } });
+    platform = await startTestPlatform({
+      startWorker: false,
+      env: { SSE_KEEPALIVE_MS: "200", QUEUE_MAX_WAITING: "2", QUEUE_ACCOUNT_SHARE: "1", JOB_START_TIMEOUT_STREAM_MS: "4000" },
+    });
     const created = await platform.createKey();
     key = created.key;
     accountId = created.account.accountId;

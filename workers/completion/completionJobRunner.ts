@@ -103,6 +103,7 @@ export class CompletionJobRunner {
             [GEN_AI.requestModel]: job.model,
             "inference.completion_id": job.completionId,
             "inference.run_mode": mode,
+            "inference.lane": job.lane ?? "interactive",
           },
         },
         async (span) => {

@@ -7,6 +7,7 @@ import type { CompletionJobRunner } from "./completionJobRunner.ts";
 import type { RunMode } from "./resumption.ts";
 import type { PlatformMetrics } from "../../src/observability/metrics.ts";
 import { recordQueueWait } from "./queueWaitSpan.ts";
+import type { TenantCounters } from "../../src/contracts/tenantCounters.ts";
 
 /** The job runner's signal: jobs are stopped by the API's cancels (JobCancellations), not by the queue. */
 const NEVER_ABORTED = new AbortController().signal;
@@ -45,6 +46,7 @@ export class CompletionWorker {
   readonly #logger: Logger;
   readonly #metrics: PlatformMetrics["jobs"] | undefined;
   readonly #concurrency: number;
+  readonly #tenants: { counters: TenantCounters; inFlightTtlMs: number } | undefined;
   #running: Promise<void> | null = null;
   readonly #abandoning = new Set<Promise<void>>();
 
@@ -61,12 +63,19 @@ export class CompletionWorker {
     stalledIntervalMs?: number;
     /** The worker role's job metrics (queue wait, started/completed/failed/stalled, busy slots); none when absent. */
     metrics?: PlatformMetrics["jobs"];
+    /**
+     * The per-account counters of scheduling and rate limits (TenantCounters): a job taken waits no more
+     * and counts in flight for another `inFlightTtlMs`; a job that ended (finished, failed, cancelled, or
+     * failed after its workers died) counts no more. None: nothing reported (the entries expire).
+     */
+    tenants?: { counters: TenantCounters; inFlightTtlMs: number };
   }) {
     this.modelId = options.modelId;
     this.#runner = options.runner;
     this.#logger = options.logger;
     this.#metrics = options.metrics;
     this.#concurrency = Math.max(1, options.concurrency);
+    this.#tenants = options.tenants;
     this.#worker = new Worker<CompletionJob, void>(options.keys.queueName(options.modelId), (job) => this.#process(job), {
       connection: options.redis,
       prefix: options.keys.prefix,
@@ -119,11 +128,16 @@ export class CompletionWorker {
     // BullMQ counts the times a job was found stalled (its worker died); attempts cannot retry (attempts: 1).
     const mode: RunMode = job.stalledCounter > 0 || job.attemptsStarted > 1 ? "redelivered" : "new";
     if (mode === "new") recordQueueWait(parsed.data, job.timestamp, Date.now());
+    this.#tenantStarted(parsed.data);
     const metrics = this.#metrics;
-    if (!metrics) return this.#runner.run(parsed.data, NEVER_ABORTED, mode);
+    if (!metrics) return this.#runner.run(parsed.data, NEVER_ABORTED, mode).finally(() => this.#tenantEnded(parsed.data));
     const model = { model: this.modelId };
     // Enqueue (the API's clock) to pickup (this one's): a job handed out again waited for its first worker's death instead.
-    if (mode === "new") metrics.queueWait.observe(model, Math.max(0, Date.now() - job.timestamp) / 1000);
+    if (mode === "new") {
+      const waitedSeconds = Math.max(0, Date.now() - job.timestamp) / 1000;
+      metrics.queueWait.observe(model, waitedSeconds);
+      metrics.queueWaitByLane.observe({ ...model, lane: parsed.data.lane ?? "interactive" }, waitedSeconds);
+    }
     metrics.started.inc({ ...model, mode });
     metrics.slotsBusy.inc(model);
     try {
@@ -134,7 +148,25 @@ export class CompletionWorker {
       throw error;
     } finally {
       metrics.slotsBusy.dec(model);
+      this.#tenantEnded(parsed.data);
     }
+  }
+
+  /** The job was taken: out of its account's and lane's waiting sets (reported without delaying the job). */
+  #tenantStarted(job: CompletionJob): void {
+    const tenants = this.#tenants;
+    if (!tenants) return;
+    const failed = (error: unknown) =>
+      this.#logger.warn("could not report a job started to the tenant counters", { jobId: job.completionId, error: error as Error });
+    tenants.counters.started(job, tenants.inFlightTtlMs).catch(failed);
+    tenants.counters.laneLeft(job.model, job.lane ?? "interactive", job.completionId).catch(failed);
+  }
+
+  /** The job ended: its account's in-flight, concurrency and waiting entries go (idempotent; they would expire anyway). */
+  #tenantEnded(job: CompletionJob): void {
+    this.#tenants?.counters.release(job).catch((error: unknown) => {
+      this.#logger.warn("could not report a job ended to the tenant counters", { jobId: job.completionId, error: error as Error });
+    });
   }
 
   /** A job failed for stalling too often: its stream is ended with an error (and what was delivered charged). */
@@ -144,6 +176,7 @@ export class CompletionWorker {
     const parsed = CompletionJobSchema.safeParse(job.data);
     if (!parsed.success) return;
     this.#logger.error("a job's workers died too often: its stream is ended with an error", { model: this.modelId, jobId: job.id });
+    this.#tenantEnded(parsed.data);
     const ending = this.#runner.run(parsed.data, NEVER_ABORTED, "abandoned").catch((failure: unknown) => {
       this.#logger.error("could not end the stream of an abandoned job", { model: this.modelId, jobId: job.id, error: failure as Error });
     });

@@ -6,8 +6,15 @@ import type { AppDeps } from "../appDeps.ts";
 import { requestMetadata } from "../http/requestMetadata.ts";
 import { validate } from "../http/validate.ts";
 import { adminAuth } from "./adminAuth.ts";
-import { FindAccountQuerySchema, SetSubscriptionBodySchema, type FindAccountQuery, type SetSubscriptionBody } from "./adminSchemas.ts";
-import { operatorActions } from "./operatorActions.ts";
+import {
+  FindAccountQuerySchema,
+  SetRateLimitsBodySchema,
+  SetSubscriptionBodySchema,
+  type FindAccountQuery,
+  type SetRateLimitsBody,
+  type SetSubscriptionBody,
+} from "./adminSchemas.ts";
+import { operatorActions, rateLimitsFromView } from "./operatorActions.ts";
 
 /** A malformed account id names no account: 404, like an unknown one. Sets ctx.state.accountId. */
 async function accountIdParam(ctx: Context, next: Next): Promise<void> {
@@ -37,6 +44,14 @@ export function adminRoutes(deps: AppDeps): Router {
       requestMetadata(ctx, "admin"),
     );
     deps.logger.info("subscription set by operator", { accountId, appendedEvents: result.appendedEvents, requestId: ctx.state.requestId });
+    ctx.body = result.account;
+  });
+
+  router.put("/accounts/:account_id/rate_limits", requireAdmin, accountIdParam, validate(SetRateLimitsBodySchema), async (ctx) => {
+    const accountId = ctx.state.accountId as string;
+    const body = ctx.state.body as SetRateLimitsBody;
+    const result = await operatorActions.setRateLimits(deps, { accountId }, rateLimitsFromView(body), requestMetadata(ctx, "admin"));
+    deps.logger.info("rate limits set by operator", { accountId, appendedEvents: result.appendedEvents, requestId: ctx.state.requestId });
     ctx.body = result.account;
   });
 

@@ -20,3 +20,21 @@ export type AccountIdParams = z.infer<typeof AccountIdParamsSchema>;
 
 export const FindAccountQuerySchema = z.object({ email: EmailSchema }).strict();
 export type FindAccountQuery = z.infer<typeof FindAccountQuerySchema>;
+
+const RateLimitValueSchema = z.number().int("must be an integer").positive("must be a positive integer").max(1_000_000_000_000).nullable().optional();
+
+/**
+ * `PUT /api/v1/admin/accounts/{account_id}/rate_limits`: the subscription's rate limits, per account and
+ * per key (each key of the account). A field omitted or null: the deployment's default (configuration).
+ */
+export const SetRateLimitsBodySchema = z
+  .object({
+    requests_per_minute: RateLimitValueSchema,
+    tokens_per_minute: RateLimitValueSchema,
+    concurrent_requests: RateLimitValueSchema,
+    key_requests_per_minute: RateLimitValueSchema,
+    key_tokens_per_minute: RateLimitValueSchema,
+    key_concurrent_requests: RateLimitValueSchema,
+  })
+  .strict();
+export type SetRateLimitsBody = z.infer<typeof SetRateLimitsBodySchema>;

@@ -33,6 +33,10 @@ async function run(command: Exclude<AdminCommand, { command: "help" }>): Promise
       await exportAuditLog(pool, account.id, command.format, process.stdout);
       return undefined;
     }
+    if (command.command === "set-rate-limits") {
+      const set = await operatorActions.setRateLimits(deps, command.selector, command.limits, { correlationId: randomUUID(), actor: "admin" });
+      return set.account;
+    }
     const result = await operatorActions.setSubscription(deps, command.selector, command.change, {
       correlationId: randomUUID(),
       actor: "admin",

@@ -4,6 +4,7 @@ import { AccountIdSchema, EmailSchema } from "../accounts/accountSchemas.ts";
 import type { AccountSelector } from "../accounts/findAccount.ts";
 import { MonthlyBudgetChfSchema, SubscriptionStatusSchema } from "./adminSchemas.ts";
 import type { SubscriptionChange } from "./operatorActions.ts";
+import { NO_RATE_LIMITS, type RateLimits } from "../../ledger/accounts/accountEvents.ts";
 
 export const ADMIN_USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -11,6 +12,10 @@ Commands:
   find-account      (--email <email> | --account-id <uuid>)
   set-subscription  (--email <email> | --account-id <uuid>) --status active|inactive [--budget-chf <number>]
                     (without --budget-chf the monthly budget stays as it is)
+  set-rate-limits   (--email <email> | --account-id <uuid>) [--requests-per-minute N] [--tokens-per-minute N]
+                    [--concurrent-requests N] [--key-requests-per-minute N] [--key-tokens-per-minute N]
+                    [--key-concurrent-requests N]
+                    (the whole set: a limit not given is the deployment's default)
   export            (--email <email> | --account-id <uuid> | --account <uuid>) [--format ndjson|csv]
                     (the account's history with each event's hashes, to stdout; docs/audit.md)
   help
@@ -21,6 +26,7 @@ export type AdminCommand =
   | { command: "help" }
   | { command: "find-account"; selector: AccountSelector }
   | { command: "set-subscription"; selector: AccountSelector; change: SubscriptionChange }
+  | { command: "set-rate-limits"; selector: AccountSelector; limits: RateLimits }
   | { command: "export"; selector: AccountSelector; format: "ndjson" | "csv" };
 
 /** Bad command-line input: the CLI prints the message and the usage, and exits with status 2. */
@@ -40,6 +46,12 @@ const OPTIONS = {
   "budget-chf": { type: "string" },
   account: { type: "string" },
   format: { type: "string" },
+  "requests-per-minute": { type: "string" },
+  "tokens-per-minute": { type: "string" },
+  "concurrent-requests": { type: "string" },
+  "key-requests-per-minute": { type: "string" },
+  "key-tokens-per-minute": { type: "string" },
+  "key-concurrent-requests": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -52,6 +64,21 @@ const SetSubscriptionFlagsSchema = z.object({
   status: SubscriptionStatusSchema,
   "budget-chf": z.string().regex(DECIMAL, "must be a number >= 0, e.g. 50 or 12.5").transform(Number).pipe(MonthlyBudgetChfSchema).optional(),
 });
+
+const LIMIT_FLAGS = {
+  "requests-per-minute": "requestsPerMinute",
+  "tokens-per-minute": "tokensPerMinute",
+  "concurrent-requests": "concurrentRequests",
+  "key-requests-per-minute": "keyRequestsPerMinute",
+  "key-tokens-per-minute": "keyTokensPerMinute",
+  "key-concurrent-requests": "keyConcurrentRequests",
+} as const satisfies Record<string, keyof RateLimits>;
+
+const PositiveIntegerFlag = z
+  .string()
+  .regex(/^[1-9]\d{0,12}$/, "must be a positive integer")
+  .transform(Number)
+  .optional();
 
 function parseFlags<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
   const result = schema.safeParse(input);
@@ -96,6 +123,17 @@ export function parseAdminArgs(argv: string[]): AdminCommand {
       const flags = parseFlags(SetSubscriptionFlagsSchema, { status: values.status, "budget-chf": values["budget-chf"] });
       const budget = flags["budget-chf"];
       return { command, selector, change: { status: flags.status, ...(budget === undefined ? {} : { monthlyBudgetChf: budget }) } };
+    }
+    case "set-rate-limits": {
+      if (values.format !== undefined || values.status !== undefined || values["budget-chf"] !== undefined) {
+        throw new AdminUsageError("set-rate-limits takes only an account and limit flags");
+      }
+      const limits: RateLimits = { ...NO_RATE_LIMITS };
+      for (const [flag, field] of Object.entries(LIMIT_FLAGS) as [keyof typeof LIMIT_FLAGS, keyof RateLimits][]) {
+        const value = parseFlags(z.object({ [flag]: PositiveIntegerFlag }), { [flag]: values[flag] })[flag];
+        limits[field] = value ?? null;
+      }
+      return { command, selector, limits };
     }
     default:
       throw new AdminUsageError(`unknown command: ${command}`);

@@ -51,8 +51,28 @@ describe("parseAdminArgs", () => {
     [["find-account", "--email", "a@b.ch", "--verbose"], "--verbose"],
     [["find-account", "extra", "--email", "a@b.ch"], "unexpected argument: extra"],
     [["delete-everything", "--email", "a@b.ch"], "unknown command: delete-everything"],
+    [["set-rate-limits", "--email", "a@b.ch", "--requests-per-minute", "0"], "--requests-per-minute"],
+    [["set-rate-limits", "--email", "a@b.ch", "--tokens-per-minute", "1.5"], "--tokens-per-minute"],
+    [["set-rate-limits", "--email", "a@b.ch", "--status", "active"], "set-rate-limits takes only"],
   ])("refuses %j with a message naming the problem", (argv, mentions) => {
     expect(() => parseAdminArgs(argv)).toThrow(AdminUsageError);
     expect(() => parseAdminArgs(argv)).toThrow(mentions);
+  });
+});
+
+describe("parseAdminArgs set-rate-limits", () => {
+  it("takes the limits given and leaves the others to the defaults (null)", () => {
+    expect(parseAdminArgs(["set-rate-limits", "--email", "A@b.ch", "--requests-per-minute", "60", "--key-concurrent-requests", "2"])).toEqual({
+      command: "set-rate-limits",
+      selector: { email: "a@b.ch" },
+      limits: {
+        requestsPerMinute: 60,
+        tokensPerMinute: null,
+        concurrentRequests: null,
+        keyRequestsPerMinute: null,
+        keyTokensPerMinute: null,
+        keyConcurrentRequests: 2,
+      },
+    });
   });
 });

@@ -5,6 +5,10 @@ import { redisAway, type Redis } from "../../redis/createRedis.ts";
 import { writeTogetherThisTurn } from "../../redis/writeTogether.ts";
 import type { InferenceKeys } from "../../contracts/inferenceKeys.ts";
 import { ServiceUnavailableError } from "../http/errors.ts";
+import { jobPriority } from "../../contracts/lanes.ts";
+
+/** Asking BullMQ for the count of every priority up to a job's own costs one argument each: beyond this, the total is used. */
+const MAX_PRIORITIES_COUNTED = 512;
 
 /**
  * The producer side of the per-model BullMQ queues (one Queue object per model, created on first use,
@@ -40,11 +44,14 @@ export class CompletionQueues {
    * not silently re-run (its deltas were already sent). Finished jobs are removed; failed ones kept a while.
    * Fails at once with redis_unavailable while the connection is down: a queue created then would wait
    * for Redis to come back (BullMQ's start-up), and the job could be queued long after its client gave up.
+   * Every job has a BullMQ priority (lanes.ts: its lane and its account's fair-share rank; never 0, which
+   * BullMQ would serve before every prioritized job).
    */
   async enqueue(job: CompletionJob): Promise<void> {
     if (this.away) throw new ServiceUnavailableError("redis");
     await this.queue(job.model).add(RUN_COMPLETION, job, {
       jobId: job.completionId,
+      priority: job.priority ?? jobPriority(job.lane ?? "interactive", 0),
       attempts: 1,
       removeOnComplete: true,
       removeOnFail: { age: 3600, count: 1000 },
@@ -60,9 +67,21 @@ export class CompletionQueues {
     writeTogetherThisTurn(this.#redis, last);
   }
 
-  /** Jobs waiting for a worker of the model (BullMQ's waiting count). */
+  /** Jobs waiting for a worker of the model (BullMQ's waiting and prioritized jobs: every job here has a priority). */
   async waitingCount(modelId: string): Promise<number> {
-    return this.queue(modelId).getWaitingCount();
+    return this.queue(modelId).getJobCountByTypes("waiting", "prioritized");
+  }
+
+  /**
+   * Where a job of this priority stands in the model's queue: the waiting jobs a worker takes before or
+   * with it (every priority up to its own, itself included), through BullMQ's public getCountsPerPriority.
+   * A priority too far down (a lower lane's) is answered with the whole waiting count.
+   */
+  async positionOf(modelId: string, priority: number): Promise<number> {
+    if (priority > MAX_PRIORITIES_COUNTED) return this.waitingCount(modelId);
+    const priorities = Array.from({ length: priority + 1 }, (_, p) => p);
+    const counts = await this.queue(modelId).getCountsPerPriority(priorities);
+    return Object.values(counts).reduce((sum, n) => sum + n, 0);
   }
 
   /**

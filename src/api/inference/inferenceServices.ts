@@ -16,6 +16,8 @@ import { ReplayFollower } from "./relay/replayFollower.ts";
 import type { PlatformMetrics } from "../../observability/metrics.ts";
 import { readQueueDepth } from "./queueDepth.ts";
 import { JsonSchemaValidator } from "./jsonSchemas/jsonSchemaProblem.ts";
+import { TenantCounters } from "../../contracts/tenantCounters.ts";
+import { TenantAdmission } from "./admission/tenantAdmission.ts";
 
 /**
  * What the inference and models routes of one API process use: the registry, worker presence, the
@@ -46,6 +48,8 @@ export type InferenceServices = {
   speculation: SpeculationPolicy;
   /** Validates the JSON Schemas of requests (tool parameters, response formats). */
   schemas: JsonSchemaValidator;
+  /** Rate limits, queue share and fair-share rank of each request (before its budget hold). */
+  tenants: TenantAdmission;
   close(): Promise<void>;
 };
 
@@ -65,7 +69,15 @@ export function createInferenceServices(
     timeouts: poolTimeouts(config, "api"),
     onConnectionLost: (error) => logger.warn("postgres connection lost", { pool: "api-holds", error }),
   });
-  const unwatch = [metrics.sources.addPool("api-holds", holdPool), metrics.sources.addQueueDepth(() => readQueueDepth(queues, registry))];
+  const counters = new TenantCounters(redis, config.redisPrefix);
+  const unwatch = [metrics.sources.addPool("api-holds", holdPool), metrics.sources.addQueueDepth(() => readQueueDepth(queues, registry, counters))];
+  const tenants = new TenantAdmission({
+    counters,
+    db: holdPool,
+    settings: config.tenants,
+    queueMaxWaiting: config.queueMaxWaiting,
+    onRefusal: (reason) => metrics.admission.refusals.inc({ reason }),
+  });
   const records = new CompletionRecords(redis, keys, config.completionRetentionSeconds);
   const abandonment = new AbandonmentWatch({
     records,
@@ -92,6 +104,7 @@ export function createInferenceServices(
     abandonment,
     idempotency: new IdempotencyKeys(redis, keys, config.idempotencyTtlSeconds),
     schemas: new JsonSchemaValidator(),
+    tenants,
     follow: (completionId, afterSeq) => new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs }),
     limits: {
       jobStartTimeoutMs: config.jobStartTimeoutMs,

@@ -9,6 +9,8 @@ import { principalOf } from "./requireInference.ts";
 import { startEnqueueSpan, traceRelay } from "./run/traceJob.ts";
 import type { AccessLogInference } from "../http/accessLog.ts";
 import type { RunningJob } from "./relay/runningJob.ts";
+import type { Lane } from "../../contracts/lanes.ts";
+import { ModelUnavailableError } from "../http/errors.ts";
 
 export type InferenceJobSpec = {
   model: RegisteredModel;
@@ -26,15 +28,22 @@ export type InferenceJobSpec = {
   patient?: boolean;
   /** The request's stream_options.include_usage, kept for a resumed stream. */
   includeUsage?: boolean;
+  /**
+   * The scheduling lane (default interactive): `background` for work nobody waits on right now,
+   * `batch` for Batch API lines. A lower lane only gets a slot no higher lane's job waits for.
+   */
+  lane?: Lane;
   /** The request is admitted and queued (its hold placed): a stream may open its response. */
   onAdmitted?: () => void;
-  /** The number of jobs waiting for the model when this one was queued (this one included). */
+  /** Where the job stands in line once queued (by lane and fair-share rank), this one included. */
   onPosition?: (position: number) => void;
 };
 
 /**
- * The common path of every inference endpoint after validation: admission (hold the worst-case cost on
- * the monthly budget: 429 / 402, released if the job never runs) and the job on the model's queue
+ * The common path of every inference endpoint after validation: the per-tenant limits and fair-share
+ * rank (TenantAdmission: 429 requests / tokens / concurrency / queue_share, one Redis script; OpenAI's
+ * x-ratelimit-* headers), admission (hold the worst-case cost on the monthly budget: 429 / 402, released
+ * if the job never runs) and the job on the model's queue, at its lane's and rank's priority,
  * carrying ids, the request and the trace context (never a secret); the job first and the hold right
  * after it when admitWithHold may speculate. Resolves once a worker started the job.
  */
@@ -46,7 +55,21 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
   const principal = principalOf(ctx);
   const logged: AccessLogInference = { model: model.id };
   ctx.state.inference = logged;
-  const target = { model: model.id, endpoint, completionId };
+  const lane = spec.lane ?? "interactive";
+  const startTimeoutMs = spec.stream || spec.patient ? inference.limits.jobStartTimeoutStreamMs : inference.limits.jobStartTimeoutMs;
+  const tenant = await inference.tenants.admit(ctx, {
+    completionId,
+    accountId: principal.accountId,
+    keyId: principal.keyId,
+    model: model.id,
+    work,
+    contextLength: model.context_length,
+    lane,
+    // A later prompt of a multi-prompt completion is part of the same request.
+    countsAsRequest: !spec.patient,
+    waitTtlMs: startTimeoutMs,
+  });
+  const target = { model: model.id, endpoint, completionId, lane };
   const enqueue = startEnqueueSpan(target);
   const { traceparent } = enqueue;
   const request: Omit<CompletionJob, "replyTo"> = {
@@ -57,10 +80,11 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
     keyId: principal.keyId,
     created,
     ...(traceparent ? { traceparent } : {}),
+    lane,
+    priority: tenant.priority,
     work,
   };
   const admission = { pool: inference.holdPool, clock: deps.clock, policy: inference.speculation, metrics: deps.metrics };
-  const startTimeoutMs = spec.stream || spec.patient ? inference.limits.jobStartTimeoutStreamMs : inference.limits.jobStartTimeoutMs;
   const reasoning = model.capabilities.reasoning;
   const job = await admitWithHold(
     admission,
@@ -82,12 +106,17 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
     },
   ).catch((error: unknown) => {
     enqueue.end(error);
+    // Never started (or given up on): out of the account's in-flight counts, its tokens given back.
+    void inference.tenants.release(tenant).catch(() => undefined);
+    if (error instanceof ModelUnavailableError && error.code === "queue_full") deps.metrics.admission.refusals.inc({ reason: "queue_full" });
     throw error;
   });
   enqueue.end();
   return traceRelay(job, target, (usage) => {
     logged.inputTokens = usage.promptTokens;
     logged.outputTokens = usage.completionTokens;
+    // The tokens counted at admission and not used go back to the window they were counted in.
+    void inference.tenants.reconcile(tenant, usage.promptTokens + usage.completionTokens).catch(() => undefined);
   });
 }
 

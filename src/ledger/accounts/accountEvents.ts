@@ -20,6 +20,29 @@ export const MonthlyBudgetSetSchema = z.object({
   type: z.literal("MonthlyBudgetSet"),
   data: z.object({ accountId: z.string(), monthlyBudgetMicroChf: z.number().int().nonnegative(), setAt: z.string() }),
 });
+/** One subscription's rate limits; null: the deployment's default (config). */
+export const RateLimitsSchema = z.object({
+  requestsPerMinute: z.number().int().positive().nullable(),
+  tokensPerMinute: z.number().int().positive().nullable(),
+  concurrentRequests: z.number().int().positive().nullable(),
+  keyRequestsPerMinute: z.number().int().positive().nullable(),
+  keyTokensPerMinute: z.number().int().positive().nullable(),
+  keyConcurrentRequests: z.number().int().positive().nullable(),
+});
+export type RateLimits = z.infer<typeof RateLimitsSchema>;
+export const NO_RATE_LIMITS: RateLimits = {
+  requestsPerMinute: null,
+  tokensPerMinute: null,
+  concurrentRequests: null,
+  keyRequestsPerMinute: null,
+  keyTokensPerMinute: null,
+  keyConcurrentRequests: null,
+};
+/** The operator set the subscription's rate limits (the whole set: a null falls back to the default). */
+export const RateLimitsSetSchema = z.object({
+  type: z.literal("RateLimitsSet"),
+  data: z.object({ accountId: z.string(), limits: RateLimitsSchema, setAt: z.string() }),
+});
 export const KeyCreatedSchema = z.object({
   type: z.literal("KeyCreated"),
   data: z.object({
@@ -47,6 +70,7 @@ export const AccountEventSchema = z.discriminatedUnion("type", [
   SubscriptionActivatedSchema,
   SubscriptionCancelledSchema,
   MonthlyBudgetSetSchema,
+  RateLimitsSetSchema,
   KeyCreatedSchema,
   KeyRenamedSchema,
   KeyRevokedSchema,

@@ -1,4 +1,4 @@
-import type { AccountEvent } from "./accountEvents.ts";
+import { NO_RATE_LIMITS, type AccountEvent, type RateLimits } from "./accountEvents.ts";
 
 export type KeyState = { keyId: string; name: string; status: "active" | "revoked" };
 
@@ -8,11 +8,12 @@ export type AccountState = {
   email: string | null;
   subscriptionStatus: "active" | "inactive";
   monthlyBudgetMicroChf: number;
+  rateLimits: RateLimits;
   keys: Record<string, KeyState>;
 };
 
 export function initialAccountState(): AccountState {
-  return { exists: false, accountId: null, email: null, subscriptionStatus: "inactive", monthlyBudgetMicroChf: 0, keys: {} };
+  return { exists: false, accountId: null, email: null, subscriptionStatus: "inactive", monthlyBudgetMicroChf: 0, rateLimits: NO_RATE_LIMITS, keys: {} };
 }
 
 export function activeKeyCount(state: AccountState): number {
@@ -30,6 +31,8 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
       return { ...state, subscriptionStatus: "inactive" };
     case "MonthlyBudgetSet":
       return { ...state, monthlyBudgetMicroChf: event.data.monthlyBudgetMicroChf };
+    case "RateLimitsSet":
+      return { ...state, rateLimits: event.data.limits };
     case "KeyCreated":
       return { ...state, keys: { ...state.keys, [event.data.keyId]: { keyId: event.data.keyId, name: event.data.name, status: "active" } } };
     case "KeyRenamed": {

@@ -26,6 +26,11 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
       }
       return events;
     }
+    case "SetRateLimits": {
+      const same = (Object.keys(command.limits) as (keyof typeof command.limits)[]).every((k) => command.limits[k] === state.rateLimits[k]);
+      if (same) return [];
+      return [{ type: "RateLimitsSet", data: { accountId, limits: command.limits, setAt: at } }];
+    }
     case "CreateKey": {
       if (activeKeyCount(state) >= MAX_ACTIVE_KEYS) {
         throw new DomainError("invalid", `An account may hold at most ${MAX_ACTIVE_KEYS} active API keys. Revoke a key before creating another.`, {

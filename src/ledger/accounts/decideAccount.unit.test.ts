@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { AccountNotFoundError, DomainError } from "../domainError.ts";
 import type { AccountCommand } from "./accountCommands.ts";
-import type { AccountEvent } from "./accountEvents.ts";
+import { NO_RATE_LIMITS, type AccountEvent } from "./accountEvents.ts";
 import { evolveAccount, initialAccountState } from "./accountState.ts";
 import { decideAccount } from "./decideAccount.ts";
 
@@ -83,6 +83,27 @@ describe("decideAccount: subscriptions", () => {
     given([registered, activated, { type: "SubscriptionCancelled", data: { accountId, cancelledAt: at } }])
       .when(setSubscription("active"))
       .then([activated]);
+  });
+});
+
+describe("decideAccount: rate limits", () => {
+  const limits = { ...NO_RATE_LIMITS, requestsPerMinute: 60, keyConcurrentRequests: 2 };
+  const limitsSet: AccountEvent = { type: "RateLimitsSet", data: { accountId, limits, setAt: at } };
+  it("records the subscription's new rate limits", () => {
+    given([registered, activated]).when({ type: "SetRateLimits", limits, now }).then([limitsSet]);
+  });
+  it("records nothing when the limits are already these", () => {
+    given([registered, activated, limitsSet])
+      .when({ type: "SetRateLimits", limits: { ...limits }, now })
+      .then([]);
+  });
+  it("records a return to the defaults", () => {
+    given([registered, limitsSet])
+      .when({ type: "SetRateLimits", limits: NO_RATE_LIMITS, now })
+      .then([{ type: "RateLimitsSet", data: { accountId, limits: NO_RATE_LIMITS, setAt: at } }]);
+  });
+  it("refuses an unknown account", () => {
+    given([]).when({ type: "SetRateLimits", limits, now }).thenThrows(AccountNotFoundError);
   });
 });
 

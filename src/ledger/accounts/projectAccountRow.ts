@@ -20,6 +20,9 @@ export async function projectAccountRow(db: Queryable, event: AccountEvent): Pro
     case "MonthlyBudgetSet":
       await db.query("UPDATE rm_accounts SET monthly_budget_micro_chf = $2 WHERE account_id = $1", [event.data.accountId, event.data.monthlyBudgetMicroChf]);
       return;
+    case "RateLimitsSet":
+      await db.query("UPDATE rm_accounts SET rate_limits = $2 WHERE account_id = $1", [event.data.accountId, JSON.stringify(event.data.limits)]);
+      return;
     default:
       return;
   }

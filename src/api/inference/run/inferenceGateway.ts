@@ -37,7 +37,10 @@ export type StartOptions = {
   includeUsage?: boolean;
   /** Called once Redis acknowledged the enqueue (before a worker started the job). */
   onQueued?: () => void;
-  /** The number of jobs waiting for the model when this one was queued (this one included). */
+  /**
+   * Where the job stands in line once queued: the waiting jobs a worker takes before it (by lane and
+   * fair-share priority), this one included.
+   */
   onPosition?: (position: number) => void;
 };
 
@@ -162,7 +165,12 @@ export class InferenceGateway {
       }
       // Queued and not refused: admission may go on (a stream opens its response), then hear its position.
       options.onQueued?.();
-      if (waiting.status === "fulfilled") options.onPosition?.(Math.max(1, waiting.value));
+      // Its place in line by the scheduling (lane and fair-share rank: the jobs a worker takes before it).
+      // (Read while the job waits: the feed keeps the worker's messages meanwhile.)
+      if (options.onPosition && waiting.status === "fulfilled") {
+        const position = job.priority === undefined ? waiting.value : await this.#queues.positionOf(job.model, job.priority).catch(() => waiting.value);
+        options.onPosition(Math.max(1, position));
+      }
       await this.#awaitStart(feed, job, options.startTimeoutMs, silent);
     } catch (error) {
       feed.close();

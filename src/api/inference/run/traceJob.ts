@@ -6,7 +6,7 @@ import { platformTracer } from "../../../observability/telemetry.ts";
 import { traceparentOf } from "../../../observability/traceContext.ts";
 import type { RunningJob } from "../relay/runningJob.ts";
 
-export type JobSpanTarget = { model: string; endpoint: Endpoint; completionId: string };
+export type JobSpanTarget = { model: string; endpoint: Endpoint; completionId: string; lane?: string };
 
 /** The enqueue of a job: its span, and the traceparent the job carries (the worker's spans are children of it). */
 export type EnqueueSpan = { traceparent: string | undefined; end(error?: unknown): void };
@@ -26,6 +26,7 @@ export function startEnqueueSpan(target: JobSpanTarget): EnqueueSpan {
       [MESSAGING.messageId]: target.completionId,
       [GEN_AI.operationName]: genAiOperation(target.endpoint),
       [GEN_AI.requestModel]: target.model,
+      ...(target.lane ? { "inference.lane": target.lane } : {}),
     },
   });
   let ended = false;

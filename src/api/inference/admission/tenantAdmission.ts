@@ -1,0 +1,179 @@
+import type { Context } from "koa";
+import type { Config } from "../../../config/config.ts";
+import type { Lane } from "../../../contracts/lanes.ts";
+import { jobPriority } from "../../../contracts/lanes.ts";
+import type { CountedTokens, RefusalReason, TenantCounters, TenantJob, TenantLimits } from "../../../contracts/tenantCounters.ts";
+import { NO_RATE_LIMITS, RateLimitsSchema, type RateLimits } from "../../../ledger/accounts/accountEvents.ts";
+import type { Queryable } from "../../../ledger/eventStore/types.ts";
+import { ApiError } from "../../http/errors.ts";
+import { promptTokensUpperBound } from "./promptTokensUpperBound.ts";
+import { rateLimitHeaders } from "./rateLimitHeaders.ts";
+import type { HoldableWork } from "./jobHoldMicroChf.ts";
+
+/** How long an account's rate limits read from rm_accounts are used before they are read again. */
+export const LIMITS_CACHE_MS = 5_000;
+
+export type TenantAdmissionInput = TenantJob & {
+  work: HoldableWork;
+  contextLength: number;
+  lane: Lane;
+  countsAsRequest: boolean;
+  /** How long the job may wait for a worker (its start timeout). */
+  waitTtlMs: number;
+};
+
+/** An admitted job's place: its BullMQ priority, and the tokens counted for it (to reconcile at its end). */
+export type TenantAdmitted = { priority: number; lane: Lane; counted: CountedTokens; job: TenantJob };
+
+const MESSAGES: Record<RefusalReason, (limit: string) => string> = {
+  requests: (limit) => `Rate limit reached for requests per minute (${limit}). Retry after the time in Retry-After.`,
+  tokens: (limit) =>
+    `Rate limit reached for tokens per minute (${limit}); a request counts its prompt and the most it may generate (max_tokens). Retry after the time in Retry-After, or ask for fewer tokens.`,
+  concurrency: (limit) => `Too many requests in progress at once (${limit}). Retry once one of them has finished.`,
+  queue_share: (limit) =>
+    `This account already has ${limit} requests waiting for this model, its share of the model's queue. Retry once some of them have started.`,
+};
+
+/** 429 rate_limit_exceeded of a per-tenant limit: the SDKs may retry it (x-should-retry: true) after Retry-After. */
+export class TenantRateLimitError extends ApiError {
+  readonly reason: RefusalReason;
+  constructor(reason: RefusalReason, limit: string, retryAfterMs: number, headers: Record<string, string>, retry = true) {
+    super(429, "rate_limit_exceeded", MESSAGES[reason](limit), {
+      code: reason,
+      headers: { ...headers, "retry-after": String(Math.max(1, Math.ceil(retryAfterMs / 1000))), "x-should-retry": retry ? "true" : "false" },
+    });
+    this.reason = reason;
+  }
+}
+
+/**
+ * The per-tenant side of admission, before the budget hold: the request's rate limits (requests and
+ * tokens per minute, concurrent requests; per key and per account, from the subscription or the
+ * defaults), the account's share of the model's waiting jobs, and its fair-share rank: all in one
+ * script call (TenantCounters). Sets OpenAI's x-ratelimit-* headers on the answer; a refusal is a 429
+ * with the limit's code, Retry-After and x-should-retry: true.
+ */
+export class TenantAdmission {
+  readonly #counters: TenantCounters;
+  readonly #db: Queryable;
+  readonly #settings: Config["tenants"];
+  readonly #queueShare: number;
+  readonly #now: () => number;
+  readonly #limits = new Map<string, { limits: RateLimits; readAt: number }>();
+  readonly #onRefusal: (reason: RefusalReason) => void;
+
+  constructor(deps: {
+    counters: TenantCounters;
+    db: Queryable;
+    settings: Config["tenants"];
+    queueMaxWaiting: number;
+    now?: () => number;
+    onRefusal?: (reason: RefusalReason) => void;
+  }) {
+    this.#counters = deps.counters;
+    this.#db = deps.db;
+    this.#settings = deps.settings;
+    // A share of 1 is the whole queue: no bound of its own (the queue's, 503 queue_full, applies).
+    this.#queueShare =
+      deps.settings.queueAccountShare >= 1 ? Number.MAX_SAFE_INTEGER : Math.max(1, Math.floor(deps.settings.queueAccountShare * deps.queueMaxWaiting));
+    this.#now = deps.now ?? Date.now;
+    this.#onRefusal = deps.onRefusal ?? (() => undefined);
+  }
+
+  get counters(): TenantCounters {
+    return this.#counters;
+  }
+
+  async admit(ctx: Context, input: TenantAdmissionInput): Promise<TenantAdmitted> {
+    const limits = this.#effective(await this.#rateLimits(input.accountId));
+    const tokens = countedTokens(input.work, input.contextLength);
+    // The lane's waiting set (metrics only) goes out with the script, without waiting for it.
+    const waitTtlMs = input.waitTtlMs + 5_000;
+    void this.#counters.laneEnqueued(input.model, input.lane, input.completionId, waitTtlMs).catch(() => undefined);
+    const result = await this.#counters.admit({
+      completionId: input.completionId,
+      accountId: input.accountId,
+      keyId: input.keyId,
+      model: input.model,
+      tokens,
+      countsAsRequest: input.countsAsRequest,
+      limits,
+      waitTtlMs,
+      runTtlMs: this.#settings.inFlightTtlMs,
+    });
+    const headers = rateLimitHeaders(result);
+    ctx.set(headers);
+    if (result.refused) {
+      void this.#counters.laneLeft(input.model, input.lane, input.completionId).catch(() => undefined);
+      this.#onRefusal(result.refused);
+      const limit = limitText(result.refused, limits, tokens);
+      // A request larger than the tokens limit itself can never pass: retrying does not help.
+      const hopeless = result.refused === "tokens" && tokens > Math.min(limits.key.tokensPerMinute, limits.account.tokensPerMinute);
+      throw new TenantRateLimitError(result.refused, limit, result.retryAfterMs, headers, !hopeless);
+    }
+    const job: TenantJob = { completionId: input.completionId, accountId: input.accountId, keyId: input.keyId, model: input.model };
+    return { priority: jobPriority(input.lane, result.inFlightBefore), lane: input.lane, counted: { window: result.window, tokens }, job };
+  }
+
+  /** The job never ran (or its start failed): out of the in-flight sets, its tokens given back. */
+  async release(admitted: TenantAdmitted): Promise<void> {
+    await Promise.all([
+      this.#counters.release(admitted.job, admitted.counted),
+      this.#counters.laneLeft(admitted.job.model, admitted.lane, admitted.job.completionId),
+    ]);
+  }
+
+  /** The job ended with this usage: the tokens counted at admission and not used are given back. */
+  async reconcile(admitted: TenantAdmitted, usedTokens: number): Promise<void> {
+    await this.#counters.release(admitted.job, { window: admitted.counted.window, tokens: admitted.counted.tokens - usedTokens });
+  }
+
+  #effective(limits: RateLimits): TenantLimits {
+    const d = this.#settings;
+    return {
+      account: {
+        requestsPerMinute: limits.requestsPerMinute ?? d.account.requestsPerMinute,
+        tokensPerMinute: limits.tokensPerMinute ?? d.account.tokensPerMinute,
+        concurrentRequests: limits.concurrentRequests ?? d.account.concurrentRequests,
+      },
+      key: {
+        requestsPerMinute: limits.keyRequestsPerMinute ?? d.key.requestsPerMinute,
+        tokensPerMinute: limits.keyTokensPerMinute ?? d.key.tokensPerMinute,
+        concurrentRequests: limits.keyConcurrentRequests ?? d.key.concurrentRequests,
+      },
+      queueShare: this.#queueShare,
+    };
+  }
+
+  /** The subscription's limits (rm_accounts.rate_limits), read at most every LIMITS_CACHE_MS per account. */
+  async #rateLimits(accountId: string): Promise<RateLimits> {
+    const now = this.#now();
+    const cached = this.#limits.get(accountId);
+    if (cached && now - cached.readAt < LIMITS_CACHE_MS) return cached.limits;
+    const result = await this.#db.query<{ rate_limits: unknown }>("SELECT rate_limits FROM rm_accounts WHERE account_id = $1", [accountId]);
+    const parsed = RateLimitsSchema.safeParse(result.rows[0]?.rate_limits);
+    const limits = parsed.success ? parsed.data : NO_RATE_LIMITS;
+    if (this.#limits.size > 10_000) this.#limits.clear();
+    this.#limits.set(accountId, { limits, readAt: now });
+    return limits;
+  }
+}
+
+/** The tokens a request counts at admission: its prompt's upper bound plus the most it may generate. */
+export function countedTokens(work: HoldableWork, contextLength: number): number {
+  if (work.kind === "chat") return promptTokensUpperBound([work.request], contextLength) + work.request.maxTokens;
+  return work.input.reduce((sum, text) => sum + promptTokensUpperBound([text], contextLength), 0);
+}
+
+function limitText(reason: RefusalReason, limits: TenantLimits, tokens: number): string {
+  switch (reason) {
+    case "requests":
+      return `key ${limits.key.requestsPerMinute}, account ${limits.account.requestsPerMinute}`;
+    case "tokens":
+      return `key ${limits.key.tokensPerMinute}, account ${limits.account.tokensPerMinute}; this request counts ${tokens}`;
+    case "concurrency":
+      return `key ${limits.key.concurrentRequests}, account ${limits.account.concurrentRequests}`;
+    case "queue_share":
+      return String(limits.queueShare);
+  }
+}

@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Tenant, TENANT_MODEL, TenantPlatform, tenantChat } from "./tenantPlatform.ts";
+
+/**
+ * Rate limits per key and per account, set per subscription through the admin API, counted in Redis
+ * so two API processes agree: OpenAI's x-ratelimit-* headers count down across both APIs and come back
+ * in the next window; each limit answers 429 rate_limit_exceeded with its code, Retry-After and
+ * x-should-retry: true. The monthly-budget 429 keeps x-should-retry: false and no Retry-After.
+ */
+let platform: TenantPlatform;
+
+beforeAll(async () => {
+  platform = await TenantPlatform.start({ apis: 2, workers: 1, slotsPerWorker: 4, tokens: 10, tokenDelayMs: 20 });
+}, 120_000);
+
+afterAll(async () => {
+  await platform?.stop();
+}, 60_000);
+
+const num = (headers: Headers, name: string) => Number(headers.get(name));
+
+/** Milliseconds of a reset duration in OpenAI's format (`1s`, `59.5s`, `120ms`, `1m0s`). */
+function durationMs(text: string): number {
+  const match = /^(?:(\d+)m)?(?:([\d.]+)s)?(?:(\d+)ms)?$/.exec(text);
+  if (!match) throw new Error(`not a duration: ${text}`);
+  return Number(match[1] ?? 0) * 60_000 + Number(match[2] ?? 0) * 1000 + Number(match[3] ?? 0);
+}
+
+/** Counts within one window: start the sequence early enough in the current minute. */
+async function awayFromWindowEnd(): Promise<void> {
+  const into = Date.now() % 60_000;
+  if (into > 40_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - into + 200));
+}
+
+describe("rate limits per key and per account across two API processes", () => {
+  let r: Tenant;
+  let t: Tenant;
+
+  beforeAll(async () => {
+    [r, t] = await Promise.all([platform.tenant(), platform.tenant()]);
+    expect((await platform.setRateLimits(r.accountId, { key_requests_per_minute: 4 })).status).toBe(200);
+    const set = await platform.setRateLimits(t.accountId, { tokens_per_minute: 2000 });
+    expect(set.status).toBe(200);
+    expect(((await set.json()) as { rate_limits: unknown }).rate_limits).toMatchObject({ tokens_per_minute: 2000, requests_per_minute: null });
+  });
+
+  it("counts requests and tokens down on both APIs, refuses the excess, and resets with the next window", async () => {
+    await awayFromWindowEnd();
+    // Requests per minute of the key: 4, counted across both APIs.
+    const remaining: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const answer = await tenantChat(platform.apis[i % 2]!, r.key);
+      expect(answer.status).toBe(200);
+      expect(num(answer.headers, "x-ratelimit-limit-requests")).toBe(4);
+      remaining.push(num(answer.headers, "x-ratelimit-remaining-requests"));
+      expect(answer.headers.get("x-ratelimit-reset-requests")).toMatch(/^(\d+m)?[\d.]+s$|^\d+ms$/);
+    }
+    expect(remaining).toEqual([3, 2, 1, 0]);
+    const refused = await tenantChat(platform.apis[0]!, r.key);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "requests" });
+    expect(num(refused.headers, "retry-after")).toBeGreaterThanOrEqual(1);
+    expect(num(refused.headers, "retry-after")).toBeLessThanOrEqual(60);
+    expect(refused.headers.get("x-should-retry")).toBe("true");
+    expect(num(refused.headers, "x-ratelimit-remaining-requests")).toBe(0);
+
+    // Tokens per minute of the account: 2000, each request counting its prompt bound + max_tokens at
+    // admission, and given back what it did not use (usage: 20 prompt + 10 completion tokens) at its end.
+    const first = await tenantChat(platform.apis[0]!, t.key, { maxTokens: 50 });
+    expect(first.status).toBe(200);
+    expect(num(first.headers, "x-ratelimit-limit-tokens")).toBe(2000);
+    const counted = 2000 - num(first.headers, "x-ratelimit-remaining-tokens");
+    expect(counted).toBeGreaterThan(50);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const second = await tenantChat(platform.apis[1]!, t.key, { maxTokens: 50 });
+    expect(second.status).toBe(200);
+    // The first request's unused tokens came back: only its 30 used tokens and the second's count remain.
+    expect(num(second.headers, "x-ratelimit-remaining-tokens")).toBe(2000 - 30 - counted);
+    // A big request is admitted, and while it runs a smaller one does not fit any more.
+    const big = tenantChat(platform.apis[0]!, t.key, { maxTokens: 1500 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const excess = await tenantChat(platform.apis[1]!, t.key, { maxTokens: 500 });
+    expect((await big).status).toBe(200);
+    expect(excess.status).toBe(429);
+    expect(excess.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "tokens" });
+    expect(excess.headers.get("x-should-retry")).toBe("true");
+    expect(num(excess.headers, "retry-after")).toBeGreaterThanOrEqual(1);
+
+    // The next window: both limits are back.
+    await new Promise((resolve) => setTimeout(resolve, durationMs(refused.headers.get("x-ratelimit-reset-requests")!) + 300));
+    const again = await tenantChat(platform.apis[1]!, r.key);
+    expect(again.status).toBe(200);
+    expect(num(again.headers, "x-ratelimit-remaining-requests")).toBe(3);
+    const tokensAgain = await tenantChat(platform.apis[0]!, t.key, { maxTokens: 50 });
+    expect(tokensAgain.status).toBe(200);
+    expect(num(tokensAgain.headers, "x-ratelimit-remaining-tokens")).toBe(2000 - counted);
+  }, 120_000);
+
+  it("limits the requests in progress at once per account, over its keys and both APIs, with the headers on a stream", async () => {
+    const k = await platform.tenant();
+    const otherKey = await platform.newKey(k.sessionToken);
+    expect((await platform.setRateLimits(k.accountId, { concurrent_requests: 1 })).status).toBe(200);
+    // A stream in progress (its headers are there once it is admitted).
+    const stream = await fetch(`${platform.apis[0]}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${k.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: TENANT_MODEL, messages: [{ role: "user", content: "Count slowly." }], max_tokens: 50, stream: true }),
+    });
+    expect(stream.status).toBe(200);
+    for (const name of ["limit", "remaining", "reset"]) {
+      expect(stream.headers.get(`x-ratelimit-${name}-requests`)).not.toBeNull();
+      expect(stream.headers.get(`x-ratelimit-${name}-tokens`)).not.toBeNull();
+    }
+    const refused = await tenantChat(platform.apis[1]!, otherKey);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "concurrency" });
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(refused.headers.get("x-should-retry")).toBe("true");
+    expect(await stream.text()).toContain("data: [DONE]");
+    // Once it ended (the worker reports it), the next one is admitted.
+    let next = await tenantChat(platform.apis[1]!, otherKey);
+    for (let i = 0; i < 20 && next.status === 429; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      next = await tenantChat(platform.apis[1]!, otherKey);
+    }
+    expect(next.status).toBe(200);
+  }, 60_000);
+
+  it("tells a client whose request alone is over the tokens limit not to retry it", async () => {
+    const small = await platform.tenant();
+    expect((await platform.setRateLimits(small.accountId, { key_tokens_per_minute: 1000 })).status).toBe(200);
+    const answer = await tenantChat(platform.apis[0]!, small.key, { maxTokens: 5000 });
+    expect(answer.status).toBe(429);
+    expect(answer.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "tokens" });
+    expect(answer.headers.get("x-should-retry")).toBe("false");
+    // Nothing was counted for it: a small request passes at once.
+    const fits = await tenantChat(platform.apis[1]!, small.key, { maxTokens: 20 });
+    expect(fits.status).toBe(200);
+    expect(Number(fits.headers.get("x-ratelimit-limit-tokens"))).toBe(1000);
+  }, 60_000);
+
+  it("keeps the monthly-budget 429: monthly_budget_exceeded, x-should-retry false, no Retry-After", async () => {
+    const poor = await platform.tenant(0);
+    const answer = await tenantChat(platform.apis[1]!, poor.key);
+    expect(answer.status).toBe(429);
+    expect(answer.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "monthly_budget_exceeded" });
+    expect(answer.headers.get("x-should-retry")).toBe("false");
+    expect(answer.headers.get("retry-after")).toBeNull();
+    // A refused request gave its tokens back: the next one counts the same from the full limit.
+    const again = await tenantChat(platform.apis[0]!, poor.key);
+    expect(again.status).toBe(429);
+    expect(num(again.headers, "x-ratelimit-remaining-requests")).toBe(num(answer.headers, "x-ratelimit-remaining-requests") - 1);
+  }, 60_000);
+});
