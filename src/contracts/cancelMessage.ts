@@ -4,12 +4,26 @@ import { z } from "zod";
  * Why a job is stopped, published on InferenceKeys.cancelChannel:
  * - refused: its speculative admission was refused: nothing is charged;
  * - user: the owner cancelled it (POST .../{id}/cancel): the tokens generated so far are charged;
- * - abandoned: nobody listened for the grace period after the last client went away: likewise.
+ * - abandoned: nobody listened for the grace period after the last client went away: likewise;
+ * - lost: the API ended the request early for a reason of the platform's (part of the reply was lost
+ *   with Redis, or the job stayed silent for the idle timeout): only what reached the client is charged,
+ *   the deltas numbered up to `deliveredThroughSeq`.
  */
-export const CancelReasonSchema = z.enum(["refused", "user", "abandoned"]);
+export const CancelReasonSchema = z.enum(["refused", "user", "abandoned", "lost"]);
 export type CancelReason = z.infer<typeof CancelReasonSchema>;
 
-export const CancelMessageSchema = z.object({ completionId: z.string().min(1), reason: CancelReasonSchema }).strict();
+export const CancelMessageSchema = z
+  .object({
+    completionId: z.string().min(1),
+    reason: CancelReasonSchema,
+    /**
+     * The sequence number of the last message the API relayed to the client (-1: none, as for a
+     * non-streamed request, whose client gets nothing before the end). With it, the worker charges the
+     * prompt and the tokens of its deltas numbered up to it, no more.
+     */
+    deliveredThroughSeq: z.number().int().min(-1).optional(),
+  })
+  .strict();
 export type CancelMessage = z.infer<typeof CancelMessageSchema>;
 
 export function encodeCancelMessage(message: CancelMessage): string {

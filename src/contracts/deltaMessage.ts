@@ -24,7 +24,7 @@ export const UsageSchema = z.object({
 });
 
 export const JobErrorSchema = z.object({
-  /** `cancelled`: stopped by its owner or abandoned (see CancelReason); the output so far stands and is charged. */
+  /** `cancelled`: stopped by its owner, abandoned, or its request ended early (see CancelReason); what it charged is in the error message's usage. */
   kind: z.enum(["invalid_request", "unavailable", "internal", "cancelled"]),
   message: z.string(),
   param: z.string().nullable(),

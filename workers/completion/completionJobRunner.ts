@@ -64,6 +64,7 @@ const NO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, reasoningTokens:
 const CANCELLED_MESSAGE = {
   user: "The completion was cancelled by its owner.",
   abandoned: "The completion was stopped: no client was listening to it for the grace period.",
+  lost: "The completion was stopped: its request ended before the reply could reach the client.",
 } as const;
 
 /**
@@ -72,7 +73,11 @@ const CANCELLED_MESSAGE = {
  * outcome, charging the tokens generated before it (counted by the engine), and closes the feed with
  * `error`. A job the API cancels is aborted: when its speculative admission was refused it records
  * nothing; when its owner cancelled it or nobody listened for the grace period, it records a cancelled
- * outcome charging what was generated and ends with an `error` of kind cancelled. A speculative job's
+ * outcome charging what was generated and ends with an `error` of kind cancelled; when the API ended its
+ * request early for the platform's reason (reason `lost`), the cancelled outcome charges the prompt and
+ * the tokens of the deltas the client was sent (numbered up to the cancel's `deliveredThroughSeq`), even
+ * if the engine finished meanwhile. A cancel that comes once the usage is being recorded changes nothing
+ * (UsageRecorded is written once). A speculative job's
  * usage waits for its hold (UsageRecorder). Each job runs in
  * a `RunCompletion` span continuing the request's trace.
  *
@@ -198,12 +203,21 @@ export class CompletionJobRunner {
       await publisher.close();
       return;
     }
-    if (failure && tracked?.reason) {
-      // Stopped by its owner, or nobody came back for it: what was generated stands and is charged.
-      logger.info("job cancelled", { completionId: job.completionId, model: job.model, reason: tracked.reason });
+    // The API ended the request early for the platform's reason and said what its client was sent: that,
+    // and no more, is charged, even when the engine finished meanwhile (the usage is not recorded yet).
+    const deliveredThrough = tracked?.reason === "lost" ? (tracked.deliveredThroughSeq ?? -1) : null;
+    if ((failure || deliveredThrough !== null) && tracked?.reason) {
+      // Stopped by its owner, or nobody came back for it: what was generated stands and is charged; a
+      // request the API ended early: what its client was sent.
+      logger.info("job cancelled", { completionId: job.completionId, model: job.model, reason: tracked.reason, deliveredThrough });
       failure = { kind: "cancelled", message: CANCELLED_MESSAGE[tracked.reason], param: null };
     }
-    const charged = failure ? await this.#usageBeforeFailure(job, generated) : usage;
+    const charged =
+      deliveredThrough !== null
+        ? await this.#usageBeforeFailure(job, sentThrough(point, publisher, deliveredThrough))
+        : failure
+          ? await this.#usageBeforeFailure(job, generated)
+          : usage;
     const outcome = failure ? (failure.kind === "cancelled" ? "cancelled" : "failed") : finishReason === "length" ? "length" : "finished";
     const recording = this.#record(job, charged, outcome, startedAt);
     // The client waits for the usage to be recorded (its stream has everything else, with keep-alives
@@ -299,7 +313,7 @@ export class CompletionJobRunner {
     const plan = planResumption(job, delivered, recorded, mode, engine.capabilities());
     const generation = plan.kind === "run" ? (plan.point.failure ? "failed" : plan.point.generation) : plan.kind;
     logger.warn("running a job whose worker died", { completionId: job.completionId, model: job.model, mode, lastSeq: delivered.lastSeq, generation });
-    if (plan.kind === "run") return plan.point;
+    if (plan.kind === "run") return { ...plan.point, replayed: messages };
     if (plan.kind === "unrecorded") await this.#recordEnding(job, delivered, plan.ending);
     if (plan.kind === "recorded") {
       const publisher = this.#deps.publisherFor(job, delivered.lastSeq + 1);
@@ -329,6 +343,17 @@ export class CompletionJobRunner {
 
 /** What a run generated (what earlier runs delivered included). */
 type Generated = { content: string; reasoning: string; tokens: number; uncounted: string };
+
+/**
+ * What the job's deltas numbered up to `seq` hold: those earlier runs wrote (read back when this run
+ * resumed) and those this run wrote (merged deltas as the one message each became), each with the token
+ * count it was written with.
+ */
+function sentThrough(point: ResumePoint, publisher: DeltaPublisher, seq: number): Generated {
+  const earlier = (point.replayed ?? []).filter((m) => m.seq < point.nextSeq && m.seq <= seq);
+  const sent = foldDelivered([...earlier, ...publisher.deltasWritten.filter((m) => m.seq <= seq)]);
+  return { content: sent.content + sent.toolText, reasoning: sent.reasoning, tokens: sent.tokens, uncounted: sent.uncounted };
+}
 
 function toJobError(error: unknown): JobError {
   if (error instanceof EngineError) {

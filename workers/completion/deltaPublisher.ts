@@ -3,6 +3,8 @@ import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { EngineDelta } from "../engines/engine.ts";
 import type { CoalescingWindow, PendingFlush } from "./coalescingWindow.ts";
 import { mergeDeltas } from "./mergeDeltas.ts";
+
+type DeltaOnly = Extract<DeltaMessage, { type: "delta" }>;
 import type { TurnWriter } from "./turnWriter.ts";
 
 export type DeltaPublisherOptions = {
@@ -42,6 +44,8 @@ export class DeltaPublisher implements PendingFlush {
   #lastWrite = Number.NEGATIVE_INFINITY;
   #pending: EngineDelta | null = null;
   #deltas = 0;
+  /** The delta messages written so far (with their numbers and token counts): what a client can have been sent. */
+  readonly #sentDeltas: DeltaOnly[] = [];
   /** Settles once every message written so far has reached Redis (or failed). */
   #written: Promise<void> = Promise.resolve();
   #failure: Error | null = null;
@@ -58,6 +62,11 @@ export class DeltaPublisher implements PendingFlush {
     this.#firstSeq = this.#options.firstSeq;
     this.#seq = this.#firstSeq;
     options.window.opened();
+  }
+
+  /** The delta messages this publisher wrote so far, in order (merged deltas as the one message they became). */
+  get deltasWritten(): readonly DeltaOnly[] {
+    return this.#sentDeltas;
   }
 
   /** Number of messages this publisher wrote so far. */
@@ -127,6 +136,7 @@ export class DeltaPublisher implements PendingFlush {
 
   #write(message: UnsequencedDeltaMessage): void {
     const sequenced = { ...message, seq: this.#seq++ } as DeltaMessage;
+    if (sequenced.type === "delta") this.#sentDeltas.push(sequenced);
     // The expiry is (re)set on the first and last messages and now and then between, not on every delta.
     const last = sequenced.type === "usage" || sequenced.type === "error";
     const expire = sequenced.seq % 256 === 0 || sequenced.seq === this.#firstSeq || last ? this.#options.replayTtlSeconds : null;

@@ -3,18 +3,33 @@ import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { createRedis, type Redis, type RedisTimeouts } from "../../src/redis/createRedis.ts";
 import type { RedisTarget } from "../../src/redis/redisTarget.ts";
 
+/** A cancel as the worker heard it: why, and (for a request the API ended early) what its client was sent. */
+export type Cancel = { reason: CancelReason; deliveredThroughSeq: number | null };
+
 /** The reason a cancelled job's signal carries. */
 export class JobCancelledError extends Error {
   readonly reason: CancelReason;
-  constructor(reason: CancelReason) {
+  /** The last message number the client was sent (CancelMessage), or null when the cancel did not say. */
+  readonly deliveredThroughSeq: number | null;
+  constructor(reason: CancelReason, deliveredThroughSeq: number | null = null) {
     super(reason === "refused" ? "the job was cancelled: its admission was refused" : `the job was cancelled (${reason})`);
     this.name = "JobCancelledError";
     this.reason = reason;
+    this.deliveredThroughSeq = deliveredThroughSeq;
   }
 }
 
-/** A running job's cancellation: its signal aborts when the API cancels it; `reason` says why (null: not cancelled). */
-export type TrackedJob = { readonly signal: AbortSignal; readonly cancelled: boolean; readonly reason: CancelReason | null; done(): void };
+/**
+ * A running job's cancellation: its signal aborts when the API cancels it; `reason` says why (null: not
+ * cancelled), `deliveredThroughSeq` what its client was sent when the API said (null otherwise).
+ */
+export type TrackedJob = {
+  readonly signal: AbortSignal;
+  readonly cancelled: boolean;
+  readonly reason: CancelReason | null;
+  readonly deliveredThroughSeq: number | null;
+  done(): void;
+};
 
 /**
  * The worker process's one subscription to InferenceKeys.cancelChannel: the API publishes there the
@@ -28,24 +43,24 @@ export class JobCancellations {
   readonly #rememberMs: number;
   readonly #running = new Map<string, AbortController>();
   /** completion id -> the early cancel and when it expires (insertion order = age). */
-  readonly #early = new Map<string, { reason: CancelReason; expires: number }>();
+  readonly #early = new Map<string, Cancel & { expires: number }>();
 
   constructor(redis: RedisTarget | string, keys: InferenceKeys, options: { rememberMs?: number; timeouts?: RedisTimeouts } = {}) {
     this.#rememberMs = options.rememberMs ?? 60_000;
     this.#subscriber = createRedis(redis, { kind: "subscriber", ...(options.timeouts ? { timeouts: options.timeouts } : {}) });
     this.#subscriber.on("message", (_channel: string, text: string) => {
       const message = decodeCancelMessage(text);
-      if (message) this.cancel(message.completionId, message.reason);
+      if (message) this.cancel(message.completionId, message.reason, message.deliveredThroughSeq ?? null);
     });
     this.ready = this.#subscriber.subscribe(keys.cancelChannel()).then(() => undefined);
     this.ready.catch(() => undefined);
   }
 
   /** Aborts the job if it runs here; otherwise remembers the cancel for when it starts. */
-  cancel(completionId: string, reason: CancelReason = "refused"): void {
+  cancel(completionId: string, reason: CancelReason = "refused", deliveredThroughSeq: number | null = null): void {
     const running = this.#running.get(completionId);
     if (running) {
-      if (!running.signal.aborted) running.abort(new JobCancelledError(reason));
+      if (!running.signal.aborted) running.abort(new JobCancelledError(reason, deliveredThroughSeq));
       return;
     }
     const now = Date.now();
@@ -53,7 +68,7 @@ export class JobCancellations {
       if (early.expires > now) break;
       this.#early.delete(id);
     }
-    this.#early.set(completionId, { reason, expires: now + this.#rememberMs });
+    this.#early.set(completionId, { reason, deliveredThroughSeq, expires: now + this.#rememberMs });
   }
 
   track(completionId: string): TrackedJob {
@@ -61,7 +76,7 @@ export class JobCancellations {
     const early = this.#early.get(completionId);
     if (early) {
       this.#early.delete(completionId);
-      controller.abort(new JobCancelledError(early.reason));
+      controller.abort(new JobCancelledError(early.reason, early.deliveredThroughSeq));
     } else this.#running.set(completionId, controller);
     return {
       signal: controller.signal,
@@ -70,6 +85,9 @@ export class JobCancellations {
       },
       get reason() {
         return controller.signal.aborted ? (controller.signal.reason as JobCancelledError).reason : null;
+      },
+      get deliveredThroughSeq() {
+        return controller.signal.aborted ? (controller.signal.reason as JobCancelledError).deliveredThroughSeq : null;
       },
       done: () => {
         if (this.#running.get(completionId) === controller) this.#running.delete(completionId);

@@ -121,6 +121,11 @@ export type ResumePoint = {
   delivered: Delivered;
   /** The job cannot go on: its stream ends with this error, what was delivered is charged. */
   failure: JobError | null;
+  /**
+   * The messages earlier runs wrote, as read back from the replay stream (none for a new job): what a
+   * client can have been sent before this run, for the charge of a request the API ended early.
+   */
+  replayed?: DeltaMessage[];
 };
 
 export const NEW_JOB: ResumePoint = { nextSeq: 0, started: false, generation: "generate", delivered: NOTHING_DELIVERED, failure: null };

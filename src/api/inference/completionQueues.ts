@@ -95,11 +95,13 @@ export class CompletionQueues {
   /**
    * Stops a job: takes it off the queue (true: it never ran), or, when a worker already runs it, tells
    * the workers (InferenceKeys.cancelChannel; the one running it aborts it: a refused admission is not
-   * charged, a user's or an abandoned job is charged for what it generated) and answers false.
+   * charged, a user's or an abandoned job is charged for what it generated, a lost one for what its
+   * client received: `deliveredThroughSeq`) and answers false.
    */
-  async cancel(modelId: string, completionId: string, reason: CancelReason = "refused"): Promise<boolean> {
+  async cancel(modelId: string, completionId: string, reason: CancelReason = "refused", deliveredThroughSeq?: number): Promise<boolean> {
     if (await this.removeWaiting(modelId, completionId)) return true;
-    await this.#redis.publish(this.#keys.cancelChannel(), encodeCancelMessage({ completionId, reason }));
+    const message = { completionId, reason, ...(deliveredThroughSeq === undefined ? {} : { deliveredThroughSeq }) };
+    await this.#redis.publish(this.#keys.cancelChannel(), encodeCancelMessage(message));
     return false;
   }
 

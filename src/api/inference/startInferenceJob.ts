@@ -94,6 +94,7 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
         inference.gateway.start(speculative ? { ...request, speculative } : request, {
           startTimeoutMs,
           reasoning,
+          streamed: spec.stream,
           ...(spec.includeUsage ? { includeUsage: true } : {}),
           onQueued: () => {
             enqueue.end();

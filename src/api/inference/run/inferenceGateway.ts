@@ -35,6 +35,11 @@ export type StartOptions = {
   startTimeoutMs: number;
   /** The request's stream_options.include_usage (kept in the record, for a resumed stream). */
   includeUsage?: boolean;
+  /**
+   * Each message reaches the client as it is relayed (a stream); otherwise (a whole answer) the client
+   * gets nothing before the end. Decides what counts as delivered when the API ends the request early.
+   */
+  streamed?: boolean;
   /** Called once Redis acknowledged the enqueue (before a worker started the job). */
   onQueued?: () => void;
   /**
@@ -181,20 +186,25 @@ export class InferenceGateway {
     const idleMs = this.#limits.jobIdleTimeoutMs;
     const queues = this.#queues;
     let ended = false;
+    /** The last message handed on to the client (a stream's), -1 while none. */
+    let relayedSeq = -1;
+    const streamed = options.streamed === true;
     return {
       completionId: job.completionId,
       async next() {
         const message = await feed.next(idleMs);
         if (message) {
           if (isTerminal(message)) ended = true;
+          if (streamed) relayedSeq = message.seq;
           return message;
         }
         if (feed.closed) throw new JobReleasedError();
         const lost = feed.lost;
         feed.close();
-        // Messages lost with Redis: nothing more can reach the client in order, so the job is stopped
-        // (its worker charges what it generated so far) instead of generating on for nobody.
-        if (lost) void queues.cancel(job.model, job.completionId, "abandoned").catch(() => undefined);
+        // The request ends here for the platform's reason (messages lost with Redis: nothing more can
+        // reach the client in order; or the job silent for the idle timeout): the job is stopped instead
+        // of generating on for nobody, and its worker charges only what the client received.
+        void queues.cancel(job.model, job.completionId, "lost", relayedSeq).catch(() => undefined);
         throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
       },
       release: () => {
