@@ -28,7 +28,8 @@ beforeAll(async () => {
     slotsPerWorker: 1,
     tokens: TOKENS,
     tokenDelayMs: TOKEN_DELAY_MS,
-    env: { QUEUE_MAX_WAITING: "40", QUEUE_ACCOUNT_SHARE: "0.5" },
+    // The test reads each API process's /metrics on its own port.
+    env: { QUEUE_MAX_WAITING: "40", QUEUE_ACCOUNT_SHARE: "0.5", METRICS_ON_API_PORT: "true" },
   });
   [a, b, c] = await Promise.all([platform.tenant(), platform.tenant(), platform.tenant()]);
 }, 120_000);

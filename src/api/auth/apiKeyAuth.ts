@@ -93,7 +93,7 @@ export class ApiKeyAuth {
       return { outcome: "forbidden" };
     }
     if (!found.subscriptionActive) return { outcome: "subscription_required" };
-    const principal = { accountId: found.accountId, keyId: found.keyId };
+    const principal = { accountId: found.accountId, keyId: found.keyId, rateLimits: found.rateLimits };
     this.cache.set(keyHash, principal, generation);
     return { outcome: "authorized", principal };
   }

@@ -1,7 +1,8 @@
+import type { RateLimits } from "../../ledger/accounts/accountEvents.ts";
 import { GenerationalTtlCache, type GenerationalTtlCacheOptions } from "./generationalTtlCache.ts";
 
-/** What a cached, fully authorised key resolves to. */
-export type CachedPrincipal = { accountId: string; keyId: string };
+/** What a cached, fully authorised key resolves to (with its account's subscription rate limits). */
+export type CachedPrincipal = { accountId: string; keyId: string; rateLimits: RateLimits };
 
 export type ApiKeyAuthCacheOptions = GenerationalTtlCacheOptions;
 

@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { NO_RATE_LIMITS } from "../../ledger/accounts/accountEvents.ts";
 import { ApiKeyAuthCache } from "./apiKeyAuthCache.ts";
 
 describe("ApiKeyAuthCache", () => {
-  const a = { accountId: "acc-a", keyId: "key-a" };
-  const b = { accountId: "acc-b", keyId: "key-b" };
+  const a = { accountId: "acc-a", keyId: "key-a", rateLimits: NO_RATE_LIMITS };
+  const b = { accountId: "acc-b", keyId: "key-b", rateLimits: NO_RATE_LIMITS };
 
   it("serves an entry until its TTL passes", () => {
     let now = 0;

@@ -1,4 +1,5 @@
 import type { Context, Next } from "koa";
+import type { RateLimits } from "../../ledger/accounts/accountEvents.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { bearerToken } from "../http/bearerToken.ts";
 import { type ApiError, ForbiddenError, SubscriptionRequiredError } from "../http/errors.ts";
@@ -6,8 +7,8 @@ import type { AuthRefusalReason } from "../../observability/metrics.ts";
 import { AttemptLimiter, TooManyAttemptsError } from "../http/rateLimits.ts";
 import { apiKeyHash, isWellFormedApiKey } from "../keys/apiKeySecret.ts";
 
-/** Who an inference request acts for; set on ctx.state.principal by inferenceAuth. */
-export type Principal = { accountId: string; keyId: string };
+/** Who an inference request acts for, with the subscription's rate limits; set on ctx.state.principal by inferenceAuth. */
+export type Principal = { accountId: string; keyId: string; rateLimits: RateLimits };
 
 function tooManyFailures(retryAfterSeconds: number): TooManyAttemptsError {
   return new TooManyAttemptsError(
@@ -57,7 +58,8 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
       return refuse("unknown_or_revoked_api_key", new ForbiddenError());
     }
     if (result.outcome === "subscription_required") return refuse("subscription_required", new SubscriptionRequiredError());
-    ctx.state.principal = { accountId: result.principal.accountId, keyId: result.principal.keyId } satisfies Principal;
+    const { accountId, keyId, rateLimits } = result.principal;
+    ctx.state.principal = { accountId, keyId, rateLimits } satisfies Principal;
     deps.keyAuth.lastUsed.record(result.principal.keyId, deps.clock.now());
     await next();
   };

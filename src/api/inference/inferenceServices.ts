@@ -73,7 +73,6 @@ export function createInferenceServices(
   const unwatch = [metrics.sources.addPool("api-holds", holdPool), metrics.sources.addQueueDepth(() => readQueueDepth(queues, registry, counters))];
   const tenants = new TenantAdmission({
     counters,
-    db: holdPool,
     settings: config.tenants,
     queueMaxWaiting: config.queueMaxWaiting,
     onRefusal: (reason) => metrics.admission.refusals.inc({ reason }),

@@ -61,6 +61,7 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
     completionId,
     accountId: principal.accountId,
     keyId: principal.keyId,
+    rateLimits: principal.rateLimits,
     model: model.id,
     work,
     contextLength: model.context_length,

@@ -3,15 +3,11 @@ import type { Config } from "../../../config/config.ts";
 import type { Lane } from "../../../contracts/lanes.ts";
 import { jobPriority } from "../../../contracts/lanes.ts";
 import type { CountedTokens, RefusalReason, TenantCounters, TenantJob, TenantLimits } from "../../../contracts/tenantCounters.ts";
-import { NO_RATE_LIMITS, RateLimitsSchema, type RateLimits } from "../../../ledger/accounts/accountEvents.ts";
-import type { Queryable } from "../../../ledger/eventStore/types.ts";
+import type { RateLimits } from "../../../ledger/accounts/accountEvents.ts";
 import { ApiError } from "../../http/errors.ts";
 import { promptTokensUpperBound } from "./promptTokensUpperBound.ts";
 import { rateLimitHeaders } from "./rateLimitHeaders.ts";
 import type { HoldableWork } from "./jobHoldMicroChf.ts";
-
-/** How long an account's rate limits read from rm_accounts are used before they are read again. */
-export const LIMITS_CACHE_MS = 5_000;
 
 export type TenantAdmissionInput = TenantJob & {
   work: HoldableWork;
@@ -20,6 +16,8 @@ export type TenantAdmissionInput = TenantJob & {
   countsAsRequest: boolean;
   /** How long the job may wait for a worker (its start timeout). */
   waitTtlMs: number;
+  /** The subscription's limits, as the key's authentication read them (null fields: the defaults). */
+  rateLimits: RateLimits;
 };
 
 /** An admitted job's place: its BullMQ priority, and the tokens counted for it (to reconcile at its end). */
@@ -55,23 +53,19 @@ export class TenantRateLimitError extends ApiError {
  */
 export class TenantAdmission {
   readonly #counters: TenantCounters;
-  readonly #db: Queryable;
   readonly #settings: Config["tenants"];
   readonly #queueShare: number;
   readonly #now: () => number;
-  readonly #limits = new Map<string, { limits: RateLimits; readAt: number }>();
   readonly #onRefusal: (reason: RefusalReason) => void;
 
   constructor(deps: {
     counters: TenantCounters;
-    db: Queryable;
     settings: Config["tenants"];
     queueMaxWaiting: number;
     now?: () => number;
     onRefusal?: (reason: RefusalReason) => void;
   }) {
     this.#counters = deps.counters;
-    this.#db = deps.db;
     this.#settings = deps.settings;
     // A share of 1 is the whole queue: no bound of its own (the queue's, 503 queue_full, applies).
     this.#queueShare =
@@ -85,7 +79,7 @@ export class TenantAdmission {
   }
 
   async admit(ctx: Context, input: TenantAdmissionInput): Promise<TenantAdmitted> {
-    const limits = this.#effective(await this.#rateLimits(input.accountId));
+    const limits = this.#effective(input.rateLimits);
     const tokens = countedTokens(input.work, input.contextLength);
     // The lane's waiting set (metrics only) goes out with the script, without waiting for it.
     const waitTtlMs = input.waitTtlMs + 5_000;
@@ -143,19 +137,6 @@ export class TenantAdmission {
       },
       queueShare: this.#queueShare,
     };
-  }
-
-  /** The subscription's limits (rm_accounts.rate_limits), read at most every LIMITS_CACHE_MS per account. */
-  async #rateLimits(accountId: string): Promise<RateLimits> {
-    const now = this.#now();
-    const cached = this.#limits.get(accountId);
-    if (cached && now - cached.readAt < LIMITS_CACHE_MS) return cached.limits;
-    const result = await this.#db.query<{ rate_limits: unknown }>("SELECT rate_limits FROM rm_accounts WHERE account_id = $1", [accountId]);
-    const parsed = RateLimitsSchema.safeParse(result.rows[0]?.rate_limits);
-    const limits = parsed.success ? parsed.data : NO_RATE_LIMITS;
-    if (this.#limits.size > 10_000) this.#limits.clear();
-    this.#limits.set(accountId, { limits, readAt: now });
-    return limits;
   }
 }
 
