@@ -131,8 +131,10 @@ export function createInferenceServices(
     async close() {
       for (const stop of unwatch) stop();
       abandonment.close();
-      await responses.close();
+      // The feeds close first: the responses followed here are then let go without counting as abandoned
+      // (another API process's recovery pass follows them on).
       await subscriber.close();
+      await responses.close();
       await queues.close();
       await holdPool.end();
     },
