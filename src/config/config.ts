@@ -123,6 +123,7 @@ const EnvSchema = z.object({
   USAGE_WAIT_MS: intFromEnv(10_000).refine((n) => n >= 0, "must be at least 0"),
   DELTA_COALESCE_MS: intFromEnv(4),
   COMPLETION_RETENTION_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
+  RESPONSES_RETENTION_DAYS: intFromEnv(30).refine((n) => n > 0, "must be positive"),
   DELTA_REPLAY_MAXLEN: intFromEnv(20_000).refine((n) => n > 0, "must be positive"),
   PG_CONNECT_TIMEOUT_MS: intFromEnv(1500).refine((n) => n > 0, "must be positive"),
   PG_API_STATEMENT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
@@ -227,6 +228,8 @@ export type Config = {
   deltaCoalesceMs: number;
   /** How long a completion's events and record are kept after its last message (resume, GET, idempotent retries). */
   completionRetentionSeconds: number;
+  /** How long a stored response of the Responses API (its input and output) is kept before it is deleted. */
+  responsesRetentionDays: number;
   /** Approximate cap on the entries of a completion's replay stream. */
   deltaReplayMaxLen: number;
   /** PostgreSQL timeouts of every pool (src/db/createPool.ts: poolTimeouts picks those of one use). */
@@ -342,6 +345,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     workerStalledCheckMs: e.WORKER_STALLED_CHECK_MS,
     deltaCoalesceMs: e.DELTA_COALESCE_MS,
     completionRetentionSeconds: e.COMPLETION_RETENTION_S,
+    responsesRetentionDays: e.RESPONSES_RETENTION_DAYS,
     deltaReplayMaxLen: e.DELTA_REPLAY_MAXLEN,
     postgres: {
       connectTimeoutMs: e.PG_CONNECT_TIMEOUT_MS,

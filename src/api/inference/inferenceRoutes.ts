@@ -9,6 +9,7 @@ import { StoredCompletionQuerySchema } from "./stored/storedCompletionQuerySchem
 import { CompletionRequestSchema } from "./completions/completionRequestSchema.ts";
 import { embeddingHandler } from "./embeddings/embeddingHandler.ts";
 import { EmbeddingRequestSchema } from "./embeddings/embeddingRequestSchema.ts";
+import { registerResponseRoutes } from "./responses/responseRoutes.ts";
 
 /**
  * POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET and cancel of a stored chat or text
@@ -28,5 +29,6 @@ export function inferenceRoutes(deps: AppDeps): Router {
   router.get("/v1/completions/:completionId", validate(StoredCompletionQuerySchema, "query"), getStoredCompletion(deps, "completions", textResponseShape));
   router.post("/v1/completions/:completionId/cancel", cancelStoredCompletion(deps, "completions"));
   router.post("/v1/embeddings", validate(EmbeddingRequestSchema), embeddingHandler(deps));
+  registerResponseRoutes(router, deps);
   return router;
 }

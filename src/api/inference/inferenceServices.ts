@@ -18,6 +18,8 @@ import { readQueueDepth } from "./queueDepth.ts";
 import { JsonSchemaValidator } from "./jsonSchemas/jsonSchemaProblem.ts";
 import { TenantCounters } from "../../contracts/tenantCounters.ts";
 import { TenantAdmission } from "./admission/tenantAdmission.ts";
+import { RESPONSE_LEASE_MS, ResponseKeeper } from "./responses/responseKeeper.ts";
+import { ResponseStore } from "./responses/responseStore.ts";
 
 /**
  * What the inference and models routes of one API process use: the registry, worker presence, the
@@ -50,6 +52,8 @@ export type InferenceServices = {
   schemas: JsonSchemaValidator;
   /** Rate limits, queue share and fair-share rank of each request (before its budget hold). */
   tenants: TenantAdmission;
+  /** The Responses API's stored responses, and the ones this process follows to their end. */
+  responses: ResponseKeeper;
   close(): Promise<void>;
 };
 
@@ -93,8 +97,18 @@ export function createInferenceServices(
     abandonment,
     limits: { jobIdleTimeoutMs: config.jobIdleTimeoutMs, queueMaxWaiting: config.queueMaxWaiting },
   });
+  const follow = (completionId: string, afterSeq: number) =>
+    new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs });
+  const responses = new ResponseKeeper({
+    store: new ResponseStore(holdPool, { retentionMs: config.responsesRetentionDays * 86_400_000, leaseMs: RESPONSE_LEASE_MS }),
+    records,
+    follow,
+    logger,
+  });
+  responses.start();
   return {
     registry,
+    responses,
     presence,
     gateway,
     subscriber,
@@ -104,7 +118,7 @@ export function createInferenceServices(
     idempotency: new IdempotencyKeys(redis, keys, config.idempotencyTtlSeconds),
     schemas: new JsonSchemaValidator(),
     tenants,
-    follow: (completionId, afterSeq) => new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs }),
+    follow,
     limits: {
       jobStartTimeoutMs: config.jobStartTimeoutMs,
       jobStartTimeoutStreamMs: config.jobStartTimeoutStreamMs,
@@ -116,7 +130,10 @@ export function createInferenceServices(
     async close() {
       for (const stop of unwatch) stop();
       abandonment.close();
+      // The feeds close first: the responses followed here are then let go without counting as abandoned
+      // (another API process's recovery pass follows them on).
       await subscriber.close();
+      await responses.close();
       await queues.close();
       await holdPool.end();
     },

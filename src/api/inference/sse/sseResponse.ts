@@ -52,17 +52,23 @@ export class SseResponse {
     this.#write(`: ${text}\n\n`);
   }
 
-  event(id: number, data: unknown): void {
+  /** One event: `id:`, then `event:` when it is named (the Responses API's event types), then `data:`. */
+  event(id: number, data: unknown, name?: string): void {
     this.#ensureOpen();
-    this.#write(`id: ${id}\ndata: ${JSON.stringify(data)}\n\n`);
+    this.#write(`id: ${id}\n${name ? `event: ${name}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
   }
 
   done(): void {
+    this.end("data: [DONE]\n\n");
+  }
+
+  /** Ends the stream with `last` (the Responses API's streams end after their terminal event, without `[DONE]`). */
+  end(last = ""): void {
     this.#ensureOpen();
     this.#stopKeepAlive();
     if (this.#clientGone || this.#ended) return;
     this.#ended = true;
-    this.#ctx.res.end("data: [DONE]\n\n");
+    this.#ctx.res.end(last);
   }
 
   #write(text: string): void {

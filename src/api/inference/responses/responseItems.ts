@@ -1,0 +1,93 @@
+import { randomBytes } from "node:crypto";
+import type { ChatMessageInput } from "../chat/chatCompletionRequestSchema.ts";
+import type { InputItem } from "./responseRequestSchema.ts";
+
+const ALPHABET = "0123456789abcdef";
+
+/** A fresh id with OpenAI's prefixes (resp_, msg_, fc_, rs_): no ':' so a response id can be a BullMQ job id. */
+export function newItemId(prefix: "resp" | "msg" | "fc" | "rs"): string {
+  let id = "";
+  for (const byte of randomBytes(24)) id += ALPHABET[byte % 16];
+  return `${prefix}_${id}`;
+}
+
+type TokenLogprob = { token: string; logprob: number; bytes: number[]; top_logprobs: { token: string; logprob: number; bytes: number[] }[] };
+export type OutputText = { type: "output_text"; text: string; annotations: never[]; logprobs?: TokenLogprob[] };
+export type MessageItem = {
+  id: string;
+  type: "message";
+  role: "user" | "system" | "developer" | "assistant";
+  status: "in_progress" | "completed" | "incomplete";
+  content: ({ type: "input_text"; text: string } | OutputText)[];
+};
+export type FunctionCallItem = {
+  id: string;
+  type: "function_call";
+  status: "in_progress" | "completed" | "incomplete";
+  call_id: string;
+  name: string;
+  arguments: string;
+};
+export type FunctionCallOutputItem = { id: string; type: "function_call_output"; status: "completed"; call_id: string; output: string };
+export type ReasoningItem = {
+  id: string;
+  type: "reasoning";
+  status?: "in_progress" | "completed" | "incomplete";
+  summary: { type: "summary_text"; text: string }[];
+  content?: { type: "reasoning_text"; text: string }[];
+};
+/** An item as stored and listed (input_items) and as given to the model again (previous_response_id). */
+export type StoredItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem;
+
+const textOf = (content: string | { text: string }[]): string => (typeof content === "string" ? content : content.map((part) => part.text).join(""));
+
+/** The request's input as stored items, each with an id (the client's, else a fresh one). */
+export function toStoredItems(input: string | InputItem[]): StoredItem[] {
+  if (typeof input === "string")
+    return [{ id: newItemId("msg"), type: "message", role: "user", status: "completed", content: [{ type: "input_text", text: input }] }];
+  return input.map((item): StoredItem => {
+    switch (item.type) {
+      case "function_call":
+        return {
+          id: item.id ?? newItemId("fc"),
+          type: "function_call",
+          status: "completed",
+          call_id: item.call_id,
+          name: item.name,
+          arguments: item.arguments,
+        };
+      case "function_call_output":
+        return { id: item.id ?? newItemId("fc"), type: "function_call_output", status: "completed", call_id: item.call_id, output: textOf(item.output) };
+      case "reasoning":
+        return { id: item.id ?? newItemId("rs"), type: "reasoning", summary: [] };
+      default: {
+        const text = textOf(item.content);
+        const content = item.role === "assistant" ? [{ type: "output_text" as const, text, annotations: [] }] : [{ type: "input_text" as const, text }];
+        return { id: item.id ?? newItemId("msg"), type: "message", role: item.role, status: "completed", content };
+      }
+    }
+  });
+}
+
+/**
+ * The chat messages the model is given for a response: its instructions (as a system message), then the
+ * items of the previous responses' chain and of this input, in order. A function call joins the assistant
+ * message right before it (one message with several tool_calls); reasoning items are not given again.
+ */
+export function toChatMessages(instructions: string | null | undefined, items: StoredItem[]): ChatMessageInput[] {
+  const messages: ChatMessageInput[] = instructions ? [{ role: "system", content: instructions }] : [];
+  for (const item of items) {
+    if (item.type === "message") {
+      const text = item.content.map((part) => part.text).join("");
+      messages.push(item.role === "assistant" ? { role: "assistant", content: text } : { role: item.role, content: text });
+    } else if (item.type === "function_call") {
+      const call = { id: item.call_id, type: "function" as const, function: { name: item.name, arguments: item.arguments } };
+      const last = messages.at(-1);
+      if (last?.role === "assistant") last.tool_calls = [...(last.tool_calls ?? []), call];
+      else messages.push({ role: "assistant", content: null, tool_calls: [call] });
+    } else if (item.type === "function_call_output") {
+      messages.push({ role: "tool", content: item.output, tool_call_id: item.call_id });
+    }
+  }
+  return messages;
+}

@@ -1,0 +1,325 @@
+import type OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../support/eventually.ts";
+import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { openHolds } from "../usage/usageFixtures.ts";
+import { completionEvents } from "./inferenceSteps.ts";
+import { pacedEngine } from "./pacedEngine.ts";
+
+type Event = { type: string; sequence_number: number } & Record<string, unknown>;
+
+/** Reads a raw Responses SSE body: `event:` / `id:` / `data:` blocks, up to `stopAfter` events (then the connection is dropped). */
+async function readRawStream(response: Response, stopAfter = Number.POSITIVE_INFINITY): Promise<{ events: Event[]; raw: string }> {
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let raw = "";
+  const events: Event[] = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    raw += decoder.decode(value, { stream: true });
+    for (let end = raw.indexOf("\n\n"); end >= 0; end = raw.indexOf("\n\n")) {
+      const block = raw.slice(0, end);
+      raw = raw.slice(end + 2);
+      const lines = block.split("\n");
+      const data = lines.find((line) => line.startsWith("data: "));
+      if (!data) continue;
+      const event = JSON.parse(data.slice(6)) as Event;
+      expect(lines).toContain(`event: ${event.type}`);
+      expect(lines).toContain(`id: ${event.sequence_number}`);
+      events.push(event);
+      if (events.length >= stopAfter) {
+        await reader.cancel();
+        return { events, raw };
+      }
+    }
+  }
+  return { events, raw };
+}
+
+const textOf = (events: Event[]) =>
+  events
+    .filter((e) => e.type === "response.output_text.delta")
+    .map((e) => e.delta)
+    .join("");
+
+/**
+ * The Responses API over the same jobs as chat completions (real worker, the tiny model paced at 60 ms a
+ * delta, a 400 ms grace period for abandoned responses), through the official openai SDK.
+ */
+describe("POST /v1/responses and the stored responses (openai SDK)", () => {
+  let platform: TestPlatform;
+  let openai: OpenAI;
+  let other: OpenAI;
+  let key: string;
+  let accountId: string;
+  beforeAll(async () => {
+    platform = await startTestPlatform({
+      wrapEngine: (_model, engine) => pacedEngine(engine, 60),
+      env: { COMPLETION_ABANDON_GRACE_MS: "400", DELTA_COALESCE_MS: "0" },
+    });
+    const created = await platform.createKey();
+    key = created.key;
+    accountId = created.account.accountId;
+    openai = platform.openai(key);
+    other = platform.openai((await platform.createKey()).key);
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
+
+  const base = { model: TINY_CHAT, instructions: "You are a test.", input: "Hi", temperature: 0 };
+
+  it("answers a plain response with OpenAI's Response object, charged once", async () => {
+    const response = await openai.responses.create(base);
+    expect(response.id).toMatch(/^resp_/);
+    expect(response.object).toBe("response");
+    expect(response.status).toBe("completed");
+    expect(response.model).toBe(TINY_CHAT);
+    expect(response.instructions).toBe("You are a test.");
+    expect(response.temperature).toBe(0);
+    expect(response.background).toBe(false);
+    expect((response as unknown as { store: boolean }).store).toBe(true);
+    expect(response.error).toBeNull();
+    expect(response.incomplete_details).toBeNull();
+    expect(typeof response.completed_at).toBe("number");
+    const message = response.output[0] as OpenAI.Responses.ResponseOutputMessage;
+    expect(message.type).toBe("message");
+    expect(message.role).toBe("assistant");
+    expect(message.status).toBe("completed");
+    expect(message.content[0]).toMatchObject({ type: "output_text", text: platform.tiny.greedyReply, annotations: [] });
+    expect(response.output_text).toBe(platform.tiny.greedyReply);
+    const usage = response.usage!;
+    expect(usage.input_tokens).toBeGreaterThan(0);
+    expect(usage.output_tokens).toBeGreaterThan(0);
+    expect(usage.total_tokens).toBe(usage.input_tokens + usage.output_tokens);
+    expect(usage.input_tokens_details.cached_tokens).toBe(0);
+    expect(usage.output_tokens_details.reasoning_tokens).toBe(0);
+    const events = await completionEvents(platform.deps.pool, response.id);
+    expect(events.map((e) => e.type)).toEqual(["UsageRecorded"]);
+    expect(events[0]!.data).toMatchObject({ promptTokens: usage.input_tokens, completionTokens: usage.output_tokens });
+    expect(JSON.stringify(events[0]!.data)).not.toContain(platform.tiny.greedyReply);
+
+    const retrieved = await openai.responses.retrieve(response.id);
+    expect(retrieved.status).toBe("completed");
+    expect(retrieved.output_text).toBe(platform.tiny.greedyReply);
+    expect(retrieved.usage).toEqual(response.usage);
+  });
+
+  it("stops at max_output_tokens as incomplete", async () => {
+    const response = await openai.responses.create({ ...base, max_output_tokens: 3 });
+    expect(response.status).toBe("incomplete");
+    expect(response.incomplete_details).toEqual({ reason: "max_output_tokens" });
+    expect(response.usage!.output_tokens).toBe(3);
+    expect(response.max_output_tokens).toBe(3);
+  });
+
+  it("streams every event type in order, with contiguous sequence numbers and no [DONE]", async () => {
+    const raw = await fetch(`${platform.baseUrl}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ ...base, stream: true }),
+    });
+    expect(raw.status).toBe(200);
+    const { events, raw: rest } = await readRawStream(raw);
+    expect(rest).not.toContain("[DONE]");
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    const types = events.map((e) => e.type);
+    expect(types.slice(0, 5)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.delta",
+    ]);
+    expect(types.slice(-4)).toEqual(["response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"]);
+    const final = events.at(-1)!.response as OpenAI.Responses.Response;
+    expect(textOf(events)).toBe(platform.tiny.greedyReply);
+    expect(events.find((e) => e.type === "response.output_text.done")!.text).toBe(platform.tiny.greedyReply);
+    expect(final.status).toBe("completed");
+    expect((await openai.responses.retrieve(final.id)).output).toEqual(final.output);
+
+    // The SDK's own stream reader.
+    const stream = await openai.responses.create({ ...base, stream: true });
+    const sdkEvents: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of stream) sdkEvents.push(event);
+    expect(sdkEvents.map((e) => e.type)).toEqual(types);
+  });
+
+  it("answers a background response queued at once, then completes it for polling and for a stream", async () => {
+    const queued = await openai.responses.create({ ...base, background: true });
+    expect(queued.status).toBe("queued");
+    expect(queued.background).toBe(true);
+    const done = await eventually(async () => {
+      const response = await openai.responses.retrieve(queued.id);
+      return response.status === "completed" ? response : undefined;
+    }, 20_000);
+    expect(done.output_text).toBe(platform.tiny.greedyReply);
+
+    const stream = await openai.responses.create({ ...base, background: true, stream: true });
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of stream) events.push(event);
+    expect(events.slice(0, 3).map((e) => e.type)).toEqual(["response.created", "response.queued", "response.in_progress"]);
+    expect((events[0] as OpenAI.Responses.ResponseCreatedEvent).response.status).toBe("queued");
+    expect(events.at(-1)!.type).toBe("response.completed");
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+  });
+
+  it("resumes a dropped stream with retrieve(stream, starting_after): every event exactly once", async () => {
+    const first = await fetch(`${platform.baseUrl}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ ...base, background: true, stream: true, max_output_tokens: 40, input: "Tell me a story" }),
+    });
+    const head = await readRawStream(first, 6);
+    const id = (head.events[0]!.response as { id: string }).id;
+    const last = head.events.at(-1)!.sequence_number;
+    const resumed = await openai.responses.retrieve(id, { stream: true, starting_after: last });
+    const rest: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of resumed) rest.push(event);
+    const all = [...head.events.map((e) => e.sequence_number), ...rest.map((e) => e.sequence_number)];
+    expect(all).toEqual(all.map((_, i) => i));
+    const final = (rest.at(-1) as OpenAI.Responses.ResponseCompletedEvent | OpenAI.Responses.ResponseIncompleteEvent).response;
+    expect(textOf([...head.events, ...(rest as unknown as Event[])])).toBe(
+      final.output_text ?? (final.output[0] as { content: { text: string }[] }).content[0]!.text,
+    );
+    const stored = await openai.responses.retrieve(id);
+    expect(stored.output).toEqual(final.output);
+    expect(await completionEvents(platform.deps.pool, id)).toHaveLength(1);
+  });
+
+  it("a non-background response whose client disconnects still ends stored and retrievable", async () => {
+    const controller = new AbortController();
+    const raw = await fetch(`${platform.baseUrl}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ ...base, stream: true, max_output_tokens: 40, input: "Tell me a story" }),
+      signal: controller.signal,
+    });
+    const head = await readRawStream(raw, 4);
+    const id = (head.events[0]!.response as { id: string }).id;
+    controller.abort();
+    const ended = await eventually(async () => {
+      const response = await openai.responses.retrieve(id);
+      return ["completed", "incomplete", "cancelled"].includes(response.status!) ? response : undefined;
+    }, 20_000);
+    expect(ended.usage!.output_tokens).toBeGreaterThan(0);
+    await eventually(async () => ((await completionEvents(platform.deps.pool, id)).length === 1 ? true : undefined), 10_000);
+    await eventually(async () => ((await openHolds(platform.deps.pool, accountId)) === 0 ? true : undefined), 10_000);
+  });
+
+  it("cancels a background response (twice: it stays cancelled), charged for what it generated", async () => {
+    const queued = await openai.responses.create({ ...base, background: true, max_output_tokens: 200, input: "Tell me a long story" });
+    await eventually(async () => ((await openai.responses.retrieve(queued.id)).status === "in_progress" ? true : undefined), 10_000);
+    const cancelled = await openai.responses.cancel(queued.id);
+    expect(cancelled.status).toBe("cancelled");
+    const again = await openai.responses.cancel(queued.id);
+    expect(again.status).toBe("cancelled");
+    await eventually(async () => ((await completionEvents(platform.deps.pool, queued.id)).length === 1 ? true : undefined), 10_000);
+    const stored = await openai.responses.retrieve(queued.id);
+    expect(stored.status).toBe("cancelled");
+    expect(stored.usage!.output_tokens).toBeLessThan(200);
+  });
+
+  it("deletes a response for real: retrieve then answers 404, and it cannot be a previous_response_id", async () => {
+    const response = await openai.responses.create(base);
+    const deleted = await openai.responses.delete(response.id);
+    expect(deleted as unknown).toEqual({ id: response.id, object: "response", deleted: true });
+    await expect(openai.responses.retrieve(response.id)).rejects.toMatchObject({ status: 404 });
+    const { rows } = await platform.deps.pool.query("SELECT count(*)::int AS n FROM responses WHERE id = $1", [response.id]);
+    expect(rows[0].n).toBe(0);
+    await expect(openai.responses.create({ ...base, previous_response_id: response.id })).rejects.toMatchObject({
+      status: 400,
+      error: { param: "previous_response_id" },
+    });
+  });
+
+  it("lists input items a page at a time", async () => {
+    const input = ["one", "two", "three", "four", "five"].map((text) => ({ role: "user" as const, content: text }));
+    const response = await openai.responses.create({ ...base, input, max_output_tokens: 2 });
+    const firstPage = await openai.responses.inputItems.list(response.id, { limit: 2, order: "asc" });
+    expect(firstPage.data.map((item) => (item as { content: { text: string }[] }).content[0]!.text)).toEqual(["one", "two"]);
+    expect(firstPage.has_more).toBe(true);
+    const all: string[] = [];
+    for await (const item of openai.responses.inputItems.list(response.id, { limit: 2, order: "asc" }))
+      all.push((item as { content: { text: string }[] }).content[0]!.text);
+    expect(all).toEqual(["one", "two", "three", "four", "five"]);
+    const desc = await openai.responses.inputItems.list(response.id, { limit: 10 });
+    expect(desc.data.map((item) => (item as { content: { text: string }[] }).content[0]!.text)).toEqual(["five", "four", "three", "two", "one"]);
+  });
+
+  it("runs a function-tool loop: function_call, then its output with previous_response_id, then an answer", async () => {
+    const tools: OpenAI.Responses.FunctionTool[] = [
+      {
+        type: "function",
+        name: "get_weather",
+        description: "Weather of a city",
+        parameters: { type: "object", properties: { city: { type: "string", enum: ["Bern", "Zurich"] } }, required: ["city"], additionalProperties: false },
+        strict: true,
+      },
+    ];
+    const first = await openai.responses.create({ model: TINY_CHAT, input: "Weather in Bern?", tools, tool_choice: "required", max_output_tokens: 200 });
+    const call = first.output.find((item) => item.type === "function_call") as OpenAI.Responses.ResponseFunctionToolCall;
+    expect(call).toBeDefined();
+    expect(call.name).toBe("get_weather");
+    expect(call.call_id).toBeTruthy();
+    expect(["Bern", "Zurich"]).toContain(JSON.parse(call.arguments).city);
+    const second = await openai.responses.create({
+      model: TINY_CHAT,
+      previous_response_id: first.id,
+      input: [{ type: "function_call_output", call_id: call.call_id, output: '{"celsius":21}' }],
+      tools,
+      tool_choice: "none",
+      max_output_tokens: 10,
+    });
+    expect(["completed", "incomplete"]).toContain(second.status);
+    expect(second.output[0]!.type).toBe("message");
+    expect(second.previous_response_id).toBe(first.id);
+    // The whole context (the first input, its call, the call's output) counts as input.
+    const alone = await openai.responses.create({
+      model: TINY_CHAT,
+      input: '{"celsius":21}',
+      max_output_tokens: 1,
+    });
+    expect(second.usage!.input_tokens).toBeGreaterThan(alone.usage!.input_tokens);
+  });
+
+  it("returns JSON matching a text.format json_schema", async () => {
+    const schema = {
+      type: "object",
+      properties: { name: { type: "string", enum: ["Ann", "Bob"] }, ok: { type: "boolean" } },
+      required: ["name", "ok"],
+      additionalProperties: false,
+    };
+    const response = await openai.responses.create({
+      model: TINY_CHAT,
+      input: "A person.",
+      text: { format: { type: "json_schema", name: "person", schema, strict: true } },
+      max_output_tokens: 200,
+    });
+    expect(response.status).toBe("completed");
+    const person = JSON.parse(response.output_text);
+    expect(["Ann", "Bob"]).toContain(person.name);
+    expect(typeof person.ok).toBe("boolean");
+    expect(response.text?.format).toMatchObject({ type: "json_schema", name: "person", strict: true });
+  });
+
+  it("refuses store: false with background: true (400), and keeps nothing of a store: false response", async () => {
+    await expect(openai.responses.create({ ...base, store: false, background: true })).rejects.toMatchObject({ status: 400, error: { param: "background" } });
+    const unstored = await openai.responses.create({ ...base, store: false });
+    expect(unstored.status).toBe("completed");
+    expect((unstored as unknown as { store: boolean }).store).toBe(false);
+    await expect(openai.responses.retrieve(unstored.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it("answers 404 to another account's key for every endpoint of a response", async () => {
+    const response = await openai.responses.create({ ...base, max_output_tokens: 2 });
+    await expect(other.responses.retrieve(response.id)).rejects.toMatchObject({ status: 404 });
+    await expect(other.responses.retrieve(response.id, { stream: true, starting_after: 0 })).rejects.toMatchObject({ status: 404 });
+    await expect(other.responses.cancel(response.id)).rejects.toMatchObject({ status: 404 });
+    await expect(other.responses.delete(response.id)).rejects.toMatchObject({ status: 404 });
+    await expect(other.responses.inputItems.list(response.id)).rejects.toMatchObject({ status: 404 });
+    await expect(other.responses.create({ ...base, previous_response_id: response.id })).rejects.toMatchObject({ status: 400 });
+    expect((await openai.responses.retrieve(response.id)).status).toBe("incomplete");
+  });
+});
