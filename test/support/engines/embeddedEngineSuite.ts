@@ -3,7 +3,7 @@ import { EngineError } from "../../../workers/engines/engine.ts";
 import type { ChatRequest, ToolDefinition } from "../../../workers/engines/engine.ts";
 import { createLlama } from "../../../workers/engines/embedded/createLlama.ts";
 import { EmbeddedEngine } from "../../../workers/engines/embedded/embeddedEngine.ts";
-import { collectChat, cosine, greedy, norm, userChat } from "./engineTestKit.ts";
+import { collectChat, cosine, norm, userChat } from "./engineTestKit.ts";
 
 export type SuiteModel = { modelPath: string; contextSize: number; prompt: string };
 
@@ -227,14 +227,6 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
       }
     });
 
-    it("treats a text completion as one user message", async () => {
-      let text = "";
-      const result = await engine.complete({ ...greedy, prompt: model.prompt, maxTokens: 8 }, (d) => (text += d.content ?? ""), new AbortController().signal);
-      expect(result.usage.promptTokens).toBe(await engine.countChatTokens([{ role: "user", content: model.prompt }]));
-      expect(result.usage.completionTokens).toBeGreaterThan(0);
-      expect(["stop", "length"]).toContain(result.finishReason);
-    });
-
     it("rejects a prompt longer than the context as an invalid request on messages", async () => {
       const long = `${model.prompt} `.repeat(Math.ceil((model.contextSize * 4) / model.prompt.length));
       await expect(chat(userChat(long))).rejects.toMatchObject({ name: "EngineError", kind: "invalid_request", param: "messages" });
@@ -265,7 +257,7 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
         completions: true,
         embeddings: true,
         tools: true,
-        jsonSchema: true,
+        json_schema: true,
         logprobs: true,
         reasoning: false,
         continuation: true,
