@@ -8,6 +8,7 @@ import { WorkerPresence } from "../src/contracts/workerPresence.ts";
 import { publishPriceTable } from "../src/ledger/pricing/priceTable.ts";
 import { systemClock } from "../src/runtime/clock.ts";
 import { loadModelRegistry } from "../src/models/loadModelRegistry.ts";
+import { MODEL_CAPABILITIES } from "../src/models/modelCapabilities.ts";
 import type { RegisteredModel } from "../src/models/modelRegistry.ts";
 import type { Logger } from "../src/observability/logger.ts";
 import type { PlatformMetrics } from "../src/observability/metrics.ts";
@@ -163,15 +164,6 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
 function warnOnCapabilityMismatch(model: RegisteredModel, engine: Engine, logger: Logger): void {
   const has = engine.capabilities();
   const c = model.capabilities;
-  const claimed: [string, boolean, boolean][] = [
-    ["chat", c.chat, has.chat],
-    ["completions", c.completions, has.chat],
-    ["embeddings", c.embeddings, has.embeddings],
-    ["tools", c.tools, has.tools],
-    ["json_schema", c.json_schema, has.jsonSchema],
-    ["logprobs", c.logprobs, has.logprobs],
-    ["reasoning", c.reasoning, has.reasoning],
-  ];
-  const missing = claimed.filter(([, declared, supported]) => declared && !supported).map(([name]) => name);
+  const missing = MODEL_CAPABILITIES.filter((name) => c[name] && !has[name]);
   if (missing.length) logger.warn("the registry declares capabilities the engine does not have", { model: model.id, missing });
 }

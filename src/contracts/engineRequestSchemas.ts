@@ -87,11 +87,6 @@ export const EngineChatRequestSchema = SamplingParamsSchema.extend({
   extra: JsonObjectSchema.optional(),
 });
 
-export const EngineTextRequestSchema = SamplingParamsSchema.extend({
-  prompt: z.string(),
-  extra: JsonObjectSchema.optional(),
-});
-
 export type ToolCall = z.infer<typeof ToolCallSchema>;
 export type ChatMessage = z.infer<typeof EngineChatMessageSchema>;
 export type ChatRole = ChatMessage["role"];
@@ -102,4 +97,3 @@ export type ResponseFormat = z.infer<typeof ResponseFormatSchema>;
 export type SamplingParams = z.infer<typeof SamplingParamsSchema>;
 export type EngineChatRequest = z.infer<typeof EngineChatRequestSchema>;
 export type ReasoningEffort = NonNullable<EngineChatRequest["reasoningEffort"]>;
-export type EngineTextRequest = z.infer<typeof EngineTextRequestSchema>;

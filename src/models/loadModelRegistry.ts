@@ -31,7 +31,7 @@ export async function loadModelRegistry(file: string): Promise<ModelRegistry> {
   }
   const dir = path.dirname(path.resolve(file));
   const models = parsed.data.models.map((model) =>
-    model.engine.type === "embedded" ? { ...model, engine: { ...model.engine, path: path.resolve(dir, model.engine.path) } } : model,
+    "path" in model.engine ? { ...model, engine: { ...model.engine, path: path.resolve(dir, model.engine.path) } } : model,
   );
   return new ModelRegistry(parsed.data.price_table_version, models);
 }

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { type EngineKind, engineTraits } from "./engineTraits.ts";
+import { perCapabilitySchema } from "./modelCapabilities.ts";
 
 /** Model ids become BullMQ queue names and Redis key parts: no colons, no spaces. */
 export const ModelIdSchema = z
@@ -9,7 +11,7 @@ export const ModelIdSchema = z
 
 export const EmbeddedEngineConfigSchema = z
   .object({
-    type: z.literal("embedded"),
+    type: z.literal("embedded" satisfies EngineKind),
     /** GGUF file, relative to the registry file (or absolute). */
     path: z.string().min(1),
     /** Threads per decode step (default half the cores, never more than the cores). */
@@ -33,7 +35,7 @@ export const EmbeddedEngineConfigSchema = z
 
 export const UpstreamEngineConfigSchema = z
   .object({
-    type: z.literal("upstream"),
+    type: z.literal("upstream" satisfies EngineKind),
     baseUrl: z.url(),
     /** The model name the upstream server knows. */
     model: z.string().min(1),
@@ -54,17 +56,8 @@ export const UpstreamEngineConfigSchema = z
 
 export const EngineConfigSchema = z.discriminatedUnion("type", [EmbeddedEngineConfigSchema, UpstreamEngineConfigSchema]);
 
-export const ModelCapabilitiesSchema = z
-  .object({
-    chat: z.boolean().default(false),
-    completions: z.boolean().default(false),
-    embeddings: z.boolean().default(false),
-    tools: z.boolean().default(false),
-    json_schema: z.boolean().default(false),
-    logprobs: z.boolean().default(false),
-    reasoning: z.boolean().default(false),
-  })
-  .strict();
+/** The registry's `capabilities`: every capability of the one list, false unless declared. */
+export const ModelCapabilitiesSchema = perCapabilitySchema(() => z.boolean().default(false)).strict();
 
 /** CHF per million tokens, at most 6 decimals (so the price is a whole number of micro-CHF). */
 const PricePerMillionSchema = z
@@ -79,9 +72,6 @@ export const ModelPricingSchema = z
     output_per_million_chf: PricePerMillionSchema,
   })
   .strict();
-
-/** The backend-specific parameters the embedded engine honours (node-llama-cpp sampling options). */
-export const EMBEDDED_EXTRA_PARAMETERS: readonly string[] = ["top_k", "min_p", "repetition_penalty"];
 
 /** A model's default sampling parameters (the request fields' names and ranges). */
 export const SamplingDefaultsSchema = z
@@ -129,13 +119,14 @@ export const ModelEntrySchema = z
     if (entry.truncatable_embeddings === true && entry.embedding_dimensions === undefined) {
       ctx.addIssue({ code: "custom", path: ["embedding_dimensions"], message: "truncatable_embeddings needs embedding_dimensions" });
     }
-    if (entry.engine.type !== "embedded") return;
+    const allowed = engineTraits(entry).extraParameters;
+    if (allowed === "any") return;
     for (const [index, name] of (entry.extra_parameters ?? []).entries()) {
-      if (!EMBEDDED_EXTRA_PARAMETERS.includes(name)) {
+      if (!allowed.includes(name)) {
         ctx.addIssue({
           code: "custom",
           path: ["extra_parameters", index],
-          message: `the embedded engine does not take "${name}" (it takes ${EMBEDDED_EXTRA_PARAMETERS.join(", ")})`,
+          message: `the ${entry.engine.type} engine does not take "${name}" (it takes ${allowed.join(", ")})`,
         });
       }
     }

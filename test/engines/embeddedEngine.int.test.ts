@@ -37,7 +37,7 @@ describe("EmbeddedEngine options", () => {
       { llama },
     );
     try {
-      expect(engine.capabilities()).toMatchObject({ chat: true, tools: false, embeddings: false, logprobs: false, jsonSchema: true });
+      expect(engine.capabilities()).toMatchObject({ chat: true, tools: false, embeddings: false, logprobs: false, json_schema: true });
       const tools = [{ type: "function" as const, function: { name: "f" } }];
       await expect(collectChat(engine, userChat("Hi", { tools }))).rejects.toMatchObject({ kind: "invalid_request", param: "tools" });
       await expect(collectChat(engine, userChat("Hi", { logprobs: true }))).rejects.toMatchObject({ kind: "invalid_request", param: "logprobs" });

@@ -169,19 +169,6 @@ describe("UpstreamEngine.chat streaming", () => {
     // prompt: 3 priming + 4 per message + ceil(2 bytes / 3); completion: max(2 deltas, ceil(9 bytes / 3)).
     expect(result.usage).toEqual({ promptTokens: 8, completionTokens: 3, reasoningTokens: 0 });
   });
-
-  it("complete() sends the prompt as one user message", async () => {
-    upstream.handle(async (_req, res) => {
-      await writeSse(res, [chunk({ delta: { content: " world" }, finish_reason: "stop" }), usageChunk(2, 1), "data: [DONE]\n\n"]);
-      res.end();
-    });
-    const deltas: EngineDelta[] = [];
-    const { messages: _, ...sampling } = request();
-    const result = await engineFor().complete({ ...sampling, prompt: "Hello" }, (d) => deltas.push(d), new AbortController().signal);
-    expect(text(deltas)).toBe(" world");
-    expect(result.usage.promptTokens).toBe(2);
-    expect(upstream.received.at(-1)?.body.messages).toEqual([{ role: "user", content: "Hello" }]);
-  });
 });
 
 describe("UpstreamEngine request body", () => {
@@ -206,7 +193,7 @@ describe("UpstreamEngine request body", () => {
       { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: '{"a":1}' } }] },
       { role: "tool", content: "ok", tool_call_id: "c1" },
     ];
-    const engine = engineFor({ apiKey: "sk-upstream-secret", capabilities: { reasoning: true, tools: true, jsonSchema: true, logprobs: true } });
+    const engine = engineFor({ apiKey: "sk-upstream-secret", capabilities: { reasoning: true, tools: true, json_schema: true, logprobs: true } });
     await chatCollect(
       engine,
       request({

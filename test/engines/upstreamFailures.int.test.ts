@@ -253,9 +253,13 @@ describe("UpstreamEngine.embed", () => {
 
   it("maps a 400 and rejects a wrong number of vectors", async () => {
     upstream.handle((_req, res) => json(res, 400, { error: { message: "input too long", param: "input" } }));
-    expectEngineError(await rejection(engineFor().embed(["x"], new AbortController().signal)), "invalid_request", "input");
+    expectEngineError(
+      await rejection(engineFor({ capabilities: { embeddings: true } }).embed(["x"], new AbortController().signal)),
+      "invalid_request",
+      "input",
+    );
     upstream.handle((_req, res) => json(res, 200, { data: [{ index: 0, embedding: [1] }] }));
-    expectEngineError(await rejection(engineFor().embed(["x", "y"], new AbortController().signal)), "internal");
+    expectEngineError(await rejection(engineFor({ capabilities: { embeddings: true } }).embed(["x", "y"], new AbortController().signal)), "internal");
   });
 });
 
@@ -270,7 +274,7 @@ describe("UpstreamEngine token estimates and capabilities", () => {
       completions: true,
       embeddings: false,
       tools: true,
-      jsonSchema: false,
+      json_schema: false,
       logprobs: false,
       reasoning: false,
       continuation: false,

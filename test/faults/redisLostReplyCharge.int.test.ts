@@ -19,7 +19,7 @@ function gatedEngine(inner: Engine, gate: { allowed: number }): Engine {
     capabilities: () => inner.capabilities(),
     countChatTokens: (messages, tools) => inner.countChatTokens(messages, tools),
     countTokens: (text) => inner.countTokens(text),
-    complete: (request, onDelta, signal) => inner.complete(request, onDelta, signal),
+    maxConcurrency: () => inner.maxConcurrency(),
     embed: (texts, signal) => inner.embed(texts, signal),
     close: () => inner.close(),
     async chat(request, onDelta, signal, options) {

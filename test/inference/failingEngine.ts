@@ -26,10 +26,10 @@ export function failingEngine(engine: Engine, afterDeltas: number): Engine {
       }
       throw new Error("simulated engine failure");
     },
-    complete: (request, onDelta, signal) => engine.complete(request, onDelta, signal),
     embed: (texts, signal) => engine.embed(texts, signal),
     countChatTokens: (messages, tools) => engine.countChatTokens(messages, tools),
     countTokens: (text) => engine.countTokens(text),
+    maxConcurrency: () => engine.maxConcurrency(),
     close: () => engine.close(),
   };
 }

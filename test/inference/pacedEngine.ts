@@ -30,10 +30,10 @@ export function pacedEngine(engine: Engine, delayMs: number | (() => number)): E
       }
       return result;
     },
-    complete: (request, onDelta, signal) => engine.complete(request, onDelta, signal),
     embed: (texts, signal) => engine.embed(texts, signal),
     countChatTokens: (messages, tools) => engine.countChatTokens(messages, tools),
     countTokens: (text) => engine.countTokens(text),
+    maxConcurrency: () => engine.maxConcurrency(),
     close: () => engine.close(),
   };
 }

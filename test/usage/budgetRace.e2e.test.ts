@@ -18,13 +18,13 @@ describe("budget race over HTTP", () => {
     const gated = (_model: unknown, engine: Engine): Engine => ({
       capabilities: () => engine.capabilities(),
       chat: (request, onDelta, signal) => engine.chat(request, onDelta, signal),
-      complete: (request, onDelta, signal) => engine.complete(request, onDelta, signal),
       embed: async (texts, signal) => {
         await embedGate.opened;
         return engine.embed(texts, signal);
       },
       countChatTokens: (messages, tools) => engine.countChatTokens(messages, tools),
       countTokens: (text) => engine.countTokens(text),
+      maxConcurrency: () => engine.maxConcurrency(),
       close: () => engine.close(),
     });
     platform = await startTestPlatform({ wrapEngine: gated, env: { JOB_START_TIMEOUT_MS: "60000" } });

@@ -23,10 +23,10 @@ function slowEngine(engine: Engine, delayMs: number, calls: { aborted: boolean }
       });
       return engine.chat(request, onDelta, signal);
     },
-    complete: (request, onDelta, signal) => engine.complete(request, onDelta, signal),
     embed: (texts, signal) => engine.embed(texts, signal),
     countChatTokens: (messages, tools) => engine.countChatTokens(messages, tools),
     countTokens: (text) => engine.countTokens(text),
+    maxConcurrency: () => engine.maxConcurrency(),
     close: () => engine.close(),
   };
 }

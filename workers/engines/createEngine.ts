@@ -1,4 +1,5 @@
 import type { Config } from "../../src/config/config.ts";
+import { pickCapabilities } from "../../src/models/modelCapabilities.ts";
 import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
 import { EmbeddedEngine } from "./embedded/embeddedEngine.ts";
 import type { Engine } from "./engine.ts";
@@ -20,21 +21,12 @@ export async function createEngine(model: RegisteredModel, config: Pick<Config, 
     });
   }
   const apiKey = engine.apiKeyEnv ? config.secretFromEnv(engine.apiKeyEnv) : undefined;
-  const c = model.capabilities;
   return new UpstreamEngine({
     baseUrl: engine.baseUrl,
     model: engine.model,
     ...(apiKey ? { apiKey } : {}),
     contextLength: model.context_length,
     ...(engine.continueFinalMessage === undefined ? {} : { continueFinalMessage: engine.continueFinalMessage }),
-    capabilities: {
-      chat: c.chat,
-      completions: c.completions,
-      embeddings: c.embeddings,
-      tools: c.tools,
-      jsonSchema: c.json_schema,
-      logprobs: c.logprobs,
-      reasoning: c.reasoning,
-    },
+    capabilities: pickCapabilities(model.capabilities),
   });
 }

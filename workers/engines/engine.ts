@@ -3,13 +3,13 @@
  * OpenAI-compatible HTTP). Workers only ever talk to an engine through this. The request types are the
  * API-worker contract's (src/contracts/engineRequestSchemas.ts, inferred from its zod schemas).
  */
-import type { ChatMessage, EngineChatRequest, EngineTextRequest, ToolDefinition } from "../../src/contracts/engineRequestSchemas.ts";
+import type { ChatMessage, EngineChatRequest, ToolDefinition } from "../../src/contracts/engineRequestSchemas.ts";
+import type { ModelCapabilities } from "../../src/models/modelCapabilities.ts";
 
 export type {
   ChatMessage,
   ChatRole,
   EngineChatRequest as ChatRequest,
-  EngineTextRequest as TextRequest,
   JsonSchema,
   ReasoningEffort,
   ResponseFormat,
@@ -58,14 +58,11 @@ export type EngineResult = { finishReason: FinishReason; usage: EngineUsage };
 
 export type EmbedResult = { embeddings: number[][]; promptTokens: number };
 
-export type EngineCapabilities = {
-  chat: boolean;
-  completions: boolean;
-  embeddings: boolean;
-  tools: boolean;
-  jsonSchema: boolean;
-  logprobs: boolean;
-  reasoning: boolean;
+/**
+ * What an engine serves: the model capabilities of the one list (src/models/modelCapabilities.ts, the
+ * same names as the registry and the models API), plus what only workers need to know.
+ */
+export type EngineCapabilities = ModelCapabilities & {
   /** chat() can continue a reply already begun (ChatOptions.continueFrom). */
   continuation: boolean;
   /**
@@ -99,14 +96,15 @@ export interface Engine {
   capabilities(): EngineCapabilities;
   /** Streams a chat reply through onDelta; resolves when generation ends. Rejects with an AbortError-like error when signal aborts. */
   chat(request: EngineChatRequest, onDelta: DeltaSink, signal: AbortSignal, options?: ChatOptions): Promise<EngineResult>;
-  /** Streams a text completion of a plain prompt. */
-  complete(request: EngineTextRequest, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult>;
   embed(texts: string[], signal: AbortSignal): Promise<EmbedResult>;
   /** Exact prompt token count of a chat request as the engine would render it. */
   countChatTokens(messages: ChatMessage[], tools?: ToolDefinition[]): Promise<number>;
   countTokens(text: string): Promise<number>;
-  /** Jobs the engine runs at once when the registry names no maxConcurrency (the embedded engine decides from the machine). */
-  maxConcurrency?(): number;
+  /**
+   * Jobs of one model a worker gives this engine at once when the registry names no maxConcurrency (the
+   * embedded engine decides from the machine and the model; an upstream server batches on its own).
+   */
+  maxConcurrency(): number;
   close(): Promise<void>;
 }
 

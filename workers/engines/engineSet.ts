@@ -25,12 +25,9 @@ export class EngineSet {
     return engine;
   }
 
-  /**
-   * How many jobs of one model the worker takes at once: the registry's maxConcurrency, else what the loaded engine
-   * runs at once (the embedded engine's sequences), else 16 for an upstream server.
-   */
-  static concurrencyOf(model: RegisteredModel, engine?: Engine): number {
-    return model.engine.maxConcurrency ?? engine?.maxConcurrency?.() ?? (model.engine.type === "embedded" ? 1 : 16);
+  /** How many jobs of one model the worker takes at once: the registry's maxConcurrency, else what the loaded engine says. */
+  static concurrencyOf(model: RegisteredModel, engine: Pick<Engine, "maxConcurrency">): number {
+    return model.engine.maxConcurrency ?? engine.maxConcurrency();
   }
 
   async close(): Promise<void> {

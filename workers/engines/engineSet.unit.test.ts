@@ -14,13 +14,13 @@ const model = (engine: RegisteredModel["engine"]): RegisteredModel => ({
   inputMicroChfPerMillion: 0,
   outputMicroChfPerMillion: 0,
 });
-const engineRunning = (jobs: number) => ({ maxConcurrency: () => jobs }) as unknown as Engine;
+const engineRunning = (jobs: number): Pick<Engine, "maxConcurrency"> => ({ maxConcurrency: () => jobs });
 
 describe("EngineSet.concurrencyOf", () => {
   it("takes the registry's maxConcurrency first, then what the loaded engine runs at once", () => {
     expect(EngineSet.concurrencyOf(model({ type: "embedded", path: "m.gguf", maxConcurrency: 3 }), engineRunning(16))).toBe(3);
     expect(EngineSet.concurrencyOf(model({ type: "embedded", path: "m.gguf" }), engineRunning(16))).toBe(16);
-    expect(EngineSet.concurrencyOf(model({ type: "embedded", path: "m.gguf" }))).toBe(1);
-    expect(EngineSet.concurrencyOf(model({ type: "upstream", baseUrl: "http://127.0.0.1:1/v1", model: "u" }), {} as Engine)).toBe(16);
+    expect(EngineSet.concurrencyOf(model({ type: "upstream", baseUrl: "http://127.0.0.1:1/v1", model: "u", maxConcurrency: 5 }), engineRunning(16))).toBe(5);
+    expect(EngineSet.concurrencyOf(model({ type: "upstream", baseUrl: "http://127.0.0.1:1/v1", model: "u" }), engineRunning(16))).toBe(16);
   });
 });

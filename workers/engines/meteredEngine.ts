@@ -1,14 +1,5 @@
 import type { PlatformMetrics } from "../../src/observability/metrics.ts";
-import {
-  type ChatOptions,
-  type ChatRequest,
-  type DeltaSink,
-  type EmbedResult,
-  type Engine,
-  EngineError,
-  type EngineResult,
-  type TextRequest,
-} from "./engine.ts";
+import { type ChatOptions, type ChatRequest, type DeltaSink, type EmbedResult, type Engine, EngineError, type EngineResult } from "./engine.ts";
 
 type GenerationMetrics = PlatformMetrics["inference"];
 
@@ -57,7 +48,6 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
     capabilities: () => engine.capabilities(),
     chat: (request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options?: ChatOptions) =>
       generate((sink) => engine.chat(request, sink, signal, options), onDelta),
-    complete: (request: TextRequest, onDelta: DeltaSink, signal: AbortSignal) => generate((sink) => engine.complete(request, sink, signal), onDelta),
     embed: async (texts: string[], signal: AbortSignal): Promise<EmbedResult> => {
       const result = await counted(() => engine.embed(texts, signal));
       metrics.inputTokens.inc(model, result.promptTokens);
@@ -65,6 +55,7 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
     },
     countChatTokens: (messages, tools) => engine.countChatTokens(messages, tools),
     countTokens: (text) => engine.countTokens(text),
+    maxConcurrency: () => engine.maxConcurrency(),
     close: () => engine.close(),
   };
 }

@@ -1,3 +1,4 @@
+import { MODEL_CAPABILITIES, type ModelCapability, pickCapabilities } from "../../models/modelCapabilities.ts";
 import type { RegisteredModel } from "../../models/modelRegistry.ts";
 
 /** The reasoning_effort values of a reasoning model whose registry entry names none. */
@@ -6,17 +7,23 @@ export const DEFAULT_REASONING_EFFORTS: readonly string[] = ["low", "medium", "h
 const SAMPLING = ["max_tokens", "temperature", "top_p", "stop", "presence_penalty", "frequency_penalty", "seed", "logit_bias", "user"];
 const STREAMING = ["stream", "stream_options"];
 
-/** The request parameters a model takes, beyond `model` and the prompt itself (messages / prompt / input). */
+/** The request parameters (OpenAI's names) each capability lets a client send, beyond `model` and the prompt itself. */
+const PARAMETERS_OF: { readonly [C in ModelCapability]: (model: RegisteredModel) => readonly string[] } = {
+  chat: () => [...SAMPLING, ...STREAMING, "max_completion_tokens"],
+  completions: () => [...SAMPLING, ...STREAMING],
+  embeddings: (model) => ["encoding_format", ...(model.truncatable_embeddings ? ["dimensions"] : [])],
+  tools: () => ["tools", "tool_choice", "parallel_tool_calls"],
+  json_schema: () => ["response_format"],
+  logprobs: () => ["logprobs", "top_logprobs"],
+  reasoning: () => ["reasoning_effort"],
+};
+
+/** The request parameters a model takes, beyond `model` and the prompt itself (messages / prompt / input): its capabilities', then its extra ones. */
 export function supportedParameters(model: RegisteredModel): string[] {
-  const can = model.capabilities;
   const parameters = new Set<string>();
-  if (can.chat || can.completions) for (const name of [...SAMPLING, ...STREAMING]) parameters.add(name);
-  if (can.chat) parameters.add("max_completion_tokens");
-  if (can.tools) for (const name of ["tools", "tool_choice", "parallel_tool_calls"]) parameters.add(name);
-  if (can.json_schema) parameters.add("response_format");
-  if (can.logprobs) for (const name of ["logprobs", "top_logprobs"]) parameters.add(name);
-  if (can.reasoning) parameters.add("reasoning_effort");
-  if (can.embeddings) for (const name of ["encoding_format", ...(model.truncatable_embeddings ? ["dimensions"] : [])]) parameters.add(name);
+  for (const capability of MODEL_CAPABILITIES) {
+    if (model.capabilities[capability]) for (const name of PARAMETERS_OF[capability](model)) parameters.add(name);
+  }
   for (const name of model.extra_parameters ?? []) parameters.add(name);
   return [...parameters];
 }
@@ -39,7 +46,7 @@ export function modelBody(model: RegisteredModel) {
       input_chf_per_million_tokens: model.pricing.input_per_million_chf,
       output_chf_per_million_tokens: model.pricing.output_per_million_chf,
     },
-    capabilities: model.capabilities,
+    capabilities: pickCapabilities(model.capabilities),
     supported_parameters: supportedParameters(model),
     ...(model.capabilities.reasoning ? { reasoning_efforts: model.reasoning_efforts ?? DEFAULT_REASONING_EFFORTS } : {}),
     ...(model.embedding_dimensions === undefined ? {} : { embedding_dimensions: model.embedding_dimensions }),

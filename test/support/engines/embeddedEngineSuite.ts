@@ -3,7 +3,20 @@ import { EngineError } from "../../../workers/engines/engine.ts";
 import type { ChatRequest, ToolDefinition } from "../../../workers/engines/engine.ts";
 import { createLlama } from "../../../workers/engines/embedded/createLlama.ts";
 import { EmbeddedEngine } from "../../../workers/engines/embedded/embeddedEngine.ts";
-import { collectChat, cosine, greedy, norm, userChat } from "./engineTestKit.ts";
+import { describeEngineConformance } from "./engineConformance.ts";
+import { collectChat, userChat } from "./engineTestKit.ts";
+
+/** What the embedded engine declares for a model without thought segments when the registry disables nothing. */
+export const EMBEDDED_DEFAULTS = {
+  chat: true,
+  completions: true,
+  embeddings: true,
+  tools: true,
+  json_schema: true,
+  logprobs: true,
+  reasoning: false,
+  continuation: true,
+};
 
 export type SuiteModel = { modelPath: string; contextSize: number; prompt: string };
 
@@ -23,8 +36,20 @@ const weatherTools: ToolDefinition[] = [
   { type: "function", function: { name: "get_time", description: "The time", parameters: { type: "object", properties: {} } } },
 ];
 
-/** The engine checks every model must pass: properties, not exact strings (outputs vary with the thread count). */
+/**
+ * The checks every model on the embedded engine must pass: the engine conformance suite every adapter
+ * passes (engineConformance.ts), then what is particular to this engine (exact token counts from the
+ * model's own tokenizer and chat template, seeds, logprobs of greedy decoding, its sequences). Properties,
+ * not exact strings (outputs vary with the thread count).
+ */
 export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteModel>): void {
+  describeEngineConformance(`EmbeddedEngine on ${name}`, EMBEDDED_DEFAULTS, async () => {
+    const model = await setup();
+    const llama = await createLlama({ gpu: false });
+    const engine = await EmbeddedEngine.load({ modelPath: model.modelPath, threads: 1, maxConcurrency: 2, contextSize: model.contextSize }, { llama });
+    return { engine, prompt: model.prompt };
+  });
+
   describe(`EmbeddedEngine on ${name}`, () => {
     let model: SuiteModel;
     let engine: EmbeddedEngine;
@@ -37,15 +62,6 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
     });
     afterAll(async () => {
       await engine?.close();
-    });
-
-    it("streams deltas whose concatenation is the answer, token by token", async () => {
-      const out = await chat(userChat(model.prompt, { logprobs: true, maxTokens: 24 }));
-      expect(out.text.length).toBeGreaterThan(0);
-      expect(out.deltas.every((delta) => (delta.content ?? "") !== "" || (delta.logprobs?.length ?? 0) > 0)).toBe(true);
-      const bytes = out.logprobs.flatMap((entry) => entry.bytes);
-      expect(Buffer.from(bytes).toString("utf8")).toBe(out.text);
-      expect(["stop", "length"]).toContain(out.result.finishReason);
     });
 
     it("stops before a stop sequence that spans two tokens and leaves it out", async () => {
@@ -114,48 +130,6 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
       else expect(out.result.usage.completionTokens).toBe(120);
     });
 
-    it("writes JSON valid against a json_schema", async () => {
-      const schema = {
-        type: "object",
-        properties: { colour: { type: "string", enum: ["red", "green", "blue"] }, ok: { type: "boolean" }, count: { enum: [1, 2, 3] } },
-        required: ["colour", "ok", "count"],
-        additionalProperties: false,
-      };
-      for (const seed of [1, 2]) {
-        const out = await chat(
-          userChat(model.prompt, { maxTokens: 200, temperature: 1, seed, responseFormat: { type: "json_schema", json_schema: { name: "answer", schema } } }),
-        );
-        expect(out.result.finishReason).toBe("stop");
-        const value = JSON.parse(out.text) as { colour: string; ok: boolean; count: number };
-        expect(["red", "green", "blue"]).toContain(value.colour);
-        expect(typeof value.ok).toBe("boolean");
-        expect([1, 2, 3]).toContain(value.count);
-      }
-    });
-
-    it("calls a named tool", async () => {
-      const out = await chat(
-        userChat("What is the weather in Bern?", { maxTokens: 200, tools: weatherTools, toolChoice: { type: "function", function: { name: "get_weather" } } }),
-      );
-      expect(out.result.finishReason).toBe("tool_calls");
-      expect(out.text).toBe("");
-      expect(out.toolCalls).toHaveLength(1);
-      const call = out.toolCalls[0]!;
-      expect(call.id).toMatch(/^call_[0-9a-f]{24}$/);
-      expect(call.function.name).toBe("get_weather");
-      const args = JSON.parse(call.function.arguments) as { city: string; celsius: boolean };
-      expect(["Bern", "Zurich"]).toContain(args.city);
-      expect(typeof args.celsius).toBe("boolean");
-    });
-
-    it("calls some tool when tool_choice is required", async () => {
-      const out = await chat(userChat("What time is it?", { maxTokens: 200, tools: weatherTools, toolChoice: "required", parallelToolCalls: false }));
-      expect(out.result.finishReason).toBe("tool_calls");
-      expect(out.toolCalls).toHaveLength(1);
-      expect(["get_weather", "get_time"]).toContain(out.toolCalls[0]!.function.name);
-      expect(typeof JSON.parse(out.toolCalls[0]!.function.arguments)).toBe("object");
-    });
-
     it("does not call tools when tool_choice is none", async () => {
       const out = await chat(userChat(model.prompt, { maxTokens: 16, tools: weatherTools, toolChoice: "none" }));
       expect(out.toolCalls).toHaveLength(0);
@@ -192,33 +166,6 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
       }
     });
 
-    it("embeds texts as unit vectors; identical texts have cosine 1", async () => {
-      const texts = ["The weather is fine today.", "The weather is fine today.", "Completely different words here"];
-      const { embeddings, promptTokens } = await engine.embed(texts, new AbortController().signal);
-      expect(embeddings).toHaveLength(3);
-      expect(promptTokens).toBeGreaterThanOrEqual(3);
-      for (const vector of embeddings) expect(norm(vector)).toBeCloseTo(1, 6);
-      expect(cosine(embeddings[0]!, embeddings[1]!)).toBeCloseTo(1, 6);
-      expect(cosine(embeddings[0]!, embeddings[2]!)).toBeLessThan(0.999999);
-    });
-
-    it("aborts mid-stream and stays usable", async () => {
-      const controller = new AbortController();
-      let deltasAfterAbort = 0;
-      const pending = engine.chat(
-        userChat(model.prompt, { maxTokens: 400, responseFormat: { type: "json_object" } }),
-        () => {
-          if (controller.signal.aborted) deltasAfterAbort += 1;
-          else controller.abort();
-        },
-        controller.signal,
-      );
-      await expect(pending).rejects.toMatchObject({ name: "AbortError" });
-      expect(deltasAfterAbort).toBeLessThanOrEqual(1);
-      const after = await chat(userChat(model.prompt, { maxTokens: 4 }));
-      expect(after.result.usage.completionTokens).toBeGreaterThan(0);
-    });
-
     it("runs more jobs than maxConcurrency; the extra ones wait for a slot", async () => {
       const jobs = await Promise.all([1, 2, 3, 4, 5].map((seed) => chat(userChat(model.prompt, { temperature: 1, seed, maxTokens: 16 }))));
       for (const job of jobs) {
@@ -227,36 +174,10 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
       }
     });
 
-    it("treats a text completion as one user message", async () => {
-      let text = "";
-      const result = await engine.complete({ ...greedy, prompt: model.prompt, maxTokens: 8 }, (d) => (text += d.content ?? ""), new AbortController().signal);
-      expect(result.usage.promptTokens).toBe(await engine.countChatTokens([{ role: "user", content: model.prompt }]));
-      expect(result.usage.completionTokens).toBeGreaterThan(0);
-      expect(["stop", "length"]).toContain(result.finishReason);
-    });
-
     it("rejects a prompt longer than the context as an invalid request on messages", async () => {
       const long = `${model.prompt} `.repeat(Math.ceil((model.contextSize * 4) / model.prompt.length));
       await expect(chat(userChat(long))).rejects.toMatchObject({ name: "EngineError", kind: "invalid_request", param: "messages" });
       await expect(chat(userChat(long))).rejects.toBeInstanceOf(EngineError);
-    });
-
-    it("continues a reply already begun (what a worker that died delivered) as the same reply, counting the prompt once", async () => {
-      const request = userChat(model.prompt, { maxTokens: 24 });
-      const full = await chat({ ...request, logprobs: true });
-      const half = full.deltas.slice(0, Math.max(1, Math.floor(full.deltas.length / 2)));
-      const begun = half.map((delta) => delta.content ?? "").join("");
-      const sampled = half.reduce((n, delta) => n + (delta.logprobs?.length ?? 0), 0);
-      const continued = await collectChat(engine, { ...request, maxTokens: 24 - sampled }, undefined, { continueFrom: begun });
-      expect(continued.result.usage.promptTokens).toBe(full.result.usage.promptTokens);
-      expect(continued.result.usage.completionTokens).toBeGreaterThan(0);
-      expect(continued.result.usage.completionTokens).toBeLessThanOrEqual(24 - sampled);
-      // Greedy decoding from the same tokens gives the rest of the same reply (when the begun text
-      // tokenizes back into the tokens that were sampled, which a different split of it would not).
-      if ((await engine.countTokens(begun)) === sampled) {
-        expect(begun + continued.text).toBe(full.text);
-        expect(continued.result.finishReason).toBe(full.result.finishReason);
-      }
     });
 
     it("reports capabilities: chat, completions, embeddings, tools, json_schema, logprobs; no reasoning for a ChatML model", () => {
@@ -265,7 +186,7 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
         completions: true,
         embeddings: true,
         tools: true,
-        jsonSchema: true,
+        json_schema: true,
         logprobs: true,
         reasoning: false,
         continuation: true,

@@ -10,18 +10,9 @@ import type {
   LlamaModel,
 } from "node-llama-cpp";
 import { EngineError } from "../engine.ts";
-import type {
-  ChatMessage,
-  ChatOptions,
-  ChatRequest,
-  DeltaSink,
-  EmbedResult,
-  Engine,
-  EngineCapabilities,
-  EngineResult,
-  TextRequest,
-  ToolDefinition,
-} from "../engine.ts";
+import type { ChatMessage, ChatOptions, ChatRequest, DeltaSink, EmbedResult, Engine, EngineCapabilities, EngineResult, ToolDefinition } from "../engine.ts";
+import { capabilitiesWhere, type ModelCapability } from "../../../src/models/modelCapabilities.ts";
+import { refuseUndeclaredChat, refuseUndeclaredEmbeddings } from "../refuseUndeclared.ts";
 import { createBatchedContext } from "./batchedContext.ts";
 import { chatPlan, renderPrompt, renderPromptTokens, sharedPrefixLength } from "./chatPlan.ts";
 import { createLlama } from "./createLlama.ts";
@@ -138,15 +129,9 @@ export class EmbeddedEngine implements Engine {
 
   capabilities(): EngineCapabilities {
     const enabled = this.#loaded.options.capabilities;
-    const on = (name: keyof typeof enabled, supported: boolean): boolean => supported && enabled[name] !== false;
+    const supported = (name: ModelCapability): boolean => (name === "reasoning" ? this.#hasThoughts() : true);
     return {
-      chat: on("chat", true),
-      completions: on("completions", true),
-      embeddings: on("embeddings", true),
-      tools: on("tools", true),
-      jsonSchema: on("jsonSchema", true),
-      logprobs: on("logprobs", true),
-      reasoning: on("reasoning", this.#hasThoughts()),
+      ...capabilitiesWhere((name) => supported(name) && enabled[name] !== false),
       continuation: true,
       grammarContinuation: true,
       contextLength: this.#loaded.context.contextSize,
@@ -159,22 +144,13 @@ export class EmbeddedEngine implements Engine {
    */
   async chat(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options: ChatOptions = {}): Promise<EngineResult> {
     this.#ensureOpen();
-    this.#checkCapabilities(request, "chat");
+    refuseUndeclaredChat(request, this.capabilities());
     return this.#generate(request, onDelta, signal, options.continueFrom);
-  }
-
-  /** A text completion: the prompt becomes one user message of the chat (the spec's conversion). */
-  async complete(request: TextRequest, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
-    this.#ensureOpen();
-    const { prompt, ...sampling } = request;
-    const chatRequest: ChatRequest = { ...sampling, messages: [{ role: "user", content: prompt }] };
-    this.#checkCapabilities(chatRequest, "completions");
-    return this.#generate(chatRequest, onDelta, signal);
   }
 
   async embed(texts: string[], signal: AbortSignal): Promise<EmbedResult> {
     this.#ensureOpen();
-    if (!this.capabilities().embeddings) throw new EngineError("invalid_request", "This model does not serve embeddings", "model");
+    refuseUndeclaredEmbeddings(this.capabilities());
     try {
       return await this.#loaded.embedder.embed(texts, signal);
     } catch (error) {
@@ -255,20 +231,6 @@ export class EmbeddedEngine implements Engine {
 
   #hasThoughts(): boolean {
     return this.#loaded.chatWrapper.settings.segments?.thought != null;
-  }
-
-  #checkCapabilities(request: ChatRequest, kind: "chat" | "completions"): void {
-    const capabilities = this.capabilities();
-    if (!capabilities[kind]) throw new EngineError("invalid_request", `This model does not serve ${kind}`, "model");
-    if ((request.tools?.length ?? 0) > 0 && request.toolChoice !== "none" && !capabilities.tools) {
-      throw new EngineError("invalid_request", "This model does not support tools", "tools");
-    }
-    if (request.responseFormat?.type === "json_schema" && !capabilities.jsonSchema) {
-      throw new EngineError("invalid_request", "This model does not support json_schema", "response_format");
-    }
-    if (request.logprobs === true && !capabilities.logprobs) {
-      throw new EngineError("invalid_request", "This model does not support logprobs", "logprobs");
-    }
   }
 
   #getJsonGrammar(): Promise<LlamaGrammar> {

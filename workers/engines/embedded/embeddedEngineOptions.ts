@@ -1,18 +1,9 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
+import { perCapabilitySchema } from "../../../src/models/modelCapabilities.ts";
 
 /** Which capabilities the registry enables for this model; each defaults to enabled when the model supports it. */
-const capabilitySwitches = z
-  .object({
-    chat: z.boolean(),
-    completions: z.boolean(),
-    embeddings: z.boolean(),
-    tools: z.boolean(),
-    jsonSchema: z.boolean(),
-    logprobs: z.boolean(),
-    reasoning: z.boolean(),
-  })
-  .partial();
+const capabilitySwitches = perCapabilitySchema(() => z.boolean().optional());
 
 export const embeddedEngineOptions = z.object({
   /** Path of a GGUF file. */

@@ -1,16 +1,6 @@
 import { EngineError } from "../engine.ts";
-import type {
-  ChatMessage,
-  ChatOptions,
-  ChatRequest,
-  DeltaSink,
-  EmbedResult,
-  Engine,
-  EngineCapabilities,
-  EngineResult,
-  TextRequest,
-  ToolDefinition,
-} from "../engine.ts";
+import type { ChatMessage, ChatOptions, ChatRequest, DeltaSink, EmbedResult, Engine, EngineCapabilities, EngineResult, ToolDefinition } from "../engine.ts";
+import { refuseUndeclaredChat, refuseUndeclaredEmbeddings } from "../refuseUndeclared.ts";
 import { ChatStreamAccumulator } from "./chatStreamAccumulator.ts";
 import { estimateChatTokens, estimateTokens } from "./estimateTokens.ts";
 import { parseEmbeddings } from "./parseEmbeddings.ts";
@@ -20,6 +10,9 @@ import { toUpstreamChatBody } from "./toUpstreamChatBody.ts";
 import { UpstreamCall } from "./upstreamCall.ts";
 import { readText, UpstreamHttp } from "./upstreamHttp.ts";
 import { upstreamEngineOptions, type UpstreamEngineOptions, type UpstreamEngineOptionsInput } from "./upstreamEngineOptions.ts";
+
+/** Requests a worker sends one upstream model at once when the registry names no maxConcurrency. */
+export const DEFAULT_UPSTREAM_CONCURRENCY = 16;
 
 /**
  * An engine served by any OpenAI-compatible HTTP server (vLLM, SGLang, TGI, llama.cpp server, Ollama),
@@ -49,6 +42,7 @@ export class UpstreamEngine implements Engine {
    * generated), or an estimate when not given.
    */
   async chat(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options: ChatOptions = {}): Promise<EngineResult> {
+    refuseUndeclaredChat(request, this.#options.capabilities);
     const continueFrom = options.continueFrom === "" ? undefined : options.continueFrom;
     if (continueFrom !== undefined && !this.#options.continueFinalMessage) {
       throw new EngineError("internal", "This upstream is not configured to continue a final assistant message");
@@ -86,13 +80,8 @@ export class UpstreamEngine implements Engine {
     }
   }
 
-  /** Per the service spec a text prompt is served as a chat of one user message. */
-  complete(request: TextRequest, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
-    const { prompt, ...sampling } = request;
-    return this.chat({ ...sampling, messages: [{ role: "user", content: prompt }] }, onDelta, signal);
-  }
-
   async embed(texts: string[], signal: AbortSignal): Promise<EmbedResult> {
+    refuseUndeclaredEmbeddings(this.#options.capabilities);
     if (texts.length === 0) return { embeddings: [], promptTokens: 0 };
     const call = this.#open(signal);
     try {
@@ -101,6 +90,11 @@ export class UpstreamEngine implements Engine {
     } finally {
       this.#release(call);
     }
+  }
+
+  /** Jobs in flight at once by default: the upstream server batches them itself. */
+  maxConcurrency(): number {
+    return DEFAULT_UPSTREAM_CONCURRENCY;
   }
 
   /** An estimate (see estimateTokens.ts), used for admission only. */

@@ -1,17 +1,8 @@
 import { z } from "zod";
+import { perCapabilitySchema } from "../../../src/models/modelCapabilities.ts";
 
 /** Which capabilities the registry declares for the upstream model (we cannot discover them). */
-const capabilitySwitches = z
-  .object({
-    chat: z.boolean().default(true),
-    completions: z.boolean().default(true),
-    embeddings: z.boolean().default(false),
-    tools: z.boolean().default(false),
-    jsonSchema: z.boolean().default(false),
-    logprobs: z.boolean().default(false),
-    reasoning: z.boolean().default(false),
-  })
-  .prefault({});
+const capabilitySwitches = perCapabilitySchema((name) => z.boolean().default(name === "chat" || name === "completions")).prefault({});
 
 export const upstreamEngineOptions = z.object({
   /** Base URL of the OpenAI-compatible API, including its version path: `http://vllm:8000/v1`. */

@@ -8,6 +8,7 @@ import type { ChatCompletionRequest } from "./chatCompletionRequestSchema.ts";
 import { chatCompletionBody, chatStreamFormat } from "./chatFormat.ts";
 import { toEngineChatRequest } from "./toEngineChatRequest.ts";
 import { checkRequestSchemas } from "../jsonSchemas/checkRequestSchemas.ts";
+import { engineTraits } from "../../../models/engineTraits.ts";
 
 /** chat.completion bodies and chat.completion.chunk streams. */
 export const chatResponseShape: ResponseShape = { streamFormat: chatStreamFormat, body: chatCompletionBody };
@@ -18,7 +19,7 @@ export function chatCompletionHandler(deps: AppDeps) {
     const body = ctx.state.body as ChatCompletionRequest;
     const inference = requireInference(deps);
     const model = resolveModel(inference.registry, body.model, "chat");
-    checkRequestSchemas(body, inference.schemas, model.engine.type === "embedded");
+    checkRequestSchemas(body, inference.schemas, engineTraits(model).grammarEnforcedSchemas);
     await serveNewCompletion(deps, inference, ctx, {
       model,
       endpoint: "chat.completions",

@@ -1,6 +1,7 @@
 import { InvalidRequestError } from "../../http/errors.ts";
 import type { EngineChatRequest } from "../../../contracts/engineRequestSchemas.ts";
 import type { RegisteredModel } from "../../../models/modelRegistry.ts";
+import { engineTraits } from "../../../models/engineTraits.ts";
 import { unsupportedParameter } from "../resolveModel.ts";
 import { samplingParams } from "../samplingSchemas.ts";
 import { CHAT_REQUEST_FIELDS, type ChatCompletionRequest, type ChatMessageInput } from "./chatCompletionRequestSchema.ts";
@@ -38,7 +39,7 @@ export function toEngineChatRequest(body: ChatCompletionRequest, model: Register
   const clientMax = body.max_completion_tokens ?? body.max_tokens;
   // An upstream reasoning model without a bound from the client: its backend's default applies (spec
   // 4.1); the context length bounds what it can generate, so that is what admission holds money for.
-  const backendDefault = clientMax == null && can.reasoning && model.engine.type === "upstream";
+  const backendDefault = clientMax == null && can.reasoning && engineTraits(model).backendDefaultMaxTokens;
   const maxTokens = clientMax ?? (backendDefault ? model.context_length : CHAT_DEFAULT_MAX_TOKENS);
   if (!backendDefault && maxTokens >= model.context_length) {
     throw new InvalidRequestError(`${maxParam} is too large: ${maxTokens}. This model's context length is ${model.context_length} tokens.`, {
