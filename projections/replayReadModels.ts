@@ -129,7 +129,7 @@ export async function replayReadModels(
       }),
       {
         model: "rm_budget.spent_micro_chf",
-        // A settled hold not yet folded into rm_budget (settleUsage) is spent too.
+        // A settled hold not yet folded into rm_budget (see recordUsage) is spent too.
         live: `SELECT account_id, period_start, sum(spent)::bigint AS spent_micro_chf FROM (
                  SELECT account_id, period_start, spent_micro_chf AS spent FROM ${q(live, "rm_budget")}
                  UNION ALL
