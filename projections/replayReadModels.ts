@@ -116,7 +116,7 @@ export async function replayReadModels(
              FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) AS u(account_id, cost, finished)
             GROUP BY 1, 2
            ON CONFLICT (account_id, period_start) DO UPDATE SET spent_micro_chf = b.spent_micro_chf + EXCLUDED.spent_micro_chf`,
-          [usage[0], usage[7], usage[8]],
+          [usage.accountId, usage.costMicroChf, usage.finishedAt],
         );
       }
     }
