@@ -5,9 +5,10 @@ import { type ApiError, ForbiddenError, SubscriptionRequiredError } from "../htt
 import type { AuthRefusalReason } from "../../observability/metrics.ts";
 import { AttemptLimiter, TooManyAttemptsError } from "../http/rateLimits.ts";
 import { apiKeyHash, isWellFormedApiKey } from "../keys/apiKeySecret.ts";
+import { type Principal, stateOf } from "../http/requestState.ts";
 
-/** Who an inference request acts for; set on ctx.state.principal by inferenceAuth. */
-export type Principal = { accountId: string; keyId: string };
+/** Who an inference request acts for; set by inferenceAuth, read with principalOf. */
+export type { Principal };
 
 function tooManyFailures(retryAfterSeconds: number): TooManyAttemptsError {
   return new TooManyAttemptsError(
@@ -57,7 +58,7 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
       return refuse("unknown_or_revoked_api_key", new ForbiddenError());
     }
     if (result.outcome === "subscription_required") return refuse("subscription_required", new SubscriptionRequiredError());
-    ctx.state.principal = { accountId: result.principal.accountId, keyId: result.principal.keyId } satisfies Principal;
+    stateOf(ctx).principal = { accountId: result.principal.accountId, keyId: result.principal.keyId } satisfies Principal;
     deps.keyAuth.lastUsed.record(result.principal.keyId, deps.clock.now());
     await next();
   };
