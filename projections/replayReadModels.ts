@@ -116,7 +116,7 @@ export async function replayReadModels(
              FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) AS u(account_id, cost, finished)
             GROUP BY 1, 2
            ON CONFLICT (account_id, period_start) DO UPDATE SET spent_micro_chf = b.spent_micro_chf + EXCLUDED.spent_micro_chf`,
-          [usage[0], usage[7], usage[8]],
+          [usage.accountId, usage.costMicroChf, usage.finishedAt],
         );
       }
     }
@@ -129,7 +129,7 @@ export async function replayReadModels(
       }),
       {
         model: "rm_budget.spent_micro_chf",
-        // A settled hold not yet folded into rm_budget (settleUsage) is spent too.
+        // A settled hold not yet folded into rm_budget (see recordUsage) is spent too.
         live: `SELECT account_id, period_start, sum(spent)::bigint AS spent_micro_chf FROM (
                  SELECT account_id, period_start, spent_micro_chf AS spent FROM ${q(live, "rm_budget")}
                  UNION ALL

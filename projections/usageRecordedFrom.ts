@@ -21,29 +21,70 @@ export function usageDay(usage: UsageRecorded["data"]): string {
 }
 
 /**
- * The UsageRecorded events of a batch as parallel arrays, for one `unnest(...)` statement:
- * account, day, model, key, prompt, completion, reasoning tokens, cost, finishedAt. Null when the batch
- * has none.
+ * The UsageRecorded events of a batch as parallel arrays, one per named field (index i of every array
+ * is the i-th usage of the batch), for one `unnest(...)` statement. `day` is usageDay.
  */
-export type UsageColumns = unknown[][];
+export type UsageColumns = {
+  accountId: string[];
+  day: string[];
+  model: string[];
+  keyId: string[];
+  promptTokens: number[];
+  completionTokens: number[];
+  reasoningTokens: number[];
+  costMicroChf: number[];
+  finishedAt: string[];
+};
 
+/** The usage columns of `events` (parsed once, with the contract schema); null when the batch has none. */
 export function usageColumns(events: RecordedEvent[]): UsageColumns | null {
-  const columns: unknown[][] = [[], [], [], [], [], [], [], [], []];
+  const columns: UsageColumns = {
+    accountId: [],
+    day: [],
+    model: [],
+    keyId: [],
+    promptTokens: [],
+    completionTokens: [],
+    reasoningTokens: [],
+    costMicroChf: [],
+    finishedAt: [],
+  };
   for (const event of events) {
     const usage = usageRecordedFrom(event);
     if (!usage) continue;
-    const row = [
-      usage.accountId,
-      usageDay(usage),
-      usage.model,
-      usage.keyId,
-      usage.promptTokens,
-      usage.completionTokens,
-      usage.reasoningTokens,
-      usage.costMicroChf,
-      usage.finishedAt,
-    ];
-    for (const [i, value] of row.entries()) columns[i]!.push(value);
+    columns.accountId.push(usage.accountId);
+    columns.day.push(usageDay(usage));
+    columns.model.push(usage.model);
+    columns.keyId.push(usage.keyId);
+    columns.promptTokens.push(usage.promptTokens);
+    columns.completionTokens.push(usage.completionTokens);
+    columns.reasoningTokens.push(usage.reasoningTokens);
+    columns.costMicroChf.push(usage.costMicroChf);
+    columns.finishedAt.push(usage.finishedAt);
   }
-  return columns[0]!.length ? columns : null;
+  return columns.accountId.length ? columns : null;
+}
+
+/** Each usage column as a SQL column of the `u` rows: its field, its name in SQL and its type. */
+const USAGE_SQL_COLUMNS = [
+  { field: "accountId", name: "account_id", type: "text" },
+  { field: "day", name: "day", type: "date" },
+  { field: "model", name: "model", type: "text" },
+  { field: "keyId", name: "key_id", type: "text" },
+  { field: "promptTokens", name: "prompt", type: "bigint" },
+  { field: "completionTokens", name: "completion", type: "bigint" },
+  { field: "reasoningTokens", name: "reasoning", type: "bigint" },
+  { field: "costMicroChf", name: "cost", type: "bigint" },
+  { field: "finishedAt", name: "finished", type: "timestamptz" },
+] as const satisfies readonly { field: keyof UsageColumns; name: string; type: string }[];
+
+/**
+ * A FROM item of a batch's usages, one row each: `u(account_id, day, model, key_id, prompt, completion,
+ * reasoning, cost, finished)`, its parameters $1.. in usageRowsValues order.
+ */
+export const USAGE_ROWS_SQL = `unnest(${USAGE_SQL_COLUMNS.map((c, i) => `$${i + 1}::${c.type}[]`).join(", ")}) AS u(${USAGE_SQL_COLUMNS.map((c) => c.name).join(", ")})`;
+
+/** The parameters of USAGE_ROWS_SQL. */
+export function usageRowsValues(columns: UsageColumns): unknown[] {
+  return USAGE_SQL_COLUMNS.map((c) => columns[c.field]);
 }

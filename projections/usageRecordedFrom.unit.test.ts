@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { UsageRecorded } from "../src/ledger/usageRecordedEvent.ts";
-import { usageDay } from "./usageRecordedFrom.ts";
+import type { RecordedEvent } from "../src/ledger/eventStore/types.ts";
+import { USAGE_ROWS_SQL, usageColumns, usageDay, usageRowsValues } from "./usageRecordedFrom.ts";
 
 const dayOf = (finishedAt: string) => usageDay({ finishedAt } as UsageRecorded["data"]);
 const viaDate = (finishedAt: string) => new Date(finishedAt).toISOString().slice(0, 10);
@@ -25,5 +26,70 @@ describe("usageDay", () => {
 
   it("rejects a time that is not one, as before", () => {
     expect(() => dayOf("not a time")).toThrow(RangeError);
+  });
+});
+
+describe("usageColumns", () => {
+  const recorded = (type: string, data: Record<string, unknown>, n: number): RecordedEvent => ({
+    eventId: `e${n}`,
+    streamId: `completion-c${n}`,
+    streamVersion: 1,
+    globalPosition: String(n),
+    transactionId: "1",
+    type,
+    schemaVersion: 1,
+    data,
+    metadata: {},
+    recordedAt: new Date(0),
+  });
+  const usage = (n: number) => ({
+    completionId: `c${n}`,
+    accountId: `a${n}`,
+    keyId: `k${n}`,
+    model: `m${n}`,
+    endpoint: "chat.completions",
+    promptTokens: 10 + n,
+    completionTokens: 20 + n,
+    reasoningTokens: n,
+    costMicroChf: 100 + n,
+    priceTableVersion: "v1",
+    outcome: "finished",
+    startedAt: `2026-05-0${n}T10:00:00.000Z`,
+    finishedAt: `2026-05-0${n}T11:00:00.000Z`,
+    traceId: null,
+  });
+
+  it("gives each field of a batch's usages a named array, in log order, skipping other events", () => {
+    const events = [recorded("UsageRecorded", usage(1), 1), recorded("KeyCreated", { keyId: "x" }, 2), recorded("UsageRecorded", usage(2), 3)];
+    expect(usageColumns(events)).toEqual({
+      accountId: ["a1", "a2"],
+      day: ["2026-05-01", "2026-05-02"],
+      model: ["m1", "m2"],
+      keyId: ["k1", "k2"],
+      promptTokens: [11, 12],
+      completionTokens: [21, 22],
+      reasoningTokens: [1, 2],
+      costMicroChf: [101, 102],
+      finishedAt: ["2026-05-01T11:00:00.000Z", "2026-05-02T11:00:00.000Z"],
+    });
+    expect(usageColumns([recorded("KeyCreated", {}, 1)])).toBeNull();
+  });
+
+  it("binds each named array to its SQL column of the usage rows", () => {
+    const columns = usageColumns([recorded("UsageRecorded", usage(1), 1)])!;
+    expect(USAGE_ROWS_SQL).toBe(
+      "unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::timestamptz[]) AS u(account_id, day, model, key_id, prompt, completion, reasoning, cost, finished)",
+    );
+    expect(usageRowsValues(columns)).toEqual([
+      columns.accountId,
+      columns.day,
+      columns.model,
+      columns.keyId,
+      columns.promptTokens,
+      columns.completionTokens,
+      columns.reasoningTokens,
+      columns.costMicroChf,
+      columns.finishedAt,
+    ]);
   });
 });

@@ -65,7 +65,7 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
   // Usage is recorded on pools of its own whose statements are all short (USAGE_STATEMENT_MS): a silent
   // PostgreSQL costs an attempt seconds, not the background pool's 35 s, so usage is recorded within
   // seconds of its return. The budget half of each settle commits without waiting for the WAL flush
-  // (see settleUsage).
+  // (see recordUsage).
   const usageTimeouts = shortStatements(poolTimeouts(config, "background"), USAGE_STATEMENT_MS);
   const usagePool = createPool(config.databaseUrl, 10, {
     timeouts: usageTimeouts,

@@ -1,5 +1,5 @@
 import type { Projection } from "../projection.ts";
-import { usageColumns } from "../usageRecordedFrom.ts";
+import { USAGE_ROWS_SQL, usageColumns, usageRowsValues } from "../usageRecordedFrom.ts";
 
 /**
  * rm_account_usage_daily: per account, UTC day, model and key, from UsageRecorded. Serves the usage API.
@@ -15,8 +15,7 @@ export const accountUsageDailyProjection: Projection = {
       `INSERT INTO rm_account_usage_daily AS t
          (account_id, day, model, key_id, requests, prompt_tokens, completion_tokens, reasoning_tokens, cost_micro_chf)
        SELECT account_id, day, model, key_id, count(*), sum(prompt), sum(completion), sum(reasoning), sum(cost)
-         FROM unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::timestamptz[])
-              AS u(account_id, day, model, key_id, prompt, completion, reasoning, cost, finished)
+         FROM ${USAGE_ROWS_SQL}
         GROUP BY account_id, day, model, key_id
         ORDER BY account_id, day, model, key_id
        ON CONFLICT (account_id, day, model, key_id) DO UPDATE SET
@@ -25,7 +24,7 @@ export const accountUsageDailyProjection: Projection = {
          completion_tokens = t.completion_tokens + EXCLUDED.completion_tokens,
          reasoning_tokens = t.reasoning_tokens + EXCLUDED.reasoning_tokens,
          cost_micro_chf = t.cost_micro_chf + EXCLUDED.cost_micro_chf`,
-      columns,
+      usageRowsValues(columns),
     );
   },
 };

@@ -1,5 +1,5 @@
 import type { Projection } from "../projection.ts";
-import { usageColumns } from "../usageRecordedFrom.ts";
+import { USAGE_ROWS_SQL, usageColumns, usageRowsValues } from "../usageRecordedFrom.ts";
 
 /**
  * rm_key_usage_daily: per API key and UTC day, from UsageRecorded: requests, tokens, cost (micro-CHF)
@@ -16,8 +16,7 @@ export const keyUsageDailyProjection: Projection = {
       `INSERT INTO rm_key_usage_daily AS t
          (key_id, day, account_id, requests, prompt_tokens, completion_tokens, reasoning_tokens, cost_micro_chf, last_used_at)
        SELECT key_id, day, min(account_id), count(*), sum(prompt), sum(completion), sum(reasoning), sum(cost), max(finished)
-         FROM unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::timestamptz[])
-              AS u(account_id, day, model, key_id, prompt, completion, reasoning, cost, finished)
+         FROM ${USAGE_ROWS_SQL}
         GROUP BY key_id, day
         ORDER BY key_id, day
        ON CONFLICT (key_id, day) DO UPDATE SET
@@ -27,7 +26,7 @@ export const keyUsageDailyProjection: Projection = {
          reasoning_tokens = t.reasoning_tokens + EXCLUDED.reasoning_tokens,
          cost_micro_chf = t.cost_micro_chf + EXCLUDED.cost_micro_chf,
          last_used_at = GREATEST(t.last_used_at, EXCLUDED.last_used_at)`,
-      columns,
+      usageRowsValues(columns),
     );
   },
 };

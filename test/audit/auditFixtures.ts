@@ -3,7 +3,7 @@ import type { Pool } from "../../src/db/createPool.ts";
 import { executeAccountCommand } from "../../src/ledger/accounts/executeAccountCommand.ts";
 import { writeAuditCheckpoints } from "../../src/ledger/audit/auditCheckpoint.ts";
 import type { CheckpointSigner } from "../../src/ledger/audit/checkpointSignature.ts";
-import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
+import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { publishPriceTable, type PriceTable } from "../../src/ledger/pricing/priceTable.ts";
 import { allProjections } from "../../projections/allProjections.ts";
@@ -47,8 +47,7 @@ export async function buildAuditedLog(pool: Pool, accountCount = 2, signer: Chec
   const charge = async (account: AuditedAccount, version: string, prices: PriceTable, promptTokens: number, completionTokens: number) => {
     const completionId = randomUUID();
     const costMicroChfValue = costMicroChf({ promptTokens, completionTokens }, prices["tiny-test"]!);
-    await settleUsage(
-      pool,
+    const recorded = await new UsageRecorder(pool).record(
       usageEvent({
         accountId: account.accountId,
         keyId: account.keyIds[0]!,
@@ -57,8 +56,10 @@ export async function buildAuditedLog(pool: Pool, accountCount = 2, signer: Chec
         completionTokens,
         costMicroChf: costMicroChfValue,
         priceTableVersion: version,
-      }),
+      }).data,
+      {},
     );
+    if (recorded !== "recorded") throw new Error(`usage of ${completionId} not recorded: ${recorded}`);
     account.completionIds.push(completionId);
   };
   for (const account of accounts) for (let i = 0; i < 3; i++) await charge(account, v1, PRICES_V1, 1000 + i, 2000 + i);

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyAudit } from "../../projections/audit/verifyAudit.ts";
-import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
+import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { publishPriceTable } from "../../src/ledger/pricing/priceTable.ts";
 import { checkExport, parseExport } from "../../tools/audit/verifyExport.ts";
@@ -40,10 +40,8 @@ function node(args: string[]): Promise<CliResult> {
 
 async function charge(account: TestAccount, keyId: string, version: string, promptTokens: number): Promise<void> {
   const cost = costMicroChf({ promptTokens, completionTokens: 7 }, PRICES_V1["tiny-test"]!);
-  await settleUsage(
-    app.db.pool,
-    usageEvent({ accountId: account.accountId, keyId, promptTokens, completionTokens: 7, costMicroChf: cost, priceTableVersion: version }),
-  );
+  const event = usageEvent({ accountId: account.accountId, keyId, promptTokens, completionTokens: 7, costMicroChf: cost, priceTableVersion: version });
+  expect(await new UsageRecorder(app.db.pool).record(event.data, {})).toBe("recorded");
 }
 
 beforeAll(async () => {

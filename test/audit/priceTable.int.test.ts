@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyAudit } from "../../projections/audit/verifyAudit.ts";
 import { writeAuditCheckpoints } from "../../src/ledger/audit/auditCheckpoint.ts";
 import { publishPriceTable, readPriceVersions } from "../../src/ledger/pricing/priceTable.ts";
-import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
+import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
 import { ModelRegistry } from "../../src/models/modelRegistry.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { usageEvent } from "../usage/usageFixtures.ts";
@@ -50,8 +50,8 @@ describe("price table versions", () => {
     const accountId = (await db.pool.query<{ id: string }>("SELECT account_id::text AS id FROM rm_accounts LIMIT 1")).rows[0]!.id;
     const early = usageEvent({ accountId, promptTokens: 0, completionTokens: 0, costMicroChf: 0, priceTableVersion: future });
     const unknown = usageEvent({ accountId, promptTokens: 0, completionTokens: 0, costMicroChf: 0, priceTableVersion: "never-published" });
-    await settleUsage(db.pool, early);
-    await settleUsage(db.pool, unknown);
+    const recorder = new UsageRecorder(db.pool);
+    expect(await Promise.all([recorder.record(early.data, {}), recorder.record(unknown.data, {})])).toEqual(["recorded", "recorded"]);
     // Checkpoints of at most 2 events each: many small windows, all of which verify.
     await writeAuditCheckpoints(db.pool, { maxEvents: 2 });
     const report = await verifyAudit(db.pool, { readModels: false });

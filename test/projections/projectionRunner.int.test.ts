@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
+import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
 import type { UsageRecorded } from "../../src/ledger/usageRecordedEvent.ts";
 import { allProjections } from "../../projections/allProjections.ts";
 import { readCheckpoint } from "../../projections/checkpoint.ts";
@@ -75,7 +75,8 @@ describe("projection runner", () => {
     const r = runner();
     r.start();
     try {
-      for (const data of events) await settleUsage(db.pool, { type: "UsageRecorded", data });
+      const recorder = new UsageRecorder(db.pool);
+      for (const data of events) expect(await recorder.record(data, {})).toBe("recorded");
       const expected = expectedUsage(events);
       // Hand computation of the key read model, written out.
       expect(expected.keyDays.find((k) => k.key_id === keyA && k.day === "2025-05-01")).toMatchObject({
@@ -105,6 +106,7 @@ describe("projection runner", () => {
     const second = runner();
     first.start();
     second.start();
+    const recorder = new UsageRecorder(db.pool);
     const events: UsageRecorded["data"][] = [];
     try {
       for (let i = 0; i < 40; i++) {
@@ -117,7 +119,7 @@ describe("projection runner", () => {
           costMicroChf: i + 1,
         }).data;
         events.push(e);
-        await settleUsage(db.pool, { type: "UsageRecorded", data: e });
+        expect(await recorder.record(e, {})).toBe("recorded");
         if (i === 20) await first.stop(); // whichever was active, the other one goes on (or already was)
       }
       const expected = expectedUsage(events);

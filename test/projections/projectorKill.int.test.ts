@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
+import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
 import type { UsageRecorded } from "../../src/ledger/usageRecordedEvent.ts";
 import { allProjections } from "../../projections/allProjections.ts";
 import { PROJECTION_LOCK_SPACE } from "../../projections/projectionLocks.ts";
@@ -67,6 +67,7 @@ describe("projector crash safety", () => {
     const events: UsageRecorded["data"][] = [];
 
     let writing = true;
+    const recorder = new UsageRecorder(db.pool);
     const writer = (async () => {
       for (let round = 0; round < 60; round++) {
         const batch = Array.from(
@@ -82,7 +83,8 @@ describe("projector crash safety", () => {
               finishedAt: `${pick(days)}T${String(Math.floor(Math.random() * 24)).padStart(2, "0")}:${String(Math.floor(Math.random() * 60)).padStart(2, "0")}:00.000Z`,
             }).data,
         );
-        await Promise.all(batch.map((data) => settleUsage(db.pool, { type: "UsageRecorded", data })));
+        // One worker's recorder: the five usages are group-committed as in production.
+        expect(await Promise.all(batch.map((data) => recorder.record(data, {})))).toEqual(batch.map(() => "recorded"));
         events.push(...batch);
         await new Promise((r) => setTimeout(r, 40));
       }

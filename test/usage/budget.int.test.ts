@@ -7,14 +7,18 @@ import { HoldSweeper } from "../../src/ledger/budget/holdSweeper.ts";
 import { placeHold } from "../../src/ledger/budget/placeHold.ts";
 import { releaseHold } from "../../src/ledger/budget/releaseHold.ts";
 import { foldSettledHold } from "../../src/ledger/budget/foldSettledHold.ts";
-import { recordUsage, settleUsage } from "../../src/ledger/budget/settleUsage.ts";
+import { recordUsage } from "../../src/ledger/budget/recordUsage.ts";
 import { completionStreamId, UsageRecordedSchema } from "../../src/ledger/usageRecordedEvent.ts";
+import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { budgetRow, createBudgetedAccount, openHolds, setBudget, usageEvent } from "./usageFixtures.ts";
 
 let db: TestDatabase;
+/** The worker's path to money: UsageRecorder (recordUsage, group-committed, then foldSettledHold). */
+let recorder: UsageRecorder;
 beforeAll(async () => {
   db = await createTestDatabase();
+  recorder = new UsageRecorder(db.pool);
 });
 afterAll(async () => {
   await db.drop();
@@ -29,7 +33,7 @@ async function flow(accountId: string, now: Date, actualCost: number) {
   const hold = await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: CHF_0_0001, now });
   if (!hold.ok) return { admitted: false as const, reason: hold.reason };
   await new Promise((r) => setTimeout(r, Math.random() * 20));
-  await settleUsage(db.pool, usageEvent({ accountId, completionId, costMicroChf: actualCost, finishedAt: now.toISOString() }));
+  expect(await recorder.record(usageEvent({ accountId, completionId, costMicroChf: actualCost, finishedAt: now.toISOString() }).data, {})).toBe("recorded");
   return { admitted: true as const, completionId };
 }
 
@@ -118,10 +122,11 @@ describe("monthly budget holds", () => {
     const completionId = randomUUID();
     expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 500, now })).ok).toBe(true);
     const event = usageEvent({ accountId, completionId, costMicroChf: 321, finishedAt: now.toISOString() });
-    const [a, b] = await Promise.all([settleUsage(db.pool, event), settleUsage(db.pool, event)]);
-    expect([a.recorded, b.recorded].sort()).toEqual([false, true]);
-    const third = await settleUsage(db.pool, event);
-    expect(third).toEqual({ recorded: false, releasedMicroChf: null, admission: "admitted" });
+    // Two workers (each its own recorder and transactions) and one worker twice (one group commit).
+    const other = new UsageRecorder(db.pool);
+    const outcomes = await Promise.all([recorder.record(event.data, {}), other.record(event.data, {}), recorder.record(event.data, {})]);
+    expect(outcomes.sort()).toEqual(["already_recorded", "already_recorded", "recorded"]);
+    expect(await recorder.record(event.data, {})).toBe("already_recorded");
     expect(await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`)).toEqual({ budget: CHF_0_01, spent: 321, held: 0 });
     expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(1);
   });
@@ -132,8 +137,8 @@ describe("monthly budget holds", () => {
     const admittedAt = new Date("2026-03-31T23:59:59.500Z");
     expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 700, now: admittedAt })).ok).toBe(true);
     expect(await budgetRow(db.pool, accountId, "2026-03-01")).toEqual({ budget: CHF_0_01, spent: 0, held: 700 });
-    const settled = await settleUsage(db.pool, usageEvent({ accountId, completionId, costMicroChf: 250, finishedAt: "2026-04-01T00:00:01.000Z" }));
-    expect(settled).toEqual({ recorded: true, releasedMicroChf: 700, admission: "admitted" });
+    const settled = await recorder.record(usageEvent({ accountId, completionId, costMicroChf: 250, finishedAt: "2026-04-01T00:00:01.000Z" }).data, {});
+    expect(settled).toBe("recorded");
     expect(await budgetRow(db.pool, accountId, "2026-03-01")).toEqual({ budget: CHF_0_01, spent: 0, held: 0 });
     expect(await budgetRow(db.pool, accountId, "2026-04-01")).toEqual({ budget: CHF_0_01, spent: 250, held: 0 });
     expect(await openHolds(db.pool, accountId)).toBe(0);
@@ -170,8 +175,8 @@ describe("monthly budget holds", () => {
     expect(left.rows.map((r) => r.hold_id)).toEqual([young]);
     expect(await budgetRow(db.pool, accountId, "2025-03-01")).toEqual({ budget: 1000, spent: 0, held: 200 });
     // The late job of the swept hold still settles and is charged.
-    const settled = await settleUsage(db.pool, usageEvent({ accountId, completionId: old, costMicroChf: 250, finishedAt: "2025-03-10T12:02:00.000Z" }));
-    expect(settled).toEqual({ recorded: true, releasedMicroChf: null, admission: "admitted" });
+    const settled = await recorder.record(usageEvent({ accountId, completionId: old, costMicroChf: 250, finishedAt: "2025-03-10T12:02:00.000Z" }).data, {});
+    expect(settled).toBe("recorded");
     expect(await budgetRow(db.pool, accountId, "2025-03-01")).toEqual({ budget: 1000, spent: 250, held: 200 });
     await sweeper.stop();
   });
@@ -244,27 +249,20 @@ describe("speculative admission (hold placed while the job is already queued)", 
     const accountId = await createBudgetedAccount(db.pool, 1000);
     const completionId = randomUUID();
     const event = usageEvent({ accountId, completionId, costMicroChf: 120, finishedAt: now.toISOString() });
-    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({
-      recorded: false,
-      releasedMicroChf: null,
-      admission: "pending",
-    });
+    const undecided = { speculative: true, admissionDecidedBy: new Date(Date.now() + 120_000) };
+    const recording = recorder.record(event.data, {}, undecided);
+    // Neither the hold nor a refusal is there yet: the recorder waits and writes nothing.
+    const waited = await Promise.race([recording, new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), 500))]);
+    expect(waited).toBe("waiting");
     expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(0);
     expect(await openHolds(db.pool, accountId)).toBe(0);
 
     expect((await placeHold(db.pool, { holdId: completionId, accountId, amountMicroChf: 400, now, speculative: true })).ok).toBe(true);
-    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({
-      recorded: true,
-      releasedMicroChf: 400,
-      admission: "admitted",
-    });
+    expect(await recording).toBe("recorded");
     expect(await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`)).toEqual({ budget: 1000, spent: 120, held: 0 });
+    expect(await openHolds(db.pool, accountId)).toBe(0);
     // Settled twice (the hold is folded and gone by now): found recorded, not pending, not charged again.
-    expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission: true })).toEqual({
-      recorded: false,
-      releasedMicroChf: null,
-      admission: "admitted",
-    });
+    expect(await recorder.record(event.data, {}, undecided)).toBe("already_recorded");
     expect(await budgetRow(db.pool, accountId, `${now.toISOString().slice(0, 8)}01`)).toEqual({ budget: 1000, spent: 120, held: 0 });
   });
 
@@ -282,8 +280,13 @@ describe("speculative admission (hold placed while the job is already queued)", 
     expect(all.rows[0].n).toBe(1);
 
     const event = usageEvent({ accountId, completionId, costMicroChf: 80, finishedAt: now.toISOString() });
-    for (const requireAdmission of [true, false]) {
-      expect(await settleUsage(db.pool, event, {}, db.pool, { requireAdmission })).toEqual({ recorded: false, releasedMicroChf: null, admission: "refused" });
+    // Undecided, decided (a missing hold would be charged) and not speculative at all: refused each time.
+    for (const options of [
+      { speculative: true, admissionDecidedBy: new Date(Date.now() + 120_000) },
+      { speculative: true, admissionDecidedBy: new Date(0) },
+      {},
+    ]) {
+      expect(await recorder.record(event.data, {}, options)).toBe("refused");
     }
     expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(0);
     expect(await openHolds(db.pool, accountId)).toBe(0);

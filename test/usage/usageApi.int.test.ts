@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { placeHold } from "../../src/ledger/budget/placeHold.ts";
-import { settleUsage } from "../../src/ledger/budget/settleUsage.ts";
+import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
 import { allProjections } from "../../projections/allProjections.ts";
 import { ProjectionRunner } from "../../projections/projectionRunner.ts";
 import { createKey, expectError, KEYS_PATH } from "../keys/keySteps.ts";
@@ -37,7 +37,8 @@ beforeAll(async () => {
     // January: outside the window, counted in the totals
     { keyId: keyB, model: "m2", promptTokens: 2, completionTokens: 2, reasoningTokens: 0, costMicroChf: 5, finishedAt: "2025-01-10T10:00:00.000Z" },
   ];
-  for (const u of usage) await settleUsage(app.db.pool, usageEvent({ accountId, ...u }));
+  const recorder = new UsageRecorder(app.db.pool);
+  for (const u of usage) expect(await recorder.record(usageEvent({ accountId, ...u }).data, {})).toBe("recorded");
   // A request in progress: 0.2 CHF held.
   expect((await placeHold(app.db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 200_000, now: NOW })).ok).toBe(true);
   const projected = await eventuallyTrue(async () => {

@@ -2,7 +2,7 @@ import type { Pool } from "../../src/db/createPool.ts";
 import { readStream } from "../../src/ledger/eventStore/readStream.ts";
 import type { EventMetadata } from "../../src/ledger/eventStore/types.ts";
 import { completionStreamId, UsageRecordedDataSchema, type UsageRecorded, type UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
-import type { SettleResult } from "../../src/ledger/budget/settleUsage.ts";
+import type { SettleResult } from "../../src/ledger/budget/recordUsage.ts";
 import { foldSettledHold } from "../../src/ledger/budget/foldSettledHold.ts";
 import { UsageGroupCommit } from "../../src/ledger/budget/usageGroupCommit.ts";
 import { isDatabaseUnavailable } from "../../src/db/databaseUnavailable.ts";
@@ -21,7 +21,7 @@ export type RecordOptions = {
 };
 
 /**
- * Records a finished job's usage and settles its budget hold, as settleUsage does: recordUsage appends
+ * Records a finished job's usage and settles its budget hold (the one way usage is charged): recordUsage appends
  * UsageRecorded to `completion-<id>` with expected version "no_stream" (the stream exists only once, so a
  * job that runs again, retried or stalled, can never record, and so charge, twice) and marks the
  * request's hold settled in one durable transaction, shared with the usages of other jobs that finish at
@@ -42,7 +42,7 @@ export class UsageRecorder {
   readonly #maxPauseMs: number;
   readonly #onRetry: (error: unknown, attempt: number) => void;
 
-  /** `foldPool`: connections with synchronous_commit off, for the budget half of the settle (settleUsage). */
+  /** `foldPool`: connections with synchronous_commit off, for the budget half of the settle (foldSettledHold). */
   constructor(
     pool: Pool,
     options: {

@@ -2,10 +2,10 @@ import Router from "@koa/router";
 import type { AppDeps } from "../appDeps.ts";
 import { requestMetadata } from "../http/requestMetadata.ts";
 import { PUBLIC_BODY_LIMITS } from "../http/requestBody.ts";
-import { validate } from "../http/validate.ts";
-import { sessionAuth, type SessionState } from "../sessions/sessionAuth.ts";
+import { validate, validated } from "../http/validate.ts";
+import { sessionAuth, sessionOf } from "../sessions/sessionAuth.ts";
 import { revokeSession } from "../sessions/sessionStore.ts";
-import { LoginBodySchema, RegisterBodySchema, type LoginBody, type RegisterBody } from "./accountSchemas.ts";
+import { LoginBodySchema, RegisterBodySchema } from "./accountSchemas.ts";
 import { accountView } from "./accountView.ts";
 import { AccountNotFoundError } from "../../ledger/domainError.ts";
 import { findAccount } from "./findAccount.ts";
@@ -22,7 +22,7 @@ export function accountRoutes(deps: AppDeps): Router {
   const { gate, throttle } = deps.signIn;
 
   router.post("/register", validate(RegisterBodySchema, "body", PUBLIC_BODY_LIMITS), async (ctx) => {
-    const body = ctx.state.body as RegisterBody;
+    const body = validated(ctx, RegisterBodySchema);
     await throttle.beforeRegistration(ctx.ip);
     const account = await registerAccount(deps, { gate, clientAddress: ctx.ip }, body, requestMetadata(ctx));
     ctx.status = 201;
@@ -30,20 +30,20 @@ export function accountRoutes(deps: AppDeps): Router {
   });
 
   router.post("/login", validate(LoginBodySchema, "body", PUBLIC_BODY_LIMITS), async (ctx) => {
-    const body = ctx.state.body as LoginBody;
+    const body = validated(ctx, LoginBodySchema);
     const session = await deps.signIn.login(deps, body, ctx.ip);
     ctx.set("cache-control", "no-store");
     ctx.body = { session_token: session.sessionToken, expires_at: session.expiresAt.toISOString() };
   });
 
   router.post("/logout", requireSession, async (ctx) => {
-    const session = ctx.state.session as SessionState;
+    const session = sessionOf(ctx);
     await revokeSession(deps.pool, session.sessionToken, deps.clock.now());
     ctx.status = 204;
   });
 
   router.get("/user", requireSession, async (ctx) => {
-    const session = ctx.state.session as SessionState;
+    const session = sessionOf(ctx);
     const account = await findAccount(deps.pool, { accountId: session.accountId });
     if (!account) throw new AccountNotFoundError();
     ctx.set("cache-control", "no-store");

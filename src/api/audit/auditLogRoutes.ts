@@ -5,8 +5,8 @@ import { readAccountCheckpointProofs, readExportHorizon } from "../../ledger/aud
 import { AUDIT_CSV_HEADER, auditCsvLine, decodeAuditCursor, encodeAuditCursor, readAuditLog } from "../../ledger/audit/auditLog.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { InvalidRequestError } from "../http/errors.ts";
-import { validate } from "../http/validate.ts";
-import { sessionAuth, type SessionState } from "../sessions/sessionAuth.ts";
+import { validate, validated } from "../http/validate.ts";
+import { sessionAuth, sessionOf } from "../sessions/sessionAuth.ts";
 
 export const AuditLogQuerySchema = z
   .object({
@@ -33,8 +33,8 @@ function wantsCsv(ctx: Context, query: AuditLogQuery): boolean {
 export function auditLogRoutes(deps: AppDeps): Router {
   const router = new Router({ prefix: "/api/v1/accounts/user" });
   router.get(["/audit-log", "/audit-log/"], sessionAuth(deps), validate(AuditLogQuerySchema, "query"), async (ctx) => {
-    const session = ctx.state.session as SessionState;
-    const query = ctx.state.query as AuditLogQuery;
+    const session = sessionOf(ctx);
+    const query = validated(ctx, AuditLogQuerySchema);
     const after = query.cursor === undefined ? null : decodeAuditCursor(query.cursor);
     if (query.cursor !== undefined && !after)
       throw new InvalidRequestError("cursor is not a cursor this API returned", { param: "cursor", code: "invalid_cursor" });

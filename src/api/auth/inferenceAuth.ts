@@ -1,14 +1,14 @@
 import type { Context, Next } from "koa";
-import type { RateLimits } from "../../ledger/accounts/accountEvents.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { bearerToken } from "../http/bearerToken.ts";
 import { type ApiError, ForbiddenError, SubscriptionRequiredError } from "../http/errors.ts";
 import type { AuthRefusalReason } from "../../observability/metrics.ts";
 import { AttemptLimiter, TooManyAttemptsError } from "../http/rateLimits.ts";
 import { apiKeyHash, isWellFormedApiKey } from "../keys/apiKeySecret.ts";
+import { type Principal, stateOf } from "../http/requestState.ts";
 
-/** Who an inference request acts for, with the subscription's rate limits; set on ctx.state.principal by inferenceAuth. */
-export type Principal = { accountId: string; keyId: string; rateLimits: RateLimits };
+/** Who an inference request acts for; set by inferenceAuth, read with principalOf. */
+export type { Principal };
 
 function tooManyFailures(retryAfterSeconds: number): TooManyAttemptsError {
   return new TooManyAttemptsError(
@@ -59,7 +59,7 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
     }
     if (result.outcome === "subscription_required") return refuse("subscription_required", new SubscriptionRequiredError());
     const { accountId, keyId, rateLimits } = result.principal;
-    ctx.state.principal = { accountId, keyId, rateLimits } satisfies Principal;
+    stateOf(ctx).principal = { accountId, keyId, rateLimits } satisfies Principal;
     deps.keyAuth.lastUsed.record(result.principal.keyId, deps.clock.now());
     await next();
   };

@@ -2,12 +2,12 @@ import Router from "@koa/router";
 import type { Context } from "koa";
 import { findAccount } from "../accounts/findAccount.ts";
 import { accountView } from "../accounts/accountView.ts";
-import { LoginBodySchema, type LoginBody } from "../accounts/accountSchemas.ts";
+import { LoginBodySchema } from "../accounts/accountSchemas.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { PUBLIC_BODY_LIMITS } from "../http/requestBody.ts";
-import { validate } from "../http/validate.ts";
+import { validate, validated } from "../http/validate.ts";
 import { AccountNotFoundError } from "../../ledger/domainError.ts";
-import { sessionAuth, type SessionState } from "../sessions/sessionAuth.ts";
+import { sessionAuth, sessionOf } from "../sessions/sessionAuth.ts";
 import { clearSessionCookie, csrfTokenFor, setSessionCookie } from "../sessions/sessionCookie.ts";
 import { revokeSession } from "../sessions/sessionStore.ts";
 import { loadConsoleAssets, type ConsoleAsset } from "./consoleAssets.ts";
@@ -49,14 +49,14 @@ export function consoleRoutes(deps: AppDeps): Router {
   });
 
   router.post("/console/session", validate(LoginBodySchema, "body", PUBLIC_BODY_LIMITS), async (ctx) => {
-    const session = await deps.signIn.login(deps, ctx.state.body as LoginBody, ctx.ip);
+    const session = await deps.signIn.login(deps, validated(ctx, LoginBodySchema), ctx.ip);
     setSessionCookie(ctx, session.sessionToken, session.expiresAt);
     ctx.set("cache-control", "no-store");
     ctx.body = { csrf_token: csrfTokenFor(session.sessionToken), expires_at: session.expiresAt.toISOString() };
   });
 
   router.get("/console/session", requireSession, async (ctx) => {
-    const session = ctx.state.session as SessionState;
+    const session = sessionOf(ctx);
     const account = await findAccount(deps.pool, { accountId: session.accountId });
     if (!account) throw new AccountNotFoundError();
     ctx.set("cache-control", "no-store");
@@ -64,7 +64,7 @@ export function consoleRoutes(deps: AppDeps): Router {
   });
 
   router.delete("/console/session", requireSession, async (ctx) => {
-    const session = ctx.state.session as SessionState;
+    const session = sessionOf(ctx);
     await revokeSession(deps.pool, session.sessionToken, deps.clock.now());
     clearSessionCookie(ctx);
     ctx.status = 204;

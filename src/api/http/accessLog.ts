@@ -1,14 +1,14 @@
 import type { Context, Next } from "koa";
 import type { Logger } from "../../observability/logger.ts";
 import type Router from "@koa/router";
+import { type AccessLogInference, stateOf } from "./requestState.ts";
 import { servedRoute } from "./routeTemplate.ts";
 
-/** What an inference request adds to its access log line (set by startInferenceJob). */
-export type AccessLogInference = { model: string; inputTokens?: number; outputTokens?: number };
+export type { AccessLogInference };
 
 /** The inference part of a request's access log line: `ctx.state.inference`, filled as the request goes. */
 export function accessLogInference(ctx: Context): AccessLogInference | undefined {
-  return ctx.state.inference as AccessLogInference | undefined;
+  return stateOf(ctx).inference;
 }
 
 /**
@@ -26,14 +26,14 @@ export function accessLog(logger: Logger, routers: Router[], now: () => number =
       await next();
     } finally {
       const inference = accessLogInference(ctx);
-      const principal = ctx.state.principal as { keyId?: string } | undefined;
+      const { principal, requestId, traceId } = stateOf(ctx);
       logger.info("request", {
         method: ctx.method,
         route: servedRoute(routers, ctx) ?? null,
         status: ctx.respond === false ? ctx.res.statusCode : ctx.status,
         durationMs: Math.round((now() - started) * 10) / 10,
-        requestId: ctx.state.requestId ?? null,
-        traceId: ctx.state.traceId ?? null,
+        requestId: requestId ?? null,
+        traceId: traceId ?? null,
         keyId: principal?.keyId ?? null,
         ...(inference
           ? {

@@ -1,11 +1,9 @@
 import type { Context, Next } from "koa";
 import { ApiError, InvalidRequestError } from "./errors.ts";
-import { DEFAULT_JSON_SHAPE_LIMITS, JsonShapeScanner, type JsonShapeLimits } from "./jsonShapeBudget.ts";
+import { DEFAULT_JSON_SHAPE_LIMITS, type JsonShapeLimits, JsonShapeScanner } from "./jsonShapeBudget.ts";
+import { type BodyLimits, type BodyReader, stateOf } from "./requestState.ts";
 
-/** What a route may accept: bytes, and the shape limits checked while they arrive. */
-export type BodyLimits = { maxBytes?: number; shape?: JsonShapeLimits };
-
-type BodyReader = { read(limits?: BodyLimits): Promise<unknown> };
+export type { BodyLimits };
 
 /** Routes anyone may call (registration, sign-in): a few short fields, so a small body. */
 export const PUBLIC_BODY_LIMITS: BodyLimits = { maxBytes: 16 * 1024 };
@@ -33,7 +31,7 @@ export function requestBodies(options: { maxBytes: number }) {
         return readJsonBody(ctx, { maxBytes: Math.min(limits.maxBytes ?? options.maxBytes, options.maxBytes), shape: limits.shape });
       },
     };
-    ctx.state.bodyReader = reader;
+    stateOf(ctx).bodyReader = reader;
     try {
       await next();
     } finally {
@@ -74,7 +72,7 @@ function drain(ctx: Context, maxBytes: number): Promise<boolean> {
 
 /** The body of the request as parsed JSON (undefined when it is not JSON), read at most once. */
 export async function requestBody(ctx: Context, limits?: BodyLimits): Promise<unknown> {
-  const reader = ctx.state.bodyReader as BodyReader | undefined;
+  const reader = stateOf(ctx).bodyReader;
   if (!reader) throw new Error("requestBodies() is not installed in this app");
   return reader.read(limits);
 }

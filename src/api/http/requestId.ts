@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Context, Next } from "koa";
+import { stateOf } from "./requestState.ts";
 
 /** An incoming `x-request-id` is kept only when it looks like an id (a proxy's), never arbitrary text. */
 const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -12,7 +13,7 @@ export function requestId() {
   return async function assignRequestId(ctx: Context, next: Next): Promise<void> {
     const incoming = ctx.get("x-request-id");
     const id = ACCEPTED_REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    ctx.state.requestId = id;
+    stateOf(ctx).requestId = id;
     ctx.set("x-request-id", id);
     await next();
   };

@@ -1,6 +1,7 @@
 import { context, propagation } from "@opentelemetry/api";
 import type { Context } from "koa";
 import type { EventMetadata } from "../../ledger/eventStore/types.ts";
+import { stateOf } from "./requestState.ts";
 
 /**
  * Metadata for the events a request appends: its request id as correlationId, the trace context
@@ -8,7 +9,8 @@ import type { EventMetadata } from "../../ledger/eventStore/types.ts";
  */
 export function requestMetadata(ctx: Context, actor?: string): EventMetadata {
   const metadata: EventMetadata = {};
-  if (typeof ctx.state.requestId === "string") metadata.correlationId = ctx.state.requestId;
+  const { requestId } = stateOf(ctx);
+  if (typeof requestId === "string") metadata.correlationId = requestId;
   const carrier: Record<string, string> = {};
   propagation.inject(context.active(), carrier);
   if (carrier.traceparent) metadata.traceparent = carrier.traceparent;

@@ -4,6 +4,7 @@ import type { Context, Next } from "koa";
 import { platformTracer } from "../../observability/telemetry.ts";
 import type Router from "@koa/router";
 import { servedRoute } from "./routeTemplate.ts";
+import { stateOf } from "./requestState.ts";
 
 /** The response header naming the request's trace, for a user to hand to an operator. */
 export const TRACE_ID_HEADER = "x-trace-id";
@@ -63,7 +64,7 @@ export function traceRequests(routers: Router[]) {
 function exposeTrace(ctx: Context, span: Span): void {
   const spanContext = span.spanContext();
   if (!trace.isSpanContextValid(spanContext)) return;
-  ctx.state.traceId = spanContext.traceId;
+  stateOf(ctx).traceId = spanContext.traceId;
   ctx.set(TRACE_ID_HEADER, spanContext.traceId);
   ctx.set("traceparent", `00-${spanContext.traceId}-${spanContext.spanId}-0${(spanContext.traceFlags & 1).toString(16)}`);
 }

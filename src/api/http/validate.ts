@@ -2,6 +2,7 @@ import type { Context, Next } from "koa";
 import type { z } from "zod";
 import { InvalidRequestError } from "./errors.ts";
 import { type BodyLimits, requestBody } from "./requestBody.ts";
+import { stateOf } from "./requestState.ts";
 
 type Source = "body" | "query" | "params";
 
@@ -56,9 +57,9 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.inf
 }
 
 /**
- * Parses the JSON body / query / params with the schema; the result goes to ctx.state.<source>. The body
- * is read here and only here: mount validate after the route's authentication. `limits` narrow the
- * body's size for a route anyone may call (sign-in, registration).
+ * Parses the JSON body / query / params with the schema; the handler reads the result with
+ * validated(ctx, schema). The body is read here and only here: mount validate after the route's
+ * authentication. `limits` narrow the body's size for a route anyone may call (sign-in, registration).
  */
 export function validate<S extends z.ZodType>(schema: S, source: Source = "body", limits?: BodyLimits) {
   return async function validateRequest(ctx: Context, next: Next): Promise<void> {
@@ -66,7 +67,20 @@ export function validate<S extends z.ZodType>(schema: S, source: Source = "body"
     if (source === "body" && (input === undefined || input === null || typeof input !== "object" || Array.isArray(input))) {
       throw new InvalidRequestError("The request body must be a JSON object.", { code: "invalid_json" });
     }
-    ctx.state[source] = parseWith(schema, input);
+    const state = stateOf(ctx);
+    state.validated ??= new Map();
+    state.validated.set(schema, parseWith(schema, input));
     await next();
   };
+}
+
+/**
+ * The input validate(schema) parsed for this request, typed by the schema. A route that reads it
+ * without mounting validate(schema) first is a programming error (500), never a client's.
+ */
+export function validated<S extends z.ZodType>(ctx: Context, schema: S): z.infer<S> {
+  const inputs = stateOf(ctx).validated;
+  if (!inputs?.has(schema)) throw new Error("validated(ctx, schema): the route is mounted without validate(schema)");
+  // The one cast: the value was parsed by this very schema (the map's key).
+  return inputs.get(schema) as z.infer<S>;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { invalidRequestFromZod, paramPath } from "./validate.ts";
+import type { Context } from "koa";
+import { invalidRequestFromZod, paramPath, validate, validated } from "./validate.ts";
 
 const Schema = z.object({ name: z.string().min(1), items: z.array(z.object({ n: z.number().max(2) }).strict()) }).strict();
 
@@ -28,5 +29,41 @@ describe("validate: zod issues become invalid_request_error naming the param", (
   });
   it("formats paths", () => {
     expect(paramPath(["messages", 0, "content"])).toBe("messages[0].content");
+  });
+});
+
+describe("validated: the input a route's validate(schema) parsed, typed by that schema", () => {
+  const Limit = z.object({ limit: z.coerce.number().int().max(100) }).strict();
+  const Other = z.object({ after: z.string() }).strict();
+  const contextWith = (query: Record<string, string>) => ({ query, state: {} }) as unknown as Context;
+
+  it("gives each handler the parsed value of its own schema, and several schemas' values side by side", async () => {
+    const ctx = contextWith({ limit: "7" });
+    let seen: { limit: number } | null = null;
+    await validate(Limit, "query")(ctx, async () => {
+      seen = validated(ctx, Limit);
+    });
+    expect(seen).toEqual({ limit: 7 });
+    (ctx as unknown as { query: Record<string, string> }).query = { after: "x" };
+    await validate(Other, "query")(ctx, async () => undefined);
+    expect(validated(ctx, Limit)).toEqual({ limit: 7 });
+    expect(validated(ctx, Other)).toEqual({ after: "x" });
+  });
+
+  it("refuses to hand out input a route never validated with that schema (a wiring error, not a client's)", async () => {
+    const ctx = contextWith({ limit: "7" });
+    await validate(Limit, "query")(ctx, async () => undefined);
+    expect(() => validated(ctx, Other)).toThrow("mounted without validate(schema)");
+    expect(() => validated(contextWith({}), Limit)).toThrow("mounted without validate(schema)");
+  });
+
+  it("refuses a bad input before the handler runs, as before", async () => {
+    let ran = false;
+    await expect(
+      validate(Limit, "query")(contextWith({ limit: "1000" }), async () => {
+        ran = true;
+      }),
+    ).rejects.toMatchObject({ status: 400, param: "limit" });
+    expect(ran).toBe(false);
   });
 });

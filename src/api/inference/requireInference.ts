@@ -1,6 +1,7 @@
 import type { AppDeps } from "../appDeps.ts";
 import { ModelUnavailableError } from "../http/errors.ts";
 import type { Principal } from "../auth/inferenceAuth.ts";
+import { stateOf } from "../http/requestState.ts";
 import type { InferenceServices } from "./inferenceServices.ts";
 import type { Context } from "koa";
 
@@ -12,7 +13,7 @@ export function requireInference(deps: AppDeps): InferenceServices {
 
 /** Who the request acts for, set by the inference auth middleware. */
 export function principalOf(ctx: Context): Principal {
-  const principal = ctx.state.principal as Principal | undefined;
+  const { principal } = stateOf(ctx);
   if (!principal) throw new Error("inference route mounted without inferenceAuth");
   return principal;
 }

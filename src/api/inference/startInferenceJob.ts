@@ -11,6 +11,7 @@ import type { AccessLogInference } from "../http/accessLog.ts";
 import type { RunningJob } from "./relay/runningJob.ts";
 import type { Lane } from "../../contracts/lanes.ts";
 import { ModelUnavailableError } from "../http/errors.ts";
+import { stateOf } from "../http/requestState.ts";
 
 export type InferenceJobSpec = {
   model: RegisteredModel;
@@ -54,7 +55,7 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
   inference.gateway.assertConnected();
   const principal = principalOf(ctx);
   const logged: AccessLogInference = { model: model.id };
-  ctx.state.inference = logged;
+  stateOf(ctx).inference = logged;
   const lane = spec.lane ?? "interactive";
   const startTimeoutMs = spec.stream || spec.patient ? inference.limits.jobStartTimeoutStreamMs : inference.limits.jobStartTimeoutMs;
   const tenant = await inference.tenants.admit(ctx, {

@@ -5,13 +5,14 @@ import { KeyNotFoundError } from "../../ledger/domainError.ts";
 import { executeAccountCommand } from "../../ledger/accounts/executeAccountCommand.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { requestMetadata } from "../http/requestMetadata.ts";
-import { validate } from "../http/validate.ts";
-import { sessionAuth, type SessionState } from "../sessions/sessionAuth.ts";
-import { CreateKeyBodySchema, KeyIdSchema, RenameKeyBodySchema, type CreateKeyBody, type RenameKeyBody } from "./apiKeySchemas.ts";
+import { validate, validated } from "../http/validate.ts";
+import { sessionAuth, sessionOf } from "../sessions/sessionAuth.ts";
+import { CreateKeyBodySchema, KeyIdSchema, RenameKeyBodySchema } from "./apiKeySchemas.ts";
 import { apiKeyHash, apiKeyLast4, newApiKeySecret } from "./apiKeySecret.ts";
 import { apiKeyView, type ApiKeyView } from "./apiKeyView.ts";
 import { findKeyRows } from "./findKeyRows.ts";
 import { keyUsageStats } from "./keyUsageStats.ts";
+import { stateOf, requiredState } from "../http/requestState.ts";
 
 /** Key-management views of the account's keys, with their usage stats (read through keyUsageStats only). */
 async function keyViews(deps: AppDeps, accountId: string, keyId?: string): Promise<ApiKeyView[]> {
@@ -30,16 +31,16 @@ async function keyView(deps: AppDeps, accountId: string, keyId: string): Promise
   return view;
 }
 
-/** `:keyId` -> ctx.state.keyId; a malformed id is answered like an unknown one (404). */
+/** `:keyId` -> the keyId of the request state (requiredState); a malformed id is answered like an unknown one (404). */
 async function requireKeyId(ctx: Context, next: Next): Promise<void> {
   const raw = String((ctx as { params?: Record<string, string> }).params?.keyId ?? "");
   const parsed = KeyIdSchema.safeParse(raw);
   if (!parsed.success) throw new KeyNotFoundError(raw.slice(0, 64));
-  ctx.state.keyId = parsed.data;
+  stateOf(ctx).keyId = parsed.data;
   await next();
 }
 
-const accountOf = (ctx: Context) => (ctx.state.session as SessionState).accountId;
+const accountOf = (ctx: Context) => sessionOf(ctx).accountId;
 const actorOf = (accountId: string) => `account:${accountId}`;
 
 /**
@@ -58,7 +59,7 @@ export function apiKeyRoutes(deps: AppDeps): Router {
 
   router.post("/create", requireSession, validate(CreateKeyBodySchema), async (ctx) => {
     const accountId = accountOf(ctx);
-    const { name } = ctx.state.body as CreateKeyBody;
+    const { name } = validated(ctx, CreateKeyBodySchema);
     const secret = newApiKeySecret();
     const keyId = randomUUID();
     await executeAccountCommand(
@@ -75,20 +76,20 @@ export function apiKeyRoutes(deps: AppDeps): Router {
 
   router.get("/:keyId", requireSession, requireKeyId, async (ctx) => {
     ctx.set("cache-control", "no-store");
-    ctx.body = await keyView(deps, accountOf(ctx), ctx.state.keyId as string);
+    ctx.body = await keyView(deps, accountOf(ctx), requiredState(ctx, "keyId"));
   });
 
   router.patch("/:keyId/update", requireSession, requireKeyId, validate(RenameKeyBodySchema), async (ctx) => {
     const accountId = accountOf(ctx);
-    const keyId = ctx.state.keyId as string;
-    const { name } = ctx.state.body as RenameKeyBody;
+    const keyId = requiredState(ctx, "keyId");
+    const { name } = validated(ctx, RenameKeyBodySchema);
     await executeAccountCommand(deps.accounts, accountId, { type: "RenameKey", keyId, name, now: deps.clock.now() }, requestMetadata(ctx, actorOf(accountId)));
     ctx.body = await keyView(deps, accountId, keyId);
   });
 
   router.post("/:keyId/revoke", requireSession, requireKeyId, async (ctx) => {
     const accountId = accountOf(ctx);
-    const keyId = ctx.state.keyId as string;
+    const keyId = requiredState(ctx, "keyId");
     await executeAccountCommand(deps.accounts, accountId, { type: "RevokeKey", keyId, now: deps.clock.now() }, requestMetadata(ctx, actorOf(accountId)));
     ctx.body = await keyView(deps, accountId, keyId);
   });

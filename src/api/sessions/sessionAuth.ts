@@ -2,10 +2,11 @@ import type { Context, Next } from "koa";
 import type { AppDeps } from "../appDeps.ts";
 import { bearerToken } from "../http/bearerToken.ts";
 import { ApiError, AuthenticationError } from "../http/errors.ts";
+import { requiredState, type SessionState, stateOf } from "../http/requestState.ts";
 import { findSession } from "./sessionStore.ts";
 import { CSRF_HEADER, csrfTokenAccepted, readSessionCookie } from "./sessionCookie.ts";
 
-export type SessionState = { accountId: string; sessionToken: string; via: "bearer" | "cookie" };
+export type { SessionState };
 
 /** A cookie-authenticated state-changing call without the session's CSRF token. */
 export class CsrfTokenError extends ApiError {
@@ -17,7 +18,7 @@ export class CsrfTokenError extends ApiError {
 /**
  * Key-management and account routes: `Authorization: Bearer <SESSION_TOKEN>` (scripts), or the web
  * console's HttpOnly session cookie, which on state-changing methods also needs the CSRF header. Sets
- * ctx.state.session; 401 authentication_error without a valid session.
+ * the session (read with sessionOf); 401 authentication_error without a valid session.
  */
 export function sessionAuth(deps: Pick<AppDeps, "pool" | "clock">) {
   return async function requireSession(ctx: Context, next: Next): Promise<void> {
@@ -28,7 +29,12 @@ export function sessionAuth(deps: Pick<AppDeps, "pool" | "clock">) {
     if (via === "cookie" && !csrfTokenAccepted(ctx, token)) throw new CsrfTokenError();
     const session = await findSession(deps.pool, token, deps.clock.now());
     if (!session) throw new AuthenticationError("Invalid or expired session token. Log in again.", "invalid_session");
-    ctx.state.session = { accountId: session.accountId, sessionToken: token, via } satisfies SessionState;
+    stateOf(ctx).session = { accountId: session.accountId, sessionToken: token, via } satisfies SessionState;
     await next();
   };
+}
+
+/** The session of a route mounted after sessionAuth. */
+export function sessionOf(ctx: Context): SessionState {
+  return requiredState(ctx, "session");
 }

@@ -1,11 +1,11 @@
 import Router from "@koa/router";
 import type { AppDeps } from "../appDeps.ts";
-import { validate } from "../http/validate.ts";
+import { validate, validated } from "../http/validate.ts";
 import { microToChf } from "../../ledger/money.ts";
-import { sessionAuth, type SessionState } from "../sessions/sessionAuth.ts";
+import { sessionAuth, sessionOf } from "../sessions/sessionAuth.ts";
 import { currentPeriodFigures } from "../../ledger/budget/currentPeriodFigures.ts";
 import { readAccountUsage, type UsageGroup } from "./readAccountUsage.ts";
-import { UsageQuerySchema, type UsageGroupBy, type UsageQuery } from "./usageQuerySchema.ts";
+import { UsageQuerySchema, type UsageGroupBy } from "./usageQuerySchema.ts";
 import { usageRange } from "./usageRange.ts";
 
 const GROUP_FIELD: Record<UsageGroupBy, string> = { day: "date", key: "key_id", model: "model" };
@@ -32,8 +32,8 @@ function groupView(groupBy: UsageGroupBy, g: UsageGroup) {
 export function usageRoutes(deps: AppDeps): Router {
   const router = new Router({ prefix: "/api/v1/accounts/user" });
   router.get(["/usage", "/usage/"], sessionAuth(deps), validate(UsageQuerySchema, "query"), async (ctx) => {
-    const session = ctx.state.session as SessionState;
-    const query = ctx.state.query as UsageQuery;
+    const session = sessionOf(ctx);
+    const query = validated(ctx, UsageQuerySchema);
     const now = deps.clock.now();
     const range = usageRange(query, now);
     const [period, groups] = await Promise.all([

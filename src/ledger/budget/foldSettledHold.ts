@@ -1,7 +1,7 @@
 import type { Queryable } from "../eventStore/types.ts";
 
 /**
- * The second half of settling (see settleUsage): folds one settled hold into rm_budget in one
+ * The second half of settling (see recordUsage): folds one settled hold into rm_budget in one
  * statement: deletes the hold, takes its amount off `held` of the period it was placed in and adds the
  * actual cost to `spent` of the period the job finished in (the same row unless the job crossed a month
  * boundary). Returns the hold's amount, or null when there is no settled hold of that id (already

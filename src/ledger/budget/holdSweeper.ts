@@ -17,7 +17,7 @@ export type HoldSweeperOptions = {
   maxHoldAgeMs: number;
   /**
    * A hold settled longer ago than this and still not folded lost its fold (a crash between the two
-   * halves of settleUsage) and is folded by the sweeper (default 10 s; a fold normally follows at once).
+   * halves of recordUsage) and is folded by the sweeper (default 10 s; a fold normally follows at once).
    */
   settledFoldAfterMs?: number;
   /** How often to sweep; 0 disables the timer (sweepOnce() still works). */

@@ -2,7 +2,7 @@ import type { Pool } from "../../db/createPool.ts";
 import { withTransaction } from "../../db/withTransaction.ts";
 import type { EventMetadata } from "../eventStore/types.ts";
 import type { UsageRecorded } from "../usageRecordedEvent.ts";
-import { recordUsage, type RecordUsageOptions, type SettleResult } from "./settleUsage.ts";
+import { recordUsage, type RecordUsageOptions, type SettleResult } from "./recordUsage.ts";
 
 type Pending = {
   event: UsageRecorded;
@@ -20,7 +20,7 @@ export type UsageGroupCommitOptions = {
 };
 
 /**
- * Group commit of step 1 of settleUsage (recordUsage: the UsageRecorded append and the settled mark):
+ * Group commit of the durable half of settling (recordUsage: the UsageRecorded append and the settled mark):
  * the usages that finish while earlier ones are being committed are recorded together, in ONE
  * transaction and one durable commit, instead of one transaction each. Each is still recorded exactly
  * once, by the same statements as alone:
@@ -51,7 +51,7 @@ export class UsageGroupCommit {
     this.#maxInFlight = options.maxInFlight ?? 2;
   }
 
-  /** recordUsage of `event` in a committed transaction (shared with other usages); see settleUsage. */
+  /** recordUsage of `event` in a committed transaction (shared with other usages); see recordUsage. */
   record(event: UsageRecorded, metadata: EventMetadata = {}, options: RecordUsageOptions = {}): Promise<SettleResult> {
     return new Promise<SettleResult>((resolve, reject) => {
       this.#queue.push({ event, metadata, options, resolve, reject });

@@ -4,11 +4,12 @@ import { requireInference } from "../requireInference.ts";
 import { resolveModel } from "../resolveModel.ts";
 import type { ResponseShape } from "../run/serveCompletion.ts";
 import { serveNewCompletion } from "../run/serveCompletion.ts";
-import type { ChatCompletionRequest } from "./chatCompletionRequestSchema.ts";
+import { ChatCompletionRequestSchema } from "./chatCompletionRequestSchema.ts";
 import { chatCompletionBody, chatStreamFormat } from "./chatFormat.ts";
 import { toEngineChatRequest } from "./toEngineChatRequest.ts";
 import { checkRequestSchemas } from "../jsonSchemas/checkRequestSchemas.ts";
 import { engineTraits } from "../../../models/engineTraits.ts";
+import { validated } from "../../http/validate.ts";
 
 /** chat.completion bodies and chat.completion.chunk streams. */
 export const chatResponseShape: ResponseShape = { streamFormat: chatStreamFormat, body: chatCompletionBody };
@@ -16,7 +17,7 @@ export const chatResponseShape: ResponseShape = { streamFormat: chatStreamFormat
 /** POST /v1/chat/completions, after validation: enqueue the job, then stream or collect the reply. */
 export function chatCompletionHandler(deps: AppDeps) {
   return async function createChatCompletion(ctx: Context): Promise<void> {
-    const body = ctx.state.body as ChatCompletionRequest;
+    const body = validated(ctx, ChatCompletionRequestSchema);
     const inference = requireInference(deps);
     const model = resolveModel(inference.registry, body.model, "chat");
     checkRequestSchemas(body, inference.schemas, engineTraits(model).grammarEnforcedSchemas);

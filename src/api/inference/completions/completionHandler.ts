@@ -7,9 +7,10 @@ import { requireInference } from "../requireInference.ts";
 import { resolveModel } from "../resolveModel.ts";
 import { samplingParams } from "../samplingSchemas.ts";
 import { completionStreamFormat, textCompletionBody } from "./completionFormat.ts";
-import { COMPLETION_REQUEST_FIELDS, type CompletionRequest } from "./completionRequestSchema.ts";
+import { COMPLETION_REQUEST_FIELDS, CompletionRequestSchema } from "./completionRequestSchema.ts";
 import { backendParameters } from "../backendParameters.ts";
 import { serveMultiPromptCompletion } from "./multiPromptCompletion.ts";
+import { validated } from "../../http/validate.ts";
 
 export const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 
@@ -22,7 +23,7 @@ export const textResponseShape: ResponseShape = { streamFormat: completionStream
  */
 export function completionHandler(deps: AppDeps) {
   return async function createCompletion(ctx: Context): Promise<void> {
-    const body = ctx.state.body as CompletionRequest;
+    const body = validated(ctx, CompletionRequestSchema);
     const inference = requireInference(deps);
     const model = resolveModel(inference.registry, body.model, "completions");
     const maxTokens = body.max_tokens ?? COMPLETIONS_DEFAULT_MAX_TOKENS;

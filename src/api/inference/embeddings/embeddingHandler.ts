@@ -8,7 +8,8 @@ import { InvalidRequestError } from "../../http/errors.ts";
 import { truncatedEmbedding } from "./truncatedEmbedding.ts";
 import { newCompletionId } from "../completionId.ts";
 import { releaseOnDisconnect, startInferenceJob } from "../startInferenceJob.ts";
-import type { EmbeddingRequest } from "./embeddingRequestSchema.ts";
+import { EmbeddingRequestSchema } from "./embeddingRequestSchema.ts";
+import { validated } from "../../http/validate.ts";
 
 /**
  * POST /v1/embeddings: through the same queue; `encoding_format: "base64"` gives little-endian float32;
@@ -16,7 +17,7 @@ import type { EmbeddingRequest } from "./embeddingRequestSchema.ts";
  */
 export function embeddingHandler(deps: AppDeps) {
   return async function createEmbeddings(ctx: Context): Promise<void> {
-    const body = ctx.state.body as EmbeddingRequest;
+    const body = validated(ctx, EmbeddingRequestSchema);
     const inference = requireInference(deps);
     const model = resolveModel(inference.registry, body.model, "embeddings");
     const dimensions = body.dimensions ?? null;

@@ -3,12 +3,12 @@ import type { Endpoint } from "../../../contracts/completionJob.ts";
 import { isTerminal } from "../../../contracts/deltaMessage.ts";
 import type { AppDeps } from "../../appDeps.ts";
 import { NotFoundError } from "../../http/errors.ts";
-import { parseWith } from "../../http/validate.ts";
+import { parseWith, validated } from "../../http/validate.ts";
 import type { CompletionRecord } from "../completionRecords.ts";
 import type { InferenceServices } from "../inferenceServices.ts";
 import { principalOf, requireInference } from "../requireInference.ts";
 import { type ResponseShape, serveExistingCompletion } from "../run/serveCompletion.ts";
-import { LastEventIdSchema, type StoredCompletionQuery } from "./storedCompletionQuerySchema.ts";
+import { LastEventIdSchema, StoredCompletionQuerySchema } from "./storedCompletionQuerySchema.ts";
 
 /** The caller's completion of this endpoint, or 404 (another account's completion does not exist for it). */
 async function ownCompletion(inference: InferenceServices, ctx: Context, endpoint: Endpoint): Promise<CompletionRecord> {
@@ -31,7 +31,7 @@ async function ownCompletion(inference: InferenceServices, ctx: Context, endpoin
 export function getStoredCompletion(deps: AppDeps, endpoint: Endpoint, shape: ResponseShape) {
   return async function getCompletion(ctx: Context): Promise<void> {
     const inference = requireInference(deps);
-    const query = ctx.state.query as StoredCompletionQuery;
+    const query = validated(ctx, StoredCompletionQuerySchema);
     const record = await ownCompletion(inference, ctx, endpoint);
     const stream = query.stream === true;
     const lastEventId = ctx.get("last-event-id");

@@ -1,12 +1,9 @@
-import type { Pool } from "../../db/createPool.ts";
-import { withTransaction } from "../../db/withTransaction.ts";
 import { appendToStream } from "../eventStore/appendToStream.ts";
 import { ConcurrencyError } from "../eventStore/concurrencyError.ts";
 import type { Queryable } from "../eventStore/types.ts";
 import type { EventMetadata } from "../eventStore/types.ts";
 import { COMPLETION_STREAM_TYPE, completionStreamId, UsageRecordedSchema, type UsageRecorded } from "../usageRecordedEvent.ts";
 import { billingPeriod } from "./billingPeriod.ts";
-import { foldSettledHold } from "./foldSettledHold.ts";
 
 export type SettleResult = {
   /** False when the completion was already recorded, or not recorded because of `admission`. */
@@ -32,38 +29,21 @@ export type RecordUsageOptions = {
 };
 
 /**
- * Records the usage of a finished job and settles its budget, in two steps:
+ * The durable half of settling a finished job's usage (the worker's UsageRecorder runs it through
+ * UsageGroupCommit, then foldSettledHold), on `db` inside the caller's transaction: the admission check,
+ * the usage event (appended through appendToStream, the one way into the log, as version 1 of
+ * `completion-<id>` expecting no stream: a job that settles twice changes nothing the second time,
+ * recorded: false) and the settled mark on the request's hold (a hold that is gone, swept or never
+ * placed, is recreated as a settled hold of amount 0). Writes nothing when the admission was refused
+ * (only speculative admissions have a recorded refusal), when `requireAdmission` and neither the hold
+ * nor the usage is there yet ("pending"), or when the usage is already recorded.
  *
- * 1. recordUsage (one durable transaction on `pool`): appends UsageRecorded as version 1 of
- *    `completion-<id>` through appendToStream (expecting no stream: a job that settles twice changes
- *    nothing the second time, recorded: false), and marks the request's hold as settled with the actual
- *    cost (a hold that is gone, swept or never placed, is recreated as a settled hold of amount 0).
- * 2. foldSettledHold (on `foldPool`, whose commits do not wait for the WAL flush): releases the hold
- *    and charges the cost to the billing period of `finishedAt`.
- *
- * The split keeps the account's budget row, which every admission of the account updates, out of the
- * durable commit: a disk flush (hundreds of milliseconds when the disk stalls) never holds up
- * admissions. Until the fold, the hold's worst-case amount still counts as held, so the budget is never
- * understated; a fold lost in a crash is redone by the sweeper. The fold runs even when the usage was
- * already recorded, so a retried settle completes a fold that failed.
- */
-export async function settleUsage(
-  pool: Pool,
-  event: UsageRecorded,
-  metadata: EventMetadata = {},
-  foldPool: Pool = pool,
-  options: RecordUsageOptions = {},
-): Promise<SettleResult> {
-  const recorded = await withTransaction(pool, (client) => recordUsage(client, event, metadata, options));
-  if (recorded.admission === "admitted") await foldSettledHold(foldPool, event.data.completionId);
-  return recorded;
-}
-
-/**
- * Step 1 of settleUsage, on `db` inside the caller's transaction: the admission check, the usage event
- * (through appendToStream, the one way into the log) and the settled mark. Writes nothing when the
- * admission was refused (only speculative admissions have a recorded refusal), when `requireAdmission`
- * and neither the hold nor the usage is there yet ("pending"), or when the usage is already recorded.
+ * The second half, foldSettledHold, runs on connections whose commits do not wait for the WAL flush: it
+ * releases the hold and charges the cost to the billing period of `finishedAt`. The split keeps the
+ * account's budget row, which every admission of the account updates, out of the durable commit: a disk
+ * flush (hundreds of milliseconds when the disk stalls) never holds up admissions. Until the fold, the
+ * hold's worst-case amount still counts as held, so the budget is never understated; a fold lost in a
+ * crash is redone by the sweeper.
  */
 export async function recordUsage(db: Queryable, event: UsageRecorded, metadata: EventMetadata = {}, options: RecordUsageOptions = {}): Promise<SettleResult> {
   const { data } = UsageRecordedSchema.parse(event);
