@@ -2,6 +2,7 @@ import type { Context } from "koa";
 import type { AppDeps } from "../../appDeps.ts";
 import { toApiError } from "../../http/errorHandler.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../../http/errors.ts";
+import { validated } from "../../http/validate.ts";
 import { parseIdempotencyKey, requestHash } from "../idempotencyKeys.ts";
 import type { InferenceServices } from "../inferenceServices.ts";
 import { principalOf, requireInference } from "../requireInference.ts";
@@ -11,7 +12,7 @@ import { SseResponse } from "../sse/sseResponse.ts";
 import { startInferenceJob } from "../startInferenceJob.ts";
 import { newItemId, type StoredItem, toStoredItems } from "./responseItems.ts";
 import { type ResponseHead, TERMINAL_STATUSES } from "./responseObject.ts";
-import type { InputItemsQuery, ResponseRequest, RetrieveResponseQuery } from "./responseRequestSchema.ts";
+import { InputItemsQuerySchema, type ResponseRequest, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
 import type { StoredResponse } from "./responseStore.ts";
 import { currentObject, eventWriter, streamStoredResponse } from "./responseStreams.ts";
 import { responseSettings, toResponseChatRequest } from "./toResponseChatRequest.ts";
@@ -51,7 +52,7 @@ async function previousContext(inference: InferenceServices, accountId: string, 
  */
 export function createResponseHandler(deps: AppDeps) {
   return async function createResponse(ctx: Context): Promise<void> {
-    const body = ctx.state.body as ResponseRequest;
+    const body = validated(ctx, ResponseRequestSchema);
     const inference = requireInference(deps);
     const principal = principalOf(ctx);
     const model = resolveModel(inference.registry, body.model, "chat");
@@ -187,7 +188,7 @@ export function createResponseHandler(deps: AppDeps) {
 export function retrieveResponseHandler(deps: AppDeps) {
   return async function retrieveResponse(ctx: Context): Promise<void> {
     const inference = requireInference(deps);
-    const query = ctx.state.query as RetrieveResponseQuery;
+    const query = validated(ctx, RetrieveResponseQuerySchema);
     const stored = await ownResponse(inference, ctx);
     if (query.stream === true) return streamStoredResponse(inference, ctx, stored, query.starting_after ?? -1);
     ctx.set("cache-control", "no-store");
@@ -232,7 +233,7 @@ export function deleteResponseHandler(deps: AppDeps) {
 export function inputItemsHandler(deps: AppDeps) {
   return async function listInputItems(ctx: Context): Promise<void> {
     const inference = requireInference(deps);
-    const query = ctx.state.query as InputItemsQuery;
+    const query = validated(ctx, InputItemsQuerySchema);
     const stored = await ownResponse(inference, ctx);
     let items = query.order === "asc" ? stored.inputItems : [...stored.inputItems].reverse();
     for (const [param, cursor] of [
