@@ -7,7 +7,7 @@ export const TERMINAL_STATUSES: ReadonlySet<ResponseStatus> = new Set(["complete
 
 export type ResponseUsage = {
   input_tokens: number;
-  input_tokens_details: { cached_tokens: number };
+  input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
   output_tokens: number;
   output_tokens_details: { reasoning_tokens: number };
   total_tokens: number;
@@ -30,7 +30,7 @@ export type ResponseState = {
 export function responseUsage(usage: Usage): ResponseUsage {
   return {
     input_tokens: usage.promptTokens,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
     output_tokens: usage.completionTokens,
     output_tokens_details: { reasoning_tokens: usage.reasoningTokens },
     total_tokens: usage.promptTokens + usage.completionTokens,
@@ -46,7 +46,8 @@ export function responseObject(head: ResponseHead, state: ResponseState) {
     created_at: head.created_at,
     status: state.status,
     background: head.background,
-    completed_at: state.completed_at,
+    // OpenAI sets it only on a completed response (an incomplete, failed or cancelled one has none).
+    completed_at: state.status === "completed" ? state.completed_at : null,
     error: state.error,
     incomplete_details: state.incomplete_details,
     instructions: settings.instructions,

@@ -3,7 +3,7 @@ import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
 import type { InferenceServices } from "../inferenceServices.ts";
 import { SseResponse } from "../sse/sseResponse.ts";
 import { ResponseEventBuilder, type ResponseEvent } from "./responseEventBuilder.ts";
-import { TERMINAL_STATUSES, type ResponseObject } from "./responseObject.ts";
+import { responseObject, TERMINAL_STATUSES, type ResponseObject } from "./responseObject.ts";
 import type { StoredResponse } from "./responseStore.ts";
 
 const TERMINAL_EVENTS = new Set(["response.completed", "response.incomplete", "response.failed"]);
@@ -95,8 +95,7 @@ export async function streamStoredResponse(inference: InferenceServices, ctx: Co
 export async function currentObject(inference: InferenceServices, stored: StoredResponse): Promise<ResponseObject> {
   const builder = new ResponseEventBuilder(stored, nowSeconds);
   if (TERMINAL_STATUSES.has(stored.state.status)) {
-    const object = new ResponseEventBuilder(stored, nowSeconds).object();
-    return { ...object, ...stored.state, status: stored.state.status };
+    return responseObject(stored, stored.state);
   }
   const run = inference.responses.run(stored.id);
   if (run) return run.builder.object();
