@@ -45,7 +45,10 @@ export function multipartBoundary(contentType: string): string | null {
 class ByteReader {
   private buffer: Buffer = Buffer.alloc(0);
   private ended = false;
-  constructor(private readonly source: AsyncIterator<Buffer>) {}
+  private readonly source: AsyncIterator<Buffer>;
+  constructor(source: AsyncIterator<Buffer>) {
+    this.source = source;
+  }
 
   get available(): Buffer {
     return this.buffer;
@@ -64,6 +67,13 @@ class ByteReader {
     return true;
   }
 
+  /** Stops reading the source (its iterator's return: a request stream is left to its owner). */
+  async close(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    await this.source.return?.();
+  }
+
   take(n: number): Buffer {
     const taken = this.buffer.subarray(0, n);
     this.buffer = this.buffer.subarray(n);
@@ -80,6 +90,14 @@ class ByteReader {
  */
 export async function* multipartParts(source: AsyncIterable<Buffer>, boundary: string, limits: MultipartLimits): AsyncGenerator<MultipartPart> {
   const reader = new ByteReader(source[Symbol.asyncIterator]());
+  try {
+    yield* readParts(reader, boundary, limits);
+  } finally {
+    await reader.close();
+  }
+}
+
+async function* readParts(reader: ByteReader, boundary: string, limits: MultipartLimits): AsyncGenerator<MultipartPart> {
   const dashBoundary = Buffer.from(`--${boundary}`);
   const delimiter = Buffer.from(`\r\n--${boundary}`);
 
@@ -195,14 +213,7 @@ function dispositionParams(value: string): Map<string, string> {
   for (const match of value.matchAll(pattern)) {
     const key = (match[1] ?? "").toLowerCase();
     const quoted = match[2];
-    const raw =
-      quoted !== undefined
-        ? quoted
-            .replace(/\\(.)/g, "$1")
-            .replace(/%22/g, '"')
-            .replace(/%0D/gi, "\r")
-            .replace(/%0A/gi, "\n")
-        : (match[3] ?? "");
+    const raw = quoted !== undefined ? quoted.replace(/\\(.)/g, "$1").replace(/%22/g, '"').replace(/%0D/gi, "\r").replace(/%0A/gi, "\n") : (match[3] ?? "");
     if (!params.has(key)) params.set(key, raw);
   }
   return params;
