@@ -212,9 +212,9 @@ export class PostgresFileStore implements FileStore {
     const now = this.clock.now();
     await this.pool.query(
       `UPDATE files SET status = 'deleting' WHERE id IN (
-         SELECT id FROM files WHERE status = 'processed' AND expires_at <= $1 ORDER BY expires_at LIMIT $3
+         (SELECT id FROM files WHERE status = 'processed' AND expires_at <= $1 ORDER BY expires_at LIMIT $3)
          UNION ALL
-         SELECT id FROM files WHERE status = 'uploading' AND created_at <= $2 ORDER BY created_at LIMIT $3)`,
+         (SELECT id FROM files WHERE status = 'uploading' AND created_at <= $2 ORDER BY created_at LIMIT $3))`,
       [now, new Date(now.getTime() - options.abandonedAfterMs), options.maxFiles],
     );
     const { rows } = await this.pool.query<{ id: string }>("SELECT id FROM files WHERE status = 'deleting' ORDER BY created_at LIMIT $1", [options.maxFiles]);
