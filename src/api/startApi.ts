@@ -9,6 +9,8 @@ import { loadModelRegistry } from "../models/loadModelRegistry.ts";
 import { routeFactories } from "./routes.ts";
 import { SignIn } from "./accounts/signIn.ts";
 import type { RoleContext, RunningRole } from "../runtime/role.ts";
+import { PostgresFileStore } from "./files/postgresFileStore.ts";
+import { FileRetentionSweeper } from "./files/fileRetentionSweeper.ts";
 
 export async function startApi({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
   const redis = createRedis(config.redis, { kind: "fail-fast", timeouts: config.redisTimeouts });
@@ -18,7 +20,10 @@ export async function startApi({ config, pool, logger, metrics }: RoleContext): 
   const inference = createInferenceServices({ config, redis, logger, metrics }, await loadModelRegistry(config.modelsConfigPath));
   const accounts = { pool, changes: keyAuth.accountChanges() };
   const signIn = new SignIn(config, redis);
-  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, metrics, accounts, keyAuth, signIn, inference };
+  const files = new PostgresFileStore({ pool, clock: systemClock, retentionDays: config.files.retentionDays });
+  const fileSweeper = new FileRetentionSweeper({ store: files, logger });
+  fileSweeper.start();
+  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, metrics, accounts, keyAuth, signIn, inference, files };
   const app = createApp(deps, routeFactories);
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
@@ -31,6 +36,7 @@ export async function startApi({ config, pool, logger, metrics }: RoleContext): 
     async stop() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
+      await fileSweeper.stop();
       await keyAuth.stop();
       await inference.close();
       unwatchRedis();

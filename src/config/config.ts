@@ -158,6 +158,10 @@ const EnvSchema = z.object({
     .transform((v) => (v === undefined || v === "" ? 0.5 : Number(v)))
     .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, "must be a fraction > 0 and <= 1"),
   QUEUE_INFLIGHT_TTL_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
+  // Files API (docs/configuration.md, "Files").
+  FILES_MAX_BYTES: intFromEnv(209_715_200).refine((n) => n > 0, "must be positive"),
+  FILES_MAX_LINES: intFromEnv(50_000).refine((n) => n > 0, "must be positive"),
+  FILES_RETENTION_DAYS: intFromEnv(30),
 });
 
 export type RateLimitSetting = { points: number; durationSeconds: number };
@@ -292,6 +296,8 @@ export type Config = {
     queueAccountShare: number;
     inFlightTtlMs: number;
   };
+  /** Files API: an upload past maxBytes / maxLines is refused (400); a file is deleted retentionDays after its creation (0: kept until deleted). */
+  files: { maxBytes: number; maxLines: number; retentionDays: number };
 };
 
 export class ConfigError extends Error {
@@ -382,6 +388,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       queueAccountShare: e.QUEUE_ACCOUNT_SHARE,
       inFlightTtlMs: e.QUEUE_INFLIGHT_TTL_S * 1000,
     },
+    files: { maxBytes: e.FILES_MAX_BYTES, maxLines: e.FILES_MAX_LINES, retentionDays: e.FILES_RETENTION_DAYS },
   };
 }
 

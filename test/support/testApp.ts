@@ -14,6 +14,7 @@ import { SignIn } from "../../src/api/accounts/signIn.ts";
 import { createTestDatabase, TEST_POOL_TIMEOUTS, type TestDatabase } from "./testDatabase.ts";
 import { createTestRedis, redisTargetEnv, TEST_REDIS_URL, type TestRedis } from "./testRedis.ts";
 import type { RedisTarget } from "../../src/redis/redisTarget.ts";
+import { PostgresFileStore } from "../../src/api/files/postgresFileStore.ts";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
 
@@ -79,16 +80,18 @@ export async function startTestApp(
   const pool = options.databaseUrl ? createPool(config.databaseUrl, 20, { timeouts: poolTimeouts(config, "api") }) : db.pool;
   const keyAuth = new ApiKeyAuth({ pool, redis: testRedis.redis, redisPrefix: config.redisPrefix, logger: silentLogger, ...options.keyAuth });
   await keyAuth.start();
+  const clock = options.clock ?? { now: () => new Date() };
   const deps: AppDeps = {
     config,
     pool,
     redis: testRedis.redis,
-    clock: options.clock ?? { now: () => new Date() },
+    clock,
     logger: options.logger ?? silentLogger,
     metrics: createMetrics({ defaultMetrics: false }),
     accounts: { pool, changes: keyAuth.accountChanges() },
     keyAuth,
     signIn: new SignIn(config, testRedis.redis),
+    files: new PostgresFileStore({ pool, clock, retentionDays: config.files.retentionDays }),
   };
   const app = createApp(deps, options.routes ?? routeFactories);
   const server: Server = createServer(app.callback());

@@ -4,9 +4,9 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 /**
  * JSON Schemas of the response bodies of OpenAI's API reference (fields, types, nullability as in
  * openai/openai-openapi and the openai SDK's types generated from it), for chat.completion,
- * chat.completion.chunk, text_completion (+ stream events), model, model list, embedding list, the
- * error body, and the Responses API's response object, its stream events, its deletion body and its input
- * items list. Extra fields are allowed (e.g. reasoning_content, model metadata); a known field with the
+ * chat.completion.chunk, text_completion (+ stream events), model, model list, embedding list, file, file
+ * list, file deletion, the error body, and the Responses API's response object, its stream events, its
+ * deletion body and its input items list. Extra fields are allowed (e.g. reasoning_content, model metadata); a known field with the
  * wrong type or nullability, or a missing required one, is not.
  */
 export type OpenAiShape =
@@ -17,6 +17,9 @@ export type OpenAiShape =
   | "model"
   | "model.list"
   | "embedding.list"
+  | "file"
+  | "file.list"
+  | "file.deleted"
   | "error"
   | "error.bare"
   | "response"
