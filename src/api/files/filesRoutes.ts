@@ -3,9 +3,9 @@ import Router from "@koa/router";
 import type { Context } from "koa";
 import { z } from "zod";
 import type { AppDeps } from "../appDeps.ts";
-import type { Principal } from "../auth/inferenceAuth.ts";
 import { NotFoundError } from "../http/errors.ts";
-import { validate } from "../http/validate.ts";
+import { validate, validated } from "../http/validate.ts";
+import { requiredState } from "../http/requestState.ts";
 import { toFileObject } from "./fileObject.ts";
 import { receiveUpload } from "./receiveUpload.ts";
 
@@ -17,9 +17,7 @@ const ListQuery = z.object({
 });
 
 function accountOf(ctx: Context): string {
-  const principal = ctx.state.principal as Principal | undefined;
-  if (!principal) throw new Error("files routes mounted without inferenceAuth");
-  return principal.accountId;
+  return requiredState(ctx, "principal").accountId;
 }
 
 function fileNotFound(id: string): NotFoundError {
@@ -41,7 +39,7 @@ export function filesRoutes(deps: AppDeps): Router {
   });
 
   router.get("/v1/files", validate(ListQuery, "query"), async (ctx) => {
-    const query = ctx.state.query as z.infer<typeof ListQuery>;
+    const query = validated(ctx, ListQuery);
     const { files, hasMore } = await deps.files.list(accountOf(ctx), query);
     const data = files.map(toFileObject);
     ctx.body = { object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
