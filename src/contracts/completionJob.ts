@@ -2,7 +2,7 @@ import { z } from "zod";
 import { EngineChatRequestSchema } from "./engineRequestSchemas.ts";
 import { LaneSchema, MAX_PRIORITY } from "./lanes.ts";
 
-export const EndpointSchema = z.enum(["chat.completions", "completions", "embeddings"]);
+export const EndpointSchema = z.enum(["chat.completions", "completions", "embeddings", "responses"]);
 export type Endpoint = z.infer<typeof EndpointSchema>;
 
 export const CompletionWorkSchema = z.discriminatedUnion("kind", [

@@ -12,7 +12,8 @@ export const UsageRecordedSchema = z.object({
     accountId: z.string(),
     keyId: z.string(),
     model: z.string(),
-    endpoint: z.enum(["chat.completions", "completions", "embeddings"]),
+    /** The API the request came through (`responses`: POST /v1/responses; events before it carry `chat.completions` for a response). */
+    endpoint: z.enum(["chat.completions", "completions", "embeddings", "responses"]),
     promptTokens: z.number().int().nonnegative(),
     /** All generated tokens, reasoning included. */
     completionTokens: z.number().int().nonnegative(),

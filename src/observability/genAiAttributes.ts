@@ -30,6 +30,7 @@ export const MESSAGING = {
 } as const;
 
 /** The GenAI operation of an endpoint. */
-export function genAiOperation(endpoint: "chat.completions" | "completions" | "embeddings"): "chat" | "text_completion" | "embeddings" {
-  return endpoint === "chat.completions" ? "chat" : endpoint === "completions" ? "text_completion" : "embeddings";
+export function genAiOperation(endpoint: "chat.completions" | "completions" | "embeddings" | "responses"): "chat" | "text_completion" | "embeddings" {
+  // A response is a chat generation (OpenTelemetry's GenAI conventions have no operation of its own for it).
+  return endpoint === "chat.completions" || endpoint === "responses" ? "chat" : endpoint === "completions" ? "text_completion" : "embeddings";
 }

@@ -240,6 +240,69 @@ describe("web console in Chromium against the real service (API, worker, project
     expect(stored.headers.get("x-completion-status")).toBe("cancelled");
   });
 
+  it("streams a reply through the Responses API when chosen, and its Stop cancels the response (POST /v1/responses/{id}/cancel)", async () => {
+    await page.getByLabel("API", { exact: true }).selectOption({ label: "Responses" });
+    await page.evaluate(() => {
+      (globalThis as any).replyStates = [];
+      const fetchOfPage = (globalThis as any).fetch.bind(globalThis);
+      (globalThis as any).fetch = async (...args: unknown[]) => {
+        const response = await fetchOfPage(...args);
+        if (String(args[0]).endsWith("/v1/responses")) {
+          (globalThis as any).responsesText = response
+            .clone()
+            .text()
+            .catch(() => "");
+        }
+        return response;
+      };
+    });
+    await page.getByRole("button", { name: "Clear conversation" }).click();
+    await page.getByLabel("Message").fill("Tell me a story");
+    const answer = page.waitForResponse((response) => response.url().endsWith("/v1/responses"));
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByText("The reply is complete.").waitFor({ state: "attached", timeout: 60_000 });
+    const response = await answer;
+    expect(response.request().method()).toBe("POST");
+    expect(JSON.parse(response.request().postData() ?? "{}")).toMatchObject({ model: TINY_CHAT, stream: true });
+    expect(response.headers()["content-type"]).toMatch(/^text\/event-stream/);
+    // The page shows what the response's output_text deltas say, which is its final output_text.
+    const raw = (await page.evaluate(() => (globalThis as any).responsesText)) as string;
+    const events = raw
+      .split("\n")
+      .filter((line) => line.startsWith("data: "))
+      .map((line) => JSON.parse(line.slice(6)) as { type: string; delta?: string; response?: { output: { content: { text: string }[] }[] } });
+    expect(events.at(-1)!.type).toBe("response.completed");
+    const text = events
+      .filter((e) => e.type === "response.output_text.delta")
+      .map((e) => e.delta)
+      .join("");
+    expect(text.length).toBeGreaterThan(0);
+    expect(events.at(-1)!.response!.output[0]!.content[0]!.text).toBe(text);
+    expect(await page.locator("li.turn.assistant").last().textContent()).toBe(`Model${text}`);
+
+    paceMs = 300;
+    onTestFinished(() => {
+      paceMs = 0;
+    });
+    await page.getByLabel("Message").fill("Tell me another story");
+    const streamed = page.waitForResponse((r) => r.url().endsWith("/v1/responses"));
+    const cancel = page.waitForRequest((request) => request.method() === "POST" && /\/v1\/responses\/[^/]+\/cancel$/.test(request.url()));
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("button", { name: "Stop" }).dispatchEvent("click", undefined, { timeout: 10_000 });
+    const responseId = (await streamed).headers()["x-completion-id"];
+    expect(responseId).toMatch(/^resp_/);
+    const request = await cancel;
+    expect(request.url()).toBe(`${platform.baseUrl}/v1/responses/${responseId}/cancel`);
+    expect(request.headers().authorization).toBe(`Bearer ${fullKey}`);
+    expect((await request.response())?.status()).toBe(200);
+    // The response itself was cancelled, not only the page's stream closed.
+    const stored = await platform.request("GET", `/v1/responses/${responseId}`, { token: fullKey });
+    expect(stored.status).toBe(200);
+    expect(stored.body.status).toBe("cancelled");
+    await page.getByRole("button", { name: "Send" }).waitFor();
+    await page.getByLabel("API", { exact: true }).selectOption({ label: "Chat Completions" });
+  });
+
   it("revokes after a confirmation; the next SDK call is refused with 403", async () => {
     await page.getByRole("link", { name: "API keys", exact: true }).click();
     await page.getByRole("button", { name: "Revoke laptop (old)" }).click();

@@ -97,7 +97,8 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(usage.output_tokens_details.reasoning_tokens).toBe(0);
     const events = await completionEvents(platform.deps.pool, response.id);
     expect(events.map((e) => e.type)).toEqual(["UsageRecorded"]);
-    expect(events[0]!.data).toMatchObject({ promptTokens: usage.input_tokens, completionTokens: usage.output_tokens });
+    // Recorded as a response (not as the chat completion it runs as): auditors and usage tell them apart.
+    expect(events[0]!.data).toMatchObject({ endpoint: "responses", promptTokens: usage.input_tokens, completionTokens: usage.output_tokens });
     expect(JSON.stringify(events[0]!.data)).not.toContain(platform.tiny.greedyReply);
 
     const retrieved = await openai.responses.retrieve(response.id);
@@ -205,6 +206,33 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     }, 20_000);
     expect(ended.usage!.output_tokens).toBeGreaterThan(0);
     await eventually(async () => ((await completionEvents(platform.deps.pool, id)).length === 1 ? true : undefined), 10_000);
+    await eventually(async () => ((await openHolds(platform.deps.pool, accountId)) === 0 ? true : undefined), 10_000);
+  });
+
+  it("a background streamed response whose client disconnects completes and is retrievable, charged once", async () => {
+    const controller = new AbortController();
+    const raw = await fetch(`${platform.baseUrl}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ ...base, background: true, stream: true }),
+      signal: controller.signal,
+    });
+    const head = await readRawStream(raw, 5);
+    const id = (head.events[0]!.response as { id: string }).id;
+    controller.abort();
+    // Not cancelled, not stopped for want of a listener: it runs to its end (well past the grace period).
+    const ended = await eventually(async () => {
+      const response = await openai.responses.retrieve(id);
+      return ["completed", "incomplete", "cancelled", "failed"].includes(response.status!) ? response : undefined;
+    }, 30_000);
+    expect(ended.status).toBe("completed");
+    expect(ended.output_text).toBe(platform.tiny.greedyReply);
+    const events = await eventually(async () => {
+      const recorded = await completionEvents(platform.deps.pool, id);
+      return recorded.length > 0 ? recorded : undefined;
+    }, 10_000);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.data).toMatchObject({ outcome: "finished", completionTokens: ended.usage!.output_tokens });
     await eventually(async () => ((await openHolds(platform.deps.pool, accountId)) === 0 ? true : undefined), 10_000);
   });
 

@@ -37,7 +37,7 @@ export type InferenceServices = {
   abandonment: AbandonmentWatch;
   idempotency: IdempotencyKeys;
   /** A completion's messages from its replay stream, after a sequence number, then live (resume, attach). */
-  follow(completionId: string, afterSeq: number): ReplayFollower;
+  follow(completionId: string, afterSeq: number, options?: FollowOptions): ReplayFollower;
   /** The limits of this API process's inference requests. */
   limits: InferenceLimits;
   /**
@@ -56,6 +56,9 @@ export type InferenceServices = {
   responses: ResponseKeeper;
   close(): Promise<void>;
 };
+
+/** `started`: the follower also hands on the job's `started` message (it tells when a queued job starts). */
+export type FollowOptions = { started?: boolean };
 
 export type InferenceLimits = { jobStartTimeoutMs: number; jobStartTimeoutStreamMs: number; jobIdleTimeoutMs: number; sseKeepAliveMs: number };
 
@@ -97,8 +100,8 @@ export function createInferenceServices(
     abandonment,
     limits: { jobIdleTimeoutMs: config.jobIdleTimeoutMs, queueMaxWaiting: config.queueMaxWaiting },
   });
-  const follow = (completionId: string, afterSeq: number) =>
-    new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs });
+  const follow = (completionId: string, afterSeq: number, options: FollowOptions = {}) =>
+    new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs, ...options });
   const responses = new ResponseKeeper({
     store: new ResponseStore(holdPool, { retentionMs: config.responsesRetentionDays * 86_400_000, leaseMs: RESPONSE_LEASE_MS }),
     records,

@@ -38,6 +38,8 @@ export type InferenceJobSpec = {
   onAdmitted?: () => void;
   /** Where the job stands in line once queued (by lane and fair-share rank), this one included. */
   onPosition?: (position: number) => void;
+  /** Not started within the start timeout: left in line, and the start rejects with StillQueuedError (InferenceGateway). */
+  keepQueued?: boolean;
 };
 
 /**
@@ -103,6 +105,7 @@ export async function startInferenceJob(deps: AppDeps, inference: InferenceServi
             onQueued?.();
           },
           ...(spec.onPosition ? { onPosition: spec.onPosition } : {}),
+          ...(spec.keepQueued ? { keepQueued: true } : {}),
         }),
       cancel: () => inference.gateway.cancel(model.id, completionId),
       ...(spec.onAdmitted ? { admitted: spec.onAdmitted } : {}),

@@ -62,3 +62,72 @@ export async function cancelChat({ apiKey, completionId }) {
     headers: { authorization: `Bearer ${apiKey}` },
   }).catch(() => undefined);
 }
+
+/** The playground's conversation as Responses input items (a message per turn, its text as a string). */
+function toInput(messages) {
+  return messages.map((m) => ({ type: "message", role: m.role, content: m.content }));
+}
+
+/**
+ * Streams a response from /v1/responses (OpenAI's Responses API, with an API key): reads its `event:` /
+ * `data:` events, calling onText with the text so far at each `response.output_text.delta` and
+ * onCompletionId with the response's id (the x-completion-id header) once the stream opens. Resolves
+ * with the full reply at `response.completed` / `response.incomplete`, or with the text so far when the
+ * response was cancelled; rejects with its error when it failed.
+ */
+export async function streamResponse({ apiKey, model, messages, signal, onText, onCompletionId }) {
+  const response = await fetch("/v1/responses", {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify({ model, input: toInput(messages), stream: true, max_output_tokens: 256 }),
+    signal,
+  });
+  const responseId = response.headers.get("x-completion-id");
+  if (responseId) onCompletionId?.(responseId);
+  if (!response.ok) {
+    const body = await response.json().catch(() => null);
+    const hint = STATUS_HINTS[response.status];
+    throw new Error([hint, body?.error?.message].filter(Boolean).join(" ") || `HTTP ${response.status}`);
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let reply = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    const blocks = buffer.split(/\r?\n\r?\n/);
+    buffer = blocks.pop();
+    for (const block of blocks) {
+      let type = null;
+      let data = "";
+      for (const line of block.split(/\r?\n/)) {
+        if (line.startsWith("event:")) type = line.slice(6).trim();
+        else if (line.startsWith("data:")) data += line.slice(5).trim();
+      }
+      if (!data) continue;
+      const event = JSON.parse(data);
+      type ??= event.type;
+      if (type === "response.output_text.delta") {
+        reply += event.delta;
+        onText(reply);
+      } else if (type === "response.completed" || type === "response.incomplete") {
+        return reply;
+      } else if (type === "response.failed") {
+        if (event.response?.status === "cancelled") return reply;
+        throw new Error(event.response?.error?.message ?? "The response failed.");
+      } else if (type === "error") {
+        throw new Error(event.message ?? event.error?.message ?? "The response failed.");
+      }
+    }
+  }
+  return reply;
+}
+
+/** Stops a response (POST /v1/responses/{id}/cancel): generation and its charge stop; the text so far stays. */
+export async function cancelResponse({ apiKey, completionId }) {
+  await fetch(`/v1/responses/${encodeURIComponent(completionId)}/cancel`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${apiKey}` },
+  }).catch(() => undefined);
+}

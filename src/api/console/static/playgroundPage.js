@@ -1,19 +1,29 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { html } from "./html.js";
-import { cancelChat, streamChat } from "./chatStream.js";
+import { cancelChat, cancelResponse, streamChat, streamResponse } from "./chatStream.js";
 import { ErrorMessage } from "./widgets.js";
 
-/** Pick a model, send a chat message, watch the reply stream in (through the public API, with an API key). */
+/** The two APIs the playground can send through: how each streams and cancels. */
+const APIS = {
+  chat: { label: "Chat Completions", stream: streamChat, cancel: cancelChat },
+  responses: { label: "Responses", stream: streamResponse, cancel: cancelResponse },
+};
+
+/**
+ * Pick a model, send a chat message, watch the reply stream in (through the public API, with an API key:
+ * POST /v1/chat/completions or POST /v1/responses, as chosen).
+ */
 export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate }) {
   const [models, setModels] = useState([]);
   const [model, setModel] = useState("");
+  const [apiName, setApiName] = useState("chat");
   const [message, setMessage] = useState("");
   const [turns, setTurns] = useState([]);
   const [streaming, setStreaming] = useState(null);
   const [error, setError] = useState(null);
   const abort = useRef(null);
   /** The running completion's id and whether Stop was pressed before it was known. */
-  const running = useRef({ completionId: null, stopped: false });
+  const running = useRef({ completionId: null, stopped: false, cancel: cancelChat });
 
   useEffect(() => {
     api.get("/console/models").then((list) => {
@@ -32,11 +42,12 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
     setError(null);
     setStreaming("");
     abort.current = new AbortController();
-    running.current = { completionId: null, stopped: false };
+    const chosen = APIS[apiName];
+    running.current = { completionId: null, stopped: false, cancel: chosen.cancel };
     const onCompletionId = (completionId) => {
       running.current.completionId = completionId;
       if (running.current.stopped) {
-        cancelChat({ apiKey: playgroundKey, completionId });
+        chosen.cancel({ apiKey: playgroundKey, completionId });
         abort.current?.abort();
       }
     };
@@ -46,7 +57,7 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
       setStreaming(text);
     };
     try {
-      const reply = await streamChat({ apiKey: playgroundKey, model, messages, signal: abort.current.signal, onText, onCompletionId });
+      const reply = await chosen.stream({ apiKey: playgroundKey, model, messages, signal: abort.current.signal, onText, onCompletionId });
       setTurns([...messages, { role: "assistant", content: reply }]);
     } catch (failure) {
       if (failure.name === "AbortError") {
@@ -68,7 +79,7 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
   function stop() {
     running.current.stopped = true;
     if (running.current.completionId) {
-      cancelChat({ apiKey: playgroundKey, completionId: running.current.completionId });
+      running.current.cancel({ apiKey: playgroundKey, completionId: running.current.completionId });
       abort.current?.abort();
       return;
     }
@@ -87,6 +98,12 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
             <label for="pg-model">Model</label>
             <select id="pg-model" value=${model} onChange=${(e) => setModel(e.currentTarget.value)}>
               ${models.map((m) => html`<option value=${m.id}>${m.id}${m.available ? "" : " (no worker)"}</option>`)}
+            </select>
+          </div>
+          <div class="stack grow">
+            <label for="pg-api">API</label>
+            <select id="pg-api" value=${apiName} disabled=${streaming !== null} onChange=${(e) => setApiName(e.currentTarget.value)}>
+              ${Object.entries(APIS).map(([name, choice]) => html`<option value=${name}>${choice.label}</option>`)}
             </select>
           </div>
           <div class="stack grow">

@@ -33,7 +33,7 @@ export function textLengthUpTo(value: unknown, limit: number): number {
   return total;
 }
 
-const PROMPT_PARAM: Record<Endpoint, string> = { "chat.completions": "messages", completions: "prompt", embeddings: "input" };
+const PROMPT_PARAM: Record<Endpoint, string> = { "chat.completions": "messages", completions: "prompt", embeddings: "input", responses: "input" };
 
 function tooLong(endpoint: Endpoint, param: string, contextLength: number, limit: number): InvalidRequestError {
   const what = endpoint === "embeddings" ? "This input" : "This prompt";

@@ -11,7 +11,8 @@ const BLOCK_MS = 5_000;
 /**
  * A completion's messages read from its replay stream (InferenceKeys.replayStream), from the start or
  * after a sequence number, and then as the worker appends them: what a client that resumes (Last-Event-ID)
- * or attaches (the same Idempotency-Key) gets, in any API process. Skips `started`. Reads block on a
+ * or attaches (the same Idempotency-Key) gets, in any API process. Skips `started` (unless `started` is
+ * set: a follower that must tell when a queued job starts, a background response's). Reads block on a
  * connection of its own (a duplicate of `redis`), closed on release.
  */
 export class ReplayFollower implements RunningJob {
@@ -25,8 +26,9 @@ export class ReplayFollower implements RunningJob {
   #released = false;
   /** A terminal message at or before the resume point was read: nothing after it will come. */
   #endedBefore = false;
+  readonly #started: boolean;
 
-  constructor(redis: Redis, keys: InferenceKeys, completionId: string, options: { afterSeq: number; idleTimeoutMs: number }) {
+  constructor(redis: Redis, keys: InferenceKeys, completionId: string, options: { afterSeq: number; idleTimeoutMs: number; started?: boolean }) {
     this.completionId = completionId;
     // Its reads block for seconds: a connection without the request path's command timeout.
     this.#connection = duplicateAs(redis, "subscriber");
@@ -34,6 +36,7 @@ export class ReplayFollower implements RunningJob {
     this.#stream = keys.replayStream(completionId);
     this.#afterSeq = options.afterSeq;
     this.#idleTimeoutMs = options.idleTimeoutMs;
+    this.#started = options.started === true;
   }
 
   async next(): Promise<DeltaMessage> {
@@ -71,7 +74,7 @@ export class ReplayFollower implements RunningJob {
         this.#lastEntryId = entryId;
         const message = decodeReplayEntry(fields);
         if (message && message.seq <= this.#afterSeq && isTerminal(message)) this.#endedBefore = true;
-        if (!message || message.seq <= this.#afterSeq || message.type === "started") continue;
+        if (!message || message.seq <= this.#afterSeq || (message.type === "started" && !this.#started)) continue;
         this.#afterSeq = message.seq;
         this.#buffer.push(message);
       }

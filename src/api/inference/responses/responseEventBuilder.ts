@@ -46,6 +46,11 @@ export class ResponseEventBuilder {
     return this.#state;
   }
 
+  /** The job started (`response.in_progress` was emitted). */
+  get started(): boolean {
+    return this.#started;
+  }
+
   get ended(): boolean {
     return this.#state.status !== "queued" && this.#state.status !== "in_progress";
   }

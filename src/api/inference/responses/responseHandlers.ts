@@ -8,6 +8,7 @@ import type { InferenceServices } from "../inferenceServices.ts";
 import { principalOf, requireInference } from "../requireInference.ts";
 import { resolveModel } from "../resolveModel.ts";
 import { COMPLETION_ID_HEADER } from "../run/serveCompletion.ts";
+import { StillQueuedError } from "../run/inferenceGateway.ts";
 import { SseResponse } from "../sse/sseResponse.ts";
 import { startInferenceJob } from "../startInferenceJob.ts";
 import { newItemId, type StoredItem, toStoredItems } from "./responseItems.ts";
@@ -131,13 +132,15 @@ export function createResponseHandler(deps: AppDeps) {
     }
     const starting = startInferenceJob(deps, inference, ctx, {
       model,
-      endpoint: "chat.completions",
+      endpoint: "responses",
       completionId: id,
       created: head.created_at,
       work: { kind: "chat", request },
       stream: stream || background,
       patient: background,
       lane: background ? "background" : "interactive",
+      // A background response waits in line as long as it takes, through a restart of this process.
+      keepQueued: background,
       onAdmitted: () => {
         admitted = true;
         if (sse) {
@@ -156,7 +159,9 @@ export function createResponseHandler(deps: AppDeps) {
         if (!background && (sse?.clientGone || ctx.res.destroyed)) run.releaseListener();
       },
       (error: unknown) => {
-        if (admitted) run.fail(toApiError(error).message);
+        // Still in line (no worker yet, or this process stops): followed from its replay stream until it starts.
+        if (error instanceof StillQueuedError) run.await(inference.follow(id, -1, { started: true }));
+        else if (admitted) run.fail(toApiError(error).message);
       },
     );
     try {

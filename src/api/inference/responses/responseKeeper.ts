@@ -26,7 +26,7 @@ export const RESPONSE_LEASE_MS = 30_000;
 export class ResponseKeeper {
   readonly store: ResponseStore;
   readonly #records: CompletionRecords;
-  readonly #follow: (id: string, afterSeq: number) => RunningJob;
+  readonly #follow: (id: string, afterSeq: number, options: { started: true }) => RunningJob;
   readonly #logger: Logger;
   readonly #options: ResponseKeeperOptions;
   readonly #runs = new Map<string, ResponseRun>();
@@ -38,7 +38,8 @@ export class ResponseKeeper {
   constructor(deps: {
     store: ResponseStore;
     records: CompletionRecords;
-    follow: (id: string, afterSeq: number) => RunningJob;
+    /** The job's messages from its replay stream after `afterSeq`, its `started` included. */
+    follow: (id: string, afterSeq: number, options: { started: true }) => RunningJob;
     logger: Logger;
     options?: ResponseKeeperOptions;
   }) {
@@ -97,20 +98,25 @@ export class ResponseKeeper {
     await this.#ticking.catch(() => undefined);
   }
 
-  /** Follows a response whose process stopped, from the start of its replay stream. */
+  /**
+   * Follows a response whose process stopped, from the start of its replay stream: one still queued stays
+   * `queued` until its job's `started` comes (a job left in line, see InferenceGateway's keepQueued).
+   */
   #resume(stored: StoredResponse): void {
     if (this.#runs.has(stored.id) || this.#closed) return;
     this.#logger.info("following a response taken over from another API process", { responseId: stored.id });
     const run = this.track(stored, true);
-    run.follow(this.#follow(stored.id, -1));
+    run.await(this.#follow(stored.id, -1, { started: true }));
   }
 
   async #continuation(id: string, afterSeq: number, error: unknown): Promise<{ job: RunningJob } | { failWith: string | null }> {
     if (this.#closed) return { failWith: null };
     // Released (its client went away, the job runs on): read on from the replay stream.
-    if (error instanceof JobReleasedError) return { job: this.#follow(id, afterSeq) };
+    if (error instanceof JobReleasedError) return { job: this.#follow(id, afterSeq, { started: true }) };
     // Silent or lost: a job whose record is gone will not come back; else another pass follows it later.
     if (!(await this.#records.find(id))) return { failWith: "The response's job was lost." };
+    // Silent because it is still in line (a background response's job waits as long as it takes): read on.
+    if (this.#runs.get(id)?.builder.started === false) return { job: this.#follow(id, afterSeq, { started: true }) };
     this.#runs.delete(id);
     return { failWith: null };
   }

@@ -52,9 +52,23 @@ export class ResponseRun {
   /** The job started: reads it to its end (in the background). */
   follow(job: RunningJob): void {
     this.#job = job;
+    this.#markStarted();
+    void this.#read();
+  }
+
+  /**
+   * The job may not have started yet (still queued, `job` a follower that hands on its `started`
+   * message): reads it to its end, the response queued until its `started` comes.
+   */
+  await(job: RunningJob): void {
+    this.#job = job;
+    void this.#read();
+  }
+
+  #markStarted(): void {
+    if (this.builder.started) return;
     this.#emit(this.builder.start());
     void this.#sink.started().catch(() => undefined);
-    void this.#read();
   }
 
   /** The job never started (refused, or no worker took it): the response failed. */
@@ -95,6 +109,7 @@ export class ResponseRun {
         return;
       }
       if (message.seq > this.#lastSeq) this.#lastSeq = message.seq;
+      this.#markStarted();
       this.#emit(this.builder.take(message));
     }
     this.#job?.release();

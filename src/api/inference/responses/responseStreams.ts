@@ -60,17 +60,19 @@ function messagesOf(stored: StoredResponse): DeltaMessage[] {
  * A stored response's stream events after `afterSeq`, then live until its end, from any API process: its
  * events are derived again from the start of its job's replay stream, so each has the sequence number it
  * had in the first stream (a client that dropped a stream resumes with starting_after, and gets every
- * event exactly once across both connections).
+ * event exactly once across both connections). A response still queued stays at `response.queued` until
+ * its job's `started` message (then `response.in_progress`), as on the stream of its create.
  */
 export async function streamStoredResponse(inference: InferenceServices, ctx: Context, stored: StoredResponse, afterSeq: number): Promise<void> {
   const builder = new ResponseEventBuilder(stored, nowSeconds);
-  const follower = inference.follow(stored.id, -1);
+  // With the job's `started`: a queued response's stream says `response.queued` until its job starts.
+  const follower = inference.follow(stored.id, -1, { started: true });
   const sse = new SseResponse(ctx, () => follower.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
   sse.open();
   const write = eventWriter(sse, afterSeq);
   const emit = (events: ResponseEvent[]) => events.some((event) => write(event));
   try {
-    if (emit(builder.start())) return;
+    if (emit(stored.state.status === "queued" ? builder.begin() : builder.start())) return;
     if (TERMINAL_STATUSES.has(stored.state.status) && (await inference.records.lastMessage(stored.id)) === undefined) {
       for (const message of messagesOf(stored)) if (emit(builder.take(message))) return;
       return;

@@ -43,6 +43,13 @@ export type StartOptions = {
   /** Called once Redis acknowledged the enqueue (before a worker started the job). */
   onQueued?: () => void;
   /**
+   * The job stays queued when no worker started it within `startTimeoutMs`, or when this process stops
+   * listening first (it shuts down): start() then rejects with StillQueuedError instead of taking the job
+   * off the queue, and the job runs whenever a worker takes it (a background response, which another
+   * process's recovery pass follows from its replay stream).
+   */
+  keepQueued?: boolean;
+  /**
    * Where the job stands in line once queued: the waiting jobs a worker takes before it (by lane and
    * fair-share priority), this one included.
    */
@@ -176,7 +183,7 @@ export class InferenceGateway {
         const position = job.priority === undefined ? waiting.value : await this.#queues.positionOf(job.model, job.priority).catch(() => waiting.value);
         options.onPosition(Math.max(1, position));
       }
-      await this.#awaitStart(feed, job, options.startTimeoutMs, silent);
+      await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true);
     } catch (error) {
       feed.close();
       throw error;
@@ -233,16 +240,29 @@ export class InferenceGateway {
     await this.#queues.cancel(model, completionId, "refused");
   }
 
-  async #awaitStart(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number, silent: (internal: string) => Error): Promise<void> {
+  async #awaitStart(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number, silent: (internal: string) => Error, keepQueued: boolean): Promise<void> {
     const first = await feed.next(startTimeoutMs);
     if (first?.type === "started") return;
     if (first?.type === "error") throw jobErrorToApiError(first.error);
     if (first) throw new InternalApiError("The worker answered out of order.");
+    // Not started yet (or this process stops listening): left in line, as asked (not after a loss of Redis's messages).
+    if (keepQueued && !feed.lost) throw new StillQueuedError();
     if (await this.#queues.removeWaiting(job.model, job.completionId)) throw unavailable(job.model);
     // A worker took the job just now: its `started` is on the way.
     const late = await feed.next(this.#limits.jobIdleTimeoutMs);
     if (late?.type === "error") throw jobErrorToApiError(late.error);
     if (late?.type !== "started") throw silent("The worker did not start the job.");
+  }
+}
+
+/**
+ * start() with `keepQueued`: the job is still in line, no worker started it yet (or this process stops
+ * listening). Its budget hold stays for its settle; its messages are read from its replay stream.
+ */
+export class StillQueuedError extends Error {
+  constructor() {
+    super("the job is still queued");
+    this.name = "StillQueuedError";
   }
 }
 
