@@ -13,6 +13,8 @@ CREATE TABLE batches (
   completion_window text NOT NULL,
   metadata jsonb,
   status text NOT NULL,
+  -- The status finalizing leads to (completed or expired), set when finalizing starts.
+  final_status text,
   -- OpenAI's `errors.data` (validation failures naming lines), or NULL.
   errors jsonb,
   total_lines integer NOT NULL DEFAULT 0,
@@ -49,6 +51,10 @@ CREATE TABLE batch_lines (
   status_code integer,
   response jsonb,
   error jsonb,
+  -- What the line's job used (the batch object's `usage`): 0 until it ends.
+  prompt_tokens integer NOT NULL DEFAULT 0,
+  completion_tokens integer NOT NULL DEFAULT 0,
+  reasoning_tokens integer NOT NULL DEFAULT 0,
   PRIMARY KEY (batch_id, line_no),
   UNIQUE (batch_id, custom_id)
 );

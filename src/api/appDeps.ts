@@ -8,6 +8,7 @@ import type { Redis } from "../redis/createRedis.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { PlatformMetrics } from "../observability/metrics.ts";
 import type { SignIn } from "./accounts/signIn.ts";
+import type { FileStore } from "./files/fileStore.ts";
 
 /** What the API's route factories are built from. Passed in, never imported as globals. */
 export type AppDeps = {
@@ -26,4 +27,6 @@ export type AppDeps = {
   signIn: SignIn;
   /** Model registry, queues and the shared delta subscriber; absent in apps built without inference (inference routes then answer 503). */
   inference?: InferenceServices;
+  /** The Files API's store (input files of batches, their output and error files); absent: the Batch API answers 503. */
+  files?: FileStore;
 };

@@ -10,6 +10,7 @@ import { modelsRoutes } from "./models/modelsRoutes.ts";
 import { inferenceRoutes } from "./inference/inferenceRoutes.ts";
 import { metricsRoutes } from "./metrics/metricsRoutes.ts";
 import { consoleRoutes } from "./console/consoleRoutes.ts";
+import { batchRoutes } from "./batches/batchRoutes.ts";
 
 /**
  * Every slice's router, in the order they are mounted. inferenceAuthRoutes guards every `/v1` path:
@@ -20,6 +21,7 @@ export const routeFactories: RouteFactory[] = [
   inferenceAuthRoutes,
   inferenceRoutes,
   modelsRoutes,
+  batchRoutes,
   healthRoutes,
   accountRoutes,
   adminRoutes,

@@ -9,6 +9,7 @@ import { loadModelRegistry } from "../models/loadModelRegistry.ts";
 import { routeFactories } from "./routes.ts";
 import { SignIn } from "./accounts/signIn.ts";
 import type { RoleContext, RunningRole } from "../runtime/role.ts";
+import { BatchDispatcher } from "./batches/batchDispatcher.ts";
 
 export async function startApi({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
   const redis = createRedis(config.redis, { kind: "fail-fast", timeouts: config.redisTimeouts });
@@ -20,6 +21,9 @@ export async function startApi({ config, pool, logger, metrics }: RoleContext): 
   const signIn = new SignIn(config, redis);
   const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, metrics, accounts, keyAuth, signIn, inference };
   const app = createApp(deps, routeFactories);
+  // The Batch API's dispatcher runs in every API process (they share the work through PostgreSQL).
+  const batches = deps.files ? new BatchDispatcher(deps, inference, deps.files) : null;
+  batches?.start();
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -31,6 +35,7 @@ export async function startApi({ config, pool, logger, metrics }: RoleContext): 
     async stop() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
+      await batches?.stop();
       await keyAuth.stop();
       await inference.close();
       unwatchRedis();
