@@ -14,6 +14,8 @@ import { SignIn } from "../../src/api/accounts/signIn.ts";
 import { createTestDatabase, TEST_POOL_TIMEOUTS, type TestDatabase } from "./testDatabase.ts";
 import { createTestRedis, redisTargetEnv, TEST_REDIS_URL, type TestRedis } from "./testRedis.ts";
 import type { RedisTarget } from "../../src/redis/redisTarget.ts";
+import type { Pool } from "../../src/db/createPool.ts";
+import type { FileStore } from "../../src/api/files/fileStore.ts";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
 
@@ -61,6 +63,8 @@ export async function startTestApp(
     redisUrl?: string | RedisTarget;
     /** The app's logger (its access log among others); default silent. */
     logger?: Logger;
+    /** The app's FileStore (`deps.files`), built on its pool; default none. */
+    files?: (pool: Pool) => Promise<FileStore>;
   } = {},
 ): Promise<TestApp> {
   const db = options.shareWith ? sharedDatabase(options.shareWith.db) : await createTestDatabase();
@@ -89,6 +93,7 @@ export async function startTestApp(
     accounts: { pool, changes: keyAuth.accountChanges() },
     keyAuth,
     signIn: new SignIn(config, testRedis.redis),
+    ...(options.files ? { files: await options.files(pool) } : {}),
   };
   const app = createApp(deps, options.routes ?? routeFactories);
   const server: Server = createServer(app.callback());

@@ -113,6 +113,8 @@ export async function startTestPlatform(
     logger?: Logger;
     /** Where the app (and the worker, which shares its pool) reaches its database (startTestApp's `databaseUrl`). */
     databaseUrl?: (url: string) => string;
+    /** The app's FileStore (startTestApp's `files`). */
+    files?: Parameters<typeof startTestApp>[0] extends infer O ? (O extends { files?: infer F } ? F : never) : never;
   } = {},
 ): Promise<TestPlatform> {
   const dir = await mkdtemp(path.join(tmpdir(), "inference-test-"));
@@ -128,6 +130,7 @@ export async function startTestPlatform(
     ...(options.redisUrl ? { redisUrl: options.redisUrl } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.files ? { files: options.files } : {}),
   });
 
   const platform: TestPlatform = {

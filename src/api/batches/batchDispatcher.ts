@@ -154,7 +154,7 @@ export class BatchDispatcher {
 
   async #dispatch(): Promise<void> {
     const batches = await this.#pool.query<ActiveBatch>(
-      `SELECT b.id, b.account_id, b.key_id, b.endpoint, a.rate_limits FROM batches b LEFT JOIN rm_accounts a ON a.account_id = b.account_id
+      `SELECT b.id, b.account_id, b.key_id, b.endpoint, a.rate_limits FROM batches b LEFT JOIN rm_accounts a ON a.account_id::text = b.account_id
        WHERE b.status = 'in_progress' AND b.final_status IS NULL ORDER BY b.seq LIMIT 100`,
     );
     for (const batch of batches.rows) {

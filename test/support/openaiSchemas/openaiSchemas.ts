@@ -17,7 +17,8 @@ export type OpenAiShape =
   | "model.list"
   | "embedding.list"
   | "error"
-  | "error.bare";
+  | "error.bare"
+  | "batch";
 
 const BASE = "https://inference-platform.test/openai/";
 const dir = new URL(".", import.meta.url);
