@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
 import type { FileStore } from "../../src/api/files/fileStore.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
+import { eventually } from "../support/eventually.ts";
 import { assertOpenAiShape } from "../support/openaiSchemas/openaiSchemas.ts";
 import { postgresTestFileStore } from "../support/postgresTestFileStore.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
@@ -162,4 +163,32 @@ describe("the Batch API", () => {
     });
     for (const id of ids) await waitForStatus(openai, id, ["completed"]);
   }, 120_000);
+
+  it("survives an API restart mid-batch: every line done once and charged once, the charges equal to the completed lines", async () => {
+    const { key, account } = await platform.createKey();
+    const openai = platform.openai(key);
+    const lines = Array.from({ length: 40 }, (_, i) => chatLine(i, TINY_CHAT, 16));
+    const inputFileId = await uploadBatchFile(files, account.accountId, lines);
+    const created = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    await eventually(async () => {
+      const batch = await openai.batches.retrieve(created.id);
+      return batch.request_counts!.completed >= 5 ? batch : undefined;
+    }, 60_000);
+    // The API process's dispatcher stops with lines in flight (their jobs go on); a new one takes over.
+    await dispatcher.stop();
+    const midway = await openai.batches.retrieve(created.id);
+    expect(midway.request_counts!.completed).toBeLessThan(40);
+    dispatcher = new BatchDispatcher(platform.deps, platform.inference, files);
+    dispatcher.start();
+    const done = await waitForStatus(openai, created.id, ["completed"], 90_000);
+    expect(done.request_counts).toEqual({ total: 40, completed: 40, failed: 0 });
+    const output = await readJsonl(files, account.accountId, done.output_file_id!);
+    expectEveryCustomIdOnce(
+      output,
+      lines.map((l) => l.custom_id),
+    );
+    const charges = await batchCharges(platform.deps.pool, account.accountId);
+    expect(charges.size).toBe(40);
+    for (const events of charges.values()) expect(events).toHaveLength(1);
+  }, 180_000);
 });
