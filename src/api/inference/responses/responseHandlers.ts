@@ -12,7 +12,7 @@ import { SseResponse } from "../sse/sseResponse.ts";
 import { startInferenceJob } from "../startInferenceJob.ts";
 import { newItemId, type StoredItem, toStoredItems } from "./responseItems.ts";
 import { type ResponseHead, TERMINAL_STATUSES } from "./responseObject.ts";
-import { InputItemsQuerySchema, type ResponseRequest, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
+import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
 import type { StoredResponse } from "./responseStore.ts";
 import { currentObject, eventWriter, streamStoredResponse } from "./responseStreams.ts";
 import { responseSettings, toResponseChatRequest } from "./toResponseChatRequest.ts";
