@@ -58,7 +58,13 @@ export class ChargeChecker {
       this.#report({ ...at, message: `price table version "${version.version}" has no prices for model ${usage.model}` });
       return;
     }
-    const cost = costMicroChf(usage, prices);
+    if (usage.batchDiscountBps !== undefined && usage.batchDiscountBps !== (prices.batchDiscountBps ?? 0)) {
+      this.#report({
+        ...at,
+        message: `batch discount ${usage.batchDiscountBps} bp recorded, price table version "${version.version}" has ${prices.batchDiscountBps ?? 0} bp for ${usage.model}`,
+      });
+    }
+    const cost = costMicroChf(usage, prices, usage.batchDiscountBps ?? 0);
     this.stats.recomputedMicroChf += cost;
     if (cost !== usage.costMicroChf) {
       this.#report({

@@ -11,6 +11,7 @@ import { inferenceRoutes } from "./inference/inferenceRoutes.ts";
 import { metricsRoutes } from "./metrics/metricsRoutes.ts";
 import { consoleRoutes } from "./console/consoleRoutes.ts";
 import { filesRoutes } from "./files/filesRoutes.ts";
+import { batchRoutes } from "./batches/batchRoutes.ts";
 
 /**
  * Every slice's router, in the order they are mounted. inferenceAuthRoutes guards every `/v1` path:
@@ -22,6 +23,7 @@ export const routeFactories: RouteFactory[] = [
   inferenceRoutes,
   modelsRoutes,
   filesRoutes,
+  batchRoutes,
   healthRoutes,
   accountRoutes,
   adminRoutes,

@@ -11,6 +11,7 @@ import { SignIn } from "./accounts/signIn.ts";
 import type { RoleContext, RunningRole } from "../runtime/role.ts";
 import { PostgresFileStore } from "./files/postgresFileStore.ts";
 import { FileRetentionSweeper } from "./files/fileRetentionSweeper.ts";
+import { BatchDispatcher } from "./batches/batchDispatcher.ts";
 
 export async function startApi({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
   const redis = createRedis(config.redis, { kind: "fail-fast", timeouts: config.redisTimeouts });
@@ -25,6 +26,9 @@ export async function startApi({ config, pool, logger, metrics }: RoleContext): 
   fileSweeper.start();
   const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, metrics, accounts, keyAuth, signIn, inference, files };
   const app = createApp(deps, routeFactories);
+  // The Batch API's dispatcher runs in every API process (they share the work through PostgreSQL).
+  const batches = new BatchDispatcher(deps, inference, files);
+  batches.start();
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -37,6 +41,7 @@ export async function startApi({ config, pool, logger, metrics }: RoleContext): 
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await fileSweeper.stop();
+      await batches.stop();
       await keyAuth.stop();
       await inference.close();
       unwatchRedis();

@@ -114,6 +114,10 @@ const EnvSchema = z.object({
   JOB_START_TIMEOUT_STREAM_MS: intFromEnv(600_000).refine((n) => n > 0, "must be positive"),
   QUEUE_MAX_WAITING: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   COMPLETION_ABANDON_GRACE_MS: intFromEnv(60_000).refine((n) => n >= 0, "must not be negative"),
+  BATCH_COMPLETION_WINDOW_MS: intFromEnv(86_400_000).refine((n) => n > 0, "must be positive"),
+  BATCH_MAX_IN_FLIGHT: intFromEnv(16).refine((n) => n > 0, "must be positive"),
+  BATCH_POLL_MS: intFromEnv(1_000).refine((n) => n >= 10, "must be at least 10"),
+  BATCH_LINE_LEASE_MS: intFromEnv(60_000).refine((n) => n >= 1_000, "must be at least 1000"),
   SSE_KEEPALIVE_MS: intFromEnv(15_000).refine((n) => n >= 100, "must be at least 100"),
   IDEMPOTENCY_TTL_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   WORKER_MODELS: z.string().optional(),
@@ -290,6 +294,12 @@ export type Config = {
    * set others per subscription), the part of a model's waiting jobs one account may hold, and how long
    * a job in flight counts for its account unless a worker reports it again (self-healing counters).
    */
+  /**
+   * The Batch API: a batch's completion window ("24h"; shorter for tests), the most lines of one batch
+   * in flight at once, how often the dispatcher looks for work, and how long a line claimed by an API
+   * process stays its own without a renewal (then another process runs it again, same completion id).
+   */
+  batches: { completionWindowMs: number; maxInFlight: number; pollMs: number; lineLeaseMs: number };
   tenants: {
     account: { requestsPerMinute: number; tokensPerMinute: number; concurrentRequests: number };
     key: { requestsPerMinute: number; tokensPerMinute: number; concurrentRequests: number };
@@ -374,6 +384,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     passwordHashing: { concurrency: e.PASSWORD_HASH_CONCURRENCY, maxWaiting: e.PASSWORD_HASH_MAX_WAITING },
     cors: { v1: e.CORS_V1_ORIGINS, api: e.CORS_API_ORIGINS },
     secretFromEnv: (name) => (env[name] === "" ? undefined : env[name]),
+    batches: {
+      completionWindowMs: e.BATCH_COMPLETION_WINDOW_MS,
+      maxInFlight: e.BATCH_MAX_IN_FLIGHT,
+      pollMs: e.BATCH_POLL_MS,
+      lineLeaseMs: e.BATCH_LINE_LEASE_MS,
+    },
     tenants: {
       account: {
         requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE,

@@ -25,6 +25,11 @@ export const UsageRecordedSchema = z.object({
     startedAt: z.string(),
     finishedAt: z.string(),
     traceId: z.string().nullable(),
+    /**
+     * Present on a Batch API line's charge only: the discount (basis points, from the price table
+     * version) that costMicroChf applied, so an auditor recomputes the discounted charge.
+     */
+    batchDiscountBps: z.number().int().min(0).max(10_000).optional(),
   }),
 });
 

@@ -6,6 +6,8 @@ export type RegisteredModel = ModelEntry & {
   priceTableVersion: string;
   inputMicroChfPerMillion: number;
   outputMicroChfPerMillion: number;
+  /** The Batch API discount, in basis points of the price (5000: half price). */
+  batchDiscountBps: number;
 };
 
 /** The models this deployment knows, loaded once from the registry file. */
@@ -25,6 +27,7 @@ export class ModelRegistry {
           priceTableVersion,
           inputMicroChfPerMillion: chfToMicro(model.pricing.input_per_million_chf),
           outputMicroChfPerMillion: chfToMicro(model.pricing.output_per_million_chf),
+          batchDiscountBps: Math.round((model.pricing.batch_discount ?? 0.5) * 10_000),
         },
       ]),
     );
@@ -39,9 +42,12 @@ export class ModelRegistry {
   }
 
   /** Every model's prices, integer micro-CHF per million tokens (what a price table version publishes). */
-  prices(): Record<string, { inputMicroChfPerMillion: number; outputMicroChfPerMillion: number }> {
+  prices(): Record<string, { inputMicroChfPerMillion: number; outputMicroChfPerMillion: number; batchDiscountBps: number }> {
     return Object.fromEntries(
-      this.all().map((m) => [m.id, { inputMicroChfPerMillion: m.inputMicroChfPerMillion, outputMicroChfPerMillion: m.outputMicroChfPerMillion }]),
+      this.all().map((m) => [
+        m.id,
+        { inputMicroChfPerMillion: m.inputMicroChfPerMillion, outputMicroChfPerMillion: m.outputMicroChfPerMillion, batchDiscountBps: m.batchDiscountBps },
+      ]),
     );
   }
 

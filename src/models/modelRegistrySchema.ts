@@ -70,6 +70,16 @@ export const ModelPricingSchema = z
   .object({
     input_per_million_chf: PricePerMillionSchema,
     output_per_million_chf: PricePerMillionSchema,
+    /**
+     * The share of the price a Batch API line does not pay (0.5: half price; the default when absent), a whole
+     * number of basis points (at most 4 decimals). Published with the price table; recorded on each batch line's charge.
+     */
+    batch_discount: z
+      .number()
+      .min(0)
+      .max(1)
+      .refine((n) => Math.abs(n * 1e4 - Math.round(n * 1e4)) < 1e-6, "at most 4 decimals")
+      .optional(),
   })
   .strict();
 

@@ -13,6 +13,7 @@ const model = (engine: RegisteredModel["engine"]): RegisteredModel => ({
   priceTableVersion: "v",
   inputMicroChfPerMillion: 0,
   outputMicroChfPerMillion: 0,
+  batchDiscountBps: 5000,
 });
 const engineRunning = (jobs: number): Pick<Engine, "maxConcurrency"> => ({ maxConcurrency: () => jobs });
 

@@ -12,6 +12,8 @@ import type { RunningJob } from "./relay/runningJob.ts";
 import type { Lane } from "../../contracts/lanes.ts";
 import { ModelUnavailableError } from "../http/errors.ts";
 import { stateOf } from "../http/requestState.ts";
+import type { Principal } from "../auth/inferenceAuth.ts";
+import type { HeaderSink } from "./admission/tenantAdmission.ts";
 
 export type InferenceJobSpec = {
   model: RegisteredModel;
@@ -50,17 +52,29 @@ export type InferenceJobSpec = {
  * carrying ids, the request and the trace context (never a secret); the job first and the hold right
  * after it when admitWithHold may speculate. Resolves once a worker started the job.
  */
-export async function startInferenceJob(deps: AppDeps, inference: InferenceServices, ctx: Context, spec: InferenceJobSpec): Promise<RunningJob> {
+export function startInferenceJob(deps: AppDeps, inference: InferenceServices, ctx: Context, spec: InferenceJobSpec): Promise<RunningJob> {
+  const logged: AccessLogInference = { model: spec.model.id };
+  stateOf(ctx).inference = logged;
+  return startJobFor(deps, inference, { principal: principalOf(ctx), headers: ctx, logged }, spec);
+}
+
+/**
+ * Who a job runs for, without an HTTP request of its own (a Batch API line): the principal, where the
+ * rate-limit headers go, and the access log's figures.
+ */
+export type JobCaller = { principal: Principal; headers: HeaderSink; logged?: AccessLogInference };
+
+/** The same path as startInferenceJob for a caller that is not an HTTP request (the batch dispatcher). */
+export async function startJobFor(deps: AppDeps, inference: InferenceServices, caller: JobCaller, spec: InferenceJobSpec): Promise<RunningJob> {
   const { model, endpoint, work, completionId, created } = spec;
   assertPromptFits(endpoint, work, model.context_length);
   // Redis away: 503 before a budget hold is placed for a job that cannot be queued.
   inference.gateway.assertConnected();
-  const principal = principalOf(ctx);
-  const logged: AccessLogInference = { model: model.id };
-  stateOf(ctx).inference = logged;
+  const { principal } = caller;
+  const logged: AccessLogInference = caller.logged ?? { model: model.id };
   const lane = spec.lane ?? "interactive";
   const startTimeoutMs = spec.stream || spec.patient ? inference.limits.jobStartTimeoutStreamMs : inference.limits.jobStartTimeoutMs;
-  const tenant = await inference.tenants.admit(ctx, {
+  const tenant = await inference.tenants.admit(caller.headers, {
     completionId,
     accountId: principal.accountId,
     keyId: principal.keyId,

@@ -13,4 +13,13 @@ describe("costMicroChf", () => {
       costMicroChf({ promptTokens: 1_000_000, completionTokens: 1_000_000 }, { inputMicroChfPerMillion: 2_500_000, outputMicroChfPerMillion: 10_000_000 }),
     ).toBe(12_500_000);
   });
+
+  it("applies a Batch API discount to the exact sum, rounded half-up once", () => {
+    const prices = { inputMicroChfPerMillion: 2_500_000, outputMicroChfPerMillion: 10_000_000 };
+    expect(costMicroChf({ promptTokens: 1_000_000, completionTokens: 1_000_000 }, prices, 5000)).toBe(6_250_000);
+    // 3 tokens x 0.5 micro-CHF = 1.5, at half price 0.75 -> 1 (not half of the rounded 2); 1 token: 0.25 -> 0
+    expect(costMicroChf({ promptTokens: 3, completionTokens: 0 }, { inputMicroChfPerMillion: 500_000, outputMicroChfPerMillion: 0 }, 5000)).toBe(1);
+    expect(costMicroChf({ promptTokens: 1, completionTokens: 0 }, { inputMicroChfPerMillion: 500_000, outputMicroChfPerMillion: 0 }, 5000)).toBe(0);
+    expect(costMicroChf({ promptTokens: 1000, completionTokens: 0 }, { inputMicroChfPerMillion: 1_000_000, outputMicroChfPerMillion: 0 }, 10_000)).toBe(0);
+  });
 });

@@ -14,6 +14,8 @@ export const PRICE_TABLE_STREAM_TYPE = "pricing";
 const PricesSchema = z.object({
   inputMicroChfPerMillion: z.number().int().nonnegative(),
   outputMicroChfPerMillion: z.number().int().nonnegative(),
+  /** The Batch API discount in basis points (absent in versions published before batches existed). */
+  batchDiscountBps: z.number().int().min(0).max(10_000).optional(),
 });
 
 /**

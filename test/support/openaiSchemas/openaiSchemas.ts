@@ -25,7 +25,8 @@ export type OpenAiShape =
   | "response"
   | "response.stream-event"
   | "response.deleted"
-  | "response.input-items.list";
+  | "response.input-items.list"
+  | "batch";
 
 const BASE = "https://inference-platform.test/openai/";
 const dir = new URL(".", import.meta.url);

@@ -1,4 +1,3 @@
-import type { Context } from "koa";
 import type { Config } from "../../../config/config.ts";
 import type { Lane } from "../../../contracts/lanes.ts";
 import { jobPriority } from "../../../contracts/lanes.ts";
@@ -8,6 +7,9 @@ import { ApiError } from "../../http/errors.ts";
 import { promptTokensUpperBound } from "./promptTokensUpperBound.ts";
 import { rateLimitHeaders } from "./rateLimitHeaders.ts";
 import type { HoldableWork } from "./jobHoldMicroChf.ts";
+
+/** Where the x-ratelimit-* headers go: a Koa context, or nowhere (a batch line). */
+export type HeaderSink = { set(headers: Record<string, string>): void };
 
 export type TenantAdmissionInput = TenantJob & {
   work: HoldableWork;
@@ -78,7 +80,7 @@ export class TenantAdmission {
     return this.#counters;
   }
 
-  async admit(ctx: Context, input: TenantAdmissionInput): Promise<TenantAdmitted> {
+  async admit(ctx: HeaderSink, input: TenantAdmissionInput): Promise<TenantAdmitted> {
     const limits = this.#effective(input.rateLimits);
     const tokens = countedTokens(input.work, input.contextLength);
     // The lane's waiting set (metrics only) goes out with the script, without waiting for it.

@@ -7,10 +7,11 @@ import { requireInference } from "../requireInference.ts";
 import { resolveModel } from "../resolveModel.ts";
 import { samplingParams } from "../samplingSchemas.ts";
 import { completionStreamFormat, textCompletionBody } from "./completionFormat.ts";
-import { COMPLETION_REQUEST_FIELDS, CompletionRequestSchema } from "./completionRequestSchema.ts";
+import { COMPLETION_REQUEST_FIELDS, type CompletionRequest, CompletionRequestSchema } from "./completionRequestSchema.ts";
 import { backendParameters } from "../backendParameters.ts";
 import { serveMultiPromptCompletion } from "./multiPromptCompletion.ts";
 import { validated } from "../../http/validate.ts";
+import type { RegisteredModel } from "../../../models/modelRegistry.ts";
 
 export const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 
@@ -26,32 +27,18 @@ export function completionHandler(deps: AppDeps) {
     const body = validated(ctx, CompletionRequestSchema);
     const inference = requireInference(deps);
     const model = resolveModel(inference.registry, body.model, "completions");
-    const maxTokens = body.max_tokens ?? COMPLETIONS_DEFAULT_MAX_TOKENS;
-    if (maxTokens >= model.context_length) {
-      throw new InvalidRequestError(`max_tokens is too large: ${maxTokens}. This model's context length is ${model.context_length} tokens.`, {
-        param: "max_tokens",
-        code: "invalid_value",
-      });
-    }
-    const prompts = typeof body.prompt === "string" ? [body.prompt] : body.prompt;
-    const extra = backendParameters(body, COMPLETION_REQUEST_FIELDS, model);
-    const requestFor = (prompt: string): EngineChatRequest => ({
-      messages: [{ role: "user", content: prompt }],
-      maxTokens,
-      ...samplingParams(body, model.defaults),
-      ...(extra ? { extra } : {}),
-    });
-    if (prompts.length > 1) {
+    const requests = completionRequests(body, model);
+    if (requests.length > 1) {
       if (ctx.get("idempotency-key")) {
         throw new InvalidRequestError("An Idempotency-Key names one completion; send several prompts without it.", {
           param: "Idempotency-Key",
           code: "invalid_value",
         });
       }
-      await serveMultiPromptCompletion(deps, inference, ctx, { model, requests: prompts.map(requestFor) });
+      await serveMultiPromptCompletion(deps, inference, ctx, { model, requests });
       return;
     }
-    const request = requestFor(prompts[0]!);
+    const request = requests[0]!;
     await serveNewCompletion(deps, inference, ctx, {
       model,
       endpoint: "completions",
@@ -63,4 +50,23 @@ export function completionHandler(deps: AppDeps) {
       body,
     });
   };
+}
+
+/** The engine request of each prompt of a validated request (400 for a max_tokens the model cannot hold); shared with batch lines. */
+export function completionRequests(body: CompletionRequest, model: RegisteredModel): EngineChatRequest[] {
+  const maxTokens = body.max_tokens ?? COMPLETIONS_DEFAULT_MAX_TOKENS;
+  if (maxTokens >= model.context_length) {
+    throw new InvalidRequestError(`max_tokens is too large: ${maxTokens}. This model's context length is ${model.context_length} tokens.`, {
+      param: "max_tokens",
+      code: "invalid_value",
+    });
+  }
+  const prompts = typeof body.prompt === "string" ? [body.prompt] : body.prompt;
+  const extra = backendParameters(body, COMPLETION_REQUEST_FIELDS, model);
+  return prompts.map((prompt) => ({
+    messages: [{ role: "user", content: prompt }],
+    maxTokens,
+    ...samplingParams(body, model.defaults),
+    ...(extra ? { extra } : {}),
+  }));
 }

@@ -1,0 +1,289 @@
+import type { Config } from "../../config/config.ts";
+import type { Pool } from "../../db/createPool.ts";
+import { withTransaction } from "../../db/withTransaction.ts";
+import { NO_RATE_LIMITS, RateLimitsSchema } from "../../ledger/accounts/accountEvents.ts";
+import type { Logger } from "../../observability/logger.ts";
+import type { AppDeps } from "../appDeps.ts";
+import type { FileStore } from "../files/fileStore.ts";
+import { toApiError } from "../http/errorHandler.ts";
+import { type ApiError, errorBody } from "../http/errors.ts";
+import { TenantRateLimitError } from "../inference/admission/tenantAdmission.ts";
+import type { InferenceServices } from "../inference/inferenceServices.ts";
+import type { RunningJob } from "../inference/relay/runningJob.ts";
+import type { JobCaller } from "../inference/startInferenceJob.ts";
+import type { BatchEndpoint } from "./batchObject.ts";
+import { batchLineEndpoint, type LineRunContext, startBatchJob } from "./batchLineEndpoints.ts";
+import { finalizeBatch } from "./finalizeBatch.ts";
+import { validateNextBatch } from "./validateBatch.ts";
+
+/** A line that failed for the platform's reason (500) is tried this many times in all, then goes to the error file. */
+const MAX_INTERNAL_ATTEMPTS = 3;
+
+type ClaimedLine = { batch_id: string; line_no: number; model: string; body: unknown; completion_id: string; attempts: number };
+type ActiveBatch = { id: string; account_id: string; key_id: string; endpoint: BatchEndpoint; rate_limits: unknown };
+type InFlight = { line: ClaimedLine; job: RunningJob | null; cancelled: boolean };
+
+/**
+ * The Batch API's durable dispatcher, a background loop of each API process. All state is in PostgreSQL,
+ * so several API processes cooperate and a restart loses nothing: batches are validated under a row lock;
+ * lines are claimed in a transaction holding the batch's advisory lock (at most `maxInFlight` running per
+ * batch) with a lease this process renews while it runs them; a line whose lease ran out (its process
+ * died) is claimed again. A line's job has a deterministic completion id: dispatched again it attaches
+ * to the job if Redis still knows it, or enqueues it again under the same id (a queue entry lost with
+ * Redis is found again this way), and UsageRecorded's append-once rule charges it once. Lines run as
+ * jobs of the `batch` lane with the same admission as a request (rate limits, fair share, budget hold):
+ * a rate-limit or capacity refusal (429 of a tenant limit, 503) is waited out, never a line's failure;
+ * a budget refusal, the line's own 4xx or a model gone end the line in the error file.
+ */
+export class BatchDispatcher {
+  readonly #deps: AppDeps;
+  readonly #inference: InferenceServices;
+  readonly #files: FileStore;
+  readonly #pool: Pool;
+  readonly #settings: Config["batches"];
+  readonly #logger: Logger;
+  readonly #inFlight = new Map<string, InFlight>();
+  #timer: NodeJS.Timeout | null = null;
+  #ticking: Promise<void> | null = null;
+  #stopped = false;
+
+  constructor(deps: AppDeps, inference: InferenceServices, files: FileStore) {
+    this.#deps = deps;
+    this.#inference = inference;
+    this.#files = files;
+    this.#pool = deps.pool;
+    this.#settings = deps.config.batches;
+    this.#logger = deps.logger;
+  }
+
+  start(): void {
+    this.#schedule(0);
+  }
+
+  /** Stops dispatching; the lines it runs are handed over at once (their leases ended: another process attaches to their jobs). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#ticking;
+    const lines = [...this.#inFlight.values()];
+    for (const entry of lines) entry.job?.release();
+    this.#inFlight.clear();
+    if (lines.length > 0) {
+      await this.#pool
+        .query(
+          `UPDATE batch_lines l SET claimed_until = now() FROM jsonb_to_recordset($1::jsonb) AS o(batch_id text, line_no int)
+           WHERE l.batch_id = o.batch_id AND l.line_no = o.line_no AND l.status = 'running'`,
+          [JSON.stringify(lines.map((e) => ({ batch_id: e.line.batch_id, line_no: e.line.line_no })))],
+        )
+        .catch(() => undefined);
+    }
+  }
+
+  /** Lines this process runs now (for /metrics and tests). */
+  get running(): number {
+    return this.#inFlight.size;
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#ticking = this.tick()
+        .catch((error: unknown) => this.#logger.warn("batch dispatcher step failed", { error: error as Error }))
+        .finally(() => {
+          this.#ticking = null;
+          this.#schedule(this.#settings.pollMs);
+        });
+    }, delayMs);
+    this.#timer.unref?.();
+  }
+
+  /** One round: validate, expire, cancel, renew leases, dispatch, finalize. */
+  async tick(): Promise<void> {
+    const now = () => this.#deps.clock.now();
+    for (let i = 0; i < 3 && !this.#stopped && (await validateNextBatch(this.#pool, this.#files, now)); i++);
+    await this.#endWaitingLines();
+    await this.#cancelRunning();
+    await this.#renewLeases();
+    await this.#dispatch();
+    await this.#finalize();
+  }
+
+  /** Lines not started of expired and cancelling batches: the error file, not run, not charged. */
+  async #endWaitingLines(): Promise<void> {
+    await this.#pool.query("UPDATE batches SET final_status = 'expired' WHERE status = 'in_progress' AND final_status IS NULL AND expires_at <= now()");
+    const ending = await this.#pool.query<{ id: string; status: string }>(
+      "SELECT id, status FROM batches WHERE status = 'cancelling' OR (status = 'in_progress' AND final_status = 'expired')",
+    );
+    for (const batch of ending.rows) {
+      const error =
+        batch.status === "cancelling"
+          ? { code: "batch_cancelled", message: "This request was not run: the batch was cancelled." }
+          : { code: "batch_expired", message: "This request could not be executed before the completion window expired." };
+      await this.#pool.query(
+        `WITH ended AS (
+           UPDATE batch_lines SET status = 'failed', error = $2::jsonb, status_code = NULL, claimed_until = NULL
+           WHERE batch_id = $1 AND (status = 'waiting' OR (status = 'running' AND claimed_until <= now())) RETURNING 1)
+         UPDATE batches SET failed_lines = failed_lines + (SELECT count(*) FROM ended) WHERE id = $1`,
+        [batch.id, JSON.stringify(error)],
+      );
+    }
+  }
+
+  /** The running lines of cancelling batches stop (charged what they generated, as a cancel). */
+  async #cancelRunning(): Promise<void> {
+    if (this.#inFlight.size === 0) return;
+    const batchIds = [...new Set([...this.#inFlight.values()].map((e) => e.line.batch_id))];
+    const cancelling = await this.#pool.query<{ id: string }>("SELECT id FROM batches WHERE id = ANY($1) AND status = 'cancelling'", [batchIds]);
+    const ids = new Set(cancelling.rows.map((r) => r.id));
+    for (const entry of this.#inFlight.values()) {
+      if (!ids.has(entry.line.batch_id) || entry.cancelled) continue;
+      entry.cancelled = true;
+      await this.#inference.queues.cancel(entry.line.model, entry.line.completion_id, "user").catch(() => (entry.cancelled = false));
+    }
+  }
+
+  async #renewLeases(): Promise<void> {
+    if (this.#inFlight.size === 0) return;
+    await this.#pool.query(
+      `UPDATE batch_lines l SET claimed_until = now() + make_interval(secs => $2::double precision / 1000)
+       FROM jsonb_to_recordset($1::jsonb) AS o(batch_id text, line_no int)
+       WHERE l.batch_id = o.batch_id AND l.line_no = o.line_no AND l.status = 'running'`,
+      [JSON.stringify([...this.#inFlight.values()].map((e) => ({ batch_id: e.line.batch_id, line_no: e.line.line_no }))), this.#settings.lineLeaseMs],
+    );
+  }
+
+  async #dispatch(): Promise<void> {
+    const batches = await this.#pool.query<ActiveBatch>(
+      `SELECT b.id, b.account_id, b.key_id, b.endpoint, a.rate_limits FROM batches b LEFT JOIN rm_accounts a ON a.account_id::text = b.account_id
+       WHERE b.status = 'in_progress' AND b.final_status IS NULL ORDER BY b.seq LIMIT 100`,
+    );
+    for (const batch of batches.rows) {
+      if (this.#stopped) return;
+      const lines = await withTransaction(this.#pool, async (client) => {
+        await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`batch:${batch.id}`]);
+        const claimed = await client.query<ClaimedLine>(
+          `WITH room AS (
+             SELECT GREATEST($2::int - count(*)::int, 0) AS n FROM batch_lines WHERE batch_id = $1 AND status = 'running' AND claimed_until > now()),
+           picked AS (
+             SELECT line_no FROM batch_lines
+             WHERE batch_id = $1 AND ((status = 'waiting' AND (not_before IS NULL OR not_before <= now())) OR (status = 'running' AND claimed_until <= now()))
+             ORDER BY line_no LIMIT (SELECT n FROM room) FOR UPDATE SKIP LOCKED)
+           UPDATE batch_lines l SET status = 'running', claimed_until = now() + make_interval(secs => $3::double precision / 1000), attempts = attempts + 1
+           FROM picked WHERE l.batch_id = $1 AND l.line_no = picked.line_no
+           RETURNING l.batch_id, l.line_no, l.model, l.body, l.completion_id, l.attempts`,
+          [batch.id, this.#settings.maxInFlight, this.#settings.lineLeaseMs],
+        );
+        return claimed.rows;
+      });
+      for (const line of lines) this.#run(batch, line);
+    }
+  }
+
+  #run(batch: ActiveBatch, line: ClaimedLine): void {
+    const key = `${line.batch_id}/${line.line_no}`;
+    if (this.#inFlight.has(key)) return;
+    const entry: InFlight = { line, job: null, cancelled: false };
+    this.#inFlight.set(key, entry);
+    const caller: JobCaller = {
+      principal: { accountId: batch.account_id, keyId: batch.key_id, rateLimits: RateLimitsSchema.safeParse(batch.rate_limits).data ?? NO_RATE_LIMITS },
+      headers: { set: () => undefined },
+    };
+    const inference = this.#inference;
+    const base = { deps: this.#deps, inference, caller, completionId: line.completion_id };
+    const context: LineRunContext = {
+      ...base,
+      start: async (spec) => {
+        const record = await inference.records.find(line.completion_id);
+        if (record) {
+          // Dispatched again (an API restart): the job is there, running or ended; its replay has its reply.
+          await inference.records.attach(line.completion_id);
+          entry.job = inference.follow(line.completion_id, -1);
+          return { job: entry.job, created: record.created };
+        }
+        const created = Math.floor(this.#deps.clock.now().getTime() / 1000);
+        entry.job = await startBatchJob(base, spec, created);
+        return { job: entry.job, created };
+      },
+    };
+    const endpoint = batchLineEndpoint(batch.endpoint);
+    void (async () => {
+      try {
+        if (!endpoint) throw new Error(`no line runner for ${batch.endpoint}`);
+        const result = await endpoint.run(context, line.body);
+        if (this.#stopped) return;
+        await this.#settle(line, { status: "done", statusCode: 200, response: result.body, error: null, usage: result.usage });
+      } catch (error) {
+        if (this.#stopped) return;
+        const api = toApiError(error);
+        const retryInMs = this.#retryDelay(api, line.attempts);
+        if (retryInMs !== null) await this.#retryLater(line, retryInMs);
+        else await this.#settle(line, { status: "failed", statusCode: api.status, response: null, error: errorBody(api), usage: null });
+      }
+    })()
+      .catch((error: unknown) => this.#logger.warn("batch line not recorded (its lease ends, it runs again)", { error: error as Error }))
+      .finally(() => this.#inFlight.delete(key));
+  }
+
+  /** A refusal waited out (null: the line's own failure, for the error file). */
+  #retryDelay(error: ApiError, attempts: number): number | null {
+    if (error instanceof TenantRateLimitError) return Math.max(1, Number(error.headers["retry-after"] ?? 1)) * 1000;
+    if (error.status === 503) return Math.min(30_000, 500 * 2 ** Math.min(attempts, 6));
+    if (error.status >= 500 && attempts < MAX_INTERNAL_ATTEMPTS) return 1000;
+    return null;
+  }
+
+  async #retryLater(line: ClaimedLine, delayMs: number): Promise<void> {
+    await this.#pool.query(
+      `UPDATE batch_lines SET status = 'waiting', claimed_until = NULL, not_before = now() + make_interval(secs => $3::double precision / 1000)
+       WHERE batch_id = $1 AND line_no = $2 AND status = 'running'`,
+      [line.batch_id, line.line_no, delayMs],
+    );
+  }
+
+  async #settle(
+    line: ClaimedLine,
+    result: {
+      status: "done" | "failed";
+      statusCode: number;
+      response: unknown;
+      error: unknown;
+      usage: { promptTokens: number; completionTokens: number; reasoningTokens: number } | null;
+    },
+  ): Promise<void> {
+    await this.#pool.query(
+      `WITH settled AS (
+         UPDATE batch_lines SET status = $3, status_code = $4, response = $5::jsonb, error = $6::jsonb, claimed_until = NULL,
+           prompt_tokens = $7, completion_tokens = $8, reasoning_tokens = $9
+         WHERE batch_id = $1 AND line_no = $2 AND status = 'running' RETURNING status)
+       UPDATE batches SET completed_lines = completed_lines + (SELECT count(*) FROM settled WHERE status = 'done'),
+         failed_lines = failed_lines + (SELECT count(*) FROM settled WHERE status = 'failed')
+       WHERE id = $1`,
+      [
+        line.batch_id,
+        line.line_no,
+        result.status,
+        result.statusCode,
+        result.response === null ? null : JSON.stringify(result.response),
+        result.error === null ? null : JSON.stringify(result.error),
+        result.usage?.promptTokens ?? 0,
+        result.usage?.completionTokens ?? 0,
+        result.usage?.reasoningTokens ?? 0,
+      ],
+    );
+  }
+
+  async #finalize(): Promise<void> {
+    await this.#pool.query(
+      `UPDATE batches b SET status = 'finalizing', finalizing_at = now(), final_status = COALESCE(final_status, 'completed')
+       WHERE status = 'in_progress' AND NOT EXISTS (SELECT 1 FROM batch_lines l WHERE l.batch_id = b.id AND l.status IN ('waiting', 'running'))`,
+    );
+    const ready = await this.#pool.query<{ id: string }>(
+      `SELECT id FROM batches b WHERE status IN ('finalizing', 'cancelling')
+       AND NOT EXISTS (SELECT 1 FROM batch_lines l WHERE l.batch_id = b.id AND l.status IN ('waiting', 'running')) LIMIT 20`,
+    );
+    for (const { id } of ready.rows) {
+      if (this.#stopped) return;
+      await finalizeBatch(this.#pool, this.#files, id, () => this.#deps.clock.now());
+    }
+  }
+}

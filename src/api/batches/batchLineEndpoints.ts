@@ -1,0 +1,115 @@
+import type { z } from "zod";
+import type { Usage } from "../../contracts/deltaMessage.ts";
+import type { AppDeps } from "../appDeps.ts";
+import { InvalidRequestError } from "../http/errors.ts";
+import { invalidRequestFromZod } from "../http/validate.ts";
+import { chatResponseShape } from "../inference/chat/chatCompletionHandler.ts";
+import { type ChatCompletionRequest, ChatCompletionRequestSchema } from "../inference/chat/chatCompletionRequestSchema.ts";
+import { toEngineChatRequest } from "../inference/chat/toEngineChatRequest.ts";
+import { completionRequests, textResponseShape } from "../inference/completions/completionHandler.ts";
+import { type CompletionRequest, CompletionRequestSchema } from "../inference/completions/completionRequestSchema.ts";
+import { embeddingsBody, embeddingWork } from "../inference/embeddings/embeddingHandler.ts";
+import { type EmbeddingRequest, EmbeddingRequestSchema } from "../inference/embeddings/embeddingRequestSchema.ts";
+import type { InferenceServices } from "../inference/inferenceServices.ts";
+import { checkRequestSchemas } from "../inference/jsonSchemas/checkRequestSchemas.ts";
+import type { RunningJob } from "../inference/relay/runningJob.ts";
+import { resolveModel } from "../inference/resolveModel.ts";
+import { collectEmbeddings, collectReply } from "../inference/run/collectReply.ts";
+import type { CompletionHead, ResponseShape } from "../inference/run/serveCompletion.ts";
+import { type InferenceJobSpec, type JobCaller, startJobFor } from "../inference/startInferenceJob.ts";
+import type { BatchEndpoint } from "./batchObject.ts";
+
+/** What a line's job answered: the endpoint's response body, and what it used. */
+export type LineResult = { body: unknown; usage: Usage };
+
+/** How one line runs: its job under a deterministic completion id, or the job already there under that id. */
+export type LineRunContext = {
+  deps: AppDeps;
+  inference: InferenceServices;
+  caller: JobCaller;
+  completionId: string;
+  /** The job of this completion id when one is recorded (a line dispatched again attaches to it), else a new one. */
+  start(spec: Omit<InferenceJobSpec, "completionId" | "created" | "stream" | "lane">): Promise<{ job: RunningJob; created: number }>;
+};
+
+/**
+ * A batch line's endpoint: the endpoint's own request schema (checked for every line before anything
+ * runs), and the same mapping to a job as its handler, run in the `batch` lane.
+ */
+export type BatchLineEndpoint = {
+  /** The validated body, or the 400 the endpoint would answer (a line of a batch is never streamed). */
+  check(body: unknown): { ok: true; model: string } | { ok: false; error: InvalidRequestError };
+  run(context: LineRunContext, body: unknown): Promise<LineResult>;
+};
+
+function checked<T extends { model: string }>(schema: z.ZodType<T>, extra: (body: T) => InvalidRequestError | null = () => null) {
+  return (body: unknown): { ok: true; model: string } | { ok: false; error: InvalidRequestError } => {
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) return { ok: false, error: invalidRequestFromZod(parsed.error) };
+    const refused = extra(parsed.data);
+    return refused ? { ok: false, error: refused } : { ok: true, model: parsed.data.model };
+  };
+}
+
+const notStreamed = (body: { stream?: boolean | null | undefined }) =>
+  body.stream === true ? new InvalidRequestError("A batch line is not streamed: remove 'stream'.", { param: "stream", code: "invalid_value" }) : null;
+
+async function collectText(context: LineRunContext, spec: Parameters<LineRunContext["start"]>[0], shape: ResponseShape): Promise<LineResult> {
+  const { job, created } = await context.start(spec);
+  const collected = await collectReply(job);
+  const head: CompletionHead = { id: context.completionId, created, model: spec.model.id, reasoning: spec.model.capabilities.reasoning };
+  return { body: shape.body(head, collected), usage: collected.usage };
+}
+
+const chat: BatchLineEndpoint = {
+  check: checked(ChatCompletionRequestSchema as z.ZodType<ChatCompletionRequest>, notStreamed),
+  async run(context, raw) {
+    const body = ChatCompletionRequestSchema.parse(raw);
+    const model = resolveModel(context.inference.registry, body.model, "chat");
+    checkRequestSchemas(body, context.inference.schemas, model.engine.type === "embedded");
+    return collectText(context, { model, endpoint: "chat.completions", work: { kind: "chat", request: toEngineChatRequest(body, model) } }, chatResponseShape);
+  },
+};
+
+const completions: BatchLineEndpoint = {
+  check: checked(CompletionRequestSchema as z.ZodType<CompletionRequest>, (body) => {
+    if (!Array.isArray(body.prompt) || body.prompt.length <= 1) return notStreamed(body);
+    return new InvalidRequestError("A batch line of /v1/completions takes one prompt: put each prompt on a line of its own.", {
+      param: "prompt",
+      code: "invalid_value",
+    });
+  }),
+  async run(context, raw) {
+    const body = CompletionRequestSchema.parse(raw);
+    const model = resolveModel(context.inference.registry, body.model, "completions");
+    const [request] = completionRequests(body, model);
+    return collectText(context, { model, endpoint: "completions", work: { kind: "chat", request: request! } }, textResponseShape);
+  },
+};
+
+const embeddings: BatchLineEndpoint = {
+  check: checked(EmbeddingRequestSchema as z.ZodType<EmbeddingRequest>),
+  async run(context, raw) {
+    const body = EmbeddingRequestSchema.parse(raw);
+    const { model, input } = embeddingWork(context.inference, body);
+    const { job } = await context.start({ model, endpoint: "embeddings", work: { kind: "embeddings", input } });
+    const collected = await collectEmbeddings(job);
+    return { body: embeddingsBody(body, model, collected), usage: collected.usage };
+  },
+};
+
+/** The endpoints a batch line runs today (`/v1/responses` once the Responses API is there: see README). */
+const ENDPOINTS: Partial<Record<BatchEndpoint, BatchLineEndpoint>> = {
+  "/v1/chat/completions": chat,
+  "/v1/completions": completions,
+  "/v1/embeddings": embeddings,
+};
+
+export function batchLineEndpoint(url: BatchEndpoint): BatchLineEndpoint | null {
+  return ENDPOINTS[url] ?? null;
+}
+
+/** Runs `spec` as a job of the batch lane for the line's caller (used by LineRunContext.start). */
+export function startBatchJob(context: Omit<LineRunContext, "start">, spec: Parameters<LineRunContext["start"]>[0], created: number): Promise<RunningJob> {
+  return startJobFor(context.deps, context.inference, context.caller, { ...spec, completionId: context.completionId, created, stream: false, lane: "batch" });
+}

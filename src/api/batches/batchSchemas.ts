@@ -1,0 +1,39 @@
+import { z } from "zod";
+import { BATCH_ENDPOINTS } from "./batchObject.ts";
+
+/** OpenAI's metadata: at most 16 pairs, keys up to 64 characters, values up to 512. */
+const MetadataSchema = z
+  .record(z.string().max(64), z.string().max(512))
+  .refine((m) => Object.keys(m).length <= 16, "at most 16 keys")
+  .nullable()
+  .optional();
+
+/** POST /v1/batches. */
+export const CreateBatchSchema = z
+  .object({
+    input_file_id: z.string().min(1).max(128),
+    endpoint: z.enum(BATCH_ENDPOINTS),
+    completion_window: z.literal("24h"),
+    metadata: MetadataSchema,
+    output_expires_after: z.unknown().optional(),
+  })
+  .strict();
+export type CreateBatch = z.infer<typeof CreateBatchSchema>;
+
+/** GET /v1/batches: newest first, `after` a batch id of the previous page. */
+export const ListBatchesQuerySchema = z
+  .object({
+    after: z.string().min(1).max(128).optional(),
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+  })
+  .strict();
+
+/** One line of a batch's input file (its `body` is checked by the endpoint's own request schema). */
+export const BatchInputLineSchema = z
+  .object({
+    custom_id: z.string().min(1).max(512),
+    method: z.literal("POST"),
+    url: z.string(),
+    body: z.record(z.string(), z.unknown()),
+  })
+  .strict();

@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
+import type { FileStore } from "../../src/api/files/fileStore.ts";
+import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
+import { eventually } from "../support/eventually.ts";
+import { assertOpenAiShape } from "../support/openaiSchemas/openaiSchemas.ts";
+import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { batchCharges, chatLine, expectEveryCustomIdOnce, readJsonl, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
+
+/**
+ * The Batch API end to end with the official openai SDK (base URL and key only): the real app, a worker
+ * with the tiny model, the dispatcher of this API process. Input files are stored through `deps.files`
+ * (see batchSteps.ts: files.create once the Files API is merged).
+ */
+describe("the Batch API", () => {
+  let platform: TestPlatform;
+  let files: FileStore;
+  let dispatcher: BatchDispatcher;
+
+  beforeAll(async () => {
+    platform = await startTestPlatform({ env: { BATCH_POLL_MS: "50", BATCH_MAX_IN_FLIGHT: "4" } });
+    files = platform.deps.files!;
+    dispatcher = new BatchDispatcher(platform.deps, platform.inference, files);
+    dispatcher.start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await platform?.close();
+  });
+
+  it("runs every line once into the output file, a line with an unknown model into the error file, each charged once at the batch price", async () => {
+    const { key, account } = await platform.createKey();
+    const openai = platform.openai(key);
+    const lines = Array.from({ length: 30 }, (_, i) => chatLine(i, TINY_CHAT));
+    const unknown = { ...chatLine(999, "no-such-model"), custom_id: "unknown-model" };
+    const inputFileId = await uploadBatchFile(files, account.accountId, [...lines, unknown]);
+
+    const created = await openai.batches.create({
+      input_file_id: inputFileId,
+      endpoint: "/v1/chat/completions",
+      completion_window: "24h",
+      metadata: { run: "1" },
+    });
+    assertOpenAiShape("batch", created);
+    expect(created.status).toBe("validating");
+    expect(created.metadata).toEqual({ run: "1" });
+
+    const done = await waitForStatus(openai, created.id, ["completed", "failed"]);
+    assertOpenAiShape("batch", done);
+    expect(done.status).toBe("completed");
+    expect(done.request_counts).toEqual({ total: 31, completed: 30, failed: 1 });
+    expect(done.completed_at).toBeGreaterThan(0);
+    expect(done.usage?.input_tokens).toBeGreaterThan(0);
+
+    const output = await readJsonl(files, account.accountId, done.output_file_id!);
+    expectEveryCustomIdOnce(
+      output,
+      lines.map((l) => l.custom_id),
+    );
+    for (const line of output) {
+      expect(line.response.status_code).toBe(200);
+      expect(line.error).toBeNull();
+      assertOpenAiShape("chat.completion", line.response.body);
+      expect(line.response.request_id).toBe(line.response.body.id);
+    }
+    const errors = await readJsonl(files, account.accountId, done.error_file_id!);
+    expect(errors).toHaveLength(1);
+    expect(errors[0].custom_id).toBe("unknown-model");
+    expect(errors[0].response.status_code).toBe(400);
+    expect(errors[0].response.body.error.code).toBe("model_not_found");
+
+    // One charge per completed line, at the batch discount of the price table (half price by default).
+    const charges = await batchCharges(platform.deps.pool, account.accountId);
+    expect(charges.size).toBe(30);
+    for (const line of output) {
+      const [charge, ...more] = charges.get(`completion-${line.response.request_id}`)!;
+      expect(more).toHaveLength(0);
+      expect(charge!.batchDiscountBps).toBe(5000);
+      const usage = line.response.body.usage;
+      const model = platform.inference.registry.get(TINY_CHAT)!;
+      expect(charge!.costMicroChf).toBe(costMicroChf({ promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens }, model, 5000));
+    }
+    const lifecycle = await platform.deps.pool.query<{ event_type: string; data: any }>(
+      "SELECT event_type, data FROM es_events WHERE stream_id = $1 ORDER BY stream_version",
+      [`batch-${created.id}`],
+    );
+    expect(lifecycle.rows.map((r) => r.event_type)).toEqual(["BatchCreated", "BatchCompleted"]);
+    expect(lifecycle.rows[1]!.data.counts).toEqual({ total: 31, completed: 30, failed: 1 });
+  }, 120_000);
+
+  it("fails a file with bad lines before anything runs, naming the lines, and charges nothing", async () => {
+    const { key, account } = await platform.createKey();
+    const openai = platform.openai(key);
+    const inputFileId = await uploadBatchFile(files, account.accountId, [
+      chatLine(1, TINY_CHAT),
+      "{not json",
+      { ...chatLine(3, TINY_CHAT), url: "/v1/embeddings" },
+      { ...chatLine(4, TINY_CHAT), body: { messages: [] } },
+      { ...chatLine(1, TINY_CHAT) },
+    ]);
+    const created = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    const failed = await waitForStatus(openai, created.id, ["failed", "completed", "in_progress"]);
+    assertOpenAiShape("batch", failed);
+    expect(failed.status).toBe("failed");
+    expect(failed.errors?.data?.map((e) => [e.line, e.code])).toEqual([
+      [2, "invalid_json_line"],
+      [3, "mismatched_url"],
+      [4, expect.any(String)],
+      [5, "duplicate_custom_id"],
+    ]);
+    expect((await batchCharges(platform.deps.pool, account.accountId)).size).toBe(0);
+    const kept = await platform.deps.pool.query("SELECT 1 FROM batch_lines WHERE batch_id = $1", [created.id]);
+    expect(kept.rowCount).toBe(0);
+  }, 60_000);
+
+  it("cancels a batch: cancelling, then cancelled with fewer lines done; the lines not run are in the error file", async () => {
+    const { key, account } = await platform.createKey();
+    const openai = platform.openai(key);
+    const lines = Array.from({ length: 80 }, (_, i) => chatLine(i, TINY_CHAT, 16));
+    const inputFileId = await uploadBatchFile(files, account.accountId, lines);
+    const created = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    await waitForStatus(openai, created.id, ["in_progress"]);
+    const cancelling = await openai.batches.cancel(created.id);
+    expect(cancelling.status).toBe("cancelling");
+    expect(cancelling.cancelling_at).toBeGreaterThan(0);
+    const cancelled = await waitForStatus(openai, created.id, ["cancelled"]);
+    assertOpenAiShape("batch", cancelled);
+    expect(cancelled.request_counts!.completed).toBeLessThan(80);
+    expect(cancelled.request_counts!.completed + cancelled.request_counts!.failed).toBe(80);
+    const errors = await readJsonl(files, account.accountId, cancelled.error_file_id!);
+    expect(errors.length).toBe(cancelled.request_counts!.failed);
+    expect(errors.some((e) => e.error?.code === "batch_cancelled")).toBe(true);
+    // Charged: only the lines that ran (at most one charge each).
+    const charges = await batchCharges(platform.deps.pool, account.accountId);
+    for (const events of charges.values()) expect(events).toHaveLength(1);
+    expect(charges.size).toBeLessThan(80);
+  }, 120_000);
+
+  it("lists the account's batches newest first with a cursor; another account's key gets 404", async () => {
+    const { key, account } = await platform.createKey();
+    const openai = platform.openai(key);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const inputFileId = await uploadBatchFile(files, account.accountId, [chatLine(i, TINY_CHAT)]);
+      ids.push((await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" })).id);
+    }
+    const first = await openai.batches.list({ limit: 2 });
+    expect(first.data.map((b) => b.id)).toEqual([ids[2], ids[1]]);
+    expect(first.hasNextPage()).toBe(true);
+    const all: string[] = [];
+    for await (const batch of openai.batches.list({ limit: 2 })) all.push(batch.id);
+    expect(all).toEqual([...ids].reverse());
+
+    const other = platform.openai((await platform.createKey()).key);
+    await expect(other.batches.retrieve(ids[0]!)).rejects.toMatchObject({ status: 404 });
+    await expect(other.batches.cancel(ids[0]!)).rejects.toMatchObject({ status: 404 });
+    expect((await other.batches.list()).data).toEqual([]);
+    // Another account's file cannot be a batch's input either.
+    await expect(other.batches.create({ input_file_id: "file-x", endpoint: "/v1/chat/completions", completion_window: "24h" })).rejects.toMatchObject({
+      status: 404,
+    });
+    for (const id of ids) await waitForStatus(openai, id, ["completed"]);
+  }, 120_000);
+
+  it("survives an API restart mid-batch: every line done once and charged once, the charges equal to the completed lines", async () => {
+    const { key, account } = await platform.createKey();
+    const openai = platform.openai(key);
+    const lines = Array.from({ length: 40 }, (_, i) => chatLine(i, TINY_CHAT, 16));
+    const inputFileId = await uploadBatchFile(files, account.accountId, lines);
+    const created = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    await eventually(async () => {
+      const batch = await openai.batches.retrieve(created.id);
+      return batch.request_counts!.completed >= 5 ? batch : undefined;
+    }, 60_000);
+    // The API process's dispatcher stops with lines in flight (their jobs go on); a new one takes over.
+    await dispatcher.stop();
+    const midway = await openai.batches.retrieve(created.id);
+    expect(midway.request_counts!.completed).toBeLessThan(40);
+    dispatcher = new BatchDispatcher(platform.deps, platform.inference, files);
+    dispatcher.start();
+    const done = await waitForStatus(openai, created.id, ["completed"], 90_000);
+    expect(done.request_counts).toEqual({ total: 40, completed: 40, failed: 0 });
+    const output = await readJsonl(files, account.accountId, done.output_file_id!);
+    expectEveryCustomIdOnce(
+      output,
+      lines.map((l) => l.custom_id),
+    );
+    const charges = await batchCharges(platform.deps.pool, account.accountId);
+    expect(charges.size).toBe(40);
+    for (const events of charges.values()) expect(events).toHaveLength(1);
+  }, 180_000);
+});
