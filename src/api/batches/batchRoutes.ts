@@ -6,7 +6,7 @@ import { withTransaction } from "../../db/withTransaction.ts";
 import { appendBatchEvent } from "../../ledger/batches/batchEvents.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { ApiError, ConflictError, InvalidRequestError, NotFoundError } from "../http/errors.ts";
-import { validate } from "../http/validate.ts";
+import { validate, validated } from "../http/validate.ts";
 import { principalOf } from "../inference/requireInference.ts";
 import type { FileStore } from "../files/fileStore.ts";
 import { type BatchRow, type BatchTokens, toBatchObject } from "./batchObject.ts";
@@ -56,7 +56,7 @@ async function ownBatch(db: Queryable, ctx: Context): Promise<BatchRow> {
 export function batchRoutes(deps: AppDeps): Router {
   const router = new Router();
   router.post("/v1/batches", validate(CreateBatchSchema), async (ctx) => {
-    const body = ctx.state.body as CreateBatch;
+    const body = validated(ctx, CreateBatchSchema);
     const principal = principalOf(ctx);
     const files = requireFiles(deps);
     if (!batchLineEndpoint(body.endpoint)) {
@@ -109,7 +109,7 @@ export function batchRoutes(deps: AppDeps): Router {
     ctx.body = toBatchObject(row, NO_TOKENS);
   });
   router.get("/v1/batches", validate(ListBatchesQuerySchema, "query"), async (ctx) => {
-    const query = ctx.state.query as { after?: string; limit: number };
+    const query = validated(ctx, ListBatchesQuerySchema);
     const accountId = principalOf(ctx).accountId;
     const rows = await deps.pool.query<BatchRow>(
       `SELECT * FROM batches WHERE account_id = $1
