@@ -11,7 +11,7 @@ import { principalOf } from "../inference/requireInference.ts";
 import type { FileStore } from "../files/fileStore.ts";
 import { type BatchRow, type BatchTokens, toBatchObject } from "./batchObject.ts";
 import { batchLineEndpoint } from "./batchLineEndpoints.ts";
-import { type CreateBatch, CreateBatchSchema, ListBatchesQuerySchema } from "./batchSchemas.ts";
+import { CreateBatchSchema, ListBatchesQuerySchema } from "./batchSchemas.ts";
 
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 
