@@ -1,15 +1,15 @@
 import Router from "@koa/router";
 import type { AppDeps } from "../appDeps.ts";
 import { validate } from "../http/validate.ts";
-import { chatCompletionHandler, chatResponseShape } from "./chat/chatCompletionHandler.ts";
-import { ChatCompletionRequestSchema } from "./chat/chatCompletionRequestSchema.ts";
-import { completionHandler, textResponseShape } from "./completions/completionHandler.ts";
-import { cancelStoredCompletion, getStoredCompletion } from "./stored/storedCompletionHandlers.ts";
-import { StoredCompletionQuerySchema } from "./stored/storedCompletionQuerySchema.ts";
-import { CompletionRequestSchema } from "./completions/completionRequestSchema.ts";
-import { embeddingHandler } from "./embeddings/embeddingHandler.ts";
-import { EmbeddingRequestSchema } from "./embeddings/embeddingRequestSchema.ts";
-import { registerResponseRoutes } from "./responses/responseRoutes.ts";
+import { chatCompletionHandler, chatResponseShape } from "./endpoints/chat/chatCompletionHandler.ts";
+import { ChatCompletionRequestSchema } from "./endpoints/chat/chatCompletionRequestSchema.ts";
+import { completionHandler, textResponseShape } from "./endpoints/completions/completionHandler.ts";
+import { cancelStoredCompletion, getStoredCompletion } from "./endpoints/shared/storedCompletionHandlers.ts";
+import { StoredCompletionQuerySchema } from "./endpoints/shared/storedCompletionQuerySchema.ts";
+import { CompletionRequestSchema } from "./endpoints/completions/completionRequestSchema.ts";
+import { embeddingHandler } from "./endpoints/embeddings/embeddingHandler.ts";
+import { EmbeddingRequestSchema } from "./endpoints/embeddings/embeddingRequestSchema.ts";
+import { registerResponseRoutes } from "./endpoints/responses/responseRoutes.ts";
 
 /**
  * POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET and cancel of a stored chat or text

@@ -1,25 +1,25 @@
 import type { Config } from "../../config/config.ts";
 import { createPool, poolTimeouts, type Pool } from "../../db/createPool.ts";
-import { CompletionQueues } from "./completionQueues.ts";
+import { CompletionQueues } from "./jobs/completionQueues.ts";
 import type { Redis } from "../../redis/createRedis.ts";
-import { DeltaSubscriber } from "./relay/deltaSubscriber.ts";
+import { DeltaSubscriber } from "./jobs/deltaSubscriber.ts";
 import { InferenceKeys } from "../../contracts/inferenceKeys.ts";
 import { WorkerPresence } from "../../contracts/workerPresence.ts";
 import type { ModelRegistry } from "../../models/modelRegistry.ts";
 import { SpeculationPolicy } from "./admission/speculationPolicy.ts";
-import { InferenceGateway } from "./run/inferenceGateway.ts";
+import { InferenceGateway } from "./jobs/inferenceGateway.ts";
 import type { Logger } from "../../observability/logger.ts";
-import { AbandonmentWatch } from "./abandonmentWatch.ts";
-import { CompletionRecords } from "./completionRecords.ts";
-import { IdempotencyKeys } from "./idempotencyKeys.ts";
-import { ReplayFollower } from "./relay/replayFollower.ts";
+import { AbandonmentWatch } from "./jobs/abandonmentWatch.ts";
+import { CompletionRecords } from "./jobs/completionRecords.ts";
+import { IdempotencyKeys } from "./jobs/idempotencyKeys.ts";
+import { ReplayFollower } from "./jobs/replayFollower.ts";
 import type { PlatformMetrics } from "../../observability/metrics.ts";
-import { readQueueDepth } from "./queueDepth.ts";
-import { JsonSchemaValidator } from "./jsonSchemas/jsonSchemaProblem.ts";
+import { readQueueDepth } from "./jobs/queueDepth.ts";
+import { JsonSchemaValidator } from "./endpoints/shared/jsonSchemas/jsonSchemaProblem.ts";
 import { TenantCounters } from "../../contracts/tenantCounters.ts";
 import { TenantAdmission } from "./admission/tenantAdmission.ts";
-import { RESPONSE_LEASE_MS, ResponseKeeper } from "./responses/responseKeeper.ts";
-import { ResponseStore } from "./responses/responseStore.ts";
+import { RESPONSE_LEASE_MS, ResponseKeeper } from "./endpoints/responses/responseKeeper.ts";
+import { ResponseStore } from "./endpoints/responses/responseStore.ts";
 
 /**
  * What the inference and models routes of one API process use: the registry, worker presence, the
