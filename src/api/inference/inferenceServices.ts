@@ -20,6 +20,8 @@ import { TenantCounters } from "../../contracts/tenantCounters.ts";
 import { TenantAdmission } from "./admission/tenantAdmission.ts";
 import { RESPONSE_LEASE_MS, ResponseKeeper } from "./endpoints/responses/responseKeeper.ts";
 import { ResponseStore } from "./endpoints/responses/responseStore.ts";
+import { CompletionJobs } from "./jobs/completionJobs.ts";
+import { type Clock, systemClock } from "../../runtime/clock.ts";
 
 /**
  * What the inference and models routes of one API process use: the registry, worker presence, the
@@ -27,6 +29,8 @@ import { ResponseStore } from "./endpoints/responses/responseStore.ts";
  */
 export type InferenceServices = {
   registry: ModelRegistry;
+  /** Starts a job (tenant limits, budget hold, queue) and hands back its stages: admitted, queued, started. */
+  jobs: CompletionJobs;
   presence: WorkerPresence;
   gateway: InferenceGateway;
   subscriber: DeltaSubscriber;
@@ -60,7 +64,7 @@ export type InferenceServices = {
 export type InferenceLimits = { jobStartTimeoutMs: number; jobStartTimeoutStreamMs: number; jobIdleTimeoutMs: number; sseKeepAliveMs: number };
 
 export function createInferenceServices(
-  deps: { config: Config; redis: Redis; logger: Logger; metrics: PlatformMetrics },
+  deps: { config: Config; redis: Redis; logger: Logger; metrics: PlatformMetrics; clock?: Clock },
   registry: ModelRegistry,
 ): InferenceServices {
   const { config, redis, logger, metrics } = deps;
@@ -97,6 +101,20 @@ export function createInferenceServices(
     abandonment,
     limits: { jobIdleTimeoutMs: config.jobIdleTimeoutMs, queueMaxWaiting: config.queueMaxWaiting },
   });
+  const speculation = new SpeculationPolicy();
+  const limits: InferenceLimits = {
+    jobStartTimeoutMs: config.jobStartTimeoutMs,
+    jobStartTimeoutStreamMs: config.jobStartTimeoutStreamMs,
+    jobIdleTimeoutMs: config.jobIdleTimeoutMs,
+    sseKeepAliveMs: config.sseKeepAliveMs,
+  };
+  const jobs = new CompletionJobs({
+    gateway,
+    tenants,
+    admission: { pool: holdPool, clock: deps.clock ?? systemClock, policy: speculation, metrics },
+    metrics,
+    limits,
+  });
   const follow = (completionId: string, afterSeq: number) =>
     new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs });
   const responses = new ResponseKeeper({
@@ -108,6 +126,7 @@ export function createInferenceServices(
   responses.start();
   return {
     registry,
+    jobs,
     responses,
     presence,
     gateway,
@@ -119,14 +138,9 @@ export function createInferenceServices(
     schemas: new JsonSchemaValidator(),
     tenants,
     follow,
-    limits: {
-      jobStartTimeoutMs: config.jobStartTimeoutMs,
-      jobStartTimeoutStreamMs: config.jobStartTimeoutStreamMs,
-      jobIdleTimeoutMs: config.jobIdleTimeoutMs,
-      sseKeepAliveMs: config.sseKeepAliveMs,
-    },
+    limits,
     holdPool,
-    speculation: new SpeculationPolicy(),
+    speculation,
     async close() {
       for (const stop of unwatch) stop();
       abandonment.close();

@@ -7,7 +7,7 @@ import type { InferenceServices } from "../shared/requireInference.ts";
 import { JobReleasedError, type RunningJob } from "../../jobs/runningJob.ts";
 import { collectReply, type CollectedReply } from "../../jobs/collectReply.ts";
 import { COMPLETION_ID_HEADER } from "../shared/serveCompletion.ts";
-import { releaseOnDisconnect, startInferenceJob } from "../../jobs/startInferenceJob.ts";
+import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
 import { multiPromptCompletionBody } from "./completionFormat.ts";
 import { assertPromptFits } from "../../admission/promptLengthLimit.ts";
 
@@ -40,16 +40,17 @@ export async function serveMultiPromptCompletion(
     );
 
   const started = await Promise.allSettled(
-    spec.requests.map((request, index) =>
-      startInferenceJob(deps, inference, ctx, {
-        model,
-        endpoint: "completions",
-        completionId: ids[index]!,
-        created,
-        work: { kind: "chat", request },
-        stream: false,
-        patient: index > 0,
-      }),
+    spec.requests.map(
+      (request, index) =>
+        inference.jobs.start(ctx, {
+          model,
+          endpoint: "completions",
+          completionId: ids[index]!,
+          created,
+          work: { kind: "chat", request },
+          stream: false,
+          patient: index > 0,
+        }).started,
     ),
   );
   const jobs = started.map((result) => (result.status === "fulfilled" ? result.value : null));

@@ -7,7 +7,7 @@ import { resolveModel, unsupportedParameter } from "../shared/resolveModel.ts";
 import { InvalidRequestError } from "../../../http/errors.ts";
 import { truncatedEmbedding } from "./truncatedEmbedding.ts";
 import { newCompletionId } from "../../jobs/completionId.ts";
-import { releaseOnDisconnect, startInferenceJob } from "../../jobs/startInferenceJob.ts";
+import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
 import { EmbeddingRequestSchema } from "./embeddingRequestSchema.ts";
 import { validated } from "../../../http/validate.ts";
 
@@ -32,14 +32,14 @@ export function embeddingHandler(deps: AppDeps) {
     const input = typeof body.input === "string" ? [body.input] : body.input;
     const completionId = newCompletionId("embd");
     const created = Math.floor(deps.clock.now().getTime() / 1000);
-    const job = await startInferenceJob(deps, inference, ctx, {
+    const job = await inference.jobs.start(ctx, {
       model,
       endpoint: "embeddings",
       completionId,
       created,
       work: { kind: "embeddings", input },
       stream: false,
-    });
+    }).started;
     releaseOnDisconnect(ctx, job);
     const collected = await collectEmbeddings(job).catch(nullIfReleased);
     if (!collected) return;

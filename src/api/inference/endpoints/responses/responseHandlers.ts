@@ -10,7 +10,6 @@ import { requireInference } from "../shared/requireInference.ts";
 import { resolveModel } from "../shared/resolveModel.ts";
 import { COMPLETION_ID_HEADER } from "../shared/serveCompletion.ts";
 import { SseResponse } from "../../streaming/sseResponse.ts";
-import { startInferenceJob } from "../../jobs/startInferenceJob.ts";
 import { newItemId, type StoredItem, toStoredItems } from "./responseItems.ts";
 import { type ResponseHead, TERMINAL_STATUSES } from "./responseObject.ts";
 import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
@@ -108,10 +107,6 @@ export function createResponseHandler(deps: AppDeps) {
     ctx.set(COMPLETION_ID_HEADER, id);
 
     let admitted = false;
-    let onAdmitted: () => void = () => undefined;
-    const admission = new Promise<void>((resolve) => {
-      onAdmitted = resolve;
-    });
     let sse: SseResponse | null = null;
     let unsubscribe: (() => void) | null = null;
     let streamEnded: () => void = () => undefined;
@@ -130,7 +125,7 @@ export function createResponseHandler(deps: AppDeps) {
         { keepAliveMs: inference.limits.sseKeepAliveMs },
       );
     }
-    const starting = startInferenceJob(deps, inference, ctx, {
+    const job = inference.jobs.start(ctx, {
       model,
       endpoint: "chat.completions",
       completionId: id,
@@ -139,18 +134,19 @@ export function createResponseHandler(deps: AppDeps) {
       stream: stream || background,
       patient: background,
       lane: background ? "background" : "interactive",
-      onAdmitted: () => {
-        admitted = true;
-        if (sse) {
-          sse.open();
-          const write = eventWriter(sse, -1);
-          unsubscribe = run.subscribe((event) => {
-            if (write(event)) streamEnded();
-          });
-        }
-        onAdmitted();
-      },
     });
+    const admission = job.admitted.then(() => {
+      admitted = true;
+      if (sse) {
+        sse.open();
+        const write = eventWriter(sse, -1);
+        unsubscribe = run.subscribe((event) => {
+          if (write(event)) streamEnded();
+        });
+      }
+    });
+    admission.catch(() => undefined);
+    const starting = job.started;
     starting.then(
       (job) => {
         run.follow(job);

@@ -11,11 +11,13 @@ import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts"
 import type { InferenceServices } from "./requireInference.ts";
 import { principalOf } from "../../../auth/principalOf.ts";
 import { SseResponse } from "../../streaming/sseResponse.ts";
-import { releaseOnDisconnect, startInferenceJob } from "../../jobs/startInferenceJob.ts";
+import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
 import { type CollectedReply, collectReply } from "../../jobs/collectReply.ts";
 import { nullIfReleased, type RunningJob } from "../../jobs/runningJob.ts";
 import { relayStream } from "../../streaming/relayStream.ts";
 import type { StreamFormat } from "../../streaming/streamFormat.ts";
+
+const ignore = () => undefined;
 
 /** The fields every response of a completion repeats. */
 export type CompletionHead = { id: string; created: number; model: string; reasoning: boolean };
@@ -77,7 +79,7 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
   const jobSpec = { model: spec.model, endpoint: spec.endpoint, completionId, created, work: spec.work };
   ctx.set(COMPLETION_ID_HEADER, completionId);
   if (!spec.stream) {
-    const job = await startInferenceJob(deps, inference, ctx, { ...jobSpec, stream: false }).catch(async (error: unknown) => {
+    const job = await inference.jobs.start(ctx, { ...jobSpec, stream: false }).started.catch(async (error: unknown) => {
       await giveBack();
       throw error;
     });
@@ -86,26 +88,12 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
   }
   let job: RunningJob | undefined;
   const sse = new SseResponse(ctx, () => job?.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
-  let admitted = false;
-  let position: number | undefined;
-  const tellPosition = () => {
-    if (admitted && position !== undefined) sse.comment(`queued position=${position}`);
-  };
+  const starting = inference.jobs.start(ctx, { ...jobSpec, stream: true, includeUsage: spec.includeUsage, tellPosition: true });
+  // Admitted: the headers go out; then the place in line, as a comment.
+  starting.admitted.then(() => sse.open(), ignore);
+  starting.queued.then((position) => sse.comment(`queued position=${position}`), ignore);
   try {
-    job = await startInferenceJob(deps, inference, ctx, {
-      ...jobSpec,
-      stream: true,
-      includeUsage: spec.includeUsage,
-      onAdmitted: () => {
-        admitted = true;
-        sse.open();
-        tellPosition();
-      },
-      onPosition: (waiting) => {
-        position = waiting;
-        tellPosition();
-      },
-    });
+    job = await starting.started;
   } catch (error) {
     await giveBack();
     if (!sse.opened) throw error;
