@@ -2,30 +2,23 @@ import { InvalidRequestError } from "../../../http/errors.ts";
 import type { EngineChatRequest } from "../../../../contracts/engineRequestSchemas.ts";
 import type { RegisteredModel } from "../../../../models/modelRegistry.ts";
 import { engineTraits } from "../../../../models/engineTraits.ts";
-import { unsupportedParameter } from "../shared/resolveModel.ts";
+import { assertModelTakes } from "../shared/requestParameters.ts";
 import { samplingParams } from "../shared/samplingSchemas.ts";
 import { CHAT_REQUEST_FIELDS, type ChatCompletionRequest, type ChatMessageInput } from "./chatCompletionRequestSchema.ts";
 import { backendParameters } from "../shared/backendParameters.ts";
-import { DEFAULT_REASONING_EFFORTS } from "../../../models/modelBody.ts";
+import { CHAT_PARAMETERS, DEFAULT_REASONING_EFFORTS } from "./chatParameters.ts";
 
 export const CHAT_DEFAULT_MAX_TOKENS = 150;
 
 /**
- * Checks the extended parameters against the model's capabilities (400 naming the first unsupported
- * one), applies the spec's defaults and builds the engine request the job carries.
+ * Checks the extended parameters against the model's capabilities (CHAT_PARAMETERS: 400 naming the
+ * first unsupported one), applies the spec's defaults and builds the engine request the job carries.
  */
 export function toEngineChatRequest(body: ChatCompletionRequest, model: RegisteredModel): EngineChatRequest {
   const can = model.capabilities;
+  assertModelTakes(CHAT_PARAMETERS, body, model);
   const hasTools = (body.tools?.length ?? 0) > 0;
-  if (hasTools && !can.tools) throw unsupportedParameter(model, "tools", "tools");
-  if (body.tool_choice && body.tool_choice !== "none" && !can.tools) throw unsupportedParameter(model, "tool_choice", "tool_choice");
-  if (body.parallel_tool_calls !== null && body.parallel_tool_calls !== undefined && !can.tools) {
-    throw unsupportedParameter(model, "parallel_tool_calls", "parallel_tool_calls");
-  }
   const format = body.response_format;
-  if (format && format.type !== "text" && !can.json_schema) throw unsupportedParameter(model, "response_format", `response_format ${format.type}`);
-  if (body.logprobs === true && !can.logprobs) throw unsupportedParameter(model, "logprobs", "logprobs");
-  if (body.reasoning_effort && !can.reasoning) throw unsupportedParameter(model, "reasoning_effort", "reasoning_effort (it is not a reasoning model)");
   const efforts = model.reasoning_efforts ?? DEFAULT_REASONING_EFFORTS;
   if (body.reasoning_effort && !efforts.includes(body.reasoning_effort)) {
     throw new InvalidRequestError(`Invalid 'reasoning_effort': the model '${model.id}' takes ${efforts.map((e) => `'${e}'`).join(", ")}.`, {

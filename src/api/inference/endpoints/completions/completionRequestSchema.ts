@@ -1,21 +1,10 @@
 import { z } from "zod";
-import { samplingFields } from "../shared/samplingSchemas.ts";
+import { schemaShape } from "../shared/requestParameters.ts";
+import { COMPLETION_PARAMETERS } from "./completionParameters.ts";
 
-/** The most prompts one text completion request may carry (each is a job with its own hold). */
-export const MAX_PROMPTS = 16;
-
-/** POST /v1/completions (spec 4.2): a plain prompt, converted to one user message. */
+/** POST /v1/completions (spec 4.2): a plain prompt, converted to one user message; one field per parameter of COMPLETION_PARAMETERS. */
 export const CompletionRequestSchema = z
-  .object({
-    ...samplingFields,
-    /** Several prompts: one choice each (not streamed: a streamed request takes one prompt). */
-    prompt: z.union([z.string(), z.array(z.string()).min(1, "prompt must not be empty").max(MAX_PROMPTS, `at most ${MAX_PROMPTS} prompts per request`)]),
-    /** Legacy completion options that are not served: refused when set (docs/compatibility.md). */
-    echo: z.boolean().nullish(),
-    suffix: z.string().nullish(),
-    logprobs: z.number().int().min(0).max(5).nullish(),
-    best_of: z.number().int().min(1).max(20).nullish(),
-  })
+  .object(schemaShape(COMPLETION_PARAMETERS))
   .catchall(z.unknown())
   .superRefine((body, ctx) => {
     if (body.stream_options && body.stream !== true) {
