@@ -12,6 +12,7 @@ import { type AdmissionDeps, admitWithHold } from "../admission/admitWithHold.ts
 import { assertPromptFits } from "../admission/promptLengthLimit.ts";
 import type { HeaderSink, TenantAdmission } from "../admission/tenantAdmission.ts";
 import type { InferenceGateway } from "./inferenceGateway.ts";
+import { QueueWaitEstimate } from "./queueWaitEstimate.ts";
 import type { RunningJob } from "./runningJob.ts";
 import { startEnqueueSpan, traceRelay } from "./traceJob.ts";
 
@@ -98,9 +99,15 @@ const ignore = () => undefined;
  */
 export class CompletionJobs {
   readonly #deps: CompletionJobsDeps;
+  readonly #waits = new QueueWaitEstimate();
 
   constructor(deps: CompletionJobsDeps) {
     this.#deps = deps;
+  }
+
+  /** The expected wait of a job of `model` queued at `position` (ms), from the jobs this process saw start. */
+  expectedWaitMs(model: string, position: number): number | undefined {
+    return this.#waits.expectedMs(model, position);
   }
 
   /** Starts the job of an inference request; its handle tells each stage as it is reached (see JobHandle). */
@@ -123,6 +130,9 @@ export class CompletionJobs {
     // The place in line is told once the request is admitted (a speculative job may hear it before).
     const queued = Promise.all([admitted, placed]).then(([, position]) => position);
     const started = this.#start(caller, spec, admit, spec.tellPosition ? place : undefined);
+    // How long a job waited for each place ahead of it: the expected wait of the next ones.
+    const placedAt = placed.then((position) => ({ position, at: Date.now() }));
+    Promise.all([placedAt, started]).then(([{ position, at }]) => this.#waits.observe(spec.model.id, position, Date.now() - at), ignore);
     // A failure before admission is admission's too (a reject after admit() changes nothing).
     started.catch(refuse);
     admitted.catch(ignore);

@@ -91,7 +91,11 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
   const starting = inference.jobs.start(ctx, { ...jobSpec, stream: true, includeUsage: spec.includeUsage, tellPosition: true });
   // Admitted: the headers go out; then the place in line, as a comment.
   starting.admitted.then(() => sse.open(), ignore);
-  starting.queued.then((position) => sse.comment(`queued position=${position}`), ignore);
+  starting.queued.then((position) => {
+    // The expected wait (ms), once this process has seen jobs of the model start: `queued position=N wait_ms=W`.
+    const waitMs = inference.jobs.expectedWaitMs(spec.model.id, position);
+    sse.comment(`queued position=${position}${waitMs === undefined ? "" : ` wait_ms=${waitMs}`}`);
+  }, ignore);
   try {
     job = await starting.started;
   } catch (error) {
