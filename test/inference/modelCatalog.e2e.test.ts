@@ -36,10 +36,16 @@ describe("the model catalogue and embedding dimensions (real HTTP API, tiny mode
       pricing: { currency: "CHF", input_chf_per_million_tokens: 0.5, output_chf_per_million_tokens: 1.5 },
       capabilities: { chat: true, completions: true, embeddings: false, tools: true, json_schema: true, logprobs: true, reasoning: false },
     });
-    expect(chat.supported_parameters).toEqual(
-      expect.arrayContaining(["temperature", "tools", "response_format", "logprobs", "logit_bias", "seed", "top_k", "min_p"]),
-    );
+    // Chat's parameters, then those of the Responses API (which chat models serve), per capability; then
+    // the model's backend-specific ones.
+    expect(chat.supported_parameters).toEqual([
+      ...["max_tokens", "temperature", "top_p", "stream", "stream_options", "stop", "presence_penalty", "frequency_penalty", "seed", "user"],
+      ...["logit_bias", "max_completion_tokens", "instructions", "max_output_tokens", "previous_response_id", "store", "background"],
+      ...["tools", "tool_choice", "parallel_tool_calls", "response_format", "text", "logprobs", "top_logprobs", "include"],
+      ...["top_k", "min_p", "repetition_penalty"],
+    ]);
     expect(chat.supported_parameters).not.toContain("reasoning_effort");
+    expect(chat.supported_parameters).not.toContain("reasoning");
     expect(chat).not.toHaveProperty("reasoning_efforts");
     const one = await get(`/v1/models/${SHORT_EMBED}`);
     expect(one.body).toMatchObject({ id: SHORT_EMBED, object: "model", embedding_dimensions: 64, capabilities: { embeddings: true, chat: false } });

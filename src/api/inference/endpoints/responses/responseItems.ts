@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { ChatMessageInput } from "../chat/chatCompletionRequestSchema.ts";
-import type { InputItem } from "./responseRequestSchema.ts";
+import type { InputItem } from "./responseSchemas.ts";
 
 const ALPHABET = "0123456789abcdef";
 

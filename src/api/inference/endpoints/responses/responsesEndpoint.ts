@@ -1,15 +1,17 @@
 import { validate } from "../../../http/validate.ts";
 import type { EndpointFamily } from "../shared/endpointFamily.ts";
 import { cancelResponseHandler, createResponseHandler, deleteResponseHandler, inputItemsHandler, retrieveResponseHandler } from "./responseHandlers.ts";
+import { RESPONSE_PARAMETERS } from "./responseParameters.ts";
 import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
 
 /**
  * The Responses API: POST /v1/responses, GET / DELETE /v1/responses/{id}, its cancel and its input_items
- * (the owner's keys only). Served by chat models (its requests become chat requests), so it lists no
- * parameters of its own in the models API.
+ * (the owner's keys only). Served by chat models (its requests become chat requests): the models API
+ * lists its parameters (RESPONSE_PARAMETERS) for every chat model, beside chat's.
  */
 export const responsesEndpoint: EndpointFamily = {
   name: "responses",
+  served: { capability: "chat", parameters: RESPONSE_PARAMETERS },
   routes(router, deps) {
     router.post("/v1/responses", validate(ResponseRequestSchema), createResponseHandler(deps));
     router.get("/v1/responses/:responseId", validate(RetrieveResponseQuerySchema, "query"), retrieveResponseHandler(deps));

@@ -6,7 +6,10 @@ import { toEngineChatRequest } from "../chat/toEngineChatRequest.ts";
 import { checkRequestSchemas } from "../shared/jsonSchemas/checkRequestSchemas.ts";
 import type { JsonSchemaValidator } from "../shared/jsonSchemas/jsonSchemaProblem.ts";
 import { type StoredItem, toChatMessages } from "./responseItems.ts";
-import { LOGPROBS_INCLUDE, RESPONSE_REQUEST_FIELDS, type ResponseRequest } from "./responseRequestSchema.ts";
+import { assertModelTakes } from "../shared/requestParameters.ts";
+import { RESPONSE_PARAMETERS } from "./responseParameters.ts";
+import { RESPONSE_REQUEST_FIELDS, type ResponseRequest } from "./responseRequestSchema.ts";
+import { LOGPROBS_INCLUDE } from "./responseSchemas.ts";
 
 /** The request settings a Response object echoes (OpenAI's defaults where the client set nothing). */
 export type ResponseSettings = {
@@ -62,9 +65,10 @@ export function responseSettings(body: ResponseRequest): ResponseSettings {
 }
 
 /**
- * The engine request of a response: the same checks and defaults as a chat completion's (capabilities,
- * schemas, max tokens, backend parameters), from the instructions and the whole context (the previous
- * responses' items, then this input).
+ * The engine request of a response, from the instructions and the whole context (the previous responses'
+ * items, then this input): its JSON Schemas checked, the capabilities its fields need (RESPONSE_PARAMETERS:
+ * a 400 naming the first Responses field the model cannot take), then the same checks and defaults as a
+ * chat completion's (max tokens, reasoning efforts, backend parameters; a 400 names the Responses field).
  */
 export function toResponseChatRequest(body: ResponseRequest, context: StoredItem[], model: RegisteredModel, schemas: JsonSchemaValidator): EngineChatRequest {
   const messages = toChatMessages(body.instructions, context);
@@ -118,6 +122,7 @@ export function toResponseChatRequest(body: ResponseRequest, context: StoredItem
     ...(logprobs ? { logprobs: true, ...(body.top_logprobs != null ? { top_logprobs: body.top_logprobs } : {}) } : {}),
   };
   checkRequestSchemas(chat, schemas, model.engine.type === "embedded");
+  assertModelTakes(RESPONSE_PARAMETERS, body, model);
   try {
     return toEngineChatRequest(chat, model);
   } catch (error) {

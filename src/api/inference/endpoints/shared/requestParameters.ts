@@ -21,6 +21,8 @@ export type RequestParameter<Body = never> = {
    */
   uses?: (body: Body) => boolean;
   unsupported?: (body: Body) => string;
+  /** The `param` of that 400 (default: the parameter's name), e.g. the field inside it that needs the capability. */
+  param?: string;
   /**
    * Whether the models API's `supported_parameters` lists it for a model (default: a parameter the policy
    * honours). The model and the prompt (messages, prompt, input) are never listed.
@@ -40,7 +42,7 @@ export function schemaShape<T extends ParameterTable<never>>(table: T): { [K in 
 export function assertModelTakes<Body>(table: ParameterTable<Body>, body: Body, model: RegisteredModel): void {
   for (const [name, parameter] of Object.entries(table)) {
     if (!parameter.capability || model.capabilities[parameter.capability] || !parameter.uses?.(body)) continue;
-    throw unsupportedParameter(model, name, parameter.unsupported?.(body) ?? name);
+    throw unsupportedParameter(model, parameter.param ?? name, parameter.unsupported?.(body) ?? name);
   }
 }
 

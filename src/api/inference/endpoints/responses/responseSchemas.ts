@@ -1,0 +1,88 @@
+import { z } from "zod";
+import { exceedsNestingDepth } from "../shared/jsonSchemas/jsonNestingDepth.ts";
+import { MAX_SCHEMA_DEPTH } from "../shared/jsonSchemas/jsonSchemaProblem.ts";
+
+/** The parts of a Responses request (RESPONSE_PARAMETERS): input items, function tools, text formats and `include` values. */
+
+const FunctionNameSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, '_' or '-'");
+
+const JsonObjectSchema = z.record(z.string(), z.unknown()).superRefine((schema, ctx) => {
+  if (exceedsNestingDepth(schema, MAX_SCHEMA_DEPTH)) {
+    ctx.addIssue({ code: "custom", message: `the schema is nested too deeply (more than ${MAX_SCHEMA_DEPTH} levels).` });
+  }
+});
+
+/** Text of an input message: `input_text` parts (an assistant message's earlier output: `output_text`). */
+const TextPartSchema = z.looseObject({ type: z.enum(["input_text", "output_text"]), text: z.string() });
+const ContentSchema = z.union([z.string(), z.array(TextPartSchema)], {
+  error: () => 'expected a string or an array of text parts ({"type": "input_text", "text": "..."}); images, files and audio are not served.',
+});
+
+const MessageItemSchema = z.looseObject({
+  type: z.literal("message").optional(),
+  id: z.string().optional(),
+  role: z.enum(["user", "system", "developer", "assistant"]),
+  content: ContentSchema,
+});
+const FunctionCallItemSchema = z.looseObject({
+  type: z.literal("function_call"),
+  id: z.string().optional(),
+  call_id: z.string().min(1),
+  name: FunctionNameSchema,
+  arguments: z.string(),
+});
+const FunctionCallOutputItemSchema = z.looseObject({
+  type: z.literal("function_call_output"),
+  id: z.string().optional(),
+  call_id: z.string().min(1),
+  output: z.union([z.string(), z.array(TextPartSchema)]),
+});
+/** A reasoning item of an earlier output sent back: accepted, not given to the model again (as OpenAI's stateless mode). */
+const ReasoningItemSchema = z.looseObject({ type: z.literal("reasoning"), id: z.string().optional() });
+
+export const InputItemSchema = z.union([MessageItemSchema, FunctionCallItemSchema, FunctionCallOutputItemSchema, ReasoningItemSchema], {
+  error: () => "expected a message, function_call, function_call_output or reasoning item (other item types are not served).",
+});
+export type InputItem = z.infer<typeof InputItemSchema>;
+
+export const ResponseToolSchema = z.strictObject(
+  {
+    type: z.literal("function", "only function tools are served"),
+    name: FunctionNameSchema,
+    description: z.string().nullish(),
+    parameters: JsonObjectSchema.nullish(),
+    strict: z.boolean().nullish(),
+  },
+  { error: () => "only function tools ({type: 'function', name, parameters}) are served." },
+);
+export type ResponseTool = z.infer<typeof ResponseToolSchema>;
+
+export const ResponseToolChoiceSchema = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.strictObject({ type: z.literal("function"), name: FunctionNameSchema }),
+]);
+
+export const TextFormatSchema = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("text") }),
+  z.strictObject({ type: z.literal("json_object") }),
+  z.strictObject({
+    type: z.literal("json_schema"),
+    name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, '_' or '-'"),
+    description: z.string().nullish(),
+    schema: JsonObjectSchema,
+    strict: z.boolean().nullish(),
+  }),
+]);
+
+/** `include` values: the output text's logprobs are honoured; the others name content this service never produces. */
+export const INCLUDABLE = [
+  "message.output_text.logprobs",
+  "reasoning.encrypted_content",
+  "message.input_image.image_url",
+  "computer_call_output.output.image_url",
+  "file_search_call.results",
+  "web_search_call.action.sources",
+  "web_search_call.results",
+  "code_interpreter_call.outputs",
+] as const;
+export const LOGPROBS_INCLUDE = "message.output_text.logprobs";
