@@ -33,7 +33,9 @@ type InFlight = { line: ClaimedLine; job: RunningJob | null; cancelled: boolean 
  * Redis is found again this way), and UsageRecorded's append-once rule charges it once. Lines run as
  * jobs of the `batch` lane with the same admission as a request (rate limits, fair share, budget hold):
  * a rate-limit or capacity refusal (429 of a tenant limit, 503) is waited out, never a line's failure;
- * a budget refusal, the line's own 4xx or a model gone end the line in the error file.
+ * a budget refusal, the line's own 4xx or a model gone end the line in the error file. Lines are
+ * dispatched only while the batch's account has an active subscription (checked before every claim):
+ * a cancelled subscription leaves them waiting (expired at the end of the window if it stays so).
  */
 export class BatchDispatcher {
   readonly #deps: AppDeps;
@@ -155,7 +157,7 @@ export class BatchDispatcher {
   async #dispatch(): Promise<void> {
     const batches = await this.#pool.query<ActiveBatch>(
       `SELECT b.id, b.account_id, b.key_id, b.endpoint, a.rate_limits FROM batches b LEFT JOIN rm_accounts a ON a.account_id::text = b.account_id
-       WHERE b.status = 'in_progress' AND b.final_status IS NULL ORDER BY b.seq LIMIT 100`,
+       WHERE b.status = 'in_progress' AND b.final_status IS NULL AND a.subscription_status = 'active' ORDER BY b.seq LIMIT 100`,
     );
     for (const batch of batches.rows) {
       if (this.#stopped) return;
