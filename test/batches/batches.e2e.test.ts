@@ -198,7 +198,7 @@ describe("the Batch API", () => {
   }, 120_000);
 
   it("lists the account's batches newest first with a cursor; another account's key gets 404", async () => {
-    const { key, account } = await platform.createKey();
+    const { key } = await platform.createKey();
     const openai = platform.openai(key);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
