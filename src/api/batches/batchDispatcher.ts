@@ -235,7 +235,10 @@ export class BatchDispatcher {
    */
   async #jobStillThere(model: string, completionId: string): Promise<boolean> {
     const last = await this.#inference.records.lastMessage(completionId);
-    if (last && (last.type === "usage" || last.type === "error")) return true;
+    if (last?.type === "usage") return true;
+    // Ended for the line's own reason (its 400, a cancel): followed, its replay answers it. Ended for the
+    // platform's (internal, unavailable: e.g. stopped when its messages were lost with Redis): run again.
+    if (last?.type === "error" && last.error.kind !== "internal" && last.error.kind !== "unavailable") return true;
     const job = await this.#inference.queues.queue(model).getJob(completionId);
     if (!job) return false;
     const state = await job.getState();
