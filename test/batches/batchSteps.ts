@@ -1,8 +1,9 @@
 import { expect } from "vitest";
 import type OpenAI from "openai";
-import type { FileStore } from "../../src/api/files/fileStore.ts";
+import { toFile } from "openai";
 import type { Pool } from "../../src/db/createPool.ts";
 import { eventually } from "../support/eventually.ts";
+import { assertOpenAiShape } from "../support/openaiSchemas/openaiSchemas.ts";
 
 export type BatchLine = { custom_id: string; method: string; url: string; body: Record<string, unknown> };
 
@@ -15,33 +16,18 @@ export function chatLine(i: number, model: string, maxTokens = 4): BatchLine {
   };
 }
 
-/**
- * An input file of `lines` (raw strings taken as they are). Stored through the FileStore the app uses
- * (`deps.files`): in this branch the test support's store, once the Files API is merged its store (then
- * the SDK's files.create can replace this step).
- */
-export async function uploadBatchFile(files: FileStore, accountId: string, lines: (BatchLine | string)[]): Promise<string> {
+/** An input file of `lines` (raw strings taken as they are), uploaded with the SDK's files.create (purpose batch). */
+export async function uploadBatchFile(openai: OpenAI, lines: (BatchLine | string)[]): Promise<string> {
   const text = lines.map((l) => (typeof l === "string" ? l : JSON.stringify(l))).join("\n");
-  const file = await files.create({
-    accountId,
-    purpose: "batch",
-    filename: "input.jsonl",
-    content: (async function* () {
-      yield Buffer.from(text);
-    })(),
-    maxBytes: 200 * 1024 * 1024,
-    maxLines: 50_000,
-  });
+  const file = await openai.files.create({ file: await toFile(Buffer.from(text), "in.jsonl"), purpose: "batch" });
+  assertOpenAiShape("file", file);
   return file.id;
 }
 
-export async function readJsonl(files: FileStore, accountId: string, fileId: string): Promise<any[]> {
-  const content = await files.open(accountId, fileId);
-  if (!content) throw new Error(`no file ${fileId}`);
-  const parts: Buffer[] = [];
-  for await (const chunk of content) parts.push(chunk);
-  return Buffer.concat(parts)
-    .toString("utf8")
+/** A JSONL file's lines, read with the SDK's files.content. */
+export async function readJsonl(openai: OpenAI, fileId: string): Promise<any[]> {
+  const response = await openai.files.content(fileId);
+  return (await response.text())
     .split("\n")
     .filter(Boolean)
     .map((line) => JSON.parse(line));

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
-import type { FileStore } from "../../src/api/files/fileStore.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { eventually } from "../support/eventually.ts";
 import { assertOpenAiShape } from "../support/openaiSchemas/openaiSchemas.ts";
@@ -9,18 +8,16 @@ import { batchCharges, chatLine, expectEveryCustomIdOnce, readJsonl, uploadBatch
 
 /**
  * The Batch API end to end with the official openai SDK (base URL and key only): the real app, a worker
- * with the tiny model, the dispatcher of this API process. Input files are stored through `deps.files`
- * (see batchSteps.ts: files.create once the Files API is merged).
+ * with the tiny model, the dispatcher of this API process. Files go in and out through the SDK's
+ * files.create / files.content; every batch and file body is checked against OpenAI's schemas.
  */
 describe("the Batch API", () => {
   let platform: TestPlatform;
-  let files: FileStore;
   let dispatcher: BatchDispatcher;
 
   beforeAll(async () => {
     platform = await startTestPlatform({ env: { BATCH_POLL_MS: "50", BATCH_MAX_IN_FLIGHT: "4" } });
-    files = platform.deps.files!;
-    dispatcher = new BatchDispatcher(platform.deps, platform.inference, files);
+    dispatcher = new BatchDispatcher(platform.deps, platform.inference, platform.deps.files!);
     dispatcher.start();
   }, 60_000);
 
@@ -29,12 +26,12 @@ describe("the Batch API", () => {
     await platform?.close();
   });
 
-  it("runs every line once into the output file, a line with an unknown model into the error file, each charged once at the batch price", async () => {
+  it("runs every line of a 200-line file once into the output file, a line with an unknown model into the error file, each charged once at the batch price", async () => {
     const { key, account } = await platform.createKey();
     const openai = platform.openai(key);
-    const lines = Array.from({ length: 30 }, (_, i) => chatLine(i, TINY_CHAT));
+    const lines = Array.from({ length: 199 }, (_, i) => chatLine(i, TINY_CHAT));
     const unknown = { ...chatLine(999, "no-such-model"), custom_id: "unknown-model" };
-    const inputFileId = await uploadBatchFile(files, account.accountId, [...lines, unknown]);
+    const inputFileId = await uploadBatchFile(openai, [...lines, unknown]);
 
     const created = await openai.batches.create({
       input_file_id: inputFileId,
@@ -49,11 +46,11 @@ describe("the Batch API", () => {
     const done = await waitForStatus(openai, created.id, ["completed", "failed"]);
     assertOpenAiShape("batch", done);
     expect(done.status).toBe("completed");
-    expect(done.request_counts).toEqual({ total: 31, completed: 30, failed: 1 });
+    expect(done.request_counts).toEqual({ total: 200, completed: 199, failed: 1 });
     expect(done.completed_at).toBeGreaterThan(0);
     expect(done.usage?.input_tokens).toBeGreaterThan(0);
 
-    const output = await readJsonl(files, account.accountId, done.output_file_id!);
+    const output = await readJsonl(openai, done.output_file_id!);
     expectEveryCustomIdOnce(
       output,
       lines.map((l) => l.custom_id),
@@ -64,7 +61,7 @@ describe("the Batch API", () => {
       assertOpenAiShape("chat.completion", line.response.body);
       expect(line.response.request_id).toBe(line.response.body.id);
     }
-    const errors = await readJsonl(files, account.accountId, done.error_file_id!);
+    const errors = await readJsonl(openai, done.error_file_id!);
     expect(errors).toHaveLength(1);
     expect(errors[0].custom_id).toBe("unknown-model");
     expect(errors[0].response.status_code).toBe(400);
@@ -72,7 +69,7 @@ describe("the Batch API", () => {
 
     // One charge per completed line, at the batch discount of the price table (half price by default).
     const charges = await batchCharges(platform.deps.pool, account.accountId);
-    expect(charges.size).toBe(30);
+    expect(charges.size).toBe(199);
     for (const line of output) {
       const [charge, ...more] = charges.get(`completion-${line.response.request_id}`)!;
       expect(more).toHaveLength(0);
@@ -86,13 +83,76 @@ describe("the Batch API", () => {
       [`batch-${created.id}`],
     );
     expect(lifecycle.rows.map((r) => r.event_type)).toEqual(["BatchCreated", "BatchCompleted"]);
-    expect(lifecycle.rows[1]!.data.counts).toEqual({ total: 31, completed: 30, failed: 1 });
+    expect(lifecycle.rows[1]!.data.counts).toEqual({ total: 200, completed: 199, failed: 1 });
+
+    // The output and error files are the account's files (purpose batch_output), listed with the input.
+    for (const id of [done.output_file_id!, done.error_file_id!]) {
+      const file = await openai.files.retrieve(id);
+      assertOpenAiShape("file", file);
+      expect(file.purpose).toBe("batch_output");
+    }
+    assertOpenAiShape("file.list", await (await openai.files.list().asResponse()).json());
+    const listed = await openai.files.list();
+    expect(listed.data.map((f) => f.id).sort()).toEqual([inputFileId, done.output_file_id!, done.error_file_id!].sort());
+    const batches = await openai.batches.list();
+    expect(batches.data.map((b) => b.id)).toEqual([created.id]);
+    for (const batch of batches.data) assertOpenAiShape("batch", batch);
+    // Another account's key sees neither the files nor their content.
+    const other = platform.openai((await platform.createKey()).key);
+    await expect(other.files.retrieve(done.output_file_id!)).rejects.toMatchObject({ status: 404 });
+    await expect(other.files.content(done.output_file_id!)).rejects.toMatchObject({ status: 404 });
+    expect((await other.files.list()).data).toEqual([]);
+  }, 120_000);
+
+  it("runs /v1/responses lines: each output body is a completed Response object, charged once at the batch price", async () => {
+    const { key, account } = await platform.createKey();
+    const openai = platform.openai(key);
+    const lines = Array.from({ length: 6 }, (_, i) => ({
+      custom_id: `resp-${i}`,
+      method: "POST",
+      url: "/v1/responses",
+      body: { model: TINY_CHAT, input: `Say ${i}`, instructions: "Be brief.", max_output_tokens: 8, metadata: { line: String(i) } },
+    }));
+    const inputFileId = await uploadBatchFile(openai, lines);
+    const created = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/responses", completion_window: "24h" });
+    const done = await waitForStatus(openai, created.id, ["completed", "failed"]);
+    assertOpenAiShape("batch", done);
+    expect(done.status).toBe("completed");
+    expect(done.request_counts).toEqual({ total: 6, completed: 6, failed: 0 });
+    const output = await readJsonl(openai, done.output_file_id!);
+    expectEveryCustomIdOnce(
+      output,
+      lines.map((l) => l.custom_id),
+    );
+    const charges = await batchCharges(platform.deps.pool, account.accountId);
+    for (const line of output) {
+      expect(line.response.status_code).toBe(200);
+      const body = line.response.body;
+      assertOpenAiShape("response", body);
+      expect(body.object).toBe("response");
+      expect(["completed", "incomplete"]).toContain(body.status);
+      expect(body.instructions).toBe("Be brief.");
+      expect(body.metadata).toEqual({ line: line.custom_id.slice("resp-".length) });
+      expect(body.output.some((item: { type: string }) => item.type === "message")).toBe(true);
+      expect(body.usage.output_tokens).toBeGreaterThan(0);
+      expect(line.response.request_id).toBe(body.id);
+      const events = charges.get(`completion-${body.id}`)!;
+      expect(events).toHaveLength(1);
+      expect(events[0]!.batchDiscountBps).toBe(5000);
+    }
+    expect(charges.size).toBe(6);
+
+    // A streamed line is refused before anything runs.
+    const streamed = await uploadBatchFile(openai, [{ ...lines[0]!, body: { ...lines[0]!.body, stream: true } }]);
+    const refused = await openai.batches.create({ input_file_id: streamed, endpoint: "/v1/responses", completion_window: "24h" });
+    const failed = await waitForStatus(openai, refused.id, ["failed", "completed"]);
+    expect(failed.errors?.data?.map((e) => [e.line, e.param])).toEqual([[1, "body.stream"]]);
   }, 120_000);
 
   it("fails a file with bad lines before anything runs, naming the lines, and charges nothing", async () => {
     const { key, account } = await platform.createKey();
     const openai = platform.openai(key);
-    const inputFileId = await uploadBatchFile(files, account.accountId, [
+    const inputFileId = await uploadBatchFile(openai, [
       chatLine(1, TINY_CHAT),
       "{not json",
       { ...chatLine(3, TINY_CHAT), url: "/v1/embeddings" },
@@ -118,7 +178,7 @@ describe("the Batch API", () => {
     const { key, account } = await platform.createKey();
     const openai = platform.openai(key);
     const lines = Array.from({ length: 80 }, (_, i) => chatLine(i, TINY_CHAT, 16));
-    const inputFileId = await uploadBatchFile(files, account.accountId, lines);
+    const inputFileId = await uploadBatchFile(openai, lines);
     const created = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
     await waitForStatus(openai, created.id, ["in_progress"]);
     const cancelling = await openai.batches.cancel(created.id);
@@ -128,7 +188,7 @@ describe("the Batch API", () => {
     assertOpenAiShape("batch", cancelled);
     expect(cancelled.request_counts!.completed).toBeLessThan(80);
     expect(cancelled.request_counts!.completed + cancelled.request_counts!.failed).toBe(80);
-    const errors = await readJsonl(files, account.accountId, cancelled.error_file_id!);
+    const errors = await readJsonl(openai, cancelled.error_file_id!);
     expect(errors.length).toBe(cancelled.request_counts!.failed);
     expect(errors.some((e) => e.error?.code === "batch_cancelled")).toBe(true);
     // Charged: only the lines that ran (at most one charge each).
@@ -138,11 +198,11 @@ describe("the Batch API", () => {
   }, 120_000);
 
   it("lists the account's batches newest first with a cursor; another account's key gets 404", async () => {
-    const { key, account } = await platform.createKey();
+    const { key } = await platform.createKey();
     const openai = platform.openai(key);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const inputFileId = await uploadBatchFile(files, account.accountId, [chatLine(i, TINY_CHAT)]);
+      const inputFileId = await uploadBatchFile(openai, [chatLine(i, TINY_CHAT)]);
       ids.push((await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" })).id);
     }
     const first = await openai.batches.list({ limit: 2 });
@@ -167,7 +227,7 @@ describe("the Batch API", () => {
     const { key, account } = await platform.createKey();
     const openai = platform.openai(key);
     const lines = Array.from({ length: 40 }, (_, i) => chatLine(i, TINY_CHAT, 16));
-    const inputFileId = await uploadBatchFile(files, account.accountId, lines);
+    const inputFileId = await uploadBatchFile(openai, lines);
     const created = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
     await eventually(async () => {
       const batch = await openai.batches.retrieve(created.id);
@@ -177,11 +237,11 @@ describe("the Batch API", () => {
     await dispatcher.stop();
     const midway = await openai.batches.retrieve(created.id);
     expect(midway.request_counts!.completed).toBeLessThan(40);
-    dispatcher = new BatchDispatcher(platform.deps, platform.inference, files);
+    dispatcher = new BatchDispatcher(platform.deps, platform.inference, platform.deps.files!);
     dispatcher.start();
     const done = await waitForStatus(openai, created.id, ["completed"], 90_000);
     expect(done.request_counts).toEqual({ total: 40, completed: 40, failed: 0 });
-    const output = await readJsonl(files, account.accountId, done.output_file_id!);
+    const output = await readJsonl(openai, done.output_file_id!);
     expectEveryCustomIdOnce(
       output,
       lines.map((l) => l.custom_id),

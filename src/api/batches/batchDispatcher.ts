@@ -29,11 +29,14 @@ type InFlight = { line: ClaimedLine; job: RunningJob | null; cancelled: boolean 
  * lines are claimed in a transaction holding the batch's advisory lock (at most `maxInFlight` running per
  * batch) with a lease this process renews while it runs them; a line whose lease ran out (its process
  * died) is claimed again. A line's job has a deterministic completion id: dispatched again it attaches
- * to the job if Redis still knows it, or enqueues it again under the same id (a queue entry lost with
- * Redis is found again this way), and UsageRecorded's append-once rule charges it once. Lines run as
+ * to the job if it ended (its replay stream) or BullMQ still has it, or else enqueues it again under the
+ * same id (a queue entry lost with Redis, or taken back after a start timeout, is found again this way),
+ * and UsageRecorded's append-once rule charges it once. Lines run as
  * jobs of the `batch` lane with the same admission as a request (rate limits, fair share, budget hold):
  * a rate-limit or capacity refusal (429 of a tenant limit, 503) is waited out, never a line's failure;
- * a budget refusal, the line's own 4xx or a model gone end the line in the error file.
+ * a budget refusal, the line's own 4xx or a model gone end the line in the error file. Lines are
+ * dispatched only while the batch's account has an active subscription (checked before every claim):
+ * a cancelled subscription leaves them waiting (expired at the end of the window if it stays so).
  */
 export class BatchDispatcher {
   readonly #deps: AppDeps;
@@ -155,7 +158,7 @@ export class BatchDispatcher {
   async #dispatch(): Promise<void> {
     const batches = await this.#pool.query<ActiveBatch>(
       `SELECT b.id, b.account_id, b.key_id, b.endpoint, a.rate_limits FROM batches b LEFT JOIN rm_accounts a ON a.account_id::text = b.account_id
-       WHERE b.status = 'in_progress' AND b.final_status IS NULL ORDER BY b.seq LIMIT 100`,
+       WHERE b.status = 'in_progress' AND b.final_status IS NULL AND a.subscription_status = 'active' ORDER BY b.seq LIMIT 100`,
     );
     for (const batch of batches.rows) {
       if (this.#stopped) return;
@@ -195,8 +198,8 @@ export class BatchDispatcher {
       ...base,
       start: async (spec) => {
         const record = await inference.records.find(line.completion_id);
-        if (record) {
-          // Dispatched again (an API restart): the job is there, running or ended; its replay has its reply.
+        if (record && (await this.#jobStillThere(record.model, line.completion_id))) {
+          // Dispatched again (an API restart): the job is there, queued, running or ended; its replay has its reply.
           await inference.records.attach(line.completion_id);
           entry.job = inference.follow(line.completion_id, -1);
           return { job: entry.job, created: record.created };
@@ -223,6 +226,26 @@ export class BatchDispatcher {
     })()
       .catch((error: unknown) => this.#logger.warn("batch line not recorded (its lease ends, it runs again)", { error: error as Error }))
       .finally(() => this.#inFlight.delete(key));
+  }
+
+  /**
+   * Whether a line's job dispatched before can be followed: it ended (its replay stream holds its last
+   * message) or BullMQ still has it queued or running. Otherwise its queue entry was lost (taken back
+   * after a start timeout, or lost with Redis): the line enqueues it again under the same completion id
+   * (a leftover entry BullMQ keeps as failed is removed first, or the new one would not be added).
+   */
+  async #jobStillThere(model: string, completionId: string): Promise<boolean> {
+    const last = await this.#inference.records.lastMessage(completionId);
+    if (last?.type === "usage") return true;
+    // Ended for the line's own reason (its 400, a cancel): followed, its replay answers it. Ended for the
+    // platform's (internal, unavailable: e.g. stopped when its messages were lost with Redis): run again.
+    if (last?.type === "error" && last.error.kind !== "internal" && last.error.kind !== "unavailable") return true;
+    const job = await this.#inference.queues.queue(model).getJob(completionId);
+    if (!job) return false;
+    const state = await job.getState();
+    if (state !== "completed" && state !== "failed" && state !== "unknown") return true;
+    await job.remove().catch(() => undefined);
+    return false;
   }
 
   /** A refusal waited out (null: the line's own failure, for the error file). */

@@ -13,6 +13,12 @@ import { type EmbeddingRequest, EmbeddingRequestSchema } from "../inference/endp
 import type { InferenceServices } from "../inference/inferenceServices.ts";
 import { checkRequestSchemas } from "../inference/endpoints/shared/jsonSchemas/checkRequestSchemas.ts";
 import type { RunningJob } from "../inference/jobs/runningJob.ts";
+import { ResponseEventBuilder } from "../inference/endpoints/responses/responseEventBuilder.ts";
+import { toStoredItems } from "../inference/endpoints/responses/responseItems.ts";
+import type { ResponseHead } from "../inference/endpoints/responses/responseObject.ts";
+import { type ResponseRequest, ResponseRequestSchema } from "../inference/endpoints/responses/responseRequestSchema.ts";
+import { responseSettings, toResponseChatRequest } from "../inference/endpoints/responses/toResponseChatRequest.ts";
+import { jobErrorToApiError } from "../inference/jobs/jobErrorToApiError.ts";
 import { resolveModel } from "../inference/endpoints/shared/resolveModel.ts";
 import { collectEmbeddings, collectReply } from "../inference/jobs/collectReply.ts";
 import type { CompletionHead, ResponseShape } from "../inference/endpoints/shared/serveCompletion.ts";
@@ -98,11 +104,57 @@ const embeddings: BatchLineEndpoint = {
   },
 };
 
-/** The endpoints a batch line runs today (`/v1/responses` once the Responses API is there: see README). */
-const ENDPOINTS: Partial<Record<BatchEndpoint, BatchLineEndpoint>> = {
+const RESPONSES_REFUSED = [
+  ["stream", "A batch line is not streamed: remove 'stream'."],
+  ["background", "A batch line runs in the background already: remove 'background'."],
+  ["previous_response_id", "A batch line carries its whole input: 'previous_response_id' is not served in batches."],
+] as const;
+
+/**
+ * `/v1/responses` lines: the Responses request schema and the same mapping to a chat job as its handler
+ * (toResponseChatRequest); the output line's body is the Response object its job's messages build
+ * (ResponseEventBuilder). The Response is not stored (`store: false`): the batch's output file holds it.
+ */
+const responses: BatchLineEndpoint = {
+  check: checked(ResponseRequestSchema as z.ZodType<ResponseRequest>, (body) => {
+    for (const [param, message] of RESPONSES_REFUSED) {
+      if (body[param] !== undefined && body[param] !== null && body[param] !== false) return new InvalidRequestError(message, { param, code: "invalid_value" });
+    }
+    return null;
+  }),
+  async run(context, raw) {
+    const body = ResponseRequestSchema.parse(raw);
+    const model = resolveModel(context.inference.registry, body.model, "chat");
+    const request = toResponseChatRequest(body, toStoredItems(body.input), model, context.inference.schemas);
+    const { job, created } = await context.start({ model, endpoint: "responses", work: { kind: "chat", request } });
+    const head: ResponseHead = {
+      id: context.completionId,
+      created_at: created,
+      model: model.id,
+      background: false,
+      settings: { ...responseSettings(body), store: false },
+    };
+    const now = () => Math.floor(context.deps.clock.now().getTime() / 1000);
+    const builder = new ResponseEventBuilder(head, now);
+    try {
+      for (;;) {
+        const message = await job.next();
+        if (message.type === "error") throw jobErrorToApiError(message.error);
+        builder.take(message);
+        if (message.type === "usage") return { body: builder.object(), usage: message.usage };
+      }
+    } finally {
+      job.release();
+    }
+  },
+};
+
+/** The endpoints a batch line runs. */
+const ENDPOINTS: Record<BatchEndpoint, BatchLineEndpoint> = {
   "/v1/chat/completions": chat,
   "/v1/completions": completions,
   "/v1/embeddings": embeddings,
+  "/v1/responses": responses,
 };
 
 export function batchLineEndpoint(url: BatchEndpoint): BatchLineEndpoint | null {

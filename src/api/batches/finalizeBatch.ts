@@ -36,7 +36,8 @@ async function* outputLines(pool: Pool, batchId: string, status: "done" | "faile
  * file (lines with a 2xx body) and the error file (the others) written through the FileStore (purpose
  * batch_output), then the batch's final status, its files and the lifecycle event with its counts, in
  * one transaction holding the batch's row (another process finalising at the same time skips it; one
- * that dies part-way leaves the batch for another, which writes the files again). False: nothing to do.
+ * that dies part-way leaves the batch for another, which deletes the files it wrote, recorded in
+ * batch_written_files, and writes them again). False: nothing to do.
  */
 export async function finalizeBatch(pool: Pool, files: FileStore, batchId: string, now: () => Date): Promise<boolean> {
   return withTransaction(pool, async (client) => {
@@ -48,27 +49,27 @@ export async function finalizeBatch(pool: Pool, files: FileStore, batchId: strin
     if (!batch) return false;
     const open = await client.query("SELECT 1 FROM batch_lines WHERE batch_id = $1 AND status IN ('waiting', 'running') LIMIT 1", [batchId]);
     if (open.rowCount) return false;
-    const limits = { maxBytes: Number.MAX_SAFE_INTEGER, maxLines: Number.MAX_SAFE_INTEGER };
-    const output =
-      batch.completed_lines > 0
-        ? await files.create({
-            accountId: batch.account_id,
-            purpose: "batch_output",
-            filename: `${batch.id}_output.jsonl`,
-            content: outputLines(pool, batch.id, "done"),
-            ...limits,
-          })
-        : null;
-    const errors =
-      batch.failed_lines > 0
-        ? await files.create({
-            accountId: batch.account_id,
-            purpose: "batch_output",
-            filename: `${batch.id}_error.jsonl`,
-            content: outputLines(pool, batch.id, "failed"),
-            ...limits,
-          })
-        : null;
+    // Files an earlier attempt wrote before it died: deleted, then written again.
+    const earlier = await client.query<{ file_id: string }>("SELECT file_id FROM batch_written_files WHERE batch_id = $1", [batch.id]);
+    for (const { file_id } of earlier.rows) {
+      await files.delete(batch.account_id, file_id);
+      await pool.query("DELETE FROM batch_written_files WHERE file_id = $1", [file_id]);
+    }
+    const write = async (status: "done" | "failed", filename: string) => {
+      const file = await files.create({
+        accountId: batch.account_id,
+        purpose: "batch_output",
+        filename,
+        content: outputLines(pool, batch.id, status),
+        maxBytes: Number.MAX_SAFE_INTEGER,
+        maxLines: Number.MAX_SAFE_INTEGER,
+      });
+      // Recorded at once, outside this transaction: it outlives this attempt if the process dies now.
+      await pool.query("INSERT INTO batch_written_files (file_id, batch_id, account_id) VALUES ($1, $2, $3)", [file.id, batch.id, batch.account_id]);
+      return file;
+    };
+    const output = batch.completed_lines > 0 ? await write("done", `${batch.id}_output.jsonl`) : null;
+    const errors = batch.failed_lines > 0 ? await write("failed", `${batch.id}_error.jsonl`) : null;
     const final = batch.status === "cancelling" ? "cancelled" : batch.final_status === "expired" ? "expired" : "completed";
     const at = now();
     await client.query(`UPDATE batches SET status = $2, ${final}_at = $3, output_file_id = $4, error_file_id = $5 WHERE id = $1`, [
@@ -81,6 +82,8 @@ export async function finalizeBatch(pool: Pool, files: FileStore, batchId: strin
     const counts = { total: batch.total_lines, completed: batch.completed_lines, failed: batch.failed_lines };
     const type = final === "cancelled" ? "BatchCancelled" : final === "expired" ? "BatchExpired" : "BatchCompleted";
     await appendBatchEvent(client, { type, data: { batchId: batch.id, counts } }, "api");
+    // Committed with the final status: these files are the batch's now.
+    await client.query("DELETE FROM batch_written_files WHERE batch_id = $1", [batch.id]);
     return true;
   });
 }

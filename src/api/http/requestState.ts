@@ -9,7 +9,7 @@ export type Principal = { accountId: string; keyId: string; rateLimits: RateLimi
 /** Who a key-management, account or console request acts for; set by sessionAuth. */
 export type SessionState = { accountId: string; sessionToken: string; via: "bearer" | "cookie" };
 
-/** What an inference request adds to its access log line (set by startInferenceJob). */
+/** What an inference request adds to its access log line (set by CompletionJobs.start). */
 export type AccessLogInference = { model: string; inputTokens?: number; outputTokens?: number };
 
 /** What a route may accept: bytes, and the shape limits checked while they arrive. */
@@ -38,7 +38,7 @@ export type RequestState = {
   principal?: Principal;
   /** sessionAuth */
   session?: SessionState;
-  /** startInferenceJob, for the access log */
+  /** CompletionJobs.start, for the access log */
   inference?: AccessLogInference;
   /** the admin routes' `:account_id` (accountIdParam) */
   accountId?: string;
