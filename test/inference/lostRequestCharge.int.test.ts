@@ -11,40 +11,15 @@ import { ReplayReader } from "../../workers/completion/replayReader.ts";
 import type { RunMode } from "../../workers/completion/resumption.ts";
 import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
 import type { EmbeddedEngine } from "../../workers/engines/embedded/embeddedEngine.ts";
-import type { ChatRequest, Engine } from "../../workers/engines/engine.ts";
+import type { ChatRequest } from "../../workers/engines/engine.ts";
 import { greedy } from "../support/engines/engineTestKit.ts";
 import { eventually } from "../support/eventually.ts";
 import type { TestDatabase } from "../support/testDatabase.ts";
 import { TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 import { TINY_CHAT } from "../support/testPlatform.ts";
+import { gatedEngine } from "./gatedEngine.ts";
 import { completionEvents } from "./inferenceSteps.ts";
 import { type JobRunnerHarness, startJobRunnerHarness } from "./jobRunnerHarness.ts";
-
-/** The engine's chat deltas held back, each passed on only once the test lets one more through. */
-class GatedEngine {
-  allowed = 0;
-  readonly engine: Engine;
-  constructor(inner: Engine) {
-    this.engine = {
-      ...inner,
-      capabilities: () => inner.capabilities(),
-      countChatTokens: (messages, tools) => inner.countChatTokens(messages, tools),
-      countTokens: (text) => inner.countTokens(text),
-      chat: async (request, onDelta, signal, options) => {
-        const deltas: Parameters<typeof onDelta>[0][] = [];
-        const result = await inner.chat(request, (delta) => deltas.push(delta), signal, options);
-        for (const [index, delta] of deltas.entries()) {
-          while (index >= this.allowed) {
-            if (signal.aborted) throw signal.reason;
-            await new Promise((resolve) => setTimeout(resolve, 10));
-          }
-          onDelta(delta);
-        }
-        return result;
-      },
-    };
-  }
-}
 
 /**
  * CompletionJobRunner and a cancel of reason `lost` (the API ended the request early for the platform's
@@ -60,7 +35,7 @@ describe("a job whose request the API ended early (cancel `lost` with deliveredT
   let subscriber: DeltaSubscriber;
   let cancellations: JobCancellations;
   let inner: EmbeddedEngine;
-  let gated: GatedEngine;
+  const gate = { allowed: 0 };
   let runner: CompletionJobRunner;
 
   beforeAll(async () => {
@@ -68,10 +43,9 @@ describe("a job whose request the API ended early (cancel `lost` with deliveredT
     ({ db, testRedis, keys, subscriber, engine: inner } = harness);
     cancellations = new JobCancellations(TEST_REDIS_URL, keys);
     await cancellations.ready;
-    gated = new GatedEngine(inner);
     runner = new CompletionJobRunner({
       model: harness.registry.get(TINY_CHAT)!,
-      engine: gated.engine,
+      engine: gatedEngine(inner, gate),
       usage: new UsageRecorder(db.pool),
       publisherFor: harness.publisherFor,
       replay: new ReplayReader(testRedis.redis, keys),
@@ -91,7 +65,7 @@ describe("a job whose request the API ended early (cancel `lost` with deliveredT
   /** Runs the job with `deltas` deltas let through; resolves once the feed got them (numbered from `fromSeq`), with the run. */
   async function runUntil(job: CompletionJob, deltas: number, mode: RunMode = "new", fromSeq = 0) {
     const feed = subscriber.open(job.completionId);
-    gated.allowed = deltas;
+    gate.allowed = deltas;
     const running = runner.run(job, new AbortController().signal, mode);
     const received: DeltaMessage[] = [];
     const newDeltas = () => received.filter((m) => m.type === "delta" && m.seq >= fromSeq).length;
