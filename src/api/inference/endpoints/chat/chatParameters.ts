@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { ParameterTable } from "../shared/requestParameters.ts";
 import { SAMPLING_PARAMETERS } from "../shared/samplingSchemas.ts";
 import { ChatMessageSchema, ResponseFormatSchema, TextPartSchema, ToolChoiceSchema, ToolSchema } from "./chatSchemas.ts";
+import { MetadataSchema } from "../shared/metadataSchema.ts";
 
 /** The reasoning_effort values of a reasoning model whose registry entry names none. */
 export const DEFAULT_REASONING_EFFORTS: readonly string[] = ["low", "medium", "high"];
@@ -29,10 +30,7 @@ export const CHAT_PARAMETERS = {
   ...SAMPLING_PARAMETERS,
   /** Tags for OpenAI's dashboard: 16 string pairs at most (keys up to 64 characters, values up to 512). */
   metadata: {
-    schema: z
-      .record(z.string().max(64), z.string().max(512))
-      .refine((pairs) => Object.keys(pairs).length <= 16, "at most 16 key-value pairs")
-      .nullish(),
+    schema: MetadataSchema,
     policy: "ignored",
   },
   /** Every completion is kept for the retention period either way (resumable, readable by its owner); nothing longer. */
