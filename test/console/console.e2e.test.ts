@@ -155,6 +155,9 @@ describe("web console in Chromium against the real service (API, worker, project
     expect(await byKey.locator("tbody tr td").first().textContent()).toBe("1");
     const byModel = page.locator("section", { has: page.getByRole("heading", { name: "By model, this billing period" }) });
     expect(await byModel.locator("tbody tr th").allTextContents()).toEqual([TINY_CHAT]);
+    // No Batch API lines yet: the batch spend is zero and the interactive spend is all of it.
+    expect(await page.locator("#batch-spend").textContent()).toMatch(/^CHF 0\.0+$/);
+    expect(await page.locator("#interactive-spend").textContent()).toBe(await page.locator("#budget-spent").textContent());
     await screenshot("console-usage.png");
 
     await page.getByRole("link", { name: "Models" }).click();
