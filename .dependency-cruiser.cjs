@@ -31,6 +31,54 @@ module.exports = {
       to: { path: "^(src/api/|src/main\\.ts$|workers/|projections/)" },
     },
     {
+      name: "inference-parts-import-no-composition",
+      severity: "error",
+      comment:
+        "src/api/inference: the root composes (inferenceServices, inferenceRoutes, endpointFamilies); jobs/, admission/, streaming/ and endpoints/ import none of its modules.",
+      from: { path: "^src/api/inference/[^/]+/", pathNot: TESTS },
+      to: { path: "^src/api/inference/[^/]+\\.ts$" },
+    },
+    {
+      name: "inference-service-imports-no-endpoint",
+      severity: "error",
+      comment: "jobs/, admission/ and streaming/ serve every endpoint and know none of them.",
+      from: { path: "^src/api/inference/(jobs|admission|streaming)/", pathNot: TESTS },
+      to: { path: "^src/api/inference/endpoints/" },
+    },
+    {
+      name: "inference-layers-point-down",
+      severity: "error",
+      comment: "admission/ is below jobs/, jobs/ below streaming/: admission imports neither, jobs does not import streaming.",
+      from: { path: "^src/api/inference/(admission|jobs)/", pathNot: TESTS },
+      to: { path: "^src/api/inference/streaming/" },
+    },
+    {
+      name: "admission-imports-no-jobs",
+      severity: "error",
+      from: { path: "^src/api/inference/admission/", pathNot: TESTS },
+      to: { path: "^src/api/inference/jobs/" },
+    },
+    {
+      name: "endpoints-import-no-other-endpoint",
+      severity: "error",
+      comment:
+        "An endpoint family imports only its own folder and endpoints/shared/ (plus jobs/, admission/, streaming/); the Responses API is built on chat requests and may import endpoints/chat/.",
+      from: { path: "^src/api/inference/endpoints/([^/]+)/", pathNot: [TESTS, "^src/api/inference/endpoints/responses/"] },
+      to: { path: "^src/api/inference/endpoints/([^/]+)/", pathNot: ["^src/api/inference/endpoints/($1|shared)/"] },
+    },
+    {
+      name: "responses-endpoint-imports-only-chat",
+      severity: "error",
+      from: { path: "^src/api/inference/endpoints/responses/", pathNot: TESTS },
+      to: { path: "^src/api/inference/endpoints/(?!responses/|shared/|chat/)" },
+    },
+    {
+      name: "shared-endpoint-helpers-import-no-endpoint",
+      severity: "error",
+      from: { path: "^src/api/inference/endpoints/shared/", pathNot: TESTS },
+      to: { path: "^src/api/inference/endpoints/(?!shared/)" },
+    },
+    {
       name: "api-imports-no-other-role",
       severity: "error",
       from: { path: "^src/api/", pathNot: TESTS },

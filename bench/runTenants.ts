@@ -1,6 +1,6 @@
 import { availableParallelism, loadavg } from "node:os";
 import pg from "pg";
-import { CompletionQueues } from "../src/api/inference/completionQueues.ts";
+import { CompletionQueues } from "../src/api/inference/jobs/completionQueues.ts";
 import { loadConfig } from "../src/config/config.ts";
 import type { CompletionJob } from "../src/contracts/completionJob.ts";
 import { InferenceKeys } from "../src/contracts/inferenceKeys.ts";

@@ -18,7 +18,7 @@ export async function startApi({ config, pool, logger, metrics }: RoleContext): 
   const unwatchRedis = metrics.sources.addRedis("api", redis);
   const keyAuth = new ApiKeyAuth({ pool, redis, redisPrefix: config.redisPrefix, logger });
   await keyAuth.start();
-  const inference = createInferenceServices({ config, redis, logger, metrics }, await loadModelRegistry(config.modelsConfigPath));
+  const inference = createInferenceServices({ config, redis, logger, metrics, clock: systemClock }, await loadModelRegistry(config.modelsConfigPath));
   const accounts = { pool, changes: keyAuth.accountChanges() };
   const signIn = new SignIn(config, redis);
   const files = new PostgresFileStore({ pool, clock: systemClock, retentionDays: config.files.retentionDays });

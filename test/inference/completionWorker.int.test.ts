@@ -1,6 +1,6 @@
 import { Queue, Worker } from "bullmq";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CompletionQueues } from "../../src/api/inference/completionQueues.ts";
+import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DeltaSubscriber } from "../../src/api/inference/relay/deltaSubscriber.ts";
+import { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { CoalescingWindow } from "../../workers/completion/coalescingWindow.ts";
 import { DeltaPublisher } from "../../workers/completion/deltaPublisher.ts";

@@ -1,6 +1,6 @@
 import { Worker } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CompletionQueues } from "../../src/api/inference/completionQueues.ts";
+import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { JobCancellations, JobCancelledError } from "../../workers/completion/jobCancellations.ts";
 import { duplicateAs } from "../../src/redis/createRedis.ts";

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DeltaSubscriber } from "../../src/api/inference/relay/deltaSubscriber.ts";
+import { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
 import { type CancelReason, encodeCancelMessage } from "../../src/contracts/cancelMessage.ts";
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import type { DeltaMessage, UnsequencedDeltaMessage } from "../../src/contracts/deltaMessage.ts";

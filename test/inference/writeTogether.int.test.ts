@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
-import { CompletionRecords } from "../../src/api/inference/completionRecords.ts";
+import { CompletionRecords } from "../../src/api/inference/jobs/completionRecords.ts";
 import type { Redis as RedisServer } from "ioredis";
 import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { writeTogetherThisTurn } from "../../src/redis/writeTogether.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CompletionQueues } from "../../src/api/inference/completionQueues.ts";
+import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { jobPriority } from "../../src/contracts/lanes.ts";

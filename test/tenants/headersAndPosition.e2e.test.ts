@@ -84,3 +84,49 @@ describe("queue position by the scheduling", () => {
     }
   });
 });
+
+/** The `: queued` comment adds the expected wait once this API process has seen jobs of the model wait and start. */
+describe("expected wait in the queued comment", () => {
+  let platform: TestPlatform;
+  beforeAll(async () => {
+    platform = await startTestPlatform({ startWorker: false, env: { SSE_KEEPALIVE_MS: "200", JOB_START_TIMEOUT_STREAM_MS: "20000" } });
+    await platform.deps.redis.zadd(`${platform.deps.config.redisPrefix}:workers:${TINY_CHAT}`, Date.now() + 600_000, "test-presence");
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
+
+  const queuedComment = async (key: string): Promise<{ comment: string; reader: SseReader }> => {
+    const reader = new SseReader(
+      await fetch(`${platform.baseUrl}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], stream: true, max_tokens: 4 }),
+      }),
+    );
+    for (let item = await reader.next(); item; item = await reader.next()) if (item.comment?.startsWith("queued")) return { comment: item.comment, reader };
+    throw new Error("no queued comment");
+  };
+  const drain = async (reader: SseReader) => {
+    for (let item = await reader.next(); item; item = await reader.next()) if (item.data === "[DONE]") return;
+  };
+
+  it("is absent before any job was seen, then estimates from how long the earlier ones waited per place", async () => {
+    const { key } = await platform.createKey();
+    const first = await queuedComment(key);
+    const second = await queuedComment(key);
+    expect(first.comment).toBe("queued position=1");
+    expect(second.comment).toBe("queued position=2");
+    // They wait in line about 600 ms (no worker consumes yet), then a worker takes them.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    await platform.startWorker();
+    await Promise.all([drain(first.reader), drain(second.reader)]);
+    const next = await queuedComment(key);
+    const match = /^queued position=(\d+) wait_ms=(\d+)$/.exec(next.comment);
+    expect(match, next.comment).not.toBeNull();
+    // At least a few hundred ms per place, as the earlier ones waited (bounded above by the test's own pace).
+    expect(Number(match![2]) / Number(match![1])).toBeGreaterThan(200);
+    expect(Number(match![2]) / Number(match![1])).toBeLessThan(20_000);
+    await drain(next.reader);
+  });
+});

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CompletionQueues } from "../../src/api/inference/completionQueues.ts";
+import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { Lane } from "../../src/contracts/lanes.ts";

@@ -9,8 +9,8 @@ import { toApiError } from "../http/errorHandler.ts";
 import { type ApiError, errorBody } from "../http/errors.ts";
 import { TenantRateLimitError } from "../inference/admission/tenantAdmission.ts";
 import type { InferenceServices } from "../inference/inferenceServices.ts";
-import type { RunningJob } from "../inference/relay/runningJob.ts";
-import type { JobCaller } from "../inference/startInferenceJob.ts";
+import type { RunningJob } from "../inference/jobs/runningJob.ts";
+import type { JobCaller } from "../inference/jobs/completionJobs.ts";
 import type { BatchEndpoint } from "./batchObject.ts";
 import { batchLineEndpoint, type LineRunContext, startBatchJob } from "./batchLineEndpoints.ts";
 import { finalizeBatch } from "./finalizeBatch.ts";
@@ -194,6 +194,7 @@ export class BatchDispatcher {
     const caller: JobCaller = {
       principal: { accountId: batch.account_id, keyId: batch.key_id, rateLimits: RateLimitsSchema.safeParse(batch.rate_limits).data ?? NO_RATE_LIMITS },
       headers: { set: () => undefined },
+      logged: { model: line.model },
     };
     const inference = this.#inference;
     const base = { deps: this.#deps, inference, caller, completionId: line.completion_id };

@@ -3,20 +3,20 @@ import type { Usage } from "../../contracts/deltaMessage.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { InvalidRequestError } from "../http/errors.ts";
 import { invalidRequestFromZod } from "../http/validate.ts";
-import { chatResponseShape } from "../inference/chat/chatCompletionHandler.ts";
-import { type ChatCompletionRequest, ChatCompletionRequestSchema } from "../inference/chat/chatCompletionRequestSchema.ts";
-import { toEngineChatRequest } from "../inference/chat/toEngineChatRequest.ts";
-import { completionRequests, textResponseShape } from "../inference/completions/completionHandler.ts";
-import { type CompletionRequest, CompletionRequestSchema } from "../inference/completions/completionRequestSchema.ts";
-import { embeddingsBody, embeddingWork } from "../inference/embeddings/embeddingHandler.ts";
-import { type EmbeddingRequest, EmbeddingRequestSchema } from "../inference/embeddings/embeddingRequestSchema.ts";
+import { chatResponseShape } from "../inference/endpoints/chat/chatCompletionHandler.ts";
+import { type ChatCompletionRequest, ChatCompletionRequestSchema } from "../inference/endpoints/chat/chatCompletionRequestSchema.ts";
+import { toEngineChatRequest } from "../inference/endpoints/chat/toEngineChatRequest.ts";
+import { completionRequests, textResponseShape } from "../inference/endpoints/completions/completionHandler.ts";
+import { type CompletionRequest, CompletionRequestSchema } from "../inference/endpoints/completions/completionRequestSchema.ts";
+import { embeddingsBody, embeddingWork } from "../inference/endpoints/embeddings/embeddingHandler.ts";
+import { type EmbeddingRequest, EmbeddingRequestSchema } from "../inference/endpoints/embeddings/embeddingRequestSchema.ts";
 import type { InferenceServices } from "../inference/inferenceServices.ts";
-import { checkRequestSchemas } from "../inference/jsonSchemas/checkRequestSchemas.ts";
-import type { RunningJob } from "../inference/relay/runningJob.ts";
-import { resolveModel } from "../inference/resolveModel.ts";
-import { collectEmbeddings, collectReply } from "../inference/run/collectReply.ts";
-import type { CompletionHead, ResponseShape } from "../inference/run/serveCompletion.ts";
-import { type InferenceJobSpec, type JobCaller, startJobFor } from "../inference/startInferenceJob.ts";
+import { checkRequestSchemas } from "../inference/endpoints/shared/jsonSchemas/checkRequestSchemas.ts";
+import type { RunningJob } from "../inference/jobs/runningJob.ts";
+import { resolveModel } from "../inference/endpoints/shared/resolveModel.ts";
+import { collectEmbeddings, collectReply } from "../inference/jobs/collectReply.ts";
+import type { CompletionHead, ResponseShape } from "../inference/endpoints/shared/serveCompletion.ts";
+import type { InferenceJobSpec, JobCaller } from "../inference/jobs/completionJobs.ts";
 import type { BatchEndpoint } from "./batchObject.ts";
 
 /** What a line's job answered: the endpoint's response body, and what it used. */
@@ -111,5 +111,5 @@ export function batchLineEndpoint(url: BatchEndpoint): BatchLineEndpoint | null 
 
 /** Runs `spec` as a job of the batch lane for the line's caller (used by LineRunContext.start). */
 export function startBatchJob(context: Omit<LineRunContext, "start">, spec: Parameters<LineRunContext["start"]>[0], created: number): Promise<RunningJob> {
-  return startJobFor(context.deps, context.inference, context.caller, { ...spec, completionId: context.completionId, created, stream: false, lane: "batch" });
+  return context.inference.jobs.startFor(context.caller, { ...spec, completionId: context.completionId, created, stream: false, lane: "batch" }).started;
 }

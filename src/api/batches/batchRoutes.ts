@@ -7,7 +7,7 @@ import { appendBatchEvent } from "../../ledger/batches/batchEvents.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { ApiError, ConflictError, InvalidRequestError, NotFoundError } from "../http/errors.ts";
 import { validate, validated } from "../http/validate.ts";
-import { principalOf } from "../inference/requireInference.ts";
+import { principalOf } from "../auth/principalOf.ts";
 import type { FileStore } from "../files/fileStore.ts";
 import { type BatchRow, type BatchTokens, toBatchObject } from "./batchObject.ts";
 import { batchLineEndpoint } from "./batchLineEndpoints.ts";

@@ -1,25 +1,27 @@
 import type { Config } from "../../config/config.ts";
 import { createPool, poolTimeouts, type Pool } from "../../db/createPool.ts";
-import { CompletionQueues } from "./completionQueues.ts";
+import { CompletionQueues } from "./jobs/completionQueues.ts";
 import type { Redis } from "../../redis/createRedis.ts";
-import { DeltaSubscriber } from "./relay/deltaSubscriber.ts";
+import { DeltaSubscriber } from "./jobs/deltaSubscriber.ts";
 import { InferenceKeys } from "../../contracts/inferenceKeys.ts";
 import { WorkerPresence } from "../../contracts/workerPresence.ts";
 import type { ModelRegistry } from "../../models/modelRegistry.ts";
 import { SpeculationPolicy } from "./admission/speculationPolicy.ts";
-import { InferenceGateway } from "./run/inferenceGateway.ts";
+import { InferenceGateway } from "./jobs/inferenceGateway.ts";
 import type { Logger } from "../../observability/logger.ts";
-import { AbandonmentWatch } from "./abandonmentWatch.ts";
-import { CompletionRecords } from "./completionRecords.ts";
-import { IdempotencyKeys } from "./idempotencyKeys.ts";
-import { ReplayFollower } from "./relay/replayFollower.ts";
+import { AbandonmentWatch } from "./jobs/abandonmentWatch.ts";
+import { CompletionRecords } from "./jobs/completionRecords.ts";
+import { IdempotencyKeys } from "./jobs/idempotencyKeys.ts";
+import { ReplayFollower } from "./jobs/replayFollower.ts";
 import type { PlatformMetrics } from "../../observability/metrics.ts";
-import { readQueueDepth } from "./queueDepth.ts";
-import { JsonSchemaValidator } from "./jsonSchemas/jsonSchemaProblem.ts";
+import { readQueueDepth } from "./jobs/queueDepth.ts";
+import { JsonSchemaValidator } from "./endpoints/shared/jsonSchemas/jsonSchemaProblem.ts";
 import { TenantCounters } from "../../contracts/tenantCounters.ts";
 import { TenantAdmission } from "./admission/tenantAdmission.ts";
-import { RESPONSE_LEASE_MS, ResponseKeeper } from "./responses/responseKeeper.ts";
-import { ResponseStore } from "./responses/responseStore.ts";
+import { RESPONSE_LEASE_MS, ResponseKeeper } from "./endpoints/responses/responseKeeper.ts";
+import { ResponseStore } from "./endpoints/responses/responseStore.ts";
+import { CompletionJobs } from "./jobs/completionJobs.ts";
+import { type Clock, systemClock } from "../../runtime/clock.ts";
 
 /**
  * What the inference and models routes of one API process use: the registry, worker presence, the
@@ -27,6 +29,8 @@ import { ResponseStore } from "./responses/responseStore.ts";
  */
 export type InferenceServices = {
   registry: ModelRegistry;
+  /** Starts a job (tenant limits, budget hold, queue) and hands back its stages: admitted, queued, started. */
+  jobs: CompletionJobs;
   presence: WorkerPresence;
   gateway: InferenceGateway;
   subscriber: DeltaSubscriber;
@@ -63,7 +67,7 @@ export type FollowOptions = { started?: boolean };
 export type InferenceLimits = { jobStartTimeoutMs: number; jobStartTimeoutStreamMs: number; jobIdleTimeoutMs: number; sseKeepAliveMs: number };
 
 export function createInferenceServices(
-  deps: { config: Config; redis: Redis; logger: Logger; metrics: PlatformMetrics },
+  deps: { config: Config; redis: Redis; logger: Logger; metrics: PlatformMetrics; clock?: Clock },
   registry: ModelRegistry,
 ): InferenceServices {
   const { config, redis, logger, metrics } = deps;
@@ -100,6 +104,20 @@ export function createInferenceServices(
     abandonment,
     limits: { jobIdleTimeoutMs: config.jobIdleTimeoutMs, queueMaxWaiting: config.queueMaxWaiting },
   });
+  const speculation = new SpeculationPolicy();
+  const limits: InferenceLimits = {
+    jobStartTimeoutMs: config.jobStartTimeoutMs,
+    jobStartTimeoutStreamMs: config.jobStartTimeoutStreamMs,
+    jobIdleTimeoutMs: config.jobIdleTimeoutMs,
+    sseKeepAliveMs: config.sseKeepAliveMs,
+  };
+  const jobs = new CompletionJobs({
+    gateway,
+    tenants,
+    admission: { pool: holdPool, clock: deps.clock ?? systemClock, policy: speculation, metrics },
+    metrics,
+    limits,
+  });
   const follow = (completionId: string, afterSeq: number, options: FollowOptions = {}) =>
     new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs, ...options });
   const responses = new ResponseKeeper({
@@ -111,6 +129,7 @@ export function createInferenceServices(
   responses.start();
   return {
     registry,
+    jobs,
     responses,
     presence,
     gateway,
@@ -122,14 +141,9 @@ export function createInferenceServices(
     schemas: new JsonSchemaValidator(),
     tenants,
     follow,
-    limits: {
-      jobStartTimeoutMs: config.jobStartTimeoutMs,
-      jobStartTimeoutStreamMs: config.jobStartTimeoutStreamMs,
-      jobIdleTimeoutMs: config.jobIdleTimeoutMs,
-      sseKeepAliveMs: config.sseKeepAliveMs,
-    },
+    limits,
     holdPool,
-    speculation: new SpeculationPolicy(),
+    speculation,
     async close() {
       for (const stop of unwatch) stop();
       abandonment.close();

@@ -1,28 +1,24 @@
-import { MODEL_CAPABILITIES, type ModelCapability, pickCapabilities } from "../../models/modelCapabilities.ts";
+import { MODEL_CAPABILITIES, pickCapabilities } from "../../models/modelCapabilities.ts";
+import { ENDPOINT_FAMILIES } from "../inference/endpointFamilies.ts";
+import { DEFAULT_REASONING_EFFORTS } from "../inference/endpoints/chat/chatParameters.ts";
+import { listedParameters } from "../inference/endpoints/shared/requestParameters.ts";
 import type { RegisteredModel } from "../../models/modelRegistry.ts";
 
-/** The reasoning_effort values of a reasoning model whose registry entry names none. */
-export const DEFAULT_REASONING_EFFORTS: readonly string[] = ["low", "medium", "high"];
-
-const SAMPLING = ["max_tokens", "temperature", "top_p", "stop", "presence_penalty", "frequency_penalty", "seed", "logit_bias", "user"];
-const STREAMING = ["stream", "stream_options"];
-
-/** The request parameters (OpenAI's names) each capability lets a client send, beyond `model` and the prompt itself. */
-const PARAMETERS_OF: { readonly [C in ModelCapability]: (model: RegisteredModel) => readonly string[] } = {
-  chat: () => [...SAMPLING, ...STREAMING, "max_completion_tokens"],
-  completions: () => [...SAMPLING, ...STREAMING],
-  embeddings: (model) => ["encoding_format", ...(model.truncatable_embeddings ? ["dimensions"] : [])],
-  tools: () => ["tools", "tool_choice", "parallel_tool_calls"],
-  json_schema: () => ["response_format"],
-  logprobs: () => ["logprobs", "top_logprobs"],
-  reasoning: () => ["reasoning_effort"],
-};
-
-/** The request parameters a model takes, beyond `model` and the prompt itself (messages / prompt / input): its capabilities', then its extra ones. */
+/**
+ * The request parameters a model takes, beyond `model` and the prompt itself (messages / prompt / input):
+ * those the parameter tables of the endpoint families it serves list (ENDPOINT_FAMILIES), by capability
+ * (the endpoints' own first, then tools, json_schema, logprobs, reasoning), then its extra ones.
+ */
 export function supportedParameters(model: RegisteredModel): string[] {
   const parameters = new Set<string>();
   for (const capability of MODEL_CAPABILITIES) {
-    if (model.capabilities[capability]) for (const name of PARAMETERS_OF[capability](model)) parameters.add(name);
+    if (!model.capabilities[capability]) continue;
+    for (const { served } of ENDPOINT_FAMILIES) {
+      if (!served || !model.capabilities[served.capability]) continue;
+      for (const parameter of listedParameters(served.parameters, model)) {
+        if ((parameter.capability ?? served.capability) === capability) parameters.add(parameter.name);
+      }
+    }
   }
   for (const name of model.extra_parameters ?? []) parameters.add(name);
   return [...parameters];

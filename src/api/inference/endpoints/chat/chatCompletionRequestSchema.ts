@@ -1,0 +1,68 @@
+import { z } from "zod";
+import { exceedsJsonValues } from "../shared/jsonSchemas/jsonValueCount.ts";
+import { schemaShape } from "../shared/requestParameters.ts";
+import { CHAT_PARAMETERS } from "./chatParameters.ts";
+import { ChatMessageSchema } from "./chatSchemas.ts";
+
+export { ChatMessageSchema };
+
+/**
+ * The JSON values (objects, arrays, scalars) all the JSON Schemas of one request (tools' parameters,
+ * the response format) may hold together: several times OpenAI's 5000 properties per schema, and a
+ * bound on what checking them costs the API's event loop (tens of milliseconds at most).
+ */
+export const MAX_REQUEST_SCHEMA_VALUES = 50_000;
+
+/**
+ * POST /v1/chat/completions (spec 4.1): one field per parameter of CHAT_PARAMETERS, and the rules
+ * between them. Fields beyond these are backend-specific parameters, allowed per model by its registry
+ * entry (backendParameters: an unknown one is a 400, never dropped).
+ */
+export const ChatCompletionRequestSchema = z
+  .object(schemaShape(CHAT_PARAMETERS))
+  .catchall(z.unknown())
+  .superRefine((body, ctx) => {
+    if (body.top_logprobs !== null && body.top_logprobs !== undefined && body.logprobs !== true) {
+      ctx.addIssue({ code: "custom", path: ["top_logprobs"], message: "top_logprobs requires logprobs to be true." });
+    }
+    if (body.stream_options && body.stream !== true) {
+      ctx.addIssue({ code: "custom", path: ["stream_options"], message: "stream_options is only allowed when stream is true." });
+    }
+    const toolNames = new Set((body.tools ?? []).map((t) => t.function.name));
+    if (body.tool_choice && body.tool_choice !== "none" && toolNames.size === 0) {
+      ctx.addIssue({ code: "custom", path: ["tool_choice"], message: "tool_choice is only allowed when tools are specified." });
+    }
+    if (typeof body.tool_choice === "object" && body.tool_choice && toolNames.size && !toolNames.has(body.tool_choice.function.name)) {
+      ctx.addIssue({ code: "custom", path: ["tool_choice"], message: `tool_choice names '${body.tool_choice.function.name}', which is not in tools.` });
+    }
+    if (body.parallel_tool_calls !== null && body.parallel_tool_calls !== undefined && toolNames.size === 0) {
+      ctx.addIssue({ code: "custom", path: ["parallel_tool_calls"], message: "parallel_tool_calls is only allowed when tools are specified." });
+    }
+    const schemas = [
+      ...(body.tools ?? []).map((tool) => tool.function.parameters),
+      body.response_format?.type === "json_schema" ? body.response_format.json_schema.schema : undefined,
+    ];
+    if (
+      exceedsJsonValues(
+        schemas.filter((schema) => schema !== undefined && schema !== null),
+        MAX_REQUEST_SCHEMA_VALUES,
+      )
+    ) {
+      ctx.addIssue({
+        code: "custom",
+        path: [body.tools?.length ? "tools" : "response_format"],
+        message: `the JSON Schemas of a request may hold at most ${MAX_REQUEST_SCHEMA_VALUES} values in all.`,
+      });
+    }
+    body.messages.forEach((message, index) => {
+      if (message.role === "assistant" && (message.content === null || message.content === undefined) && !message.tool_calls?.length) {
+        ctx.addIssue({ code: "custom", path: ["messages", index, "content"], message: "an assistant message needs content or tool_calls." });
+      }
+    });
+  });
+
+export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
+export type ChatMessageInput = z.infer<typeof ChatMessageSchema>;
+
+/** The OpenAI fields of a chat request; any other field is a backend-specific parameter. */
+export const CHAT_REQUEST_FIELDS: ReadonlySet<string> = new Set(Object.keys(ChatCompletionRequestSchema.shape));

@@ -1,0 +1,53 @@
+import type { EngineDeltaMessage, Usage } from "../../../../contracts/deltaMessage.ts";
+import type { CollectedReply } from "../../jobs/collectReply.ts";
+import { chunkBuilder, usageBody, type FinishReason, type StreamFormat } from "../../streaming/streamFormat.ts";
+
+type Head = { id: string; created: number; model: string; reasoning: boolean; includeUsage: boolean };
+
+/** chat.completion bodies and chat.completion.chunk events (OpenAI wire format; reasoning as vLLM's reasoning_content). */
+export function chatCompletionBody(head: Omit<Head, "includeUsage">, collected: CollectedReply) {
+  const { reply, finishReason, usage } = collected;
+  const toolCalls = reply.toolCalls;
+  return {
+    id: head.id,
+    object: "chat.completion" as const,
+    created: head.created,
+    model: head.model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: "assistant" as const,
+          content: toolCalls.length && reply.content === "" ? null : reply.content,
+          refusal: null,
+          ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
+          ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+        },
+        logprobs: reply.logprobs.length ? { content: reply.logprobs, refusal: null } : null,
+        finish_reason: finishReason,
+      },
+    ],
+    usage: usageBody(usage, head.reasoning),
+  };
+}
+
+export function chatStreamFormat(head: Head): StreamFormat {
+  const chunk = chunkBuilder("chat.completion.chunk", head);
+  return {
+    delta(delta: EngineDeltaMessage, first: boolean) {
+      const out: Record<string, unknown> = first ? { role: "assistant" } : {};
+      if (delta.reasoning) out.reasoning_content = delta.reasoning;
+      if (delta.content !== undefined && (delta.content !== "" || first)) out.content = delta.content;
+      if (delta.toolCalls?.length) out.tool_calls = delta.toolCalls;
+      if (Object.keys(out).length === 0 && !delta.logprobs?.length) return null;
+      if (first && out.content === undefined && !out.tool_calls) out.content = "";
+      return chunk([{ index: 0, delta: out, logprobs: delta.logprobs?.length ? { content: delta.logprobs, refusal: null } : null, finish_reason: null }]);
+    },
+    finish(reason: FinishReason, first: boolean) {
+      return chunk([{ index: 0, delta: first ? { role: "assistant", content: "" } : {}, logprobs: null, finish_reason: reason }]);
+    },
+    usage(usage: Usage) {
+      return chunk([], { usage: usageBody(usage, head.reasoning) });
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import type { Context } from "koa";
+import type { EngineChatRequest } from "../../../../contracts/engineRequestSchemas.ts";
+import type { RegisteredModel } from "../../../../models/modelRegistry.ts";
+import type { AppDeps } from "../../../appDeps.ts";
+import { newCompletionId } from "../../jobs/completionId.ts";
+import type { InferenceServices } from "../shared/requireInference.ts";
+import { JobReleasedError, type RunningJob } from "../../jobs/runningJob.ts";
+import { collectReply, type CollectedReply } from "../../jobs/collectReply.ts";
+import { COMPLETION_ID_HEADER } from "../shared/serveCompletion.ts";
+import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
+import { multiPromptCompletionBody } from "./completionFormat.ts";
+import { assertPromptFits } from "../../admission/promptLengthLimit.ts";
+
+/**
+ * A non-streamed text completion of several prompts (OpenAI semantics: one choice per prompt, `index`
+ * the prompt's position, usage summed). Each prompt is its own job and completion, with its own budget
+ * hold and usage record (so each is charged exactly once, for what it generated); the answer carries the
+ * first one's id. The prompts after the first wait for a worker as long as a stream does (they queue
+ * behind the earlier ones of the same request). If any job cannot start or fails, the others are cancelled (charged for what they had
+ * generated, like any cancelled completion) and the request fails with that error.
+ */
+export async function serveMultiPromptCompletion(
+  deps: AppDeps,
+  inference: InferenceServices,
+  ctx: Context,
+  spec: { model: RegisteredModel; requests: EngineChatRequest[] },
+): Promise<void> {
+  const { model } = spec;
+  // Every prompt that is too long is refused before any of them starts: a 400 never follows a charge.
+  for (const request of spec.requests) assertPromptFits("completions", { kind: "chat", request }, model.context_length);
+  const created = Math.floor(deps.clock.now().getTime() / 1000);
+  const ids = spec.requests.map(() => newCompletionId("cmpl"));
+  ctx.set(COMPLETION_ID_HEADER, ids[0]!);
+  const cancelAll = (jobs: readonly (RunningJob | null)[]) =>
+    Promise.all(
+      jobs.map(async (job, index) => {
+        job?.release();
+        await inference.queues.cancel(model.id, ids[index]!, "user").catch(() => undefined);
+      }),
+    );
+
+  const started = await Promise.allSettled(
+    spec.requests.map(
+      (request, index) =>
+        inference.jobs.start(ctx, {
+          model,
+          endpoint: "completions",
+          completionId: ids[index]!,
+          created,
+          work: { kind: "chat", request },
+          stream: false,
+          patient: index > 0,
+        }).started,
+    ),
+  );
+  const jobs = started.map((result) => (result.status === "fulfilled" ? result.value : null));
+  const refused = started.find((result) => result.status === "rejected");
+  if (refused) {
+    await cancelAll(jobs);
+    throw refused.reason;
+  }
+  for (const job of jobs) releaseOnDisconnect(ctx, job!);
+  const collected = await Promise.allSettled(jobs.map((job) => collectReply(job!)));
+  const failed = collected.find((result) => result.status === "rejected");
+  if (failed) {
+    // The client went away: not a cancel (the jobs run on; abandonment stops them after the grace period).
+    if (failed.reason instanceof JobReleasedError) return;
+    await cancelAll(jobs);
+    throw failed.reason;
+  }
+  const replies = collected.map((result) => (result as PromiseFulfilledResult<CollectedReply>).value);
+  ctx.set("cache-control", "no-store");
+  ctx.body = multiPromptCompletionBody({ id: ids[0]!, created, model: model.id }, replies);
+}

@@ -1,0 +1,274 @@
+import type { Context } from "koa";
+import type { AppDeps } from "../../../appDeps.ts";
+import { toApiError } from "../../../http/errorHandler.ts";
+import { ConflictError, InvalidRequestError, NotFoundError } from "../../../http/errors.ts";
+import { validated } from "../../../http/validate.ts";
+import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts";
+import type { InferenceServices } from "../shared/requireInference.ts";
+import { principalOf } from "../../../auth/principalOf.ts";
+import { requireInference } from "../shared/requireInference.ts";
+import { resolveModel } from "../shared/resolveModel.ts";
+import { COMPLETION_ID_HEADER } from "../shared/serveCompletion.ts";
+import { SseResponse } from "../../streaming/sseResponse.ts";
+import { StillQueuedError } from "../../jobs/inferenceGateway.ts";
+import { newItemId, type StoredItem, toStoredItems } from "./responseItems.ts";
+import { type ResponseHead, TERMINAL_STATUSES } from "./responseObject.ts";
+import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
+import type { StoredResponse } from "./responseStore.ts";
+import { currentObject, eventWriter, streamStoredResponse } from "./responseStreams.ts";
+import { responseSettings, toResponseChatRequest } from "./toResponseChatRequest.ts";
+
+/** The caller's stored response, or 404 (another account's response does not exist for it). */
+async function ownResponse(inference: InferenceServices, ctx: Context): Promise<StoredResponse> {
+  const id = String(ctx.params.responseId ?? "");
+  const stored = await inference.responses.store.find(principalOf(ctx).accountId, id);
+  if (!stored) throw new NotFoundError(`Response with id '${id}' not found.`, { param: "response_id", code: "not_found" });
+  return stored;
+}
+
+/** The context a previous_response_id gives: its own context, input and output (its owner's only, and ended). */
+async function previousContext(inference: InferenceServices, accountId: string, previousId: string | null | undefined): Promise<StoredItem[]> {
+  if (!previousId) return [];
+  const previous = await inference.responses.store.find(accountId, previousId);
+  if (!previous) {
+    throw new InvalidRequestError(`Previous response with id '${previousId}' not found.`, {
+      param: "previous_response_id",
+      code: "previous_response_not_found",
+    });
+  }
+  if (!TERMINAL_STATUSES.has(previous.state.status)) {
+    throw new InvalidRequestError(`Previous response with id '${previousId}' is still ${previous.state.status}.`, {
+      param: "previous_response_id",
+      code: "invalid_value",
+    });
+  }
+  return [...previous.contextItems, ...previous.inputItems, ...previous.state.output];
+}
+
+/**
+ * POST /v1/responses: a chat job like a chat completion's (the same admission, budget hold, rate limits,
+ * lanes, idempotency and traces), answered as a Response object or its stream events. A background
+ * response answers `queued` at once, runs in the background lane and is followed to its end by this
+ * process (ResponseKeeper) whoever listens; a stored one's result is kept in PostgreSQL.
+ */
+export function createResponseHandler(deps: AppDeps) {
+  return async function createResponse(ctx: Context): Promise<void> {
+    const body = validated(ctx, ResponseRequestSchema);
+    const inference = requireInference(deps);
+    const principal = principalOf(ctx);
+    const model = resolveModel(inference.registry, body.model, "chat");
+    const contextItems = await previousContext(inference, principal.accountId, body.previous_response_id);
+    const inputItems = toStoredItems(body.input);
+    const request = toResponseChatRequest(body, [...contextItems, ...inputItems], model, inference.schemas);
+    const background = body.background === true;
+    const stream = body.stream === true;
+    const store = body.store !== false;
+
+    const id = newItemId("resp");
+    const idempotencyKey = parseIdempotencyKey(ctx.get("idempotency-key") || undefined);
+    if (idempotencyKey) {
+      const hash = requestHash("responses", body);
+      const claim = await inference.idempotency.claim(principal.keyId, idempotencyKey, hash, id);
+      if (!claim.won) {
+        if (claim.bodyHash !== hash) {
+          throw new InvalidRequestError("This Idempotency-Key was already used with a different request.", {
+            param: "Idempotency-Key",
+            code: "idempotency_key_reused",
+          });
+        }
+        const existing = await inference.responses.store.find(principal.accountId, claim.completionId);
+        if (!existing) throw new ConflictError("The request with this Idempotency-Key is not stored (store: false) or not started yet; retry later.");
+        ctx.set(COMPLETION_ID_HEADER, existing.id);
+        if (stream) return streamStoredResponse(inference, ctx, existing, -1);
+        ctx.body = await currentObject(inference, existing);
+        return;
+      }
+    }
+    const now = deps.clock.now();
+    const head: ResponseHead = { id, created_at: Math.floor(now.getTime() / 1000), model: model.id, background, settings: responseSettings(body) };
+    if (store) {
+      await inference.responses.store.create(
+        {
+          ...head,
+          accountId: principal.accountId,
+          contextItems,
+          inputItems,
+          state: { status: background ? "queued" : "in_progress", output: [], usage: null, error: null, incomplete_details: null, completed_at: null },
+        },
+        now,
+      );
+    }
+    const run = inference.responses.track(head, store);
+    /** Before admission a failure is an ordinary HTTP error, and the response never was. */
+    const undo = async () => {
+      run.stop();
+      if (store) await inference.responses.store.delete(principal.accountId, id).catch(() => undefined);
+      if (idempotencyKey) await inference.idempotency.release(principal.keyId, idempotencyKey, id).catch(() => undefined);
+    };
+    ctx.set(COMPLETION_ID_HEADER, id);
+
+    let admitted = false;
+    let sse: SseResponse | null = null;
+    let unsubscribe: (() => void) | null = null;
+    let streamEnded: () => void = () => undefined;
+    const streamDone = new Promise<void>((resolve) => {
+      streamEnded = resolve;
+    });
+    if (stream) {
+      sse = new SseResponse(
+        ctx,
+        () => {
+          unsubscribe?.();
+          // Disconnect is not cancel, as for chat: a response that is not background is stopped once nobody listens for the grace period.
+          if (!background) run.releaseListener();
+          streamEnded();
+        },
+        { keepAliveMs: inference.limits.sseKeepAliveMs },
+      );
+    }
+    const job = inference.jobs.start(ctx, {
+      model,
+      endpoint: "responses",
+      completionId: id,
+      created: head.created_at,
+      work: { kind: "chat", request },
+      stream: stream || background,
+      patient: background,
+      lane: background ? "background" : "interactive",
+      // A background response waits in line as long as it takes, through a restart of this process.
+      keepQueued: background,
+    });
+    const admission = job.admitted.then(() => {
+      admitted = true;
+      if (sse) {
+        sse.open();
+        const write = eventWriter(sse, -1);
+        unsubscribe = run.subscribe((event) => {
+          if (write(event)) streamEnded();
+        });
+      }
+    });
+    admission.catch(() => undefined);
+    const starting = job.started;
+    starting.then(
+      (job) => {
+        run.follow(job);
+        if (!background && (sse?.clientGone || ctx.res.destroyed)) run.releaseListener();
+      },
+      (error: unknown) => {
+        // Still in line (no worker yet, or this process stops): followed from its replay stream until it starts.
+        if (error instanceof StillQueuedError) run.await(inference.follow(id, -1, { started: true }));
+        else if (admitted) run.fail(toApiError(error).message);
+      },
+    );
+    try {
+      // A response someone waits for answers an HTTP error when its job does not start (as a chat completion);
+      // a stream or a background response is answered once admitted (then a failed response).
+      await (stream || background ? Promise.race([admission, starting]) : starting);
+    } catch (error) {
+      if (!admitted || (!stream && !background)) {
+        await undo();
+        throw error;
+      }
+    }
+    if (stream) {
+      await streamDone;
+      return;
+    }
+    if (!background) {
+      ctx.res.on("close", () => {
+        if (!ctx.res.writableFinished) run.releaseListener();
+      });
+      await run.ended;
+    }
+    ctx.set("cache-control", "no-store");
+    ctx.body = run.builder.object();
+  };
+}
+
+/** GET /v1/responses/{id}: the object as it stands; with stream=true its events after starting_after, then live. */
+export function retrieveResponseHandler(deps: AppDeps) {
+  return async function retrieveResponse(ctx: Context): Promise<void> {
+    const inference = requireInference(deps);
+    const query = validated(ctx, RetrieveResponseQuerySchema);
+    const stored = await ownResponse(inference, ctx);
+    if (query.stream === true) return streamStoredResponse(inference, ctx, stored, query.starting_after ?? -1);
+    ctx.set("cache-control", "no-store");
+    ctx.body = await currentObject(inference, stored);
+  };
+}
+
+/**
+ * POST /v1/responses/{id}/cancel: stops a response that has not ended (taken off the queue, or aborted
+ * by its worker, which charges what it generated). Idempotent: a cancelled response stays cancelled.
+ */
+export function cancelResponseHandler(deps: AppDeps) {
+  return async function cancelResponse(ctx: Context): Promise<void> {
+    const inference = requireInference(deps);
+    const stored = await ownResponse(inference, ctx);
+    const status = stored.state.status;
+    if (TERMINAL_STATUSES.has(status) && status !== "cancelled") {
+      throw new InvalidRequestError(`Cannot cancel a response with status '${status}'.`, { param: "response_id", code: "invalid_value" });
+    }
+    if (status !== "cancelled") {
+      await inference.responses.store.cancel(stored.id, deps.clock.now());
+      await stopJob(inference, stored);
+    }
+    const object = await currentObject(inference, { ...stored, state: { ...stored.state, status: "cancelled" } });
+    ctx.set("cache-control", "no-store");
+    ctx.body = { ...object, status: "cancelled" };
+  };
+}
+
+/** DELETE /v1/responses/{id}: deleted for real (a running one is stopped first). */
+export function deleteResponseHandler(deps: AppDeps) {
+  return async function deleteResponse(ctx: Context): Promise<void> {
+    const inference = requireInference(deps);
+    const stored = await ownResponse(inference, ctx);
+    if (!TERMINAL_STATUSES.has(stored.state.status)) await stopJob(inference, stored);
+    await inference.responses.store.delete(stored.accountId, stored.id);
+    ctx.body = { id: stored.id, object: "response", deleted: true };
+  };
+}
+
+/** GET /v1/responses/{id}/input_items: the response's input items, a page at a time (after / before an item id). */
+export function inputItemsHandler(deps: AppDeps) {
+  return async function listInputItems(ctx: Context): Promise<void> {
+    const inference = requireInference(deps);
+    const query = validated(ctx, InputItemsQuerySchema);
+    const stored = await ownResponse(inference, ctx);
+    let items = query.order === "asc" ? stored.inputItems : [...stored.inputItems].reverse();
+    for (const [param, cursor] of [
+      ["after", query.after],
+      ["before", query.before],
+    ] as const) {
+      if (cursor === undefined) continue;
+      const at = items.findIndex((item) => item.id === cursor);
+      if (at < 0) throw new InvalidRequestError(`No input item with id '${cursor}' in this response.`, { param, code: "invalid_value" });
+      items = param === "after" ? items.slice(at + 1) : items.slice(0, at);
+    }
+    const limit = query.limit ?? 20;
+    const page = query.before !== undefined ? items.slice(Math.max(0, items.length - limit)) : items.slice(0, limit);
+    ctx.body = {
+      object: "list",
+      data: page,
+      first_id: page[0]?.id ?? null,
+      last_id: page.at(-1)?.id ?? null,
+      has_more: page.length < items.length,
+    };
+  };
+}
+
+/** Takes the response's job off the queue, or has its worker abort it. */
+async function stopJob(inference: InferenceServices, stored: StoredResponse): Promise<void> {
+  const removed = await inference.queues.cancel(stored.model, stored.id, "user");
+  if (!removed) return;
+  const record = await inference.records.find(stored.id);
+  if (record) {
+    await inference.records.endUnstarted(record, {
+      seq: 0,
+      type: "error",
+      error: { kind: "cancelled", message: "The response was cancelled by its owner before it started.", param: null },
+    });
+  }
+}

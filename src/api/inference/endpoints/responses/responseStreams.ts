@@ -1,0 +1,110 @@
+import type { Context } from "koa";
+import type { DeltaMessage } from "../../../../contracts/deltaMessage.ts";
+import type { InferenceServices } from "../shared/requireInference.ts";
+import { SseResponse } from "../../streaming/sseResponse.ts";
+import { ResponseEventBuilder, type ResponseEvent } from "./responseEventBuilder.ts";
+import { responseObject, TERMINAL_STATUSES, type ResponseObject } from "./responseObject.ts";
+import type { StoredResponse } from "./responseStore.ts";
+
+const TERMINAL_EVENTS = new Set(["response.completed", "response.incomplete", "response.failed"]);
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** Writes a response's events to an SSE stream (each with its sequence number as the SSE id), ending after the terminal one. */
+export function eventWriter(sse: SseResponse, afterSeq: number): (event: ResponseEvent) => boolean {
+  return (event) => {
+    if (event.sequence_number > afterSeq) sse.event(event.sequence_number, event, event.type);
+    if (!TERMINAL_EVENTS.has(event.type)) return false;
+    sse.end();
+    return true;
+  };
+}
+
+/**
+ * The job messages a stored response's final state stands for, when its replay stream is gone (kept for
+ * COMPLETION_RETENTION_S, the response for RESPONSES_RETENTION_DAYS): its output items as whole deltas,
+ * then its end. The events differ from the live stream's in how the deltas are cut.
+ */
+function messagesOf(stored: StoredResponse): DeltaMessage[] {
+  const messages: DeltaMessage[] = [];
+  let seq = 1;
+  let calls = 0;
+  for (const item of stored.state.output) {
+    if (item.type === "reasoning") messages.push({ seq: seq++, type: "delta", delta: { reasoning: (item.content ?? []).map((c) => c.text).join("") } });
+    else if (item.type === "message") messages.push({ seq: seq++, type: "delta", delta: { content: item.content.map((c) => c.text).join("") } });
+    else if (item.type === "function_call") {
+      const call = { index: calls++, id: item.call_id, type: "function" as const, function: { name: item.name, arguments: item.arguments } };
+      messages.push({ seq: seq++, type: "delta", delta: { toolCalls: [call] } });
+    }
+  }
+  const usage = stored.state.usage;
+  const charged = usage
+    ? { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, reasoningTokens: usage.output_tokens_details.reasoning_tokens }
+    : { promptTokens: 0, completionTokens: 0, reasoningTokens: 0 };
+  const status = stored.state.status;
+  if (status === "completed" || status === "incomplete") {
+    messages.push({ seq: seq++, type: "finish", finishReason: status === "incomplete" ? "length" : calls > 0 ? "tool_calls" : "stop" });
+    messages.push({ seq: seq++, type: "usage", usage: charged });
+  } else {
+    const kind = status === "cancelled" ? "cancelled" : "internal";
+    messages.push({
+      seq: seq++,
+      type: "error",
+      error: { kind, message: stored.state.error?.message ?? "The response was cancelled.", param: null },
+      usage: charged,
+    });
+  }
+  return messages;
+}
+
+/**
+ * A stored response's stream events after `afterSeq`, then live until its end, from any API process: its
+ * events are derived again from the start of its job's replay stream, so each has the sequence number it
+ * had in the first stream (a client that dropped a stream resumes with starting_after, and gets every
+ * event exactly once across both connections). A response still queued stays at `response.queued` until
+ * its job's `started` message (then `response.in_progress`), as on the stream of its create.
+ */
+export async function streamStoredResponse(inference: InferenceServices, ctx: Context, stored: StoredResponse, afterSeq: number): Promise<void> {
+  const builder = new ResponseEventBuilder(stored, nowSeconds);
+  // With the job's `started`: a queued response's stream says `response.queued` until its job starts.
+  const follower = inference.follow(stored.id, -1, { started: true });
+  const sse = new SseResponse(ctx, () => follower.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
+  sse.open();
+  const write = eventWriter(sse, afterSeq);
+  const emit = (events: ResponseEvent[]) => events.some((event) => write(event));
+  try {
+    if (emit(stored.state.status === "queued" ? builder.begin() : builder.start())) return;
+    if (TERMINAL_STATUSES.has(stored.state.status) && (await inference.records.lastMessage(stored.id)) === undefined) {
+      for (const message of messagesOf(stored)) if (emit(builder.take(message))) return;
+      return;
+    }
+    for (;;) {
+      const message = await follower.next();
+      if (sse.clientGone) return;
+      if (emit(builder.take(message))) return;
+    }
+  } catch {
+    // The client went away, or the job fell silent: the stream ends here (the response is read again later).
+    sse.end();
+  } finally {
+    follower.release();
+  }
+}
+
+/**
+ * The Response object of a stored response as it stands: its stored result once it ended; while it
+ * runs, what the run of this process, or else its replay stream, shows so far.
+ */
+export async function currentObject(inference: InferenceServices, stored: StoredResponse): Promise<ResponseObject> {
+  const builder = new ResponseEventBuilder(stored, nowSeconds);
+  if (TERMINAL_STATUSES.has(stored.state.status)) {
+    return responseObject(stored, stored.state);
+  }
+  const run = inference.responses.run(stored.id);
+  if (run) return run.builder.object();
+  builder.begin();
+  for (const message of await inference.subscriber.replay(stored.id)) {
+    if (message.type === "started") builder.start();
+    else builder.take(message);
+  }
+  return builder.object();
+}

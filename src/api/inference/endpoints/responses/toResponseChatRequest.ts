@@ -1,0 +1,145 @@
+import type { EngineChatRequest } from "../../../../contracts/engineRequestSchemas.ts";
+import type { RegisteredModel } from "../../../../models/modelRegistry.ts";
+import { InvalidRequestError } from "../../../http/errors.ts";
+import type { ChatCompletionRequest } from "../chat/chatCompletionRequestSchema.ts";
+import { toEngineChatRequest } from "../chat/toEngineChatRequest.ts";
+import { checkRequestSchemas } from "../shared/jsonSchemas/checkRequestSchemas.ts";
+import type { JsonSchemaValidator } from "../shared/jsonSchemas/jsonSchemaProblem.ts";
+import { type StoredItem, toChatMessages } from "./responseItems.ts";
+import { LOGPROBS_INCLUDE, RESPONSE_REQUEST_FIELDS, type ResponseRequest } from "./responseRequestSchema.ts";
+
+/** The request settings a Response object echoes (OpenAI's defaults where the client set nothing). */
+export type ResponseSettings = {
+  instructions: string | null;
+  max_output_tokens: number | null;
+  metadata: Record<string, string>;
+  parallel_tool_calls: boolean;
+  previous_response_id: string | null;
+  reasoning: { effort: string | null; summary: string | null };
+  service_tier: "auto" | "default";
+  store: boolean;
+  temperature: number | null;
+  text: { format: Record<string, unknown>; verbosity?: string };
+  tool_choice: unknown;
+  tools: Record<string, unknown>[];
+  top_logprobs: number | null;
+  top_p: number | null;
+  truncation: "auto" | "disabled";
+  user: string | null;
+  /** Whether the output text's logprobs were asked for (include: message.output_text.logprobs). */
+  logprobs: boolean;
+};
+
+export function responseSettings(body: ResponseRequest): ResponseSettings {
+  return {
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    metadata: body.metadata ?? {},
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    previous_response_id: body.previous_response_id ?? null,
+    reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? null },
+    service_tier: body.service_tier === "auto" || !body.service_tier ? "default" : body.service_tier,
+    store: body.store !== false,
+    temperature: body.temperature ?? 1,
+    text: {
+      format: body.text?.format ? withoutNulls(body.text.format) : { type: "text" },
+      ...(body.text?.verbosity ? { verbosity: body.text.verbosity } : {}),
+    },
+    tool_choice: body.tool_choice ?? "auto",
+    tools: (body.tools ?? []).map((tool) => ({
+      type: "function",
+      name: tool.name,
+      description: tool.description ?? null,
+      parameters: tool.parameters ?? null,
+      strict: tool.strict ?? true,
+    })),
+    top_logprobs: body.top_logprobs ?? null,
+    top_p: body.top_p ?? 1,
+    truncation: body.truncation ?? "disabled",
+    user: body.user ?? null,
+    logprobs: (body.include ?? []).includes(LOGPROBS_INCLUDE),
+  };
+}
+
+/**
+ * The engine request of a response: the same checks and defaults as a chat completion's (capabilities,
+ * schemas, max tokens, backend parameters), from the instructions and the whole context (the previous
+ * responses' items, then this input).
+ */
+export function toResponseChatRequest(body: ResponseRequest, context: StoredItem[], model: RegisteredModel, schemas: JsonSchemaValidator): EngineChatRequest {
+  const messages = toChatMessages(body.instructions, context);
+  if (messages.length === 0 || messages.every((m) => m.role === "system")) {
+    throw new InvalidRequestError("Invalid 'input': it holds no message for the model to answer.", { param: "input", code: "invalid_value" });
+  }
+  const format = body.text?.format;
+  const extra = Object.fromEntries(Object.entries(body).filter(([name]) => !RESPONSE_REQUEST_FIELDS.has(name)));
+  const logprobs = (body.include ?? []).includes(LOGPROBS_INCLUDE) || (body.top_logprobs ?? 0) > 0;
+  const chat: ChatCompletionRequest = {
+    ...extra,
+    model: body.model,
+    messages,
+    ...(body.max_output_tokens != null ? { max_completion_tokens: body.max_output_tokens } : {}),
+    ...(body.temperature != null ? { temperature: body.temperature } : {}),
+    ...(body.top_p != null ? { top_p: body.top_p } : {}),
+    ...(body.tools?.length
+      ? {
+          tools: body.tools.map((tool) => ({
+            type: "function" as const,
+            function: {
+              name: tool.name,
+              ...(tool.description != null ? { description: tool.description } : {}),
+              ...(tool.parameters != null ? { parameters: tool.parameters } : {}),
+              ...(tool.strict != null ? { strict: tool.strict } : {}),
+            },
+          })),
+        }
+      : {}),
+    ...(body.tool_choice && body.tools?.length
+      ? { tool_choice: typeof body.tool_choice === "string" ? body.tool_choice : { type: "function" as const, function: { name: body.tool_choice.name } } }
+      : {}),
+    ...(body.parallel_tool_calls != null && body.tools?.length ? { parallel_tool_calls: body.parallel_tool_calls } : {}),
+    ...(format && format.type !== "text"
+      ? {
+          response_format:
+            format.type === "json_schema"
+              ? {
+                  type: "json_schema" as const,
+                  json_schema: {
+                    name: format.name,
+                    schema: format.schema,
+                    ...(format.description != null ? { description: format.description } : {}),
+                    ...(format.strict != null ? { strict: format.strict } : {}),
+                  },
+                }
+              : { type: "json_object" as const },
+        }
+      : {}),
+    ...(body.reasoning?.effort ? { reasoning_effort: body.reasoning.effort } : {}),
+    ...(logprobs ? { logprobs: true, ...(body.top_logprobs != null ? { top_logprobs: body.top_logprobs } : {}) } : {}),
+  };
+  checkRequestSchemas(chat, schemas, model.engine.type === "embedded");
+  try {
+    return toEngineChatRequest(chat, model);
+  } catch (error) {
+    throw renamed(error);
+  }
+}
+
+/** A chat parameter named in a 400 is given its Responses name. */
+const RENAMED: Record<string, string> = {
+  max_completion_tokens: "max_output_tokens",
+  response_format: "text.format",
+  reasoning_effort: "reasoning.effort",
+  logprobs: "include",
+  "response_format.json_schema.schema": "text.format.schema",
+};
+
+function renamed(error: unknown): unknown {
+  if (!(error instanceof InvalidRequestError) || !error.param || !(error.param in RENAMED)) return error;
+  const to = RENAMED[error.param]!;
+  return new InvalidRequestError(error.message.replaceAll(error.param, to), { param: to, code: error.code ?? "invalid_value" });
+}
+
+function withoutNulls(value: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null && v !== undefined));
+}

@@ -1,0 +1,41 @@
+import { z } from "zod";
+import { InvalidRequestError } from "../../../http/errors.ts";
+import type { RegisteredModel } from "../../../../models/modelRegistry.ts";
+import { exceedsNestingDepth } from "./jsonSchemas/jsonNestingDepth.ts";
+import { parseWith } from "../../../http/validate.ts";
+
+/** How deep the JSON value of a backend-specific parameter (e.g. chat_template_kwargs) may nest. */
+const MAX_PARAMETER_DEPTH = 16;
+
+/** The values of the well-known backend parameters (vLLM / SGLang / llama.cpp server ranges). */
+const KNOWN_VALUES: Record<string, z.ZodType> = {
+  top_k: z.number().int().min(-1),
+  min_p: z.number().min(0).max(1),
+  repetition_penalty: z.number().gt(0).max(10),
+};
+
+/**
+ * The request fields beyond OpenAI's (every key of `body` not in `known`): each must be one of the
+ * backend-specific parameters the model's registry entry allows (`extra_parameters`), else it is a 400
+ * naming it, as an unknown field always was (a typo is never dropped silently). Allowed ones are passed
+ * through to the backend untouched (null means not set); well-known ones are range-checked here, and
+ * every value is bounded in depth.
+ */
+export function backendParameters(body: Record<string, unknown>, known: ReadonlySet<string>, model: RegisteredModel): Record<string, unknown> | undefined {
+  const allowed = new Set(model.extra_parameters ?? []);
+  const extra: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(body)) {
+    if (known.has(name)) continue;
+    if (!allowed.has(name)) {
+      const hint = allowed.size > 0 ? ` The model '${model.id}' takes these backend parameters: ${[...allowed].join(", ")}.` : "";
+      throw new InvalidRequestError(`Unrecognized request argument supplied: ${name}.${hint}`, { param: name, code: "unknown_parameter" });
+    }
+    if (value === null) continue;
+    if (exceedsNestingDepth(value, MAX_PARAMETER_DEPTH)) {
+      throw new InvalidRequestError(`Invalid '${name}': nested too deeply (more than ${MAX_PARAMETER_DEPTH} levels).`, { param: name, code: "invalid_value" });
+    }
+    const schema = KNOWN_VALUES[name];
+    extra[name] = schema ? parseWith(z.object({ [name]: schema }), { [name]: value })[name] : value;
+  }
+  return Object.keys(extra).length > 0 ? extra : undefined;
+}

@@ -1,0 +1,193 @@
+import type { Context } from "koa";
+import type { CompletionWork, Endpoint } from "../../../../contracts/completionJob.ts";
+import { isTerminal } from "../../../../contracts/deltaMessage.ts";
+import type { RegisteredModel } from "../../../../models/modelRegistry.ts";
+import type { AppDeps } from "../../../appDeps.ts";
+import { toApiError } from "../../../http/errorHandler.ts";
+import { errorBody, InternalApiError, InvalidRequestError } from "../../../http/errors.ts";
+import type { CompletionRecord } from "../../jobs/completionRecords.ts";
+import { newCompletionId } from "../../jobs/completionId.ts";
+import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts";
+import type { InferenceServices } from "./requireInference.ts";
+import { principalOf } from "../../../auth/principalOf.ts";
+import { SseResponse } from "../../streaming/sseResponse.ts";
+import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
+import { type CollectedReply, collectReply } from "../../jobs/collectReply.ts";
+import { nullIfReleased, type RunningJob } from "../../jobs/runningJob.ts";
+import { relayStream } from "../../streaming/relayStream.ts";
+import type { StreamFormat } from "../../streaming/streamFormat.ts";
+
+const ignore = () => undefined;
+
+/** The fields every response of a completion repeats. */
+export type CompletionHead = { id: string; created: number; model: string; reasoning: boolean };
+
+/** How an endpoint shapes its answers: the stream's chunks and the whole body. */
+export type ResponseShape = {
+  streamFormat(head: CompletionHead & { includeUsage: boolean }): StreamFormat;
+  body(head: CompletionHead, collected: CollectedReply): unknown;
+};
+
+export type NewCompletion = {
+  model: RegisteredModel;
+  endpoint: Endpoint;
+  idPrefix: Parameters<typeof newCompletionId>[0];
+  work: CompletionWork;
+  stream: boolean;
+  includeUsage: boolean;
+  shape: ResponseShape;
+  /** The validated request body: with the endpoint, what an Idempotency-Key is bound to. */
+  body: unknown;
+};
+
+/** The header that names a completion on every answer, so a client can resume it before its first chunk. */
+export const COMPLETION_ID_HEADER = "x-completion-id";
+
+/**
+ * A new chat or text completion: admission, the job, then the answer (a stream or one body). With an
+ * Idempotency-Key already used by this API key for the same body, the request attaches to that
+ * completion instead (its stream from the start, or its result); with another body it is refused.
+ * A stream gets its headers as soon as it is admitted and queued, a `: queued position=N` comment, and
+ * keep-alive comments while it waits for a worker.
+ */
+export async function serveNewCompletion(deps: AppDeps, inference: InferenceServices, ctx: Context, spec: NewCompletion): Promise<void> {
+  const principal = principalOf(ctx);
+  const idempotencyKey = parseIdempotencyKey(ctx.get("idempotency-key") || undefined);
+  const completionId = newCompletionId(spec.idPrefix);
+  if (idempotencyKey) {
+    const hash = requestHash(spec.endpoint, spec.body);
+    const claim = await inference.idempotency.claim(principal.keyId, idempotencyKey, hash, completionId);
+    if (!claim.won) {
+      if (claim.bodyHash !== hash) {
+        throw new InvalidRequestError("This Idempotency-Key was already used with a different request.", {
+          param: "Idempotency-Key",
+          code: "idempotency_key_reused",
+        });
+      }
+      const record = await recordOfClaim(inference, claim.completionId, () =>
+        inference.idempotency.stillClaimed(principal.keyId, idempotencyKey, claim.completionId),
+      );
+      if (!record) return serveNewCompletion(deps, inference, ctx, spec); // the first request failed and gave its claim back
+      return serveExistingCompletion(inference, ctx, record, { afterSeq: -1, stream: spec.stream, includeUsage: spec.includeUsage, shape: spec.shape });
+    }
+  }
+  const giveBack = async () => {
+    if (idempotencyKey) await inference.idempotency.release(principal.keyId, idempotencyKey, completionId).catch(() => undefined);
+  };
+  const created = Math.floor(deps.clock.now().getTime() / 1000);
+  const head: CompletionHead = { id: completionId, created, model: spec.model.id, reasoning: spec.model.capabilities.reasoning };
+  const jobSpec = { model: spec.model, endpoint: spec.endpoint, completionId, created, work: spec.work };
+  ctx.set(COMPLETION_ID_HEADER, completionId);
+  if (!spec.stream) {
+    const job = await inference.jobs.start(ctx, { ...jobSpec, stream: false }).started.catch(async (error: unknown) => {
+      await giveBack();
+      throw error;
+    });
+    await collectInto(ctx, job, head, spec.shape);
+    return;
+  }
+  let job: RunningJob | undefined;
+  const sse = new SseResponse(ctx, () => job?.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
+  const starting = inference.jobs.start(ctx, { ...jobSpec, stream: true, includeUsage: spec.includeUsage, tellPosition: true });
+  // Admitted: the headers go out; then the place in line, as a comment.
+  starting.admitted.then(() => sse.open(), ignore);
+  starting.queued.then((position) => {
+    // The expected wait (ms), once this process has seen jobs of the model start: `queued position=N wait_ms=W`.
+    const waitMs = inference.jobs.expectedWaitMs(spec.model.id, position);
+    sse.comment(`queued position=${position}${waitMs === undefined ? "" : ` wait_ms=${waitMs}`}`);
+  }, ignore);
+  try {
+    job = await starting.started;
+  } catch (error) {
+    await giveBack();
+    if (!sse.opened) throw error;
+    sse.event(0, errorBody(toApiError(error)));
+    sse.done();
+    return;
+  }
+  if (sse.clientGone) {
+    job.release();
+    return;
+  }
+  await relayStream(job, sse, spec.shape.streamFormat({ ...head, includeUsage: spec.includeUsage }), spec.includeUsage);
+}
+
+/**
+ * An existing completion of the caller's account, from its replay stream: streamed from after `afterSeq`
+ * and then live (a resume with Last-Event-ID / starting_after, or an attach), or its whole result once it
+ * ends (GET, or a non-streamed attach). The client counts as listening while it reads.
+ */
+export async function serveExistingCompletion(
+  inference: InferenceServices,
+  ctx: Context,
+  record: CompletionRecord,
+  options: { afterSeq: number; stream: boolean; includeUsage: boolean; shape: ResponseShape },
+): Promise<void> {
+  ctx.set(COMPLETION_ID_HEADER, record.completionId);
+  await inference.records.attach(record.completionId);
+  const job = listening(inference.follow(record.completionId, options.afterSeq), () => inference.abandonment.detached(record));
+  const head: CompletionHead = { id: record.completionId, created: record.created, model: record.model, reasoning: record.reasoning };
+  if (!options.stream) {
+    await collectInto(ctx, job, head, options.shape, { partialWhenCancelled: true });
+    return;
+  }
+  const sse = new SseResponse(ctx, () => job.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
+  sse.open();
+  // Resumed after the first chunk (seq 0 is `started`, 1 the first chunk): the role is not repeated.
+  await relayStream(job, sse, options.shape.streamFormat({ ...head, includeUsage: options.includeUsage }), options.includeUsage, {
+    firstSent: options.afterSeq >= 1,
+  });
+}
+
+/** The header that marks a stored completion's answer as the partial reply of a cancelled job. */
+export const COMPLETION_STATUS_HEADER = "x-completion-status";
+
+async function collectInto(
+  ctx: Context,
+  job: RunningJob,
+  head: CompletionHead,
+  shape: ResponseShape,
+  options: { partialWhenCancelled?: boolean } = {},
+): Promise<void> {
+  releaseOnDisconnect(ctx, job);
+  const collected = await collectReply(job, options).catch(nullIfReleased);
+  if (collected) {
+    ctx.set("cache-control", "no-store");
+    if (collected.cancelled) ctx.set(COMPLETION_STATUS_HEADER, "cancelled");
+    ctx.body = shape.body(head, collected);
+  }
+}
+
+/** A job whose release before its last message counts as a client going away (`onEarlyRelease`). */
+function listening(job: RunningJob, onEarlyRelease: () => void): RunningJob {
+  let ended = false;
+  let released = false;
+  return {
+    completionId: job.completionId,
+    async next() {
+      const message = await job.next();
+      if (isTerminal(message)) ended = true;
+      return message;
+    },
+    release() {
+      if (released) return;
+      released = true;
+      job.release();
+      if (!ended) onEarlyRelease();
+    },
+  };
+}
+
+/**
+ * The record of the completion an Idempotency-Key names, waiting while the first request is still being
+ * admitted; null once that request gave its claim back (it failed before its job was queued).
+ */
+async function recordOfClaim(inference: InferenceServices, completionId: string, stillClaimed: () => Promise<boolean>): Promise<CompletionRecord | null> {
+  for (let waited = 0; ; waited += 50) {
+    const record = await inference.records.find(completionId);
+    if (record) return record;
+    if (!(await stillClaimed())) return null;
+    if (waited > inference.limits.jobStartTimeoutStreamMs) throw new InternalApiError("The first request with this Idempotency-Key did not start.");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

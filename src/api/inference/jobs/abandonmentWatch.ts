@@ -1,0 +1,79 @@
+import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
+import { isTerminal } from "../../../contracts/deltaMessage.ts";
+import type { Logger } from "../../../observability/logger.ts";
+import type { CompletionQueues } from "./completionQueues.ts";
+import type { CompletionRecord, CompletionRecords } from "./completionRecords.ts";
+
+/**
+ * Disconnect is not cancel: when the last client listening to a completion goes away before its end,
+ * the completion keeps generating for the grace period, so a client can come back (Last-Event-ID, GET,
+ * the same Idempotency-Key). If nobody is listening then, in any API process (the record's listener
+ * count), it is stopped: taken off the queue if no worker took it yet (ended with a cancelled message),
+ * or aborted by its worker, which charges what was generated. A watch lives in the API process where
+ * the last client left; if that process stops, the completion runs to its end (max_tokens bounds it).
+ */
+export class AbandonmentWatch {
+  readonly #records: CompletionRecords;
+  readonly #queues: CompletionQueues;
+  readonly #graceMs: number;
+  readonly #lastMessage: (completionId: string) => Promise<DeltaMessage | undefined>;
+  readonly #logger: Logger;
+  readonly #timers = new Map<string, NodeJS.Timeout>();
+
+  constructor(deps: {
+    records: CompletionRecords;
+    queues: CompletionQueues;
+    graceMs: number;
+    lastMessage: (completionId: string) => Promise<DeltaMessage | undefined>;
+    logger: Logger;
+  }) {
+    this.#records = deps.records;
+    this.#queues = deps.queues;
+    this.#graceMs = deps.graceMs;
+    this.#lastMessage = deps.lastMessage;
+    this.#logger = deps.logger;
+  }
+
+  /** A client stopped listening before the completion's end. */
+  detached(record: CompletionRecord): void {
+    this.#records.detach(record.completionId).then(
+      (left) => {
+        if (left <= 0) this.#schedule(record);
+      },
+      (error: unknown) => this.#logger.warn("could not count a completion's listeners", { completionId: record.completionId, error: error as Error }),
+    );
+  }
+
+  close(): void {
+    for (const timer of this.#timers.values()) clearTimeout(timer);
+    this.#timers.clear();
+  }
+
+  #schedule(record: CompletionRecord): void {
+    clearTimeout(this.#timers.get(record.completionId));
+    const timer = setTimeout(() => {
+      this.#timers.delete(record.completionId);
+      this.#stopIfAbandoned(record).catch((error: unknown) =>
+        this.#logger.warn("could not stop an abandoned completion", { completionId: record.completionId, error: error as Error }),
+      );
+    }, this.#graceMs);
+    timer.unref();
+    this.#timers.set(record.completionId, timer);
+  }
+
+  async #stopIfAbandoned(record: CompletionRecord): Promise<void> {
+    if ((await this.#records.listeners(record.completionId)) > 0) return;
+    const last = await this.#lastMessage(record.completionId);
+    if (last && isTerminal(last)) return;
+    this.#logger.info("stopping an abandoned completion", { completionId: record.completionId, model: record.model });
+    if (await this.#queues.cancel(record.model, record.completionId, "abandoned")) {
+      await this.#records.endUnstarted(record, { seq: 0, type: "error", error: ABANDONED_BEFORE_START });
+    }
+  }
+}
+
+const ABANDONED_BEFORE_START = {
+  kind: "cancelled" as const,
+  message: "The completion was stopped before it started: no client was listening to it for the grace period.",
+  param: null,
+};

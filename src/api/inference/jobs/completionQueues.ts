@@ -1,0 +1,112 @@
+import { Queue } from "bullmq";
+import { type CancelReason, encodeCancelMessage } from "../../../contracts/cancelMessage.ts";
+import { RUN_COMPLETION, type CompletionJob } from "../../../contracts/completionJob.ts";
+import { redisAway, type Redis } from "../../../redis/createRedis.ts";
+import { writeTogetherThisTurn } from "../../../redis/writeTogether.ts";
+import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
+import { ServiceUnavailableError } from "../../http/errors.ts";
+import { jobPriority } from "../../../contracts/lanes.ts";
+
+/** Asking BullMQ for the count of every priority up to a job's own costs one argument each: beyond this, the total is used. */
+const MAX_PRIORITIES_COUNTED = 512;
+
+/**
+ * The producer side of the per-model BullMQ queues (one Queue object per model, created on first use,
+ * all on one shared Redis connection).
+ */
+export class CompletionQueues {
+  readonly #redis: Redis;
+  readonly #keys: InferenceKeys;
+  readonly #queues = new Map<string, Queue<CompletionJob>>();
+
+  constructor(redis: Redis, keys: InferenceKeys) {
+    this.#redis = redis;
+    this.#keys = keys;
+  }
+
+  queue(modelId: string): Queue<CompletionJob> {
+    let queue = this.#queues.get(modelId);
+    if (!queue) {
+      queue = new Queue<CompletionJob>(this.#keys.queueName(modelId), { connection: this.#redis, prefix: this.#keys.prefix });
+      queue.on("error", () => undefined);
+      this.#queues.set(modelId, queue);
+    }
+    return queue;
+  }
+
+  /** Whether the connection is down after having been up: nothing is sent then (a command would fail, or BullMQ would wait for Redis). */
+  get away(): boolean {
+    return redisAway(this.#redis);
+  }
+
+  /**
+   * Enqueues the job with jobId = completion id. One attempt only: a generation that failed half-way is
+   * not silently re-run (its deltas were already sent). Finished jobs are removed; failed ones kept a while.
+   * Fails at once with redis_unavailable while the connection is down: a queue created then would wait
+   * for Redis to come back (BullMQ's start-up), and the job could be queued long after its client gave up.
+   * Every job has a BullMQ priority (lanes.ts: its lane and its account's fair-share rank; never 0, which
+   * BullMQ would serve before every prioritized job).
+   */
+  async enqueue(job: CompletionJob): Promise<void> {
+    if (this.away) throw new ServiceUnavailableError("redis");
+    await this.queue(job.model).add(RUN_COMPLETION, job, {
+      jobId: job.completionId,
+      priority: job.priority ?? jobPriority(job.lane ?? "interactive", 0),
+      attempts: 1,
+      removeOnComplete: true,
+      removeOnFail: { age: 3600, count: 1000 },
+    });
+  }
+
+  /**
+   * The commands issued on the queues' connection (shared with the completion records and the worker
+   * presence) from now to the end of this event-loop turn leave in one socket write; `last` runs at the
+   * end of the turn and its commands go with them (writeTogetherThisTurn).
+   */
+  writeTogetherThisTurn(last: () => void): void {
+    writeTogetherThisTurn(this.#redis, last);
+  }
+
+  /** Jobs waiting for a worker of the model (BullMQ's waiting and prioritized jobs: every job here has a priority). */
+  async waitingCount(modelId: string): Promise<number> {
+    return this.queue(modelId).getJobCountByTypes("waiting", "prioritized");
+  }
+
+  /**
+   * Where a job of this priority stands in the model's queue: the waiting jobs a worker takes before or
+   * with it (every priority up to its own, itself included), through BullMQ's public getCountsPerPriority.
+   * A priority too far down (a lower lane's) is answered with the whole waiting count.
+   */
+  async positionOf(modelId: string, priority: number): Promise<number> {
+    if (priority > MAX_PRIORITIES_COUNTED) return this.waitingCount(modelId);
+    const priorities = Array.from({ length: priority + 1 }, (_, p) => p);
+    const counts = await this.queue(modelId).getCountsPerPriority(priorities);
+    return Object.values(counts).reduce((sum, n) => sum + n, 0);
+  }
+
+  /**
+   * Removes a job that no worker has taken yet: true when it was removed or is gone (finished and
+   * removed: BullMQ answers 1 for a job it does not have), false when a worker runs it (locked).
+   */
+  async removeWaiting(modelId: string, completionId: string): Promise<boolean> {
+    return (await this.queue(modelId).remove(completionId)) === 1;
+  }
+
+  /**
+   * Stops a job: takes it off the queue (true: it never ran), or, when a worker already runs it, tells
+   * the workers (InferenceKeys.cancelChannel; the one running it aborts it: a refused admission is not
+   * charged, a user's or an abandoned job is charged for what it generated, a lost one for what its
+   * client received: `deliveredThroughSeq`) and answers false.
+   */
+  async cancel(modelId: string, completionId: string, reason: CancelReason = "refused", deliveredThroughSeq?: number): Promise<boolean> {
+    if (await this.removeWaiting(modelId, completionId)) return true;
+    const message = { completionId, reason, ...(deliveredThroughSeq === undefined ? {} : { deliveredThroughSeq }) };
+    await this.#redis.publish(this.#keys.cancelChannel(), encodeCancelMessage(message));
+    return false;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#queues.values()].map((q) => q.close()));
+    this.#queues.clear();
+  }
+}

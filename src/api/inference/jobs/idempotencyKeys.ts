@@ -1,0 +1,77 @@
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
+import type { Redis } from "../../../redis/createRedis.ts";
+import { InvalidRequestError } from "../../http/errors.ts";
+
+const ClaimSchema = z.object({ completionId: z.string(), bodyHash: z.string() });
+export type IdempotencyClaim = { won: true } | { won: false; completionId: string; bodyHash: string };
+
+/** An Idempotency-Key header: 1-255 visible ASCII characters (it names a request; it is stored hashed). */
+export function parseIdempotencyKey(header: string | undefined): string | null {
+  if (header === undefined || header === "") return null;
+  if (header.length > 255 || !/^[\x21-\x7e]+$/.test(header)) {
+    throw new InvalidRequestError("The Idempotency-Key header must be 1 to 255 visible ASCII characters.", {
+      param: "Idempotency-Key",
+      code: "invalid_idempotency_key",
+    });
+  }
+  return header;
+}
+
+/**
+ * A hash of what makes two requests the same one: the endpoint and the validated body, without `stream`
+ * and `stream_options` (a retry may ask for the same completion streamed or whole).
+ */
+export function requestHash(endpoint: string, body: unknown): string {
+  const { stream: _stream, stream_options: _options, ...rest } = body as Record<string, unknown>;
+  return createHash("sha256").update(endpoint).update("\0").update(JSON.stringify(rest)).digest("hex");
+}
+
+/**
+ * Idempotency-Key records, per API key, for `ttlSeconds`: the first request with a key claims it for its
+ * completion; a retry with the same key and body attaches to that completion instead of starting (and
+ * charging) another; the same key with another body is refused. A request that fails before its job is
+ * queued gives its claim back, so a retry starts afresh.
+ */
+export class IdempotencyKeys {
+  readonly #redis: Redis;
+  readonly #keys: InferenceKeys;
+  readonly #ttlSeconds: number;
+
+  constructor(redis: Redis, keys: InferenceKeys, ttlSeconds: number) {
+    this.#redis = redis;
+    this.#keys = keys;
+    this.#ttlSeconds = ttlSeconds;
+  }
+
+  async claim(keyId: string, idempotencyKey: string, bodyHash: string, completionId: string): Promise<IdempotencyClaim> {
+    const key = this.#recordKey(keyId, idempotencyKey);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const set = await this.#redis.set(key, JSON.stringify({ completionId, bodyHash }), "EX", this.#ttlSeconds, "NX");
+      if (set === "OK") return { won: true };
+      const existing = await this.#redis.get(key);
+      if (existing === null) continue; // given back meanwhile: claim again
+      const parsed = ClaimSchema.safeParse(JSON.parse(existing));
+      if (parsed.success) return { won: false, ...parsed.data };
+      await this.#redis.del(key);
+    }
+    throw new Error("could not claim an idempotency key");
+  }
+
+  /** Gives a claim back (its request failed before its job was queued). */
+  async release(keyId: string, idempotencyKey: string, completionId: string): Promise<void> {
+    const key = this.#recordKey(keyId, idempotencyKey);
+    const existing = await this.#redis.get(key);
+    if (existing?.includes(JSON.stringify(completionId))) await this.#redis.del(key);
+  }
+
+  /** Whether the claim still names the completion (false once given back). */
+  async stillClaimed(keyId: string, idempotencyKey: string, completionId: string): Promise<boolean> {
+    return (await this.#redis.get(this.#recordKey(keyId, idempotencyKey)))?.includes(JSON.stringify(completionId)) ?? false;
+  }
+
+  #recordKey(keyId: string, idempotencyKey: string): string {
+    return this.#keys.idempotencyRecord(keyId, createHash("sha256").update(idempotencyKey).digest("hex"));
+  }
+}

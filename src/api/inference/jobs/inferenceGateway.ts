@@ -1,0 +1,273 @@
+import type { CompletionJob } from "../../../contracts/completionJob.ts";
+import type { CompletionFeed } from "./completionFeed.ts";
+import type { CompletionQueues } from "./completionQueues.ts";
+import { isTerminal } from "../../../contracts/deltaMessage.ts";
+import type { AbandonmentWatch } from "./abandonmentWatch.ts";
+import type { CompletionRecord, CompletionRecords } from "./completionRecords.ts";
+import { jobErrorToApiError } from "./jobErrorToApiError.ts";
+import { JobReleasedError, type RunningJob } from "./runningJob.ts";
+import type { DeltaSubscriber } from "./deltaSubscriber.ts";
+import type { WorkerPresence } from "../../../contracts/workerPresence.ts";
+import { InternalApiError, ModelUnavailableError, ServiceUnavailableError } from "../../http/errors.ts";
+import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
+import { SharedReads } from "./sharedReads.ts";
+
+/**
+ * How long one read of a model's waiting count, and one of its worker liveness, is shared by the
+ * requests that need it: under load, requests that arrive within a few milliseconds of each other
+ * send one ZCOUNT and one count script between them instead of one each. The count a request sees may
+ * then be this much older than its own job (queue_full can let that many milliseconds' arrivals more
+ * in); liveness is decided by heartbeats seconds long anyway.
+ */
+export const SHARED_READ_MS = 5;
+
+export type GatewayLimits = {
+  /** How long a started job may stay silent. */
+  jobIdleTimeoutMs: number;
+  /** More waiting jobs than this for a model: a new request is refused at once. */
+  queueMaxWaiting: number;
+};
+
+export type StartOptions = {
+  /** The model is a reasoning model (kept in the completion's record for later reads). */
+  reasoning: boolean;
+  /** How long to wait for a worker to start the job (per request class: streams wait longer). */
+  startTimeoutMs: number;
+  /** The request's stream_options.include_usage (kept in the record, for a resumed stream). */
+  includeUsage?: boolean;
+  /**
+   * Each message reaches the client as it is relayed (a stream); otherwise (a whole answer) the client
+   * gets nothing before the end. Decides what counts as delivered when the API ends the request early.
+   */
+  streamed?: boolean;
+  /** Called once Redis acknowledged the enqueue (before a worker started the job). */
+  onQueued?: () => void;
+  /**
+   * The job stays queued when no worker started it within `startTimeoutMs`, or when this process stops
+   * listening first (it shuts down): start() then rejects with StillQueuedError instead of taking the job
+   * off the queue, and the job runs whenever a worker takes it (a background response, which another
+   * process's recovery pass follows from its replay stream).
+   */
+  keepQueued?: boolean;
+  /**
+   * Where the job stands in line once queued: the waiting jobs a worker takes before it (by lane and
+   * fair-share priority), this one included.
+   */
+  onPosition?: (position: number) => void;
+};
+
+/**
+ * The API's side of the queue: checks that a worker serves the model and that its queue is not too
+ * deep, records the completion (CompletionRecords), subscribes to its deltas, enqueues the job and waits
+ * for a worker to start it.
+ */
+export class InferenceGateway {
+  readonly #presence: WorkerPresence;
+  readonly #queues: CompletionQueues;
+  readonly #subscriber: DeltaSubscriber;
+  readonly #records: CompletionRecords;
+  readonly #abandonment: AbandonmentWatch;
+  readonly #limits: GatewayLimits;
+  readonly #waitingCounts: SharedReads<number>;
+  readonly #liveness: SharedReads<boolean>;
+  /** Jobs enqueued by this process that no worker started yet. */
+  readonly #waiting = new Map<string, { job: CompletionJob; record: CompletionRecord }>();
+
+  constructor(deps: {
+    presence: WorkerPresence;
+    queues: CompletionQueues;
+    subscriber: DeltaSubscriber;
+    records: CompletionRecords;
+    abandonment: AbandonmentWatch;
+    limits: GatewayLimits;
+    /** How long a waiting count or liveness read is shared (SHARED_READ_MS; 0: every request reads its own). */
+    sharedReadMs?: number;
+  }) {
+    this.#presence = deps.presence;
+    this.#queues = deps.queues;
+    this.#subscriber = deps.subscriber;
+    this.#records = deps.records;
+    this.#abandonment = deps.abandonment;
+    this.#limits = deps.limits;
+    this.#waitingCounts = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
+    this.#liveness = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
+    this.#subscriber.onReconnect(() => void this.#resubmitWaiting());
+  }
+
+  /**
+   * Redis came back after a loss: a Redis without persistence may have lost the queue. Every job this
+   * process still waits to see started is submitted again with its record, under the same job id (BullMQ
+   * ignores an add whose job id it has, so a job that survived is not queued twice).
+   */
+  async #resubmitWaiting(): Promise<void> {
+    // The subscriber may be back before the connection that enqueues: retry for a few seconds.
+    for (let attempt = 0; attempt < 20 && this.#waiting.size > 0; attempt++) {
+      let failed = 0;
+      for (const { job, record } of [...this.#waiting.values()]) {
+        await Promise.all([this.#queues.enqueue(job), this.#records.create(record)]).catch(() => {
+          failed++;
+        });
+      }
+      if (failed === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+
+  /**
+   * Enqueues the job (with this process's reply channel) and its record, and resolves once a worker
+   * started it. No live worker for the model, a queue deeper than queueMaxWaiting (both checked right
+   * behind the enqueue; the job is then taken back off the queue), or the job not started within
+   * `startTimeoutMs` (it is then removed from the queue) -> 503 model_unavailable.
+   */
+  async start(request: Omit<CompletionJob, "replyTo">, options: StartOptions): Promise<RunningJob> {
+    this.assertConnected();
+    await this.#subscriber.ready;
+    const job: CompletionJob = { ...request, replyTo: this.#subscriber.replyTo };
+    const connections = this.#subscriber.connections;
+    // Silence after Redis went away and came back (or while it is away) is the outage's, not the model's.
+    const silent = (internal: string) =>
+      this.#subscriber.away || this.#subscriber.connections !== connections ? new ServiceUnavailableError("redis") : new InternalApiError(internal);
+    const record: CompletionRecord = {
+      completionId: job.completionId,
+      accountId: job.accountId,
+      model: job.model,
+      endpoint: job.endpoint,
+      created: job.created,
+      reasoning: options.reasoning,
+      replyTo: job.replyTo,
+      ...(options.includeUsage ? { includeUsage: true } : {}),
+    };
+    const feed = this.#subscriber.open(job.completionId);
+    this.#waiting.set(job.completionId, { job, record });
+    try {
+      // The enqueue goes out first: it starts the way to the first token. The liveness check follows
+      // right behind it, once BullMQ has issued the job's command (at the end of this turn, after the
+      // enqueue's synchronous steps and microtasks), so Redis does not answer it before taking the job.
+      // The job, its record and the liveness check leave in one socket write (the connection is corked
+      // until the end of the turn: one write instead of three, the bulk of their CPU cost). Without a
+      // live worker, or behind too many waiting jobs (counted once the job is in), the job is taken back
+      // off the queue; if a worker took it meanwhile, it runs. A failed check (the job is already
+      // queued) is not a verdict: the start timeout decides.
+      const checkingLive = new Promise<boolean>((resolve, reject) =>
+        this.#queues.writeTogetherThisTurn(() => {
+          try {
+            this.#liveness.get(job.model, () => this.#presence.isLive(job.model)).then(resolve, reject);
+          } catch (error) {
+            reject(error);
+          }
+        }),
+      );
+      const enqueuing = Promise.all([this.#queues.enqueue(job), this.#records.create(record)]);
+      // Counted once the job is in: the count includes it unless a worker took it already, or the count
+      // is one shared with requests of the last few milliseconds (SHARED_READ_MS).
+      const countingWaiting = enqueuing.then(() => this.#waitingCounts.get(job.model, () => this.#queues.waitingCount(job.model)));
+      const [live, waiting, enqueued] = await Promise.allSettled([checkingLive, countingWaiting, enqueuing]);
+      if (enqueued.status === "rejected") throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis") : enqueued.reason;
+      if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
+      if (waiting.status === "fulfilled") {
+        if (waiting.value > this.#limits.queueMaxWaiting && (await this.#queues.removeWaiting(job.model, job.completionId))) {
+          throw new ModelUnavailableError(
+            `The model '${job.model}' has too many requests waiting. Retry after a short delay or use another model.`,
+            "queue_full",
+            {
+              retryAfterSeconds: 5,
+            },
+          );
+        }
+      }
+      // Queued and not refused: admission may go on (a stream opens its response), then hear its position.
+      options.onQueued?.();
+      // Its place in line by the scheduling (lane and fair-share rank: the jobs a worker takes before it).
+      // (Read while the job waits: the feed keeps the worker's messages meanwhile.)
+      if (options.onPosition && waiting.status === "fulfilled") {
+        const position = job.priority === undefined ? waiting.value : await this.#queues.positionOf(job.model, job.priority).catch(() => waiting.value);
+        options.onPosition(Math.max(1, position));
+      }
+      await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true);
+    } catch (error) {
+      feed.close();
+      throw error;
+    } finally {
+      this.#waiting.delete(job.completionId);
+    }
+    const idleMs = this.#limits.jobIdleTimeoutMs;
+    const queues = this.#queues;
+    let ended = false;
+    /** The last message handed on to the client (a stream's), -1 while none. */
+    let relayedSeq = -1;
+    const streamed = options.streamed === true;
+    return {
+      completionId: job.completionId,
+      async next() {
+        const message = await feed.next(idleMs);
+        if (message) {
+          if (isTerminal(message)) ended = true;
+          if (streamed) relayedSeq = message.seq;
+          return message;
+        }
+        if (feed.closed) throw new JobReleasedError();
+        const lost = feed.lost;
+        feed.close();
+        // The request ends here for the platform's reason (messages lost with Redis: nothing more can
+        // reach the client in order; or the job silent for the idle timeout): the job is stopped instead
+        // of generating on for nobody, and its worker charges only what the client received.
+        void queues.cancel(job.model, job.completionId, "lost", relayedSeq).catch(() => undefined);
+        throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
+      },
+      release: () => {
+        if (feed.closed && ended) return;
+        const early = !ended && !feed.closed;
+        feed.close();
+        if (early) this.#abandonment.detached(record);
+      },
+    };
+  }
+
+  /**
+   * Throws 503 redis_unavailable while Redis is away: both connections must be up, the enqueue's and
+   * the subscriber's that the job's replies come back on. Checked before anything else of a request.
+   */
+  assertConnected(): void {
+    if (this.#queues.away || this.#subscriber.away) throw new ServiceUnavailableError("redis");
+  }
+
+  /**
+   * Stops a job that start() enqueued but that must not run (its speculative admission was refused):
+   * stops listening to it, then takes it off the queue or has its worker abort it.
+   */
+  async cancel(model: string, completionId: string): Promise<void> {
+    this.#subscriber.stopListening(completionId);
+    await this.#queues.cancel(model, completionId, "refused");
+  }
+
+  async #awaitStart(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number, silent: (internal: string) => Error, keepQueued: boolean): Promise<void> {
+    const first = await feed.next(startTimeoutMs);
+    if (first?.type === "started") return;
+    if (first?.type === "error") throw jobErrorToApiError(first.error);
+    if (first) throw new InternalApiError("The worker answered out of order.");
+    // Not started yet (or this process stops listening): left in line, as asked (not after a loss of Redis's messages).
+    if (keepQueued && !feed.lost) throw new StillQueuedError();
+    if (await this.#queues.removeWaiting(job.model, job.completionId)) throw unavailable(job.model);
+    // A worker took the job just now: its `started` is on the way.
+    const late = await feed.next(this.#limits.jobIdleTimeoutMs);
+    if (late?.type === "error") throw jobErrorToApiError(late.error);
+    if (late?.type !== "started") throw silent("The worker did not start the job.");
+  }
+}
+
+/**
+ * start() with `keepQueued`: the job is still in line, no worker started it yet (or this process stops
+ * listening). Its budget hold stays for its settle; its messages are read from its replay stream.
+ */
+export class StillQueuedError extends Error {
+  constructor() {
+    super("the job is still queued");
+    this.name = "StillQueuedError";
+  }
+}
+
+function unavailable(model: string): ModelUnavailableError {
+  return new ModelUnavailableError(`The model '${model}' is temporarily unavailable. Retry after a short delay or use another model.`, "model_unavailable", {
+    retryAfterSeconds: 1,
+  });
+}

@@ -1,0 +1,70 @@
+import { errorBody, InternalApiError } from "../../http/errors.ts";
+import { toApiError } from "../../http/errorHandler.ts";
+import type { SseResponse } from "./sseResponse.ts";
+import { EndedBeforeResumeError, JobReleasedError, type RunningJob } from "../jobs/runningJob.ts";
+import { jobErrorToApiError } from "../jobs/jobErrorToApiError.ts";
+import type { StreamFormat } from "./streamFormat.ts";
+
+/**
+ * Relays a running job to the client as SSE, one event per worker message (its sequence number as the
+ * event id). An error before any output throws (an ordinary HTTP error); after output it becomes an
+ * error event followed by `[DONE]`. A client that goes away only stops the relay: the job runs on.
+ */
+export async function relayStream(
+  job: RunningJob,
+  sse: SseResponse,
+  format: StreamFormat,
+  includeUsage: boolean,
+  resumed: { firstSent: boolean } = { firstSent: false },
+): Promise<void> {
+  // A resumed stream goes on as the original would have: its first chunk (the role) was sent already.
+  let first = !resumed.firstSent;
+  let lastSeq = 0;
+  try {
+    for (;;) {
+      const message = await job.next();
+      if (sse.clientGone) return;
+      lastSeq = message.seq;
+      switch (message.type) {
+        case "delta": {
+          const chunk = format.delta(message.delta, first);
+          if (chunk === null) break;
+          sse.event(message.seq, chunk);
+          first = false;
+          break;
+        }
+        case "finish":
+          sse.event(message.seq, format.finish(message.finishReason, first));
+          first = false;
+          break;
+        case "usage":
+          if (includeUsage) sse.event(message.seq, format.usage(message.usage));
+          sse.done();
+          return;
+        case "error": {
+          const error = jobErrorToApiError(message.error);
+          if (!sse.opened) throw error;
+          // A cancelled stream still ends with its usage chunk (what was charged) when it was asked for.
+          if (includeUsage && message.usage) sse.event(message.seq, format.usage(message.usage));
+          sse.event(message.seq, errorBody(error));
+          sse.done();
+          return;
+        }
+        default:
+          throw new InternalApiError("Unexpected message from the worker.");
+      }
+    }
+  } catch (error) {
+    if (error instanceof JobReleasedError || sse.clientGone) return;
+    if (error instanceof EndedBeforeResumeError) {
+      // Resumed after its last event: the client has had everything; the stream just ends.
+      sse.done();
+      return;
+    }
+    if (!sse.opened) throw error;
+    sse.event(lastSeq + 1, errorBody(toApiError(error)));
+    sse.done();
+  } finally {
+    job.release();
+  }
+}
