@@ -30,10 +30,10 @@ describe("batch progress in /metrics", () => {
   });
 
   it("shows lines waiting and running per model, then the lines ended by model and outcome", async () => {
-    const { key, account } = await platform.createKey();
+    const { key } = await platform.createKey();
     const openai = platform.openai(key);
     const lines = Array.from({ length: 10 }, (_, i) => chatLine(i, TINY_CHAT));
-    const inputFileId = await uploadBatchFile(platform.deps.files!, account.accountId, lines);
+    const inputFileId = await uploadBatchFile(openai, lines);
     const batch = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
     await waitForStatus(openai, batch.id, ["in_progress"]);
 
@@ -57,10 +57,10 @@ describe("batch progress in /metrics", () => {
 
   it("counts the lines a cancel ends: not started as cancelled, stopped while running as failed", async () => {
     paceMs = 1500;
-    const { key, account } = await platform.createKey();
+    const { key } = await platform.createKey();
     const openai = platform.openai(key);
     const lines = Array.from({ length: 8 }, (_, i) => chatLine(i, TINY_CHAT));
-    const inputFileId = await uploadBatchFile(platform.deps.files!, account.accountId, lines);
+    const inputFileId = await uploadBatchFile(openai, lines);
     const batch = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
     await waitForStatus(openai, batch.id, ["in_progress"]);
     await openai.batches.cancel(batch.id);

@@ -37,8 +37,7 @@ describe("batch spend in the usage API", () => {
     const openai = platform.openai(key);
     for (let i = 0; i < 2; i++) await openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: `Hi ${i}` }], max_tokens: 4 });
     const inputFileId = await uploadBatchFile(
-      platform.deps.files!,
-      account.accountId,
+      openai,
       Array.from({ length: 6 }, (_, i) => chatLine(i, TINY_CHAT)),
     );
     const batch = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
