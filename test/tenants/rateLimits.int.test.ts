@@ -80,7 +80,8 @@ describe("rate limits per key and per account across two API processes", () => {
     const big = tenantChat(platform.apis[0]!, t.key, { maxTokens: 1500 });
     await new Promise((resolve) => setTimeout(resolve, 100));
     const excess = await tenantChat(platform.apis[1]!, t.key, { maxTokens: 500 });
-    expect((await big).status).toBe(200);
+    const bigAnswer = await big;
+    expect(bigAnswer.status, JSON.stringify(bigAnswer.body)).toBe(200);
     expect(excess.status).toBe(429);
     expect(excess.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "tokens" });
     expect(excess.headers.get("x-should-retry")).toBe("true");
