@@ -95,7 +95,11 @@ describe("a batch through a loss of Redis", () => {
       endpoint: "/v1/chat/completions",
       completion_window: "24h",
     });
-    dispatcher = new BatchDispatcher(platform.deps, platform.inference, platform.deps.files!);
+    // The dispatcher's warnings (a line run again, and why) are shown when the batch does not complete.
+    const warn = (message: string, fields?: Record<string, unknown>) =>
+      logs.push(`${message} ${JSON.stringify(fields, (_, v: unknown) => (v instanceof Error ? `${v.name}: ${v.message}` : v))}\n`);
+    const logger = { ...platform.deps.logger, warn, error: warn };
+    dispatcher = new BatchDispatcher({ ...platform.deps, logger }, platform.inference, platform.deps.files!);
     dispatcher.start();
     await eventually(async () => {
       const done = await platform.deps.pool.query<{ n: number }>("SELECT completed_lines AS n FROM batches WHERE id = $1", [created.id]);

@@ -246,13 +246,15 @@ export class BatchDispatcher {
     const context: LineRunContext = {
       ...base,
       start: async (spec) => {
-        const record = await inference.records.find(line.completion_id);
-        if (record && (await this.#jobStillThere(record.model, line.completion_id))) {
-          // Dispatched again (an API restart): the job is there, queued, running or ended; its replay has its reply.
-          await inference.records.attach(line.completion_id);
+        // Checked whether or not its record is there (lost with Redis, it is written again on enqueue): a
+        // leftover entry BullMQ keeps as ended is removed here, or the new one would be ignored and never run.
+        if (await this.#jobStillThere(line.model, line.completion_id)) {
+          // Dispatched again (an API restart, a loss found): the job is there, queued, running or ended whole.
+          const record = await inference.records.find(line.completion_id);
+          if (record) await inference.records.attach(line.completion_id);
           entry.following = true;
           entry.job = inference.follow(line.completion_id, -1);
-          return { job: entry.job, created: record.created };
+          return { job: entry.job, created: record?.created ?? Math.floor(this.#deps.clock.now().getTime() / 1000) };
         }
         // Its replay stream, if any, is of a run that will not be followed: a new run's messages start afresh.
         await inference.records.discardReplay(line.completion_id);
@@ -307,10 +309,11 @@ export class BatchDispatcher {
   async #jobStillThere(model: string, completionId: string, removeLeftover = true): Promise<boolean> {
     const last = await this.#inference.records.lastMessage(completionId);
     // Ended: followed only when its replay stream is whole (its first message kept: not cut by a loss of Redis).
-    if (last?.type === "usage") return (await this.#inference.records.firstMessage(completionId))?.seq === 0;
+    if (last?.type === "usage" && (await this.#inference.records.firstMessage(completionId))?.seq === 0) return true;
     // Ended for the line's own reason (its 400, a cancel): followed, its replay answers it. Ended for the
     // platform's (internal, unavailable: e.g. stopped when its messages were lost with Redis): run again.
     if (last?.type === "error" && last.error.kind !== "internal" && last.error.kind !== "unavailable") return true;
+    // Otherwise (nothing, a platform failure, or the end of a run whose start was lost with Redis): BullMQ decides.
     const job = await this.#inference.queues.queue(model).getJob(completionId);
     if (!job) return false;
     const state = await job.getState();
