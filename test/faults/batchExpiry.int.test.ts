@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
 import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
-import { type CountingUpstream, startCountingUpstream } from "../faults/countingUpstream.ts";
+import { type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
 import { startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
-import { readJsonl, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
+import { readJsonl, uploadBatchFile, waitForStatus } from "../batches/batchSteps.ts";
 
 /**
  * The end of a batch's completion window: lines not done are expired (the error file, `batch_expired`)
