@@ -253,13 +253,15 @@ export class BatchDispatcher {
           const record = await inference.records.find(line.completion_id);
           if (record) await inference.records.attach(line.completion_id);
           entry.following = true;
-          entry.job = inference.follow(line.completion_id, -1);
+          entry.job = inference.follow(line.completion_id, -1, { gapless: true });
           return { job: entry.job, created: record?.created ?? Math.floor(this.#deps.clock.now().getTime() / 1000) };
         }
         // Its replay stream, if any, is of a run that will not be followed: a new run's messages start afresh.
         await inference.records.discardReplay(line.completion_id);
+        // A run before it placed the line's budget hold (one per completion id): this run goes under it.
+        const held = await this.#pool.query("SELECT 1 FROM budget_holds WHERE hold_id = $1", [line.completion_id]);
         const created = Math.floor(this.#deps.clock.now().getTime() / 1000);
-        entry.job = await startBatchJob(base, spec, created);
+        entry.job = await startBatchJob(base, held.rowCount ? { ...spec, holdPlaced: true } : spec, created);
         entry.following = entry.job instanceof ReplayFollower;
         return { job: entry.job, created };
       },

@@ -36,7 +36,7 @@ export type LineRunContext = {
   caller: JobCaller;
   completionId: string;
   /** The job of this completion id when one is recorded (a line dispatched again attaches to it), else a new one. */
-  start(spec: Omit<InferenceJobSpec, "completionId" | "created" | "stream" | "lane">): Promise<{ job: RunningJob; created: number }>;
+  start(spec: Omit<InferenceJobSpec, "completionId" | "created" | "stream" | "lane" | "keepQueued">): Promise<{ job: RunningJob; created: number }>;
 };
 
 /**
@@ -184,7 +184,7 @@ export async function startBatchJob(
   try {
     return await handle.started;
   } catch (error) {
-    if (error instanceof StillQueuedError) return context.inference.follow(context.completionId, -1);
+    if (error instanceof StillQueuedError) return context.inference.follow(context.completionId, -1, { gapless: true });
     throw error;
   }
 }
