@@ -5,6 +5,7 @@ import { UpstreamEngine } from "../workers/engines/upstream/upstreamEngine.ts";
 import { runAdapterStream } from "./adapterStream.ts";
 import { runClosedLoopWorkload } from "./runClosedLoop.ts";
 import { runTenantsWorkload } from "./runTenants.ts";
+import { runBatchWorkload } from "./runBatch.ts";
 import { startBenchPlatform, type BenchPlatform } from "./benchPlatform.ts";
 import { startChild } from "./childProcess.ts";
 import { startQueueFloor, type QueueFloor } from "./queueFloor.ts";
@@ -28,6 +29,8 @@ import { runStream, type StreamTarget } from "./streamClient.ts";
  * --profile-dir <dir> (CPU profiles of the platform processes, written when they stop) --arrivals
  * (steady,burst: how the clients' streams start, see LevelPlan.spreadMs) --warm-up (streams per path
  * before measuring, default 1024) --skip-floor.
+ * `--workload batch` runs issue 31's Batch API workload (bench/runBatch.ts: a batch of --lines lines, default
+ * 10,000, beside interactive clients; idle capacity used, interactive latency, API memory).
  * `--workload tenants` runs issue 29's many-tenants workload (bench/runTenants.ts: fair share, batch lane).
  * `--workload closed-loop` runs issue 23's closed-loop workload instead (bench/runClosedLoop.ts: short
  * streams, a bare Node reverse proxy as the floor, CPU per request); the default is `long-streams`, the above.
@@ -49,10 +52,14 @@ async function main(): Promise<number> {
       arrivals: { type: "string", default: "steady,burst" },
       "warm-up": { type: "string" },
       "skip-floor": { type: "boolean", default: false },
+      lines: { type: "string", default: "10000" },
     },
   });
   if (values.workload === "tenants") {
     return runTenantsWorkload({ floodClients: 64, floodSeconds: 20, bIntervalMs: 400, batchJobs: 1000, slots: 4 });
+  }
+  if (values.workload === "batch") {
+    return runBatchWorkload({ lines: Number(values.lines), slots: 4, clients: 8, thinkMs: 1_000, idleSeconds: 15 });
   }
   if (values.workload === "closed-loop") {
     return runClosedLoopWorkload({
@@ -68,7 +75,7 @@ async function main(): Promise<number> {
       nodeArgs: values["profile-dir"] ? ["--cpu-prof", `--cpu-prof-dir=${values["profile-dir"]}`] : [],
     });
   }
-  if (values.workload !== "long-streams") throw new Error(`--workload: long-streams (the default), closed-loop or tenants, not ${values.workload}`);
+  if (values.workload !== "long-streams") throw new Error(`--workload: long-streams (the default), closed-loop, tenants or batch, not ${values.workload}`);
   values["warm-up"] ??= "1024";
   const tokens = Number(values.tokens ?? "32");
   const ttftMs = Number(values.ttft ?? "50");

@@ -34,6 +34,8 @@ export type UsageColumns = {
   reasoningTokens: number[];
   costMicroChf: number[];
   finishedAt: string[];
+  /** 1 for the usage of a Batch API line (its event carries batchDiscountBps), else 0. */
+  batch: number[];
 };
 
 /** The usage columns of `events` (parsed once, with the contract schema); null when the batch has none. */
@@ -48,6 +50,7 @@ export function usageColumns(events: RecordedEvent[]): UsageColumns | null {
     reasoningTokens: [],
     costMicroChf: [],
     finishedAt: [],
+    batch: [],
   };
   for (const event of events) {
     const usage = usageRecordedFrom(event);
@@ -61,6 +64,7 @@ export function usageColumns(events: RecordedEvent[]): UsageColumns | null {
     columns.reasoningTokens.push(usage.reasoningTokens);
     columns.costMicroChf.push(usage.costMicroChf);
     columns.finishedAt.push(usage.finishedAt);
+    columns.batch.push(usage.batchDiscountBps === undefined ? 0 : 1);
   }
   return columns.accountId.length ? columns : null;
 }
@@ -76,11 +80,12 @@ const USAGE_SQL_COLUMNS = [
   { field: "reasoningTokens", name: "reasoning", type: "bigint" },
   { field: "costMicroChf", name: "cost", type: "bigint" },
   { field: "finishedAt", name: "finished", type: "timestamptz" },
+  { field: "batch", name: "batch", type: "int" },
 ] as const satisfies readonly { field: keyof UsageColumns; name: string; type: string }[];
 
 /**
  * A FROM item of a batch's usages, one row each: `u(account_id, day, model, key_id, prompt, completion,
- * reasoning, cost, finished)`, its parameters $1.. in usageRowsValues order.
+ * reasoning, cost, finished, batch)`, its parameters $1.. in usageRowsValues order.
  */
 export const USAGE_ROWS_SQL = `unnest(${USAGE_SQL_COLUMNS.map((c, i) => `$${i + 1}::${c.type}[]`).join(", ")}) AS u(${USAGE_SQL_COLUMNS.map((c) => c.name).join(", ")})`;
 

@@ -59,8 +59,12 @@ describe("usageColumns", () => {
     traceId: null,
   });
 
-  it("gives each field of a batch's usages a named array, in log order, skipping other events", () => {
-    const events = [recorded("UsageRecorded", usage(1), 1), recorded("KeyCreated", { keyId: "x" }, 2), recorded("UsageRecorded", usage(2), 3)];
+  it("gives each field of a batch's usages a named array, in log order, skipping other events; a Batch API line's usage marked batch", () => {
+    const events = [
+      recorded("UsageRecorded", usage(1), 1),
+      recorded("KeyCreated", { keyId: "x" }, 2),
+      recorded("UsageRecorded", { ...usage(2), batchDiscountBps: 5000 }, 3),
+    ];
     expect(usageColumns(events)).toEqual({
       accountId: ["a1", "a2"],
       day: ["2026-05-01", "2026-05-02"],
@@ -71,6 +75,7 @@ describe("usageColumns", () => {
       reasoningTokens: [1, 2],
       costMicroChf: [101, 102],
       finishedAt: ["2026-05-01T11:00:00.000Z", "2026-05-02T11:00:00.000Z"],
+      batch: [0, 1],
     });
     expect(usageColumns([recorded("KeyCreated", {}, 1)])).toBeNull();
   });
@@ -78,7 +83,7 @@ describe("usageColumns", () => {
   it("binds each named array to its SQL column of the usage rows", () => {
     const columns = usageColumns([recorded("UsageRecorded", usage(1), 1)])!;
     expect(USAGE_ROWS_SQL).toBe(
-      "unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::timestamptz[]) AS u(account_id, day, model, key_id, prompt, completion, reasoning, cost, finished)",
+      "unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::timestamptz[], $10::int[]) AS u(account_id, day, model, key_id, prompt, completion, reasoning, cost, finished, batch)",
     );
     expect(usageRowsValues(columns)).toEqual([
       columns.accountId,
@@ -90,6 +95,7 @@ describe("usageColumns", () => {
       columns.reasoningTokens,
       columns.costMicroChf,
       columns.finishedAt,
+      columns.batch,
     ]);
   });
 });

@@ -13,8 +13,8 @@ export const accountUsageDailyProjection: Projection = {
     if (!columns) return;
     await db.query(
       `INSERT INTO rm_account_usage_daily AS t
-         (account_id, day, model, key_id, requests, prompt_tokens, completion_tokens, reasoning_tokens, cost_micro_chf)
-       SELECT account_id, day, model, key_id, count(*), sum(prompt), sum(completion), sum(reasoning), sum(cost)
+         (account_id, day, model, key_id, requests, prompt_tokens, completion_tokens, reasoning_tokens, cost_micro_chf, batch_requests, batch_cost_micro_chf)
+       SELECT account_id, day, model, key_id, count(*), sum(prompt), sum(completion), sum(reasoning), sum(cost), sum(batch), sum(cost * batch)
          FROM ${USAGE_ROWS_SQL}
         GROUP BY account_id, day, model, key_id
         ORDER BY account_id, day, model, key_id
@@ -23,7 +23,9 @@ export const accountUsageDailyProjection: Projection = {
          prompt_tokens = t.prompt_tokens + EXCLUDED.prompt_tokens,
          completion_tokens = t.completion_tokens + EXCLUDED.completion_tokens,
          reasoning_tokens = t.reasoning_tokens + EXCLUDED.reasoning_tokens,
-         cost_micro_chf = t.cost_micro_chf + EXCLUDED.cost_micro_chf`,
+         cost_micro_chf = t.cost_micro_chf + EXCLUDED.cost_micro_chf,
+         batch_requests = t.batch_requests + EXCLUDED.batch_requests,
+         batch_cost_micro_chf = t.batch_cost_micro_chf + EXCLUDED.batch_cost_micro_chf`,
       usageRowsValues(columns),
     );
   },

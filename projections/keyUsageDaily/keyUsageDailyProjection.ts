@@ -14,8 +14,8 @@ export const keyUsageDailyProjection: Projection = {
     if (!columns) return;
     await db.query(
       `INSERT INTO rm_key_usage_daily AS t
-         (key_id, day, account_id, requests, prompt_tokens, completion_tokens, reasoning_tokens, cost_micro_chf, last_used_at)
-       SELECT key_id, day, min(account_id), count(*), sum(prompt), sum(completion), sum(reasoning), sum(cost), max(finished)
+         (key_id, day, account_id, requests, prompt_tokens, completion_tokens, reasoning_tokens, cost_micro_chf, batch_requests, batch_cost_micro_chf, last_used_at)
+       SELECT key_id, day, min(account_id), count(*), sum(prompt), sum(completion), sum(reasoning), sum(cost), sum(batch), sum(cost * batch), max(finished)
          FROM ${USAGE_ROWS_SQL}
         GROUP BY key_id, day
         ORDER BY key_id, day
@@ -25,6 +25,8 @@ export const keyUsageDailyProjection: Projection = {
          completion_tokens = t.completion_tokens + EXCLUDED.completion_tokens,
          reasoning_tokens = t.reasoning_tokens + EXCLUDED.reasoning_tokens,
          cost_micro_chf = t.cost_micro_chf + EXCLUDED.cost_micro_chf,
+         batch_requests = t.batch_requests + EXCLUDED.batch_requests,
+         batch_cost_micro_chf = t.batch_cost_micro_chf + EXCLUDED.batch_cost_micro_chf,
          last_used_at = GREATEST(t.last_used_at, EXCLUDED.last_used_at)`,
       usageRowsValues(columns),
     );

@@ -54,6 +54,8 @@ export type PlatformMetrics = {
   auth: { refusals: Counter<"reason"> };
   /** Inference requests refused at admission by a per-tenant limit or a full queue, by reason. */
   admission: { refusals: Counter<"reason"> };
+  /** Batch API lines that ended, by model and outcome (done, failed, expired, cancelled); lines waiting and running are read on scrape (sources). */
+  batches: { linesEnded: Counter<"model" | "outcome"> };
   /** The text exposition of every metric (for GET /metrics). */
   scrape(): Promise<{ contentType: string; body: string }>;
 };
@@ -212,6 +214,14 @@ export function createMetrics(options: CreateMetricsOptions = {}): PlatformMetri
         name: "inference_admission_refusals_total",
         help: "Inference requests refused before their job was queued or right after, by reason (requests, tokens, concurrency, queue_share, queue_full)",
         labelNames: ["reason"],
+        registers,
+      }),
+    },
+    batches: {
+      linesEnded: new Counter({
+        name: "batch_lines_ended_total",
+        help: "Batch API lines that ended, by model and outcome (done: in the output file; failed, expired, cancelled: in the error file)",
+        labelNames: ["model", "outcome"],
         registers,
       }),
     },

@@ -14,6 +14,9 @@ export type QueueDepth = {
   lanes?: Record<string, number>;
 };
 
+/** Open Batch API lines of one model by state (waiting: not started or to be started again; running: claimed by a dispatcher). */
+export type BatchLineCounts = { model: string; waiting: number; running: number };
+
 /** How far one projection is behind the event log. */
 export type ProjectionLag = { projection: string; eventsBehind: number; secondsBehind: number };
 
@@ -27,6 +30,7 @@ export type ScrapeSources = {
   addRedis(name: string, redis: RedisStatus): () => void;
   addQueueDepth(read: () => Promise<QueueDepth[]>): () => void;
   addProjectionLag(read: () => Promise<ProjectionLag[]>): () => void;
+  addBatchLines(read: () => Promise<BatchLineCounts[]>): () => void;
 };
 
 type SourceLists = {
@@ -34,6 +38,7 @@ type SourceLists = {
   redis: Map<string, RedisStatus>;
   queueDepth: Set<() => Promise<QueueDepth[]>>;
   projectionLag: Set<() => Promise<ProjectionLag[]>>;
+  batchLines: Set<() => Promise<BatchLineCounts[]>>;
 };
 
 /** A scrape never waits longer than this for a source (a Redis or PostgreSQL that does not answer). */
@@ -41,7 +46,7 @@ const SOURCE_TIMEOUT_MS = 1000;
 
 /** The sources of one registry, with the gauges that read them on each scrape registered in it. */
 export function createScrapeSources(registry: Registry): ScrapeSources {
-  const lists: SourceLists = { pools: new Map(), redis: new Map(), queueDepth: new Set(), projectionLag: new Set() };
+  const lists: SourceLists = { pools: new Map(), redis: new Map(), queueDepth: new Set(), projectionLag: new Set(), batchLines: new Set() };
   registerScrapeGauges(registry, lists);
   return {
     addPool(name, pool) {
@@ -59,6 +64,10 @@ export function createScrapeSources(registry: Registry): ScrapeSources {
     addProjectionLag(read) {
       lists.projectionLag.add(read);
       return () => lists.projectionLag.delete(read);
+    },
+    addBatchLines(read) {
+      lists.batchLines.add(read);
+      return () => lists.batchLines.delete(read);
     },
   };
 }
@@ -110,6 +119,21 @@ function registerScrapeGauges(registry: Registry, lists: SourceLists): void {
       this.reset();
       for (const depths of await readAll(lists.queueDepth)) {
         for (const { model, lanes } of depths) for (const [lane, count] of Object.entries(lanes ?? {})) this.set({ model, lane }, count);
+      }
+    },
+  });
+  new Gauge({
+    name: "batch_lines",
+    help: "Batch API lines not ended yet, by model and state (waiting, running), read from PostgreSQL on scrape",
+    labelNames: ["model", "state"],
+    registers,
+    async collect() {
+      this.reset();
+      // Every API process reads the same table: the first answer is the platform's count.
+      const [counts] = await readAll(lists.batchLines);
+      for (const { model, waiting, running } of counts ?? []) {
+        this.set({ model, state: "waiting" }, waiting);
+        this.set({ model, state: "running" }, running);
       }
     },
   });

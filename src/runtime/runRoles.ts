@@ -60,7 +60,16 @@ async function start(roles: RoleDefinition[], defaults: Record<string, string>):
     }
     return pool;
   };
-  const metricsServer = config.metrics.port ? await startMetricsServer(metrics, { port: config.metrics.port, host: config.host }) : null;
+  // The entry point's default port (npm start: 9464) may be taken by another process of the platform on
+  // the same host (`npm start --role ...` twice): that one keeps it; an explicitly set port must bind.
+  const metricsPortIsDefault = process.env.METRICS_PORT === undefined && defaults.METRICS_PORT !== undefined;
+  const metricsServer = config.metrics.port
+    ? await startMetricsServer(metrics, { port: config.metrics.port, host: config.host }).catch((error: unknown) => {
+        if (!metricsPortIsDefault || (error as NodeJS.ErrnoException).code !== "EADDRINUSE") throw error;
+        logger.warn("the default metrics port is taken by another process: set METRICS_PORT for this one", { port: config.metrics.port });
+        return null;
+      })
+    : null;
   if (metricsServer) logger.info("metrics listening", { port: metricsServer.port, path: "/metrics" });
   const running: { name: string; role: RunningRole }[] = [];
   let stopping = false;

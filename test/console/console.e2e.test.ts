@@ -1,10 +1,11 @@
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { pathToFileURL } from "node:url";
 import OpenAI from "openai";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { ProjectionRunner } from "../../projections/projectionRunner.ts";
+import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
 import { startTestProjector } from "../support/testProjector.ts";
 import { PASSWORD, newEmail } from "../accounts/accountSteps.ts";
 import { launchChromium, newContext, watchPage } from "../support/browser.ts";
@@ -22,6 +23,7 @@ const SCREENSHOTS =
 let platform: TestPlatform;
 let paceMs = 0;
 let runner: ProjectionRunner;
+let dispatcher: BatchDispatcher;
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
@@ -29,8 +31,13 @@ let watch: { problems: string[] };
 
 beforeAll(async () => {
   // Unpaced, but for the Stop case: the tiny model may finish a reply before a click could stop it.
-  platform = await startTestPlatform({ wrapEngine: (_model, engine) => pacedEngine(engine, () => paceMs) });
+  platform = await startTestPlatform({
+    wrapEngine: (_model, engine) => pacedEngine(engine, () => paceMs),
+    env: { BATCH_POLL_MS: "50", BATCH_MAX_IN_FLIGHT: "4" },
+  });
   runner = startTestProjector(platform);
+  dispatcher = new BatchDispatcher(platform.deps, platform.inference, platform.deps.files!);
+  dispatcher.start();
   browser = await launchChromium();
   context = await newContext(browser, platform.baseUrl);
   page = await context.newPage();
@@ -40,6 +47,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await runner?.stop();
+  await dispatcher?.stop();
   await platform?.close();
   if (process.env.UPDATE_SCREENSHOTS !== "1") await rm(SCREENSHOTS, { recursive: true, force: true });
 });
@@ -155,6 +163,9 @@ describe("web console in Chromium against the real service (API, worker, project
     expect(await byKey.locator("tbody tr td").first().textContent()).toBe("1");
     const byModel = page.locator("section", { has: page.getByRole("heading", { name: "By model, this billing period" }) });
     expect(await byModel.locator("tbody tr th").allTextContents()).toEqual([TINY_CHAT]);
+    // No Batch API lines yet: the batch spend is zero and the interactive spend is all of it.
+    expect(await page.locator("#batch-spend").textContent()).toMatch(/^CHF 0\.0+$/);
+    expect(await page.locator("#interactive-spend").textContent()).toBe(await page.locator("#budget-spent").textContent());
     await screenshot("console-usage.png");
 
     await page.getByRole("link", { name: "Models" }).click();
@@ -301,6 +312,85 @@ describe("web console in Chromium against the real service (API, worker, project
     expect(stored.body.status).toBe("cancelled");
     await page.getByRole("button", { name: "Send" }).waitFor();
     await page.getByLabel("API", { exact: true }).selectOption({ label: "Chat Completions" });
+  });
+
+  it("uploads a JSONL file on the Batches page, creates a batch, shows its progress to completed and downloads its output", async () => {
+    await page.getByRole("link", { name: "Batches" }).click();
+    await page.getByRole("heading", { name: "New batch" }).waitFor();
+    expect(await page.getByLabel("API key").inputValue()).toBe(fullKey);
+    const lines = ["alpha", "beta", "gamma"].map((name) =>
+      JSON.stringify({
+        custom_id: `console-${name}`,
+        method: "POST",
+        url: "/v1/chat/completions",
+        body: { model: TINY_CHAT, messages: [{ role: "user", content: `Say ${name}` }], max_tokens: 4 },
+      }),
+    );
+    await page
+      .getByLabel("Input file (JSONL)")
+      .setInputFiles({ name: "three.jsonl", mimeType: "application/jsonl", buffer: Buffer.from(`${lines.join("\n")}\n`) });
+    expect(await page.getByLabel("Endpoint").inputValue()).toBe("/v1/chat/completions");
+    const uploaded = page.waitForResponse((r) => r.url().endsWith("/v1/files") && r.request().method() === "POST");
+    const created = page.waitForResponse((r) => r.url().endsWith("/v1/batches") && r.request().method() === "POST");
+    await page.getByRole("button", { name: "Upload and create batch" }).click();
+    const file = await (await uploaded).json();
+    expect(file).toMatchObject({ object: "file", purpose: "batch", filename: "three.jsonl" });
+    const batch = await (await created).json();
+    expect(batch).toMatchObject({ object: "batch", input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    await page
+      .getByRole("status")
+      .filter({ hasText: `Created ${batch.id}` })
+      .waitFor();
+
+    // The list (polled by the page) shows it through to completed, its progress bar full.
+    const row = page.locator(`tr[data-batch-id="${batch.id}"]`);
+    await row.locator(".batch-status .badge", { hasText: /^completed$/ }).waitFor({ timeout: 90_000 });
+    const progress = row.getByRole("progressbar", { name: `Progress of ${batch.id}` });
+    expect(await progress.getAttribute("aria-valuetext")).toBe("3 of 3 lines done (3 completed, 0 failed)");
+    expect(await progress.evaluate((el: any) => [el.value, el.max])).toEqual([3, 3]);
+    expect(await row.getByRole("button", { name: `Cancel ${batch.id}` }).count()).toBe(0);
+    expect(await row.getByRole("button", { name: `Download errors of ${batch.id}` }).count()).toBe(0);
+    await screenshot("console-batches.png");
+
+    // The output file, fetched with the key and saved through a blob: URL.
+    const downloading = page.waitForEvent("download");
+    await row.getByRole("button", { name: `Download output of ${batch.id}` }).click();
+    const download = await downloading;
+    expect(download.suggestedFilename()).toBe(`${batch.id}_output.jsonl`);
+    expect(download.url()).toMatch(/^blob:/);
+    const output = (await readFile((await download.path())!, "utf8"))
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { custom_id: string; response: { status_code: number } });
+    expect(output.map((line) => line.custom_id).sort()).toEqual(["console-alpha", "console-beta", "console-gamma"]);
+    for (const line of output) expect(line.response.status_code).toBe(200);
+  });
+
+  it("cancels a running batch from the Batches page (POST /v1/batches/{id}/cancel)", async () => {
+    paceMs = 300;
+    onTestFinished(() => {
+      paceMs = 0;
+    });
+    const lines = Array.from({ length: 40 }, (_, i) =>
+      JSON.stringify({
+        custom_id: `slow-${i}`,
+        method: "POST",
+        url: "/v1/chat/completions",
+        body: { model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], max_tokens: 8 },
+      }),
+    );
+    await page.getByLabel("Input file (JSONL)").setInputFiles({ name: "slow.jsonl", mimeType: "application/jsonl", buffer: Buffer.from(lines.join("\n")) });
+    const created = page.waitForResponse((r) => r.url().endsWith("/v1/batches") && r.request().method() === "POST");
+    await page.getByRole("button", { name: "Upload and create batch" }).click();
+    const batch = await (await created).json();
+    const row = page.locator(`tr[data-batch-id="${batch.id}"]`);
+    const cancel = page.waitForRequest((r) => r.method() === "POST" && r.url().endsWith(`/v1/batches/${batch.id}/cancel`));
+    await row.getByRole("button", { name: `Cancel ${batch.id}` }).click();
+    expect((await cancel).headers().authorization).toBe(`Bearer ${fullKey}`);
+    await row.locator(".batch-status .badge", { hasText: /^cancelled$/ }).waitFor({ timeout: 90_000 });
+    const stored = await platform.openai(fullKey).batches.retrieve(batch.id);
+    expect(stored.status).toBe("cancelled");
+    expect(stored.request_counts!.completed).toBeLessThan(40);
   });
 
   it("revokes after a confirmation; the next SDK call is refused with 403", async () => {

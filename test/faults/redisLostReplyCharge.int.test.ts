@@ -4,38 +4,13 @@ import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { decodeReplayEntries } from "../../src/contracts/replyBatch.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
-import type { Engine } from "../../workers/engines/engine.ts";
 import { startWorker, type RunningWorker } from "../../workers/startWorker.ts";
+import { gatedEngine } from "../inference/gatedEngine.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcpProxy.ts";
 import { TINY_CHAT, startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
 import { TEST_REDIS_URL } from "../support/testRedis.ts";
-
-/** The engine's chat deltas held back, each passed on only once the test lets one more through. */
-function gatedEngine(inner: Engine, gate: { allowed: number }): Engine {
-  return {
-    ...inner,
-    capabilities: () => inner.capabilities(),
-    countChatTokens: (messages, tools) => inner.countChatTokens(messages, tools),
-    countTokens: (text) => inner.countTokens(text),
-    maxConcurrency: () => inner.maxConcurrency(),
-    embed: (texts, signal) => inner.embed(texts, signal),
-    close: () => inner.close(),
-    async chat(request, onDelta, signal, options) {
-      const deltas: Parameters<typeof onDelta>[0][] = [];
-      const result = await inner.chat(request, (delta) => deltas.push(delta), signal, options);
-      for (const [index, delta] of deltas.entries()) {
-        while (index >= gate.allowed) {
-          if (signal.aborted) throw signal.reason;
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-        onDelta(delta);
-      }
-      return result;
-    },
-  };
-}
 
 /**
  * Part of a streamed reply lost for good on its way to the client, end to end: the API reaches Redis

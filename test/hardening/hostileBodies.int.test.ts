@@ -208,4 +208,12 @@ describe("hostile request bodies", () => {
     expectError(res, 400, "invalid_request_error", { param: "tools", code: "invalid_value" });
     expect(res.body.error.message).toBe("Invalid 'tools': the JSON Schemas of a request may hold at most 50000 values in all.");
   });
+
+  it("holds a Responses request's JSON Schemas to the same 50,000 values in all", async () => {
+    const properties = Object.fromEntries(Array.from({ length: 999 }, (_, i) => [`p${i}`, { type: "string" }]));
+    const tools = Array.from({ length: 40 }, (_, i) => ({ type: "function", name: `f${i}`, parameters: { type: "object", properties } }));
+    const res = await app.request("POST", "/v1/responses", { token: key, body: { model: "m", input: "hi", tools } });
+    expectError(res, 400, "invalid_request_error", { param: "tools", code: "invalid_value" });
+    expect(res.body.error.message).toBe("Invalid 'tools': the JSON Schemas of a request may hold at most 50000 values in all.");
+  });
 });

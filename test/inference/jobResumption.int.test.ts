@@ -1,35 +1,26 @@
-import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
+import type { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import type { DeltaMessage, UnsequencedDeltaMessage } from "../../src/contracts/deltaMessage.ts";
-import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
+import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { placeHold } from "../../src/ledger/budget/placeHold.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
-import { ModelRegistry } from "../../src/models/modelRegistry.ts";
 import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
-import { writeTinyModel, type TinyModelInfo } from "../../tools/gguf/tinyModel.ts";
-import { CoalescingWindow } from "../../workers/completion/coalescingWindow.ts";
+import type { TinyModelInfo } from "../../tools/gguf/tinyModel.ts";
 import { CompletionJobRunner } from "../../workers/completion/completionJobRunner.ts";
-import { DeltaPublisher } from "../../workers/completion/deltaPublisher.ts";
 import { ReplayReader } from "../../workers/completion/replayReader.ts";
 import type { RunMode } from "../../workers/completion/resumption.ts";
-import { TurnWriter } from "../../workers/completion/turnWriter.ts";
 import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
-import { createLlama } from "../../workers/engines/embedded/createLlama.ts";
-import { EmbeddedEngine } from "../../workers/engines/embedded/embeddedEngine.ts";
+import type { EmbeddedEngine } from "../../workers/engines/embedded/embeddedEngine.ts";
 import type { ChatRequest } from "../../workers/engines/engine.ts";
 import { greedy } from "../support/engines/engineTestKit.ts";
-import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
-import { TINY_CHAT, TINY_EMBED, tinyModelEntries } from "../support/testPlatform.ts";
+import type { TestDatabase } from "../support/testDatabase.ts";
+import type { TestRedis } from "../support/testRedis.ts";
+import { TINY_CHAT, TINY_EMBED } from "../support/testPlatform.ts";
 import { budgetRow, createBudgetedAccount } from "../usage/usageFixtures.ts";
 import { completionEvents } from "./inferenceSteps.ts";
+import { type JobRunnerHarness, startJobRunnerHarness } from "./jobRunnerHarness.ts";
 
 /**
  * CompletionJobRunner running a job again after its worker died (BullMQ's redelivery), with real Redis
@@ -37,12 +28,11 @@ import { completionEvents } from "./inferenceSteps.ts";
  * the API's feed receives is checked through a real DeltaSubscriber.
  */
 describe("a job run again after its worker died (CompletionJobRunner, Redis, PostgreSQL, tiny model)", () => {
+  let harness: JobRunnerHarness;
   let db: TestDatabase;
   let testRedis: TestRedis;
-  let writerRedis: Redis;
   let keys: InferenceKeys;
   let subscriber: DeltaSubscriber;
-  let dir: string;
   let tiny: TinyModelInfo;
   let engine: EmbeddedEngine;
   let chatModel: RegisteredModel;
@@ -51,35 +41,16 @@ describe("a job run again after its worker died (CompletionJobRunner, Redis, Pos
   const runners = new Map<RegisteredModel, CompletionJobRunner>();
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    testRedis = await createTestRedis();
-    writerRedis = createRedis(TEST_REDIS_URL, { kind: "worker" });
-    keys = new InferenceKeys(testRedis.prefix);
-    subscriber = new DeltaSubscriber(testRedis.redis, keys);
-    await subscriber.ready;
-    dir = await mkdtemp(join(tmpdir(), "resume-"));
-    tiny = await writeTinyModel(join(dir, "tiny.gguf"));
-    engine = await EmbeddedEngine.load(
-      { modelPath: tiny.path, threads: 1, contextSize: 1024, maxConcurrency: 2 },
-      { llama: await createLlama({ gpu: false }) },
-    );
-    const registry = new ModelRegistry("test-1", tinyModelEntries(tiny.path));
-    chatModel = registry.get(TINY_CHAT)!;
-    embedModel = registry.get(TINY_EMBED)!;
-    accountId = await createBudgetedAccount(db.pool, 10_000_000_000);
+    harness = await startJobRunnerHarness("resume-");
+    ({ db, testRedis, keys, subscriber, tiny, engine, accountId } = harness);
+    chatModel = harness.registry.get(TINY_CHAT)!;
+    embedModel = harness.registry.get(TINY_EMBED)!;
   });
   afterAll(async () => {
-    await engine?.close();
-    await subscriber?.close();
-    writerRedis?.disconnect();
-    await testRedis?.close();
-    await db?.drop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await harness?.close();
   });
 
-  const writer = () => new TurnWriter(writerRedis);
-  const publisherFor = (job: { completionId: string; replyTo: string }, firstSeq: number) =>
-    new DeltaPublisher(keys, job, { window: new CoalescingWindow(0), writer: writer(), replayTtlSeconds: 60, replayMaxLen: 1000, firstSeq });
+  const publisherFor: JobRunnerHarness["publisherFor"] = (job, firstSeq) => harness.publisherFor(job, firstSeq);
   const runnerFor = (model: RegisteredModel) => {
     let runner = runners.get(model);
     if (!runner) {
@@ -103,16 +74,7 @@ describe("a job run again after its worker died (CompletionJobRunner, Redis, Pos
     messages: [{ role: "user", content: "Hello there" }],
     ...overrides,
   });
-  const chatJob = (overrides: Partial<ChatRequest> = {}): CompletionJob => ({
-    completionId: `chatcmpl-${randomUUID().replaceAll("-", "")}`,
-    endpoint: "chat.completions",
-    model: TINY_CHAT,
-    accountId,
-    keyId: randomUUID(),
-    created: 1,
-    replyTo: subscriber.replyTo,
-    work: { kind: "chat", request: request(overrides) },
-  });
+  const chatJob = (overrides: Partial<ChatRequest> = {}): CompletionJob => harness.chatJob(request(overrides));
 
   /** What the dead worker wrote before it died: numbered from 0, to the replay stream and the API's channel. */
   async function deadRun(job: CompletionJob, messages: UnsequencedDeltaMessage[]): Promise<void> {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -114,4 +115,46 @@ describe("startMetricsServer", () => {
     }
     await expect(fetch(`http://127.0.0.1:${server.port}/metrics`)).rejects.toThrow();
   });
+});
+
+describe("npm start's default metrics port taken by another process of the host", () => {
+  it("leaves the port to the other process and runs on (an explicitly set METRICS_PORT must still bind)", async () => {
+    const platform = await startTestPlatform({ startWorker: false });
+    // Hold 9464 (npm start's default) unless something else on this host already does.
+    const holder = createServer((_req, res) => res.end("someone else"));
+    await new Promise<void>((resolve) => {
+      holder.once("error", () => resolve());
+      holder.listen(9464, "127.0.0.1", () => resolve());
+    });
+    const env = {
+      PATH: process.env.PATH,
+      DATABASE_URL: platform.db.url,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: platform.testRedis.prefix,
+      MODELS_CONFIG: path.join(platform.dir, "registry.json"),
+      PROJECTOR_POLL_MS: "50",
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+    };
+    const children: ChildProcess[] = [];
+    try {
+      const logs: string[] = [];
+      const child = spawn(process.execPath, [MAIN, "--role", "projector"], { env, stdio: ["ignore", "ignore", "pipe"] });
+      children.push(child);
+      child.stderr?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
+      await eventually(async () => (logs.join("").includes("the default metrics port is taken") ? true : undefined), 30_000);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(child.exitCode).toBeNull();
+      // The same port set explicitly is an error at start.
+      const explicit = spawn(process.execPath, [MAIN, "--role", "projector"], { env: { ...env, METRICS_PORT: "9464" }, stdio: "ignore" });
+      children.push(explicit);
+      await exited(explicit);
+      expect(explicit.exitCode).not.toBe(0);
+    } finally {
+      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      await Promise.all(children.map(exited));
+      await new Promise<void>((resolve) => holder.close(() => resolve()));
+      await platform.close();
+    }
+  }, 60_000);
 });

@@ -27,7 +27,7 @@ describe("projection runner", () => {
     const accountId = await createBudgetedAccount(db.pool, 1_000_000);
     const keyA = randomUUID();
     const keyB = randomUUID();
-    // Two keys, two models, two days (one event just before midnight UTC, one just after).
+    // Two keys, two models, two days (one event just before midnight UTC, one just after); one usage of a batch line.
     const events: UsageRecorded["data"][] = [
       usageEvent({
         accountId,
@@ -48,6 +48,8 @@ describe("projection runner", () => {
         reasoningTokens: 0,
         costMicroChf: 7,
         finishedAt: "2025-05-01T23:59:59.999Z",
+        // A Batch API line's usage: counted in the totals and in the batch figures.
+        batchDiscountBps: 5000,
       }).data,
       usageEvent({
         accountId,
@@ -85,6 +87,8 @@ describe("projection runner", () => {
         completion_tokens: 32,
         reasoning_tokens: 5,
         cost_micro_chf: 48,
+        batch_requests: 1,
+        batch_cost_micro_chf: 7,
         last_used_at: "2025-05-01T23:59:59.999Z",
       });
       const appended = Date.now();
@@ -94,7 +98,12 @@ describe("projection runner", () => {
       expect(await liveUsage(db.pool, [accountId])).toEqual(expected);
       // (keyA, 05-01, m1) x2, (keyA, 05-02, m2), (keyB, 05-01, m1)
       expect(expected.accountDays).toHaveLength(3);
-      expect(expected.accountDays.find((a) => a.key_id === keyA && a.model === "m1")).toMatchObject({ requests: 2, cost_micro_chf: 48 });
+      expect(expected.accountDays.find((a) => a.key_id === keyA && a.model === "m1")).toMatchObject({
+        requests: 2,
+        cost_micro_chf: 48,
+        batch_requests: 1,
+        batch_cost_micro_chf: 7,
+      });
     } finally {
       await r.stop();
     }

@@ -80,6 +80,7 @@ describe("projector crash safety", () => {
               completionTokens: Math.floor(Math.random() * 300),
               reasoningTokens: Math.floor(Math.random() * 20),
               costMicroChf: Math.floor(Math.random() * 1000),
+              ...(Math.random() < 0.3 ? { batchDiscountBps: 5000 } : {}),
               finishedAt: `${pick(days)}T${String(Math.floor(Math.random() * 24)).padStart(2, "0")}:${String(Math.floor(Math.random() * 60)).padStart(2, "0")}:00.000Z`,
             }).data,
         );

@@ -28,9 +28,18 @@ beforeAll(async () => {
   keyB = (await createKey(app, account.sessionToken, "key B")).id;
   const accountId = account.accountId;
   const usage = [
-    // April (current period)
+    // April (current period); the 250 micro-CHF usage is a Batch API line's (batchDiscountBps)
     { keyId: keyA, model: "m1", promptTokens: 100, completionTokens: 50, reasoningTokens: 10, costMicroChf: 1500, finishedAt: "2025-04-01T00:00:00.000Z" },
-    { keyId: keyA, model: "m2", promptTokens: 10, completionTokens: 5, reasoningTokens: 0, costMicroChf: 250, finishedAt: "2025-04-14T08:00:00.000Z" },
+    {
+      keyId: keyA,
+      model: "m2",
+      promptTokens: 10,
+      completionTokens: 5,
+      reasoningTokens: 0,
+      costMicroChf: 250,
+      finishedAt: "2025-04-14T08:00:00.000Z",
+      batchDiscountBps: 5000,
+    },
     { keyId: keyB, model: "m1", promptTokens: 7, completionTokens: 3, reasoningTokens: 0, costMicroChf: 125_000, finishedAt: "2025-04-14T09:30:00.000Z" },
     // March (previous period, inside the 30-day window for March 17+)
     { keyId: keyA, model: "m1", promptTokens: 1, completionTokens: 1, reasoningTokens: 0, costMicroChf: 3, finishedAt: "2025-03-31T23:59:59.000Z" },
@@ -71,25 +80,85 @@ describe("GET /api/v1/accounts/user/usage", () => {
       remaining_chf: 0.67325,
     });
     expect(res.body.data).toEqual([
-      { date: "2025-04-01", requests: 1, prompt_tokens: 100, completion_tokens: 50, reasoning_tokens: 10, total_tokens: 150, cost_chf: 0.0015 },
-      { date: "2025-04-14", requests: 2, prompt_tokens: 17, completion_tokens: 8, reasoning_tokens: 0, total_tokens: 25, cost_chf: 0.12525 },
+      {
+        date: "2025-04-01",
+        requests: 1,
+        prompt_tokens: 100,
+        completion_tokens: 50,
+        reasoning_tokens: 10,
+        total_tokens: 150,
+        cost_chf: 0.0015,
+        batch_requests: 0,
+        batch_cost_chf: 0,
+      },
+      {
+        date: "2025-04-14",
+        requests: 2,
+        prompt_tokens: 17,
+        completion_tokens: 8,
+        reasoning_tokens: 0,
+        total_tokens: 25,
+        cost_chf: 0.12525,
+        batch_requests: 1,
+        batch_cost_chf: 0.00025,
+      },
     ]);
-    expect(res.body.total).toEqual({ requests: 3, prompt_tokens: 117, completion_tokens: 58, reasoning_tokens: 10, cost_chf: 0.12675 });
+    expect(res.body.total).toEqual({
+      requests: 3,
+      prompt_tokens: 117,
+      completion_tokens: 58,
+      reasoning_tokens: 10,
+      cost_chf: 0.12675,
+      batch_requests: 1,
+      batch_cost_chf: 0.00025,
+    });
   });
 
   it("groups by key and by model over any range of up to 366 days", async () => {
     const byKey = await app.request("GET", `${USAGE}?start_date=2025-01-01&end_date=2025-04-30&group_by=key`, { token: account.sessionToken });
     expect(byKey.status, byKey.text).toBe(200);
     const expectedKeys = [
-      { key_id: keyA, name: "key A", requests: 3, prompt_tokens: 111, completion_tokens: 56, reasoning_tokens: 10, total_tokens: 167, cost_chf: 0.001753 },
-      { key_id: keyB, name: "key B", requests: 2, prompt_tokens: 9, completion_tokens: 5, reasoning_tokens: 0, total_tokens: 14, cost_chf: 0.125005 },
+      {
+        key_id: keyA,
+        name: "key A",
+        requests: 3,
+        prompt_tokens: 111,
+        completion_tokens: 56,
+        reasoning_tokens: 10,
+        total_tokens: 167,
+        cost_chf: 0.001753,
+        batch_requests: 1,
+        batch_cost_chf: 0.00025,
+      },
+      {
+        key_id: keyB,
+        name: "key B",
+        requests: 2,
+        prompt_tokens: 9,
+        completion_tokens: 5,
+        reasoning_tokens: 0,
+        total_tokens: 14,
+        cost_chf: 0.125005,
+        batch_requests: 0,
+        batch_cost_chf: 0,
+      },
     ].sort((a, b) => (a.key_id < b.key_id ? -1 : 1));
     expect(byKey.body.data).toEqual(expectedKeys);
 
     const byModel = await app.request("GET", `${USAGE}/?start_date=2025-03-31&end_date=2025-03-31&group_by=model`, { token: account.sessionToken });
     expect(byModel.status, byModel.text).toBe(200);
     expect(byModel.body.data).toEqual([
-      { model: "m1", requests: 1, prompt_tokens: 1, completion_tokens: 1, reasoning_tokens: 0, total_tokens: 2, cost_chf: 0.000003 },
+      {
+        model: "m1",
+        requests: 1,
+        prompt_tokens: 1,
+        completion_tokens: 1,
+        reasoning_tokens: 0,
+        total_tokens: 2,
+        cost_chf: 0.000003,
+        batch_requests: 0,
+        batch_cost_chf: 0,
+      },
     ]);
 
     const leapYear = await app.request("GET", `${USAGE}?start_date=2024-01-01&end_date=2024-12-31`, { token: account.sessionToken });

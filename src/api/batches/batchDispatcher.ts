@@ -15,6 +15,7 @@ import type { JobCaller } from "../inference/jobs/completionJobs.ts";
 import type { BatchEndpoint } from "./batchObject.ts";
 import { batchLineEndpoint, type LineRunContext, startBatchJob } from "./batchLineEndpoints.ts";
 import { finalizeBatch } from "./finalizeBatch.ts";
+import { readOpenBatchLines } from "./openBatchLines.ts";
 import { validateNextBatch } from "./validateBatch.ts";
 
 /** How often a line that follows its job from the replay stream checks that the job still exists (lost with Redis). */
@@ -69,6 +70,7 @@ export class BatchDispatcher {
   #timer: NodeJS.Timeout | null = null;
   #ticking: Promise<void> | null = null;
   #stopped = false;
+  #unwatchMetrics: (() => void) | null = null;
 
   constructor(deps: AppDeps, inference: InferenceServices, files: FileStore) {
     this.#deps = deps;
@@ -80,12 +82,14 @@ export class BatchDispatcher {
   }
 
   start(): void {
+    this.#unwatchMetrics ??= this.#deps.metrics.sources.addBatchLines(() => readOpenBatchLines(this.#pool));
     this.#schedule(0);
   }
 
   /** Stops dispatching; the lines it runs are handed over at once (their leases ended: another process attaches to their jobs). */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#unwatchMetrics?.();
     if (this.#timer) clearTimeout(this.#timer);
     await this.#ticking;
     const lines = [...this.#inFlight.values()];
@@ -143,13 +147,16 @@ export class BatchDispatcher {
         batch.status === "cancelling"
           ? { code: "batch_cancelled", message: "This request was not run: the batch was cancelled." }
           : { code: "batch_expired", message: "This request could not be executed before the completion window expired." };
-      await this.#pool.query(
+      const ended = await this.#pool.query<{ model: string; n: number }>(
         `WITH ended AS (
            UPDATE batch_lines SET status = 'failed', error = $2::jsonb, status_code = NULL, claimed_until = NULL
-           WHERE batch_id = $1 AND (status = 'waiting' OR (status = 'running' AND claimed_until <= now())) RETURNING 1)
-         UPDATE batches SET failed_lines = failed_lines + (SELECT count(*) FROM ended) WHERE id = $1`,
+           WHERE batch_id = $1 AND (status = 'waiting' OR (status = 'running' AND claimed_until <= now())) RETURNING model),
+         counted AS (UPDATE batches SET failed_lines = failed_lines + (SELECT count(*) FROM ended) WHERE id = $1)
+         SELECT model, count(*)::int AS n FROM ended GROUP BY model`,
         [batch.id, JSON.stringify(error)],
       );
+      const outcome = batch.status === "cancelling" ? "cancelled" : "expired";
+      for (const { model, n } of ended.rows) this.#deps.metrics.batches.linesEnded.inc({ model, outcome }, n);
     }
   }
 
@@ -354,14 +361,14 @@ export class BatchDispatcher {
       usage: { promptTokens: number; completionTokens: number; reasoningTokens: number } | null;
     },
   ): Promise<void> {
-    await this.#pool.query(
+    const settled = await this.#pool.query<{ n: number }>(
       `WITH settled AS (
          UPDATE batch_lines SET status = $3, status_code = $4, response = $5::jsonb, error = $6::jsonb, claimed_until = NULL,
            prompt_tokens = $7, completion_tokens = $8, reasoning_tokens = $9
          WHERE batch_id = $1 AND line_no = $2 AND status = 'running' RETURNING status)
        UPDATE batches SET completed_lines = completed_lines + (SELECT count(*) FROM settled WHERE status = 'done'),
          failed_lines = failed_lines + (SELECT count(*) FROM settled WHERE status = 'failed')
-       WHERE id = $1`,
+       WHERE id = $1 RETURNING (SELECT count(*) FROM settled)::int AS n`,
       [
         line.batch_id,
         line.line_no,
@@ -374,6 +381,7 @@ export class BatchDispatcher {
         result.usage?.reasoningTokens ?? 0,
       ],
     );
+    if ((settled.rows[0]?.n ?? 0) > 0) this.#deps.metrics.batches.linesEnded.inc({ model: line.model, outcome: result.status });
   }
 
   async #finalize(): Promise<void> {

@@ -14,7 +14,7 @@ import { loadConsoleAssets, type ConsoleAsset } from "./consoleAssets.ts";
 import { consoleModels } from "./consoleModels.ts";
 
 /** The console's pages: one HTML document; the script shows the page the path names. */
-export const CONSOLE_PAGES = ["/", "/login", "/signup", "/account", "/usage", "/models", "/playground"];
+export const CONSOLE_PAGES = ["/", "/login", "/signup", "/account", "/usage", "/models", "/playground", "/batches"];
 
 function sendAsset(ctx: Context, file: ConsoleAsset, csp: string): void {
   ctx.set("content-security-policy", csp);

@@ -12,6 +12,9 @@ export type UsageGroup = {
   completionTokens: number;
   reasoningTokens: number;
   costMicroChf: number;
+  /** Of which Batch API lines (their requests and discounted cost). */
+  batchRequests: number;
+  batchCostMicroChf: number;
 };
 
 /** Grouped and ordered by the column itself (a date sorts as a date), shown as text. */
@@ -28,11 +31,14 @@ export async function readAccountUsage(db: Queryable, accountId: string, range: 
     completion_tokens: string;
     reasoning_tokens: string;
     cost: string;
+    batch_requests: string;
+    batch_cost: string;
   }>(
     `SELECT ${column}::text AS grp,
             ${groupBy === "key" ? "(SELECT k.name FROM rm_keys k WHERE k.key_id::text = u.key_id)" : "NULL::text"} AS key_name,
             sum(u.requests) AS requests, sum(u.prompt_tokens) AS prompt_tokens, sum(u.completion_tokens) AS completion_tokens,
-            sum(u.reasoning_tokens) AS reasoning_tokens, sum(u.cost_micro_chf) AS cost
+            sum(u.reasoning_tokens) AS reasoning_tokens, sum(u.cost_micro_chf) AS cost,
+            sum(u.batch_requests) AS batch_requests, sum(u.batch_cost_micro_chf) AS batch_cost
        FROM rm_account_usage_daily u
       WHERE u.account_id = $1 AND u.day BETWEEN $2::date AND $3::date
       GROUP BY ${column}
@@ -47,5 +53,7 @@ export async function readAccountUsage(db: Queryable, accountId: string, range: 
     completionTokens: Number(r.completion_tokens),
     reasoningTokens: Number(r.reasoning_tokens),
     costMicroChf: Number(r.cost),
+    batchRequests: Number(r.batch_requests),
+    batchCostMicroChf: Number(r.batch_cost),
   }));
 }

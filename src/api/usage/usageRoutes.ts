@@ -20,6 +20,8 @@ function groupView(groupBy: UsageGroupBy, g: UsageGroup) {
     reasoning_tokens: g.reasoningTokens,
     total_tokens: g.promptTokens + g.completionTokens,
     cost_chf: microToChf(g.costMicroChf),
+    batch_requests: g.batchRequests,
+    batch_cost_chf: microToChf(g.batchCostMicroChf),
   };
 }
 
@@ -55,6 +57,8 @@ export function usageRoutes(deps: AppDeps): Router {
         completion_tokens: groups.reduce((sum, g) => sum + g.completionTokens, 0),
         reasoning_tokens: groups.reduce((sum, g) => sum + g.reasoningTokens, 0),
         cost_chf: microToChf(costMicro),
+        batch_requests: groups.reduce((sum, g) => sum + g.batchRequests, 0),
+        batch_cost_chf: microToChf(groups.reduce((sum, g) => sum + g.batchCostMicroChf, 0)),
       },
     };
   });

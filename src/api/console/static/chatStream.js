@@ -7,46 +7,68 @@ const STATUS_HINTS = {
 };
 
 /**
- * Streams a chat completion from /v1/chat/completions (the same API the SDKs use, with an API key),
- * calling onText with each piece of content as it arrives and onCompletionId with the completion's id
- * (the x-completion-id header) once the stream opens. Resolves with the full reply.
+ * POSTs a streaming request to the API (the same API the SDKs use, with an API key), calling
+ * onCompletionId with the x-completion-id header (the completion's or response's id) once the stream
+ * opens. Resolves with the response; rejects, in words a console user can act on, when it was refused.
  */
-export async function streamChat({ apiKey, model, messages, signal, onText, onCompletionId }) {
-  const response = await fetch("/v1/chat/completions", {
+async function openStream(path, body, { apiKey, signal, onCompletionId }) {
+  const response = await fetch(path, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
-    body: JSON.stringify({ model, messages, stream: true, max_tokens: 256 }),
+    body: JSON.stringify(body),
     signal,
   });
   const completionId = response.headers.get("x-completion-id");
   if (completionId) onCompletionId?.(completionId);
   if (!response.ok) {
-    const body = await response.json().catch(() => null);
+    const error = await response.json().catch(() => null);
     const hint = STATUS_HINTS[response.status];
-    throw new Error([hint, body?.error?.message].filter(Boolean).join(" ") || `HTTP ${response.status}`);
+    throw new Error([hint, error?.error?.message].filter(Boolean).join(" ") || `HTTP ${response.status}`);
   }
+  return response;
+}
+
+/**
+ * The server-sent events of a streamed response's body as they arrive: per event that carries data, its
+ * `event:` name (null without one) and its `data:` lines joined. Comments (`: queued`) are skipped.
+ */
+async function* sseEvents(response) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
-  let reply = "";
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) break;
+    if (done) return;
     buffer += value;
-    const events = buffer.split(/\r?\n\r?\n/);
-    buffer = events.pop();
-    for (const event of events) {
-      for (const line of event.split(/\r?\n/)) {
-        if (!line.startsWith("data:")) continue;
-        const data = line.slice(5).trim();
-        if (data === "[DONE]") return reply;
-        const chunk = JSON.parse(data);
-        if (chunk.error) throw new Error(chunk.error.message);
-        const text = chunk.choices?.[0]?.delta?.content ?? "";
-        if (text) {
-          reply += text;
-          onText(reply);
-        }
+    const blocks = buffer.split(/\r?\n\r?\n/);
+    buffer = blocks.pop();
+    for (const block of blocks) {
+      let type = null;
+      let data = "";
+      for (const line of block.split(/\r?\n/)) {
+        if (line.startsWith("event:")) type = line.slice(6).trim();
+        else if (line.startsWith("data:")) data += line.slice(5).trim();
       }
+      if (data) yield { type, data };
+    }
+  }
+}
+
+/**
+ * Streams a chat completion from /v1/chat/completions, calling onText with the text so far as each piece
+ * of content arrives and onCompletionId with the completion's id once the stream opens. Resolves with the
+ * full reply.
+ */
+export async function streamChat({ apiKey, model, messages, signal, onText, onCompletionId }) {
+  const response = await openStream("/v1/chat/completions", { model, messages, stream: true, max_tokens: 256 }, { apiKey, signal, onCompletionId });
+  let reply = "";
+  for await (const { data } of sseEvents(response)) {
+    if (data === "[DONE]") return reply;
+    const chunk = JSON.parse(data);
+    if (chunk.error) throw new Error(chunk.error.message);
+    const text = chunk.choices?.[0]?.delta?.content ?? "";
+    if (text) {
+      reply += text;
+      onText(reply);
     }
   }
   return reply;
@@ -76,49 +98,25 @@ function toInput(messages) {
  * response was cancelled; rejects with its error when it failed.
  */
 export async function streamResponse({ apiKey, model, messages, signal, onText, onCompletionId }) {
-  const response = await fetch("/v1/responses", {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
-    body: JSON.stringify({ model, input: toInput(messages), stream: true, max_output_tokens: 256 }),
-    signal,
-  });
-  const responseId = response.headers.get("x-completion-id");
-  if (responseId) onCompletionId?.(responseId);
-  if (!response.ok) {
-    const body = await response.json().catch(() => null);
-    const hint = STATUS_HINTS[response.status];
-    throw new Error([hint, body?.error?.message].filter(Boolean).join(" ") || `HTTP ${response.status}`);
-  }
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
+  const response = await openStream(
+    "/v1/responses",
+    { model, input: toInput(messages), stream: true, max_output_tokens: 256 },
+    { apiKey, signal, onCompletionId },
+  );
   let reply = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    const blocks = buffer.split(/\r?\n\r?\n/);
-    buffer = blocks.pop();
-    for (const block of blocks) {
-      let type = null;
-      let data = "";
-      for (const line of block.split(/\r?\n/)) {
-        if (line.startsWith("event:")) type = line.slice(6).trim();
-        else if (line.startsWith("data:")) data += line.slice(5).trim();
-      }
-      if (!data) continue;
-      const event = JSON.parse(data);
-      type ??= event.type;
-      if (type === "response.output_text.delta") {
-        reply += event.delta;
-        onText(reply);
-      } else if (type === "response.completed" || type === "response.incomplete") {
-        return reply;
-      } else if (type === "response.failed") {
-        if (event.response?.status === "cancelled") return reply;
-        throw new Error(event.response?.error?.message ?? "The response failed.");
-      } else if (type === "error") {
-        throw new Error(event.message ?? event.error?.message ?? "The response failed.");
-      }
+  for await (const { type: name, data } of sseEvents(response)) {
+    const event = JSON.parse(data);
+    const type = name ?? event.type;
+    if (type === "response.output_text.delta") {
+      reply += event.delta;
+      onText(reply);
+    } else if (type === "response.completed" || type === "response.incomplete") {
+      return reply;
+    } else if (type === "response.failed") {
+      if (event.response?.status === "cancelled") return reply;
+      throw new Error(event.response?.error?.message ?? "The response failed.");
+    } else if (type === "error") {
+      throw new Error(event.message ?? event.error?.message ?? "The response failed.");
     }
   }
   return reply;

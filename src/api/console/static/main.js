@@ -7,12 +7,14 @@ import { AccountPage } from "./accountPage.js";
 import { UsagePage } from "./usagePage.js";
 import { ModelsPage } from "./modelsPage.js";
 import { PlaygroundPage } from "./playgroundPage.js";
+import { BatchesPage } from "./batchesPage.js";
 
 const PAGES = [
   { path: "/account", title: "API keys", component: AccountPage },
   { path: "/usage", title: "Usage", component: UsagePage },
   { path: "/models", title: "Models", component: ModelsPage },
   { path: "/playground", title: "Playground", component: PlaygroundPage },
+  { path: "/batches", title: "Batches", component: BatchesPage },
 ];
 const PUBLIC_PATHS = ["/login", "/signup"];
 

@@ -56,6 +56,7 @@ function UsageTable({ title, rows, first, firstLabel }) {
                     <th scope="col" class="num">Prompt tokens</th>
                     <th scope="col" class="num">Completion tokens</th>
                     <th scope="col" class="num">Cost</th>
+                    <th scope="col" class="num">Of which batch</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -66,12 +67,27 @@ function UsageTable({ title, rows, first, firstLabel }) {
                       <td class="num">${count(row.prompt_tokens)}</td>
                       <td class="num">${count(row.completion_tokens)}</td>
                       <td class="num">${chf(row.cost_chf)}</td>
+                      <td class="num">${row.batch_requests ? `${chf(row.batch_cost_chf)} (${count(row.batch_requests)} lines)` : "–"}</td>
                     </tr>`,
                   )}
                 </tbody>
               </table>
             </div>`
       }
+    </section>
+  `;
+}
+
+/** This period's Batch API spend (discounted lines), apart from the interactive spend. */
+function BatchSpend({ total }) {
+  return html`
+    <section class="card" aria-labelledby="batch-spend-title">
+      <h2 id="batch-spend-title">Batch and interactive spend, this billing period</h2>
+      <dl class="figures">
+        <${Figure} label="Batch (discounted)" value=${chf(total.batch_cost_chf)} id="batch-spend" />
+        <${Figure} label="Batch lines" value=${count(total.batch_requests)} />
+        <${Figure} label="Interactive" value=${chf(total.cost_chf - total.batch_cost_chf)} id="interactive-spend" />
+      </dl>
     </section>
   `;
 }
@@ -94,6 +110,7 @@ export function UsagePage({ api }) {
     <h1>Usage</h1>
     <${BudgetGauge} period=${usage.days.period} />
     <${CostChart} usage=${usage.days} />
+    <${BatchSpend} total=${usage.models.total} />
     <${UsageTable}
       title="By key, this billing period"
       first="by-key"

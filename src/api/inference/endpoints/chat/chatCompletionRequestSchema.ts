@@ -1,17 +1,10 @@
 import { z } from "zod";
-import { exceedsJsonValues } from "../shared/jsonSchemas/jsonValueCount.ts";
+import { checkSchemaValueBudget } from "../shared/jsonSchemas/schemaValueBudget.ts";
 import { schemaShape } from "../shared/requestParameters.ts";
 import { CHAT_PARAMETERS } from "./chatParameters.ts";
 import { ChatMessageSchema } from "./chatSchemas.ts";
 
 export { ChatMessageSchema };
-
-/**
- * The JSON values (objects, arrays, scalars) all the JSON Schemas of one request (tools' parameters,
- * the response format) may hold together: several times OpenAI's 5000 properties per schema, and a
- * bound on what checking them costs the API's event loop (tens of milliseconds at most).
- */
-export const MAX_REQUEST_SCHEMA_VALUES = 50_000;
 
 /**
  * POST /v1/chat/completions (spec 4.1): one field per parameter of CHAT_PARAMETERS, and the rules
@@ -42,18 +35,7 @@ export const ChatCompletionRequestSchema = z
       ...(body.tools ?? []).map((tool) => tool.function.parameters),
       body.response_format?.type === "json_schema" ? body.response_format.json_schema.schema : undefined,
     ];
-    if (
-      exceedsJsonValues(
-        schemas.filter((schema) => schema !== undefined && schema !== null),
-        MAX_REQUEST_SCHEMA_VALUES,
-      )
-    ) {
-      ctx.addIssue({
-        code: "custom",
-        path: [body.tools?.length ? "tools" : "response_format"],
-        message: `the JSON Schemas of a request may hold at most ${MAX_REQUEST_SCHEMA_VALUES} values in all.`,
-      });
-    }
+    checkSchemaValueBudget(schemas, body.tools?.length ? "tools" : "response_format", ctx);
     body.messages.forEach((message, index) => {
       if (message.role === "assistant" && (message.content === null || message.content === undefined) && !message.tool_calls?.length) {
         ctx.addIssue({ code: "custom", path: ["messages", index, "content"], message: "an assistant message needs content or tool_calls." });

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import type { ParameterTable } from "../shared/requestParameters.ts";
-import { samplingFields } from "../shared/samplingSchemas.ts";
+import { SAMPLING_PARAMETERS } from "../shared/samplingSchemas.ts";
 import { ChatMessageSchema, ResponseFormatSchema, TextPartSchema, ToolChoiceSchema, ToolSchema } from "./chatSchemas.ts";
+import { MetadataSchema } from "../shared/metadataSchema.ts";
 
 /** The reasoning_effort values of a reasoning model whose registry entry names none. */
 export const DEFAULT_REASONING_EFFORTS: readonly string[] = ["low", "medium", "high"];
@@ -26,27 +27,10 @@ const set = (value: unknown) => value !== null && value !== undefined;
  * model by its registry entry (backendParameters: an unknown one is a 400, never dropped).
  */
 export const CHAT_PARAMETERS = {
-  model: { schema: samplingFields.model, policy: "honoured", listed: false },
-  max_tokens: { schema: samplingFields.max_tokens, policy: "honoured" },
-  temperature: { schema: samplingFields.temperature, policy: "honoured" },
-  top_p: { schema: samplingFields.top_p, policy: "honoured" },
-  stream: { schema: samplingFields.stream, policy: "honoured" },
-  stream_options: { schema: samplingFields.stream_options, policy: "honoured" },
-  stop: { schema: samplingFields.stop, policy: "honoured" },
-  presence_penalty: { schema: samplingFields.presence_penalty, policy: "honoured" },
-  frequency_penalty: { schema: samplingFields.frequency_penalty, policy: "honoured" },
-  seed: { schema: samplingFields.seed, policy: "honoured" },
-  /** Only one choice per request is served (n: 1). */
-  n: { schema: samplingFields.n, policy: "honoured", listed: false },
-  /** End-user id for the caller's own tracking (listed: a client may send it to any chat model). */
-  user: { schema: samplingFields.user, policy: "ignored", listed: true },
-  logit_bias: { schema: samplingFields.logit_bias, policy: "honoured" },
+  ...SAMPLING_PARAMETERS,
   /** Tags for OpenAI's dashboard: 16 string pairs at most (keys up to 64 characters, values up to 512). */
   metadata: {
-    schema: z
-      .record(z.string().max(64), z.string().max(512))
-      .refine((pairs) => Object.keys(pairs).length <= 16, "at most 16 key-value pairs")
-      .nullish(),
+    schema: MetadataSchema,
     policy: "ignored",
   },
   /** Every completion is kept for the retention period either way (resumable, readable by its owner); nothing longer. */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { ParameterTable } from "../shared/requestParameters.ts";
 import { INCLUDABLE, InputItemSchema, LOGPROBS_INCLUDE, ResponseToolChoiceSchema, ResponseToolSchema, TextFormatSchema } from "./responseSchemas.ts";
+import { MetadataSchema } from "../shared/metadataSchema.ts";
 
 /** What the capability checks read of a Responses request. */
 type ResponseParameterBody = {
@@ -71,10 +72,7 @@ export const RESPONSE_PARAMETERS = {
   stream_options: { schema: z.looseObject({ include_obfuscation: z.boolean().nullish() }).nullish(), policy: "ignored" },
   /** Echoed in the Response object: 16 string pairs at most (keys up to 64 characters, values up to 512). */
   metadata: {
-    schema: z
-      .record(z.string().max(64), z.string().max(512))
-      .refine((pairs) => Object.keys(pairs).length <= 16, "at most 16 key-value pairs")
-      .nullish(),
+    schema: MetadataSchema,
     policy: "ignored",
   },
   /** End-user id for the caller's own tracking (listed, as for chat: a client may send it to any chat model). */

@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { MAX_REQUEST_SCHEMA_VALUES } from "../chat/chatCompletionRequestSchema.ts";
-import { exceedsJsonValues } from "../shared/jsonSchemas/jsonValueCount.ts";
+import { checkSchemaValueBudget } from "../shared/jsonSchemas/schemaValueBudget.ts";
 import { schemaShape } from "../shared/requestParameters.ts";
 import { RESPONSE_PARAMETERS } from "./responseParameters.ts";
 
@@ -29,18 +28,7 @@ export const ResponseRequestSchema = z
     }
     const format = body.text?.format;
     const schemas = [...(body.tools ?? []).map((tool) => tool.parameters), format?.type === "json_schema" ? format.schema : undefined];
-    if (
-      exceedsJsonValues(
-        schemas.filter((schema) => schema !== undefined && schema !== null),
-        MAX_REQUEST_SCHEMA_VALUES,
-      )
-    ) {
-      ctx.addIssue({
-        code: "custom",
-        path: [body.tools?.length ? "tools" : "text"],
-        message: `the JSON Schemas of a request may hold at most ${MAX_REQUEST_SCHEMA_VALUES} values in all.`,
-      });
-    }
+    checkSchemaValueBudget(schemas, body.tools?.length ? "tools" : "text", ctx);
   });
 
 export type ResponseRequest = z.infer<typeof ResponseRequestSchema>;

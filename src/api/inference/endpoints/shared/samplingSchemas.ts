@@ -1,33 +1,46 @@
 import { z } from "zod";
 import type { SamplingDefaults } from "../../../../models/modelRegistrySchema.ts";
+import type { ParameterTable } from "./requestParameters.ts";
 
-/** Request fields shared by chat and text completions, with the spec's ranges. */
-export const samplingFields = {
-  model: z.string().min(1),
-  max_tokens: z.number().int().min(1).nullish(),
-  temperature: z.number().min(0).max(2).nullish(),
-  top_p: z.number().min(0).max(1).nullish(),
-  stream: z.boolean().nullish(),
-  stream_options: z.strictObject({ include_usage: z.boolean().optional() }).nullish(),
-  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)], "expected a non-empty string or an array of up to 4 non-empty strings").nullish(),
-  presence_penalty: z.number().min(-2).max(2).nullish(),
-  frequency_penalty: z.number().min(-2).max(2).nullish(),
-  seed: z
-    .number()
-    .int()
-    .min(-(2 ** 53) + 1)
-    .max(2 ** 53 - 1)
-    .nullish(),
-  /** Only one choice per request is served. */
-  n: z.literal(1).nullish(),
-  /** End-user id for the caller's own tracking; accepted and not used. */
-  user: z.string().max(256).nullish(),
+/**
+ * The parameters chat and text completions share, with the spec's ranges, in the order that opens both
+ * endpoints' parameter tables (CHAT_PARAMETERS, COMPLETION_PARAMETERS spread it first).
+ */
+export const SAMPLING_PARAMETERS = {
+  model: { schema: z.string().min(1), policy: "honoured", listed: false },
+  max_tokens: { schema: z.number().int().min(1).nullish(), policy: "honoured" },
+  temperature: { schema: z.number().min(0).max(2).nullish(), policy: "honoured" },
+  top_p: { schema: z.number().min(0).max(1).nullish(), policy: "honoured" },
+  stream: { schema: z.boolean().nullish(), policy: "honoured" },
+  stream_options: { schema: z.strictObject({ include_usage: z.boolean().optional() }).nullish(), policy: "honoured" },
+  stop: {
+    schema: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)], "expected a non-empty string or an array of up to 4 non-empty strings").nullish(),
+    policy: "honoured",
+  },
+  presence_penalty: { schema: z.number().min(-2).max(2).nullish(), policy: "honoured" },
+  frequency_penalty: { schema: z.number().min(-2).max(2).nullish(), policy: "honoured" },
+  seed: {
+    schema: z
+      .number()
+      .int()
+      .min(-(2 ** 53) + 1)
+      .max(2 ** 53 - 1)
+      .nullish(),
+    policy: "honoured",
+  },
+  /** Only one choice is served per request (per prompt, for text completions): n: 1. */
+  n: { schema: z.literal(1).nullish(), policy: "honoured", listed: false },
+  /** End-user id for the caller's own tracking, accepted and not used (listed: a client may send it to any model of the endpoint). */
+  user: { schema: z.string().max(256).nullish(), policy: "ignored", listed: true },
   /** Token id (the model's vocabulary, as decimal text) -> -100..100 added to its logit; honoured. */
-  logit_bias: z
-    .record(z.string().regex(/^\d{1,9}$/, "keys must be token ids (decimal integers)"), z.number().min(-100).max(100))
-    .refine((bias) => Object.keys(bias).length <= 1024, "at most 1024 token ids")
-    .nullish(),
-};
+  logit_bias: {
+    schema: z
+      .record(z.string().regex(/^\d{1,9}$/, "keys must be token ids (decimal integers)"), z.number().min(-100).max(100))
+      .refine((bias) => Object.keys(bias).length <= 1024, "at most 1024 token ids")
+      .nullish(),
+    policy: "honoured",
+  },
+} as const satisfies ParameterTable;
 
 export function stopList(stop: string | string[] | null | undefined): string[] | undefined {
   if (stop === null || stop === undefined) return undefined;
