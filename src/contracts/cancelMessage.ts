@@ -7,9 +7,11 @@ import { z } from "zod";
  * - abandoned: nobody listened for the grace period after the last client went away: likewise;
  * - lost: the API ended the request early for a reason of the platform's (part of the reply was lost
  *   with Redis, or the job stayed silent for the idle timeout): only what reached the client is charged,
- *   the deltas numbered up to `deliveredThroughSeq`.
+ *   the deltas numbered up to `deliveredThroughSeq`;
+ * - expired: a Batch API line still running when its batch's completion window ended: nobody received
+ *   its reply (the line ends in the error file as expired), so nothing is charged, as for `refused`.
  */
-export const CancelReasonSchema = z.enum(["refused", "user", "abandoned", "lost"]);
+export const CancelReasonSchema = z.enum(["refused", "user", "abandoned", "lost", "expired"]);
 export type CancelReason = z.infer<typeof CancelReasonSchema>;
 
 export const CancelMessageSchema = z

@@ -197,9 +197,13 @@ export class CompletionJobRunner {
       if (failure.kind === "internal" && !tracked?.cancelled)
         logger.error("engine failed", { completionId: job.completionId, model: job.model, error: error as Error });
     }
-    if (tracked?.reason === "refused") {
-      // Its admission was refused: the API answered 429 / 402 and listens no more; nothing is charged.
-      logger.info("job cancelled: admission refused", { completionId: job.completionId, model: job.model });
+    if (tracked?.reason === "refused" || tracked?.reason === "expired") {
+      // Its admission was refused (the API answered 429 / 402), or its batch expired while it ran (the line
+      // ends as expired): nobody listens any more and nobody received the reply; nothing is charged.
+      logger.info(`job cancelled: ${tracked.reason === "refused" ? "admission refused" : "batch expired"}`, {
+        completionId: job.completionId,
+        model: job.model,
+      });
       await publisher.close();
       return;
     }
@@ -234,6 +238,12 @@ export class CompletionJobRunner {
         logger.info("admission refused while the job ran: nothing charged", { completionId: job.completionId, model: job.model });
         await publisher.close();
         return;
+      }
+      if (recorded === "already_recorded" && !failure && job.lane === "batch") {
+        // A batch line run again (its first run's messages were lost with Redis): its usage was recorded
+        // by that run; the line's output carries what was charged, which the append-once rule kept.
+        const first = await usageOf(this.#deps.usage, job.completionId);
+        if (first) usage = first;
       }
     } else {
       logger.warn("usage not recorded yet (PostgreSQL unreachable): the stream ends, the recording goes on", { completionId: job.completionId });
@@ -340,6 +350,12 @@ export class CompletionJobRunner {
       return NO_USAGE;
     }
   }
+}
+
+/** The usage recorded for a completion (its token counts), or null when none is or it cannot be read. */
+async function usageOf(recorder: UsageRecorder, completionId: string): Promise<Usage | null> {
+  const recorded = await recorder.recorded(completionId).catch(() => null);
+  return recorded ? { promptTokens: recorded.promptTokens, completionTokens: recorded.completionTokens, reasoningTokens: recorded.reasoningTokens } : null;
 }
 
 /** What a run generated (what earlier runs delivered included). */

@@ -9,6 +9,7 @@ import { toApiError } from "../http/errorHandler.ts";
 import { type ApiError, errorBody } from "../http/errors.ts";
 import { TenantRateLimitError } from "../inference/admission/tenantAdmission.ts";
 import type { InferenceServices } from "../inference/inferenceServices.ts";
+import { ReplayFollower } from "../inference/jobs/replayFollower.ts";
 import type { RunningJob } from "../inference/jobs/runningJob.ts";
 import type { JobCaller } from "../inference/jobs/completionJobs.ts";
 import type { BatchEndpoint } from "./batchObject.ts";
@@ -17,12 +18,23 @@ import { finalizeBatch } from "./finalizeBatch.ts";
 import { readOpenBatchLines } from "./openBatchLines.ts";
 import { validateNextBatch } from "./validateBatch.ts";
 
-/** A line that failed for the platform's reason (500) is tried this many times in all, then goes to the error file. */
-const MAX_INTERNAL_ATTEMPTS = 3;
+/** How often a line that follows its job from the replay stream checks that the job still exists (lost with Redis). */
+const LOST_CHECK_MS = 1_000;
 
 type ClaimedLine = { batch_id: string; line_no: number; model: string; body: unknown; completion_id: string; attempts: number };
 type ActiveBatch = { id: string; account_id: string; key_id: string; endpoint: BatchEndpoint; rate_limits: unknown };
-type InFlight = { line: ClaimedLine; job: RunningJob | null; cancelled: boolean };
+type InFlight = {
+  line: ClaimedLine;
+  job: RunningJob | null;
+  cancelled: boolean;
+  /** Its job is followed from its replay stream (queued, or dispatched again): checked for a loss now and then. */
+  following: boolean;
+  checkedAt: number;
+  /** Its job was found lost (not ended, not in BullMQ): the line is dispatched again at once. */
+  lost: boolean;
+  /** The batch expired while it ran: its job was stopped, charging nothing, and the line ends as expired. */
+  expired: boolean;
+};
 
 /**
  * The Batch API's durable dispatcher, a background loop of each API process. All state is in PostgreSQL,
@@ -39,6 +51,14 @@ type InFlight = { line: ClaimedLine; job: RunningJob | null; cancelled: boolean 
  * dispatched only while the batch's account has an active subscription (checked before every claim):
  * a cancelled subscription leaves them waiting (expired at the end of the window if it stays so).
  */
+const EXPIRED_LINE = {
+  status: "failed" as const,
+  statusCode: null,
+  response: null,
+  error: { code: "batch_expired", message: "This request could not be executed before the completion window expired." },
+  usage: null,
+};
+
 export class BatchDispatcher {
   readonly #deps: AppDeps;
   readonly #inference: InferenceServices;
@@ -110,6 +130,7 @@ export class BatchDispatcher {
     for (let i = 0; i < 3 && !this.#stopped && (await validateNextBatch(this.#pool, this.#files, now)); i++);
     await this.#endWaitingLines();
     await this.#cancelRunning();
+    await this.#findLostJobs();
     await this.#renewLeases();
     await this.#dispatch();
     await this.#finalize();
@@ -139,16 +160,44 @@ export class BatchDispatcher {
     }
   }
 
-  /** The running lines of cancelling batches stop (charged what they generated, as a cancel). */
+  /**
+   * The running lines of cancelling batches stop (charged what they generated, as a cancel); those of
+   * expired batches stop charging nothing (a cancel of reason `expired`: no reply was delivered), and end
+   * in the error file as expired.
+   */
   async #cancelRunning(): Promise<void> {
     if (this.#inFlight.size === 0) return;
     const batchIds = [...new Set([...this.#inFlight.values()].map((e) => e.line.batch_id))];
-    const cancelling = await this.#pool.query<{ id: string }>("SELECT id FROM batches WHERE id = ANY($1) AND status = 'cancelling'", [batchIds]);
-    const ids = new Set(cancelling.rows.map((r) => r.id));
+    const ending = await this.#pool.query<{ id: string; status: string }>(
+      "SELECT id, status FROM batches WHERE id = ANY($1) AND (status = 'cancelling' OR (status = 'in_progress' AND final_status = 'expired'))",
+      [batchIds],
+    );
+    const reasons = new Map(ending.rows.map((r) => [r.id, r.status === "cancelling" ? ("user" as const) : ("expired" as const)]));
     for (const entry of this.#inFlight.values()) {
-      if (!ids.has(entry.line.batch_id) || entry.cancelled) continue;
+      const reason = reasons.get(entry.line.batch_id);
+      if (!reason || entry.cancelled) continue;
       entry.cancelled = true;
-      await this.#inference.queues.cancel(entry.line.model, entry.line.completion_id, "user").catch(() => (entry.cancelled = false));
+      if (reason === "expired") entry.expired = true;
+      await this.#inference.queues.cancel(entry.line.model, entry.line.completion_id, reason).catch(() => (entry.cancelled = false));
+      // Expired: the line ends now, whatever its job still sends (the job records nothing for it).
+      if (reason === "expired") entry.job?.release();
+    }
+  }
+
+  /**
+   * Lines that follow their job from its replay stream (left in line, or dispatched again) check now and
+   * then that it still exists: a job lost with Redis (neither ended nor in BullMQ) would never answer;
+   * its line is dispatched again at once, and enqueues it again.
+   */
+  async #findLostJobs(): Promise<void> {
+    const now = Date.now();
+    for (const entry of this.#inFlight.values()) {
+      if (!entry.following || entry.lost || !entry.job || now - entry.checkedAt < LOST_CHECK_MS) continue;
+      entry.checkedAt = now;
+      const there = await this.#jobStillThere(entry.line.model, entry.line.completion_id, false).catch(() => true);
+      if (there) continue;
+      entry.lost = true;
+      entry.job.release();
     }
   }
 
@@ -192,7 +241,7 @@ export class BatchDispatcher {
   #run(batch: ActiveBatch, line: ClaimedLine): void {
     const key = `${line.batch_id}/${line.line_no}`;
     if (this.#inFlight.has(key)) return;
-    const entry: InFlight = { line, job: null, cancelled: false };
+    const entry: InFlight = { line, job: null, cancelled: false, following: false, checkedAt: Date.now(), lost: false, expired: false };
     this.#inFlight.set(key, entry);
     const caller: JobCaller = {
       principal: { accountId: batch.account_id, keyId: batch.key_id, rateLimits: RateLimitsSchema.safeParse(batch.rate_limits).data ?? NO_RATE_LIMITS },
@@ -204,15 +253,23 @@ export class BatchDispatcher {
     const context: LineRunContext = {
       ...base,
       start: async (spec) => {
-        const record = await inference.records.find(line.completion_id);
-        if (record && (await this.#jobStillThere(record.model, line.completion_id))) {
-          // Dispatched again (an API restart): the job is there, queued, running or ended; its replay has its reply.
-          await inference.records.attach(line.completion_id);
-          entry.job = inference.follow(line.completion_id, -1);
-          return { job: entry.job, created: record.created };
+        // Checked whether or not its record is there (lost with Redis, it is written again on enqueue): a
+        // leftover entry BullMQ keeps as ended is removed here, or the new one would be ignored and never run.
+        if (await this.#jobStillThere(line.model, line.completion_id)) {
+          // Dispatched again (an API restart, a loss found): the job is there, queued, running or ended whole.
+          const record = await inference.records.find(line.completion_id);
+          if (record) await inference.records.attach(line.completion_id);
+          entry.following = true;
+          entry.job = inference.follow(line.completion_id, -1, { gapless: true });
+          return { job: entry.job, created: record?.created ?? Math.floor(this.#deps.clock.now().getTime() / 1000) };
         }
+        // Its replay stream, if any, is of a run that will not be followed: a new run's messages start afresh.
+        await inference.records.discardReplay(line.completion_id);
+        // A run before it placed the line's budget hold (one per completion id): this run goes under it.
+        const held = await this.#pool.query("SELECT 1 FROM budget_holds WHERE hold_id = $1", [line.completion_id]);
         const created = Math.floor(this.#deps.clock.now().getTime() / 1000);
-        entry.job = await startBatchJob(base, spec, created);
+        entry.job = await startBatchJob(base, held.rowCount ? { ...spec, holdPlaced: true } : spec, created);
+        entry.following = entry.job instanceof ReplayFollower;
         return { job: entry.job, created };
       },
     };
@@ -222,11 +279,28 @@ export class BatchDispatcher {
         if (!endpoint) throw new Error(`no line runner for ${batch.endpoint}`);
         const result = await endpoint.run(context, line.body);
         if (this.#stopped) return;
-        await this.#settle(line, { status: "done", statusCode: 200, response: result.body, error: null, usage: result.usage });
+        if (entry.expired) await this.#settle(line, EXPIRED_LINE);
+        else await this.#settle(line, { status: "done", statusCode: 200, response: result.body, error: null, usage: result.usage });
       } catch (error) {
         if (this.#stopped) return;
+        if (entry.expired) {
+          await this.#settle(line, EXPIRED_LINE);
+          return;
+        }
+        if (entry.lost) {
+          await this.#retryLater(line, 0);
+          return;
+        }
         const api = toApiError(error);
         const retryInMs = this.#retryDelay(api, line.attempts);
+        if (retryInMs !== null && api.status >= 500) {
+          this.#logger.warn("batch line failed for the platform's reason: run again", {
+            batchId: line.batch_id,
+            line: line.line_no,
+            attempts: line.attempts,
+            error: error as Error,
+          });
+        }
         if (retryInMs !== null) await this.#retryLater(line, retryInMs);
         else await this.#settle(line, { status: "failed", statusCode: api.status, response: null, error: errorBody(api), usage: null });
       }
@@ -241,25 +315,30 @@ export class BatchDispatcher {
    * after a start timeout, or lost with Redis): the line enqueues it again under the same completion id
    * (a leftover entry BullMQ keeps as failed is removed first, or the new one would not be added).
    */
-  async #jobStillThere(model: string, completionId: string): Promise<boolean> {
+  async #jobStillThere(model: string, completionId: string, removeLeftover = true): Promise<boolean> {
     const last = await this.#inference.records.lastMessage(completionId);
-    if (last?.type === "usage") return true;
+    // Ended: followed only when its replay stream is whole (its first message kept: not cut by a loss of Redis).
+    if (last?.type === "usage" && (await this.#inference.records.firstMessage(completionId))?.seq === 0) return true;
     // Ended for the line's own reason (its 400, a cancel): followed, its replay answers it. Ended for the
     // platform's (internal, unavailable: e.g. stopped when its messages were lost with Redis): run again.
     if (last?.type === "error" && last.error.kind !== "internal" && last.error.kind !== "unavailable") return true;
+    // Otherwise (nothing, a platform failure, or the end of a run whose start was lost with Redis): BullMQ decides.
     const job = await this.#inference.queues.queue(model).getJob(completionId);
     if (!job) return false;
     const state = await job.getState();
     if (state !== "completed" && state !== "failed" && state !== "unknown") return true;
-    await job.remove().catch(() => undefined);
+    if (removeLeftover) await job.remove().catch(() => undefined);
     return false;
   }
 
-  /** A refusal waited out (null: the line's own failure, for the error file). */
+  /**
+   * A refusal or a failure of the platform's, waited out and run again without limit until the batch's
+   * window ends (null: the line's own failure, for the error file: its 4xx, a budget refusal, its model
+   * gone). A platform-side failure (Redis lost, a job lost, a worker died: 5xx) is never the line's.
+   */
   #retryDelay(error: ApiError, attempts: number): number | null {
     if (error instanceof TenantRateLimitError) return Math.max(1, Number(error.headers["retry-after"] ?? 1)) * 1000;
-    if (error.status === 503) return Math.min(30_000, 500 * 2 ** Math.min(attempts, 6));
-    if (error.status >= 500 && attempts < MAX_INTERNAL_ATTEMPTS) return 1000;
+    if (error.status >= 500) return Math.min(error.status === 503 ? 30_000 : 5_000, 500 * 2 ** Math.min(attempts, 6));
     return null;
   }
 
@@ -275,7 +354,8 @@ export class BatchDispatcher {
     line: ClaimedLine,
     result: {
       status: "done" | "failed";
-      statusCode: number;
+      /** null: a line that never answered (expired, cancelled): the error file carries its error alone. */
+      statusCode: number | null;
       response: unknown;
       error: unknown;
       usage: { promptTokens: number; completionTokens: number; reasoningTokens: number } | null;

@@ -18,6 +18,7 @@ import { toStoredItems } from "../inference/endpoints/responses/responseItems.ts
 import type { ResponseHead } from "../inference/endpoints/responses/responseObject.ts";
 import { type ResponseRequest, ResponseRequestSchema } from "../inference/endpoints/responses/responseRequestSchema.ts";
 import { responseSettings, toResponseChatRequest } from "../inference/endpoints/responses/toResponseChatRequest.ts";
+import { StillQueuedError } from "../inference/jobs/inferenceGateway.ts";
 import { jobErrorToApiError } from "../inference/jobs/jobErrorToApiError.ts";
 import { resolveModel } from "../inference/endpoints/shared/resolveModel.ts";
 import { collectEmbeddings, collectReply } from "../inference/jobs/collectReply.ts";
@@ -35,7 +36,7 @@ export type LineRunContext = {
   caller: JobCaller;
   completionId: string;
   /** The job of this completion id when one is recorded (a line dispatched again attaches to it), else a new one. */
-  start(spec: Omit<InferenceJobSpec, "completionId" | "created" | "stream" | "lane">): Promise<{ job: RunningJob; created: number }>;
+  start(spec: Omit<InferenceJobSpec, "completionId" | "created" | "stream" | "lane" | "keepQueued">): Promise<{ job: RunningJob; created: number }>;
 };
 
 /**
@@ -161,7 +162,29 @@ export function batchLineEndpoint(url: BatchEndpoint): BatchLineEndpoint | null 
   return ENDPOINTS[url] ?? null;
 }
 
-/** Runs `spec` as a job of the batch lane for the line's caller (used by LineRunContext.start). */
-export function startBatchJob(context: Omit<LineRunContext, "start">, spec: Parameters<LineRunContext["start"]>[0], created: number): Promise<RunningJob> {
-  return context.inference.jobs.startFor(context.caller, { ...spec, completionId: context.completionId, created, stream: false, lane: "batch" }).started;
+/**
+ * Runs `spec` as a job of the batch lane for the line's caller (used by LineRunContext.start). The job
+ * stays in line however long it waits for a slot (keepQueued): not started within the start timeout, it
+ * is followed from its replay stream until it runs and ends, instead of being taken off the queue and
+ * dispatched again (which churned).
+ */
+export async function startBatchJob(
+  context: Omit<LineRunContext, "start">,
+  spec: Parameters<LineRunContext["start"]>[0],
+  created: number,
+): Promise<RunningJob> {
+  const handle = context.inference.jobs.startFor(context.caller, {
+    ...spec,
+    completionId: context.completionId,
+    created,
+    stream: false,
+    lane: "batch",
+    keepQueued: true,
+  });
+  try {
+    return await handle.started;
+  } catch (error) {
+    if (error instanceof StillQueuedError) return context.inference.follow(context.completionId, -1, { gapless: true });
+    throw error;
+  }
 }

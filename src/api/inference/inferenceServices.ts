@@ -62,7 +62,11 @@ export type InferenceServices = {
 };
 
 /** `started`: the follower also hands on the job's `started` message (it tells when a queued job starts). */
-export type FollowOptions = { started?: boolean };
+export type FollowOptions = {
+  started?: boolean;
+  /** Every message must follow the one before it (a batch line's): a gap (messages lost with Redis) ends the read with a 503. */
+  gapless?: boolean;
+};
 
 export type InferenceLimits = { jobStartTimeoutMs: number; jobStartTimeoutStreamMs: number; jobIdleTimeoutMs: number; sseKeepAliveMs: number };
 

@@ -41,6 +41,12 @@ export type InferenceJobSpec = {
   tellPosition?: boolean;
   /** Not started within the start timeout: left in line, and `started` rejects with StillQueuedError (InferenceGateway). */
   keepQueued?: boolean;
+  /**
+   * Its budget hold (keyed by the completion id) is placed already: a Batch API line run again under the
+   * same completion id after its job was lost. No second hold is placed (it could not be: one per id);
+   * the one there is settled by the run that records the usage, once.
+   */
+  holdPlaced?: boolean;
 };
 
 /**
@@ -178,27 +184,27 @@ export class CompletionJobs {
       work,
     };
     const reasoning = model.capabilities.reasoning;
-    const job = await admitWithHold(
-      admission,
-      { completionId, accountId: principal.accountId, work, model },
-      {
-        start: (speculative, onQueued) =>
-          gateway.start(speculative ? { ...request, speculative } : request, {
-            startTimeoutMs,
-            reasoning,
-            streamed: spec.stream,
-            ...(spec.includeUsage ? { includeUsage: true } : {}),
-            onQueued: () => {
-              enqueue.end();
-              onQueued?.();
-            },
-            ...(position ? { onPosition: position } : {}),
-            ...(spec.keepQueued ? { keepQueued: true } : {}),
-          }),
-        cancel: () => gateway.cancel(model.id, completionId),
-        admitted,
-      },
-    ).catch((error: unknown) => {
+    const start = (speculative: boolean, onQueued?: () => void) =>
+      gateway.start(speculative ? { ...request, speculative } : request, {
+        startTimeoutMs,
+        reasoning,
+        streamed: spec.stream,
+        ...(spec.includeUsage ? { includeUsage: true } : {}),
+        onQueued: () => {
+          enqueue.end();
+          onQueued?.();
+        },
+        ...(position ? { onPosition: position } : {}),
+        ...(spec.keepQueued ? { keepQueued: true } : {}),
+      });
+    const starting = spec.holdPlaced
+      ? start(false, admitted)
+      : admitWithHold(
+          admission,
+          { completionId, accountId: principal.accountId, work, model },
+          { start, cancel: () => gateway.cancel(model.id, completionId), admitted },
+        );
+    const job = await starting.catch((error: unknown) => {
       enqueue.end(error);
       // Never started (or given up on): out of the account's in-flight counts, its tokens given back.
       void tenants.release(tenant).catch(ignore);

@@ -80,6 +80,18 @@ export class CompletionRecords {
     return fields ? decodeReplayEntry(fields) : undefined;
   }
 
+  /** The first message of the completion's replay stream (its seq is 0 unless its start was lost with Redis). */
+  async firstMessage(completionId: string): Promise<DeltaMessage | undefined> {
+    const entries = await this.#redis.xrange(this.#keys.replayStream(completionId), "-", "+", "COUNT", 1);
+    const fields = entries[0]?.[1];
+    return fields ? decodeReplayEntry(fields) : undefined;
+  }
+
+  /** Drops the completion's replay stream: its job is run again afresh under the same id (a batch line whose run was lost). */
+  async discardReplay(completionId: string): Promise<void> {
+    await this.#redis.del(this.#keys.replayStream(completionId));
+  }
+
   /**
    * Ends a completion that never ran (taken off the queue before a worker started it) with `message`:
    * appended to its replay stream as its only message and published to the API process that waits for it.

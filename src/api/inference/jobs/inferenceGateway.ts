@@ -210,8 +210,10 @@ export class InferenceGateway {
         feed.close();
         // The request ends here for the platform's reason (messages lost with Redis: nothing more can
         // reach the client in order; or the job silent for the idle timeout): the job is stopped instead
-        // of generating on for nobody, and its worker charges only what the client received.
-        void queues.cancel(job.model, job.completionId, "lost", relayedSeq).catch(() => undefined);
+        // of generating on for nobody, and its worker charges only what the client received. A batch
+        // line's job runs on: its dispatcher follows it again or runs it again, and it is charged once, in
+        // full, as the line's output will show (a partial charge would be the one kept).
+        if (job.lane !== "batch") void queues.cancel(job.model, job.completionId, "lost", relayedSeq).catch(() => undefined);
         throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
       },
       release: () => {

@@ -2,7 +2,7 @@ import { isTerminal, type DeltaMessage } from "../../../contracts/deltaMessage.t
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
 import { decodeReplayEntry } from "../../../contracts/replyBatch.ts";
 import { duplicateAs, type Redis } from "../../../redis/createRedis.ts";
-import { InternalApiError } from "../../http/errors.ts";
+import { InternalApiError, ServiceUnavailableError } from "../../http/errors.ts";
 import { EndedBeforeResumeError, JobReleasedError, type RunningJob } from "./runningJob.ts";
 
 /** Longest single blocking read: a released follower's connection is closed at once anyway. */
@@ -27,8 +27,16 @@ export class ReplayFollower implements RunningJob {
   /** A terminal message at or before the resume point was read: nothing after it will come. */
   #endedBefore = false;
   readonly #started: boolean;
+  readonly #gapless: boolean;
+  /** A message was missing (lost with Redis) before one read: the read ends with a 503. */
+  #gap = false;
 
-  constructor(redis: Redis, keys: InferenceKeys, completionId: string, options: { afterSeq: number; idleTimeoutMs: number; started?: boolean }) {
+  constructor(
+    redis: Redis,
+    keys: InferenceKeys,
+    completionId: string,
+    options: { afterSeq: number; idleTimeoutMs: number; started?: boolean; gapless?: boolean },
+  ) {
     this.completionId = completionId;
     // Its reads block for seconds: a connection without the request path's command timeout.
     this.#connection = duplicateAs(redis, "subscriber");
@@ -37,6 +45,7 @@ export class ReplayFollower implements RunningJob {
     this.#afterSeq = options.afterSeq;
     this.#idleTimeoutMs = options.idleTimeoutMs;
     this.#started = options.started === true;
+    this.#gapless = options.gapless === true;
   }
 
   async next(): Promise<DeltaMessage> {
@@ -45,6 +54,10 @@ export class ReplayFollower implements RunningJob {
       const message = this.#buffer.shift();
       if (message) return message;
       if (this.#released) throw new JobReleasedError();
+      if (this.#gap) {
+        this.release();
+        throw new ServiceUnavailableError("redis");
+      }
       if (this.#endedBefore) throw new EndedBeforeResumeError();
       const left = deadline - Date.now();
       if (left <= 0) {
@@ -74,8 +87,13 @@ export class ReplayFollower implements RunningJob {
         this.#lastEntryId = entryId;
         const message = decodeReplayEntry(fields);
         if (message && message.seq <= this.#afterSeq && isTerminal(message)) this.#endedBefore = true;
-        if (!message || message.seq <= this.#afterSeq || (message.type === "started" && !this.#started)) continue;
+        if (!message || message.seq <= this.#afterSeq) continue;
+        if (this.#gapless && message.seq !== this.#afterSeq + 1) {
+          this.#gap = true;
+          return;
+        }
         this.#afterSeq = message.seq;
+        if (message.type === "started" && !this.#started) continue;
         this.#buffer.push(message);
       }
     }
