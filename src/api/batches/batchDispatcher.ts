@@ -179,8 +179,15 @@ export class BatchDispatcher {
       entry.cancelled = true;
       if (reason === "expired") entry.expired = true;
       await this.#inference.queues.cancel(entry.line.model, entry.line.completion_id, reason).catch(() => (entry.cancelled = false));
-      // Expired: the line ends now, whatever its job still sends (the job records nothing for it).
-      if (reason === "expired") entry.job?.release();
+      // Expired: the line ends now, whatever its job still sends (the job records nothing for it), also
+      // when its job has not started yet (its start may wait in line a long time: the line is settled here,
+      // and the runner's own settle later changes nothing).
+      if (reason === "expired") {
+        entry.job?.release();
+        await this.#settle(entry.line, EXPIRED_LINE).catch((error: unknown) =>
+          this.#logger.warn("expired batch line not settled now", { error: error as Error }),
+        );
+      }
     }
   }
 
