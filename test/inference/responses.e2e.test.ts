@@ -244,7 +244,11 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     const again = await openai.responses.cancel(queued.id);
     expect(again.status).toBe("cancelled");
     await eventually(async () => ((await completionEvents(platform.deps.pool, queued.id)).length === 1 ? true : undefined), 10_000);
-    const stored = await openai.responses.retrieve(queued.id);
+    // The stored response gets its usage once the API process following the job has seen it end.
+    const stored = await eventually(async () => {
+      const current = await openai.responses.retrieve(queued.id);
+      return current.usage ? current : undefined;
+    }, 10_000);
     expect(stored.status).toBe("cancelled");
     expect(stored.usage!.output_tokens).toBeLessThan(200);
   });
