@@ -8,7 +8,8 @@ import { GEN_AI, genAiOperation } from "../../src/observability/genAiAttributes.
 import { platformTracer } from "../../src/observability/telemetry.ts";
 import { contextOf, traceIdOf } from "../../src/observability/traceContext.ts";
 import { EngineCallSpan } from "./engineCallSpan.ts";
-import { EngineError, type ChatRequest, type Engine, type EngineDelta } from "../engines/engine.ts";
+import type { ChatRequest, Engine, EngineDelta } from "../engines/engine.ts";
+import { toJobError } from "./toJobError.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
 import type { JobCancellations, TrackedJob } from "./jobCancellations.ts";
 import type { ReplayReader } from "./replayReader.ts";
@@ -370,13 +371,6 @@ function sentThrough(point: ResumePoint, publisher: DeltaPublisher, seq: number)
   const earlier = (point.replayed ?? []).filter((m) => m.seq < point.nextSeq && m.seq <= seq);
   const sent = foldDelivered([...earlier, ...publisher.deltasWritten.filter((m) => m.seq <= seq)]);
   return { content: sent.content + sent.toolText, reasoning: sent.reasoning, tokens: sent.tokens, uncounted: sent.uncounted };
-}
-
-function toJobError(error: unknown): JobError {
-  if (error instanceof EngineError) {
-    return { kind: error.kind, message: error.kind === "internal" ? "The model failed while generating." : error.message, param: error.param };
-  }
-  return { kind: "internal", message: "The model failed while generating.", param: null };
 }
 
 type Waited<T> = { kind: "resolved"; value: T } | { kind: "rejected"; error: unknown } | { kind: "pending" };

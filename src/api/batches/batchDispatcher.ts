@@ -10,9 +10,8 @@ import { type ApiError, errorBody } from "../http/errors.ts";
 import { TenantRateLimitError } from "../inference/admission/tenantAdmission.ts";
 import type { InferenceServices } from "../inference/inferenceServices.ts";
 import { ReplayFollower } from "../inference/jobs/replayFollower.ts";
-import type { RunningJob } from "../inference/jobs/runningJob.ts";
 import type { JobCaller } from "../inference/jobs/completionJobs.ts";
-import type { BatchEndpoint } from "./batchObject.ts";
+import { type ActiveBatch, type ClaimedLine, EXPIRED_LINE, type InFlight } from "./batchLines.ts";
 import { batchLineEndpoint, type LineRunContext, startBatchJob } from "./batchLineEndpoints.ts";
 import { finalizeBatch } from "./finalizeBatch.ts";
 import { readOpenBatchLines } from "./openBatchLines.ts";
@@ -20,21 +19,6 @@ import { validateNextBatch } from "./validateBatch.ts";
 
 /** How often a line that follows its job from the replay stream checks that the job still exists (lost with Redis). */
 const LOST_CHECK_MS = 1_000;
-
-type ClaimedLine = { batch_id: string; line_no: number; model: string; body: unknown; completion_id: string; attempts: number };
-type ActiveBatch = { id: string; account_id: string; key_id: string; endpoint: BatchEndpoint; rate_limits: unknown };
-type InFlight = {
-  line: ClaimedLine;
-  job: RunningJob | null;
-  cancelled: boolean;
-  /** Its job is followed from its replay stream (queued, or dispatched again): checked for a loss now and then. */
-  following: boolean;
-  checkedAt: number;
-  /** Its job was found lost (not ended, not in BullMQ): the line is dispatched again at once. */
-  lost: boolean;
-  /** The batch expired while it ran: its job was stopped, charging nothing, and the line ends as expired. */
-  expired: boolean;
-};
 
 /**
  * The Batch API's durable dispatcher, a background loop of each API process. All state is in PostgreSQL,
@@ -51,13 +35,6 @@ type InFlight = {
  * dispatched only while the batch's account has an active subscription (checked before every claim):
  * a cancelled subscription leaves them waiting (expired at the end of the window if it stays so).
  */
-const EXPIRED_LINE = {
-  status: "failed" as const,
-  statusCode: null,
-  response: null,
-  error: { code: "batch_expired", message: "This request could not be executed before the completion window expired." },
-  usage: null,
-};
 
 export class BatchDispatcher {
   readonly #deps: AppDeps;

@@ -1,0 +1,29 @@
+import type { RunningJob } from "../inference/jobs/runningJob.ts";
+import type { BatchEndpoint } from "./batchObject.ts";
+
+/** A line this process claimed to run (a row of batch_lines). */
+export type ClaimedLine = { batch_id: string; line_no: number; model: string; body: unknown; completion_id: string; attempts: number };
+/** A batch whose lines are being run. */
+export type ActiveBatch = { id: string; account_id: string; key_id: string; endpoint: BatchEndpoint; rate_limits: unknown };
+/** A line this process runs now. */
+export type InFlight = {
+  line: ClaimedLine;
+  job: RunningJob | null;
+  cancelled: boolean;
+  /** Its job is followed from its replay stream (queued, or dispatched again): checked for a loss now and then. */
+  following: boolean;
+  checkedAt: number;
+  /** Its job was found lost (not ended, not in BullMQ): the line is dispatched again at once. */
+  lost: boolean;
+  /** The batch expired while it ran: its job was stopped, charging nothing, and the line ends as expired. */
+  expired: boolean;
+};
+
+/** How a line of an expired batch ends: the error file, no answer, nothing charged. */
+export const EXPIRED_LINE = {
+  status: "failed" as const,
+  statusCode: null,
+  response: null,
+  error: { code: "batch_expired", message: "This request could not be executed before the completion window expired." },
+  usage: null,
+};
