@@ -3,6 +3,8 @@
  *
  *   node bench/profileSummary.ts <dir> <requests> [top=25]
  *
+ * Self time is given by area first (garbage collection, socket writes, each dependency, the platform's
+ * folders: bench/profileAreas.ts), then by function.
  * `requests` is the number of platform streams of the run (JIT warm-up, level warm-ups and measured
  * streams), so that every figure is also given in CPU milliseconds per request. Figures count samples,
  * not the profile's time deltas: on a loaded machine a process that waited for a core gets its next
@@ -12,6 +14,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { samplesByArea } from "./profileAreas.ts";
 
 type CallFrame = { functionName: string; url: string; lineNumber: number };
 type ProfileNode = { id: number; callFrame: CallFrame; children?: number[] };
@@ -42,11 +45,13 @@ function summarise(profile: CpuProfile, requests: number, top: number): string {
   const samples = new Map<number, number>();
   for (const id of profile.samples) samples.set(id, (samples.get(id) ?? 0) + 1);
   const self = new Map<string, number>();
+  const frames: [CallFrame, number][] = [];
   let busy = 0;
   for (const [id, count] of samples) {
     const node = byId.get(id)!;
     if (IDLE.has(node.callFrame.functionName)) continue;
     busy += count;
+    frames.push([node.callFrame, count]);
     const name = frameName(node.callFrame);
     self.set(name, (self.get(name) ?? 0) + count);
   }
@@ -74,6 +79,8 @@ function summarise(profile: CpuProfile, requests: number, top: number): string {
       .map(([name, count]) => `${String(count).padStart(7)} ${perRequest(count)}  ${name}`);
   return [
     `busy samples ${busy} (${(busy / requests).toFixed(2)} ms of CPU per request), wall ${((profile.endTime - profile.startTime) / 1e6).toFixed(0)} s`,
+    "samples  ms/req  self, by area",
+    ...rows(new Map(samplesByArea(frames))),
     "samples  ms/req  self",
     ...rows(self),
     "samples  ms/req  inclusive, platform functions",
