@@ -12,9 +12,7 @@ describe("areaOf", () => {
 
   it("groups dependencies by package, scoped ones and koa's family together", () => {
     expect(areaOf({ functionName: "sendCommand", url: "file:///w/node_modules/ioredis/built/Redis.js" })).toBe("dependency: ioredis");
-    expect(areaOf({ functionName: "x", url: "file:///w/node_modules/@opentelemetry/sdk-trace-base/build/src/Span.js" })).toBe(
-      "dependency: @opentelemetry/*",
-    );
+    expect(areaOf({ functionName: "x", url: "file:///w/node_modules/@opentelemetry/sdk-trace-base/build/src/Span.js" })).toBe("dependency: @opentelemetry/*");
     expect(areaOf({ functionName: "x", url: "file:///w/node_modules/@koa/router/lib/router.js" })).toBe("dependency: koa");
     expect(areaOf({ functionName: "x", url: "file:///w/node_modules/koa-compose/index.js" })).toBe("dependency: koa");
     expect(areaOf({ functionName: "x", url: "file:///w/node_modules/bullmq/node_modules/ioredis/built/Command.js" })).toBe("dependency: bullmq");
