@@ -10,15 +10,17 @@ import { createRedis } from "../src/redis/createRedis.ts";
 import { deleteKeysByPrefix } from "../src/redis/deleteKeysByPrefix.ts";
 import { chfToMicro } from "../src/ledger/money.ts";
 import { createSession } from "../src/api/sessions/sessionStore.ts";
-import { SERVICE_NODE_FLAGS } from "./serviceNodeFlags.ts";
+import { SERVICE_NODE_FLAGS, SERVICE_PRELOAD } from "./serviceNodeFlags.ts";
 import { startChild, type Child } from "./childProcess.ts";
 import type { StreamTarget } from "./streamClient.ts";
 
 export type BenchPlatform = {
   target: StreamTarget;
   description: string;
-  /** Process ids of the platform's processes (API and worker), for CPU accounting. */
+  /** Process ids of the platform's processes (all roles, or API and worker), for CPU accounting. */
   pids: number[];
+  /** The process that runs the API role (the only one when every role is in one process). */
+  apiPid: number;
   /** The bench's own database (its PostgreSQL backends can be told from other databases' ones). */
   databaseName: string;
   /** The bench's database URL and Redis prefix (workloads that reach past the API). */
@@ -36,7 +38,11 @@ export type BenchPlatformOptions = {
   /** From src/config.ts: where PostgreSQL and Redis are. A fresh database and Redis prefix are used. */
   databaseUrl: string;
   redisUrl: string;
-  /** true: API and worker as two processes (as in production); false: both roles in one process. */
+  /**
+   * false: one process with every role (api, worker, projector), started exactly as `npm start` starts
+   * it (its V8 flags, its preload, `src/main.ts` with no --role); true: the older layout, API and worker
+   * as two processes (`--role api`, `--role worker`, the V8 flags only) and no projector.
+   */
   separateProcesses: boolean;
   /** Extra node flags for the platform processes (e.g. --cpu-prof). */
   nodeArgs?: string[];
@@ -49,7 +55,7 @@ export type BenchPlatformOptions = {
 export const BENCH_MODEL = "bench-upstream";
 
 /**
- * The real platform as child processes (`node src/main.ts --role api` and `--role worker`) on a fresh
+ * The real platform as child processes (see `separateProcesses`) on a fresh
  * database and Redis prefix, with a temporary MODELS_CONFIG routing BENCH_MODEL to the stand-in through
  * the upstream adapter, and an account (active subscription, large budget) whose API key is created
  * through the key API. stop() ends the children and removes the database, the Redis keys and the file.
@@ -85,17 +91,20 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    const roles = options.separateProcesses ? [["api"], ["worker"]] : [["api", "worker"]];
-    for (const group of roles) {
+    // No role named: every role of `npm start`, with its preload too.
+    const layout = options.separateProcesses ? [["api"], ["worker"]] : [[]];
+    const preload = options.separateProcesses ? [] : SERVICE_PRELOAD;
+    for (const roles of layout) {
       // The first process creates and migrates the database; the next starts once it is up.
       children.push(
         await startChild(
           "src/main.ts",
-          group.flatMap((role) => ["--role", role]),
-          { env, timeoutMs: 60_000, nodeArgs: [...SERVICE_NODE_FLAGS, ...(options.nodeArgs ?? [])] },
+          roles.flatMap((role) => ["--role", role]),
+          { env, timeoutMs: 60_000, nodeArgs: [...SERVICE_NODE_FLAGS, ...preload, ...(options.nodeArgs ?? [])] },
         ),
       );
-      if (group.includes("api")) await waitFor(`${apiUrl}/healthz`, {}, (status) => status === 200, 60_000, "the API to answer /healthz", children);
+      if (roles.length === 0 || roles.includes("api"))
+        await waitFor(`${apiUrl}/healthz`, {}, (status) => status === 200, 60_000, "the API to answer /healthz", children);
     }
     pool = createPool(databaseUrl, 2);
     const tenants = [];
@@ -110,10 +119,14 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
       `GET /v1/models/${BENCH_MODEL} to list the bench model (a live worker)`,
       children,
     );
+    const pids = children.map((child) => child.process.pid).filter((pid): pid is number => pid !== undefined);
     return {
       target: { url: `${apiUrl}/v1/chat/completions`, headers: auth, model: BENCH_MODEL },
-      description: options.separateProcesses ? "platform: API and worker in two processes" : "platform: API and worker in one process",
-      pids: children.map((child) => child.process.pid).filter((pid): pid is number => pid !== undefined),
+      description: options.separateProcesses
+        ? "platform: API and worker in two processes (no projector)"
+        : "platform: one process with every role (api, worker, projector), started as `npm start` starts it",
+      pids,
+      apiPid: pids[0]!,
       databaseName: decodeURIComponent(dbUrl.pathname.slice(1)),
       databaseUrl,
       redisPrefix,
@@ -124,6 +137,24 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
     await stop();
     throw error;
   }
+}
+
+/**
+ * The platform settings that let one bench account run `clients` streams at once, every one admitted:
+ * the per-account and per-key limits (requests per minute, concurrent requests) well above what the
+ * bench can ask, the account's share of the queue unbounded (QUEUE_ACCOUNT_SHARE=1) and the queue's
+ * bound (QUEUE_MAX_WAITING) above `clients`. The defaults (3000 requests a minute, 256 at once, half
+ * of 1000 waiting) would refuse a 512-stream level or a fast 256-client one with 429s.
+ */
+export function benchLimitsEnv(clients: number): Record<string, string> {
+  return {
+    RATE_LIMIT_REQUESTS_PER_MINUTE: "1000000",
+    RATE_LIMIT_KEY_REQUESTS_PER_MINUTE: "1000000",
+    RATE_LIMIT_CONCURRENT_REQUESTS: String(Math.max(256, 2 * clients)),
+    RATE_LIMIT_KEY_CONCURRENT_REQUESTS: String(Math.max(256, 2 * clients)),
+    QUEUE_ACCOUNT_SHARE: "1",
+    QUEUE_MAX_WAITING: String(Math.max(1000, 2 * clients)),
+  };
 }
 
 function benchRegistry(standInBaseUrl: string, maxConcurrency: number) {

@@ -1,6 +1,6 @@
 import { availableParallelism, loadavg } from "node:os";
 import { loadConfig } from "../src/config/config.ts";
-import { startBenchPlatform, type BenchPlatform } from "./benchPlatform.ts";
+import { benchLimitsEnv, startBenchPlatform, type BenchPlatform } from "./benchPlatform.ts";
 import { startChild, type Child } from "./childProcess.ts";
 import { measureClosedLoopLevel, type ClosedLoopLevel, type CpuGroup } from "./closedLoop.ts";
 import { checkClosedLoopTargets, formatClosedLoopReport } from "./closedLoopReport.ts";
@@ -19,16 +19,18 @@ export type ClosedLoopOptions = {
   rounds: number;
   warmUp: number;
   directOnly: boolean;
+  /** false (the default): one process with every role, as `npm start`; true: API and worker apart. */
   separateProcesses: boolean;
   nodeArgs: string[];
 };
 
 /**
- * `npm run bench -- --workload closed-loop` (issue 23): short streams (by default first token after
- * 20 ms, then 10 ms per token, 16 tokens), closed-loop clients, three paths in the same run: direct to
- * the stand-in, a bare Node reverse proxy (bench/reverseProxy.ts, the floor) and the platform. Reports
- * requests/s, tokens/s against direct, added first-token p50/p99 and CPU per request of the platform's
- * processes, PostgreSQL and Redis, read from /proc (nothing is signalled). Returns the exit code.
+ * `npm run bench -- --workload closed-loop` (issues 23 and 32): short streams (by default first token
+ * after 20 ms, then 10 ms per token, 16 tokens), closed-loop clients, three paths in the same run:
+ * direct to the stand-in, a bare Node reverse proxy (bench/reverseProxy.ts, the floor) and the platform
+ * (as `npm start` runs it unless separateProcesses). Reports requests/s, tokens/s against direct, added
+ * first-token p50/p99 and CPU per request of the platform's processes, PostgreSQL and Redis, read from
+ * /proc (nothing is signalled), and issue 32's targets. Returns the exit code.
  */
 export async function runClosedLoopWorkload(options: ClosedLoopOptions): Promise<number> {
   const { tokens, ttftMs, interTokenMs } = options;
@@ -62,6 +64,7 @@ export async function runClosedLoopWorkload(options: ClosedLoopOptions): Promise
           databaseUrl: config.databaseUrl,
           redisUrl: config.redisUrl,
           separateProcesses: options.separateProcesses,
+          env: benchLimitsEnv(Math.max(...options.levels)),
           ...(options.nodeArgs.length > 0 ? { nodeArgs: options.nodeArgs } : {}),
         });
       } catch (error) {

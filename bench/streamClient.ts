@@ -18,7 +18,14 @@ export type StreamSample = {
   /** Every expected token arrived, in order, and the stream ended with `[DONE]`. */
   complete: boolean;
   error: string | null;
+  /**
+   * With `{ gaps: true }`: ms between consecutive chunks that carried content, as this client read
+   * them (the first gap is between the first and the second content chunk); otherwise empty.
+   */
+  gapsMs: number[];
 };
+
+export type StreamOptions = { gaps?: boolean };
 
 /**
  * The bench's HTTP client: node:http with one keep-alive agent (not fetch), because the load generator
@@ -32,7 +39,7 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
  * One streamed chat completion against a target, timed from just before the request is sent. Parses
  * the SSE stream with the upstream adapter's parser and every chunk with JSON.parse, as a client would.
  */
-export function runStream(target: StreamTarget, tokens: number, expected: string, timeoutMs: number): Promise<StreamSample> {
+export function runStream(target: StreamTarget, tokens: number, expected: string, timeoutMs: number, options: StreamOptions = {}): Promise<StreamSample> {
   const start = performance.now();
   const body = JSON.stringify({
     model: target.model,
@@ -43,6 +50,8 @@ export function runStream(target: StreamTarget, tokens: number, expected: string
   });
   return new Promise<StreamSample>((resolve) => {
     let ttftMs = Number.NaN;
+    let lastContentAt = Number.NaN;
+    const gapsMs: number[] = [];
     let content = "";
     let done = false;
     let settled = false;
@@ -85,7 +94,14 @@ export function runStream(target: StreamTarget, tokens: number, expected: string
             return;
           }
           const piece = chunk.choices?.[0]?.delta?.content ?? "";
-          if (piece !== "" && Number.isNaN(ttftMs)) ttftMs = performance.now() - start;
+          if (piece !== "") {
+            if (Number.isNaN(ttftMs)) ttftMs = performance.now() - start;
+            if (options.gaps) {
+              const now = performance.now();
+              if (!Number.isNaN(lastContentAt)) gapsMs.push(now - lastContentAt);
+              lastContentAt = now;
+            }
+          }
           content += piece;
         }
       };
@@ -101,7 +117,7 @@ export function runStream(target: StreamTarget, tokens: number, expected: string
         handle(parser.end());
         const totalMs = performance.now() - start;
         const received = content.split(" t").length - 1;
-        finish({ ttftMs, totalMs, tokens: received, complete: done && content === expected, error: null });
+        finish({ ttftMs, totalMs, tokens: received, complete: done && content === expected, error: null, gapsMs });
       });
       response.on("error", (error) => finish(failed(start, error.message)));
       response.on("close", () => finish(failed(start, "connection closed before the end of the stream")));
@@ -111,5 +127,5 @@ export function runStream(target: StreamTarget, tokens: number, expected: string
 }
 
 function failed(start: number, error: string): StreamSample {
-  return { ttftMs: Number.NaN, totalMs: performance.now() - start, tokens: 0, complete: false, error };
+  return { ttftMs: Number.NaN, totalMs: performance.now() - start, tokens: 0, complete: false, error, gapsMs: [] };
 }
