@@ -54,8 +54,13 @@ export class SseResponse {
 
   /** One event: `id:`, then `event:` when it is named (the Responses API's event types), then `data:`. */
   event(id: number, data: unknown, name?: string): void {
+    this.eventJson(id, JSON.stringify(data), name);
+  }
+
+  /** The same with `data:` given as its JSON text, written as it is (one line: JSON text has no raw newline). */
+  eventJson(id: number, json: string, name?: string): void {
     this.#ensureOpen();
-    this.#write(`id: ${id}\n${name ? `event: ${name}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
+    this.#write(`id: ${id}\n${name ? `event: ${name}\n` : ""}data: ${json}\n\n`);
   }
 
   done(): void {
