@@ -27,7 +27,7 @@ export async function relayStream(
       lastSeq = message.seq;
       switch (message.type) {
         case "delta": {
-          // The chunk's JSON text as is: no chunk object, no JSON.stringify of one (a text delta's).
+          // The chunk as JSON text (StreamFormat.deltaJson): no chunk object per token, no JSON.stringify of one.
           const chunk = format.deltaJson(message.delta, first);
           if (chunk === null) break;
           sse.eventJson(message.seq, chunk);

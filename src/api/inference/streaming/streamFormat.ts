@@ -10,7 +10,9 @@ export type StreamFormat = {
    * The chunk for a delta as its JSON text (what the event's `data:` carries), or null when the delta
    * carries nothing to send (first: the first chunk of the stream). Written as text around the delta's
    * strings (its tool calls and logprobs stringified as they are), with no chunk object: equal to
-   * JSON.stringify(deltaChunk(...)), which streamFormat.unit.test.ts holds it to. The relay's per-token path.
+   * JSON.stringify(deltaChunk(...)), which each format's unit test holds it to. The relay's per-token path.
+   * Built here, not by the worker: a chunk text carried in the message (bench/relayMessages.ts) saved
+   * the API no more than this does, cost the worker more than that, and tripled a message's bytes in Redis.
    */
   deltaJson(delta: EngineDeltaMessage, first: boolean): string | null;
   /** The same chunk as an object, or null: the reference deltaJson is held to. */
