@@ -27,9 +27,10 @@ export async function relayStream(
       lastSeq = message.seq;
       switch (message.type) {
         case "delta": {
-          const chunk = format.delta(message.delta, first);
+          // The chunk as JSON text (StreamFormat.deltaJson): no chunk object per token, no JSON.stringify of one.
+          const chunk = format.deltaJson(message.delta, first);
           if (chunk === null) break;
-          sse.event(message.seq, chunk);
+          sse.eventJson(message.seq, chunk);
           first = false;
           break;
         }

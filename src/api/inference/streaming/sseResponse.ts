@@ -16,7 +16,8 @@ export class SseResponse {
   #open = false;
   #clientGone = false;
   #ended = false;
-  #lastWrite = 0;
+  /** Something was written since the keep-alive timer's last tick (a flag, not a clock read per event). */
+  #wrote = false;
   #keepAlive: NodeJS.Timeout | null = null;
 
   constructor(ctx: Context, onClientGone: () => void, options: { keepAliveMs: number }) {
@@ -54,8 +55,13 @@ export class SseResponse {
 
   /** One event: `id:`, then `event:` when it is named (the Responses API's event types), then `data:`. */
   event(id: number, data: unknown, name?: string): void {
+    this.eventJson(id, JSON.stringify(data), name);
+  }
+
+  /** The same with `data:` given as its JSON text, written as it is (one line: JSON text has no raw newline). */
+  eventJson(id: number, json: string, name?: string): void {
     this.#ensureOpen();
-    this.#write(`id: ${id}\n${name ? `event: ${name}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
+    this.#write(`id: ${id}\n${name ? `event: ${name}\n` : ""}data: ${json}\n\n`);
   }
 
   done(): void {
@@ -73,7 +79,7 @@ export class SseResponse {
 
   #write(text: string): void {
     if (this.#clientGone || this.#ended) return;
-    this.#lastWrite = performance.now();
+    this.#wrote = true;
     this.#ctx.res.write(text);
   }
 
@@ -89,11 +95,12 @@ export class SseResponse {
     ctx.res.setHeader("Connection", "keep-alive");
     ctx.res.setHeader("X-Accel-Buffering", "no");
     // No flushHeaders(): the headers leave with the first write, in one packet.
-    this.#lastWrite = performance.now();
-    // Checked twice a period, so no silence lasts longer than keepAliveMs.
+    // Checked twice a period: a tick that finds nothing written since the one before writes a
+    // keep-alive, so no silence lasts longer than keepAliveMs.
     const half = this.#keepAliveMs / 2;
     this.#keepAlive = setInterval(() => {
-      if (performance.now() - this.#lastWrite >= half) this.#write(": keep-alive\n\n");
+      if (!this.#wrote) this.#write(": keep-alive\n\n");
+      this.#wrote = false;
     }, half);
     this.#keepAlive.unref();
   }

@@ -1,6 +1,6 @@
 import type { EngineDeltaMessage, Usage } from "../../../../contracts/deltaMessage.ts";
 import type { CollectedReply } from "../../jobs/collectReply.ts";
-import { chunkBuilder, usageBody, type FinishReason, type StreamFormat } from "../../streaming/streamFormat.ts";
+import { chunkBuilder, chunkFrame, usageBody, type FinishReason, type StreamFormat } from "../../streaming/streamFormat.ts";
 
 type Head = { id: string; created: number; model: string; includeUsage: boolean };
 
@@ -33,8 +33,13 @@ export function multiPromptCompletionBody(head: Omit<Head, "includeUsage">, repl
 
 export function completionStreamFormat(head: Head): StreamFormat {
   const chunk = chunkBuilder("text_completion", head);
+  const { open, close } = chunkFrame("text_completion", head);
   return {
-    delta(delta: EngineDeltaMessage) {
+    deltaJson(delta: EngineDeltaMessage) {
+      if (!delta.content) return null;
+      return `${open}[{"text":${JSON.stringify(delta.content)},"index":0,"logprobs":null,"finish_reason":null}]${close}`;
+    },
+    deltaChunk(delta: EngineDeltaMessage) {
       if (!delta.content) return null;
       return chunk([{ text: delta.content, index: 0, logprobs: null, finish_reason: null }]);
     },
