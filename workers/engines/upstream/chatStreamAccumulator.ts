@@ -1,6 +1,5 @@
 import { EngineError } from "../engine.ts";
 import type { DeltaSink, EngineDelta, FinishReason, TokenLogprob, ToolCallDelta } from "../engine.ts";
-import type { SseEvent } from "./sseParser.ts";
 import { ChatChunkSchema, type ChatChunk, type Usage } from "./upstreamWire.ts";
 import { upstreamErrorDetail } from "./engineErrorFromResponse.ts";
 import { plainChatChunk } from "./plainChatChunk.ts";
@@ -42,11 +41,11 @@ export class ChatStreamAccumulator {
     return { contentBytes: this.#contentBytes, reasoningBytes: this.#reasoningBytes, deltaCount: this.#deltaCount };
   }
 
-  /** Handles one event; returns true once the stream is complete (`[DONE]`). */
-  handle(event: SseEvent): boolean {
+  /** Handles one event (its type and data); returns true once the stream is complete (`[DONE]`). */
+  handle(event: string, eventData: string): boolean {
     if (this.#done) return true;
-    const data = event.data.trim();
-    if (event.event === "error") throw new EngineError("internal", `upstream stream failed: ${upstreamErrorDetail(data).message ?? "error event"}`);
+    const data = eventData.trim();
+    if (event === "error") throw new EngineError("internal", `upstream stream failed: ${upstreamErrorDetail(data).message ?? "error event"}`);
     if (data === "[DONE]") {
       this.#done = true;
       return true;

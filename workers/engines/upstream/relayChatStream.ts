@@ -1,5 +1,5 @@
 import type { ChatStreamAccumulator } from "./chatStreamAccumulator.ts";
-import { SseParser, type SseEvent } from "./sseParser.ts";
+import { SseParser, type SseSink } from "./sseParser.ts";
 import type { UpstreamCall } from "./upstreamCall.ts";
 import type { UpstreamAnswer } from "./upstreamHttp.ts";
 
@@ -19,28 +19,27 @@ import type { UpstreamAnswer } from "./upstreamHttp.ts";
 export function relayChatStream(call: UpstreamCall, { request, response }: UpstreamAnswer, accumulator: ChatStreamAccumulator): Promise<void> {
   const parser = new SseParser();
   return call.wait<void>("stream", (settle) => {
-    const feed = (events: SseEvent[]): void => {
+    // Each event as the parser reads it (no array of events per read).
+    const onEvent: SseSink = (event, data) => {
+      // The delta sink may have aborted the call or closed the engine: relay nothing more. Nothing after `[DONE]`.
+      if (settle.settled || accumulator.done) return;
       try {
-        for (const event of events) {
-          // The delta sink may have aborted the call or closed the engine: relay nothing more.
-          if (settle.settled) return;
-          if (accumulator.handle(event)) break;
-        }
+        accumulator.handle(event, data);
       } catch (error) {
         settle.rethrow(error);
-        return;
       }
-      if (accumulator.done) settle.done();
     };
     // The response's StringDecoder keeps a character split across reads whole (see SseParser.pushText).
     response.setEncoding("utf8");
     response.on("data", (text: string) => {
       call.touch();
-      if (!settle.settled) feed(parser.pushText(text));
+      if (settle.settled) return;
+      parser.feedText(text, onEvent);
+      if (accumulator.done) settle.done();
     });
     response.on("end", () => {
       if (settle.settled) return;
-      feed(parser.end());
+      parser.finish(onEvent);
       settle.done();
     });
     response.on("error", settle.fail);

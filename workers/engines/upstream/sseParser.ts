@@ -1,6 +1,9 @@
 /** One dispatched server-sent event. */
 export type SseEvent = { event: string; data: string; id: string | undefined };
 
+/** Told of each dispatched event as it is parsed: its type (`message` unless named), its data, the last event id. */
+export type SseSink = (event: string, data: string, id: string | undefined) => void;
+
 /**
  * Incremental text/event-stream parser (the WHATWG "server-sent events" parsing rules), fed raw bytes
  * exactly as they come off the socket: an event, a line, a `\r\n` pair or a multi-byte UTF-8 character
@@ -10,19 +13,26 @@ export type SseEvent = { event: string; data: string; id: string | undefined };
  * Lenient at the end: a last event not followed by a blank line is still dispatched by end(), since some
  * servers close right after `data: [DONE]`.
  *
- * Feed one parser either bytes (push) or text (pushText), not both.
+ * Lines are read in place: the only string made per event is its data (a slice of the text pushed, or
+ * the data lines joined), and the streaming methods (feedText, finish) hand each event to a sink
+ * without an event object or array; push, pushText and end collect them into an array.
+ *
+ * Feed one parser either bytes (push) or text (pushText, feedText), not both.
  */
 export class SseParser {
   readonly #decoder = new TextDecoder("utf-8");
-  readonly #lineEnd = /\r\n|\r|\n/g;
-  #buffer = "";
-  #data: string[] = [];
+  /** The start of a line not ended yet (normally ""). */
+  #rest = "";
+  /** The data of the event being read, its lines joined with `\n`; null until its first data line. */
+  #data: string | null = null;
   #event = "";
   #id: string | undefined = undefined;
   #textStarted = false;
 
   push(bytes: Uint8Array): SseEvent[] {
-    return this.#feed(this.#decoder.decode(bytes, { stream: true }), false);
+    const events: SseEvent[] = [];
+    this.#feed(this.#decoder.decode(bytes, { stream: true }), false, collectInto(events));
+    return events;
   }
 
   /**
@@ -31,55 +41,96 @@ export class SseParser {
    * BOM is dropped here, as the TextDecoder of push() does.
    */
   pushText(text: string): SseEvent[] {
+    const events: SseEvent[] = [];
+    this.feedText(text, collectInto(events));
+    return events;
+  }
+
+  /** pushText, each event handed to `sink` as it is parsed. */
+  feedText(text: string, sink: SseSink): void {
     if (!this.#textStarted && text !== "") {
       this.#textStarted = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
-    return this.#feed(text, false);
+    this.#feed(text, false, sink);
   }
 
   /** The body ended: flushes a trailing line and a last undispatched event. */
   end(): SseEvent[] {
-    const events = this.#feed(this.#decoder.decode(), true);
-    if (this.#buffer !== "") {
-      this.#line(this.#buffer, events);
-      this.#buffer = "";
-    }
-    this.#line("", events);
-    return events;
-  }
-
-  #feed(text: string, final: boolean): SseEvent[] {
     const events: SseEvent[] = [];
-    const buffer = this.#buffer + text;
-    const lineEnd = this.#lineEnd;
-    lineEnd.lastIndex = 0;
-    let start = 0;
-    for (let match = lineEnd.exec(buffer); match !== null; match = lineEnd.exec(buffer)) {
-      // A lone `\r` at the very end may be the first half of a `\r\n` split across pushes: wait for more.
-      if (!final && match[0] === "\r" && match.index === buffer.length - 1) break;
-      this.#line(buffer.slice(start, match.index), events);
-      start = match.index + match[0].length;
-    }
-    this.#buffer = buffer.slice(start);
+    this.finish(collectInto(events));
     return events;
   }
 
-  #line(line: string, events: SseEvent[]): void {
-    if (line === "") {
-      if (this.#data.length > 0) events.push({ event: this.#event === "" ? "message" : this.#event, data: this.#data.join("\n"), id: this.#id });
-      this.#data = [];
+  /** end(), each event handed to `sink`. */
+  finish(sink: SseSink): void {
+    this.#feed(this.#decoder.decode(), true, sink);
+    const rest = this.#rest;
+    if (rest !== "") {
+      this.#rest = "";
+      this.#line(rest, 0, rest.length, sink);
+    }
+    this.#line("", 0, 0, sink);
+  }
+
+  #feed(text: string, final: boolean, sink: SseSink): void {
+    const buffer = this.#rest === "" ? text : this.#rest + text;
+    const length = buffer.length;
+    let start = 0;
+    // The next `\n` and `\r` at or after `start`; -1 once there is none left (most streams have no `\r`), -2 not looked for yet.
+    let lf = -2;
+    let cr = -2;
+    while (start < length) {
+      if (lf !== -1 && lf < start) lf = buffer.indexOf("\n", start);
+      if (cr !== -1 && cr < start) cr = buffer.indexOf("\r", start);
+      let end: number;
+      let next: number;
+      if (cr !== -1 && (lf === -1 || cr < lf)) {
+        // A lone `\r` at the very end may be the first half of a `\r\n` split across pushes: wait for more.
+        if (cr === length - 1 && !final) break;
+        end = cr;
+        next = cr + 1 === lf ? lf + 1 : cr + 1;
+      } else if (lf !== -1) {
+        end = lf;
+        next = lf + 1;
+      } else {
+        break;
+      }
+      this.#line(buffer, start, end, sink);
+      start = next;
+    }
+    this.#rest = start === 0 ? buffer : start >= length ? "" : buffer.slice(start);
+  }
+
+  /** The line `text[start, end)`. */
+  #line(text: string, start: number, end: number, sink: SseSink): void {
+    if (start === end) {
+      if (this.#data !== null) sink(this.#event === "" ? "message" : this.#event, this.#data, this.#id);
+      this.#data = null;
       this.#event = "";
       return;
     }
-    if (line.charCodeAt(0) === 0x3a /* ":" comment */) return;
-    const colon = line.indexOf(":");
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? "" : line.slice(colon + 1);
-    if (value.charCodeAt(0) === 0x20) value = value.slice(1);
-    if (field === "data") this.#data.push(value);
-    else if (field === "event") this.#event = value;
-    else if (field === "id" && !value.includes("\0")) this.#id = value;
+    if (text.charCodeAt(start) === 0x3a /* ":" comment */) return;
+    let colon = start;
+    while (colon < end && text.charCodeAt(colon) !== 0x3a) colon++;
+    let valueStart = colon === end ? end : colon + 1;
+    if (valueStart < end && text.charCodeAt(valueStart) === 0x20) valueStart++;
+    const fieldLength = colon - start;
+    if (fieldLength === 4 && text.startsWith("data", start)) {
+      const value = text.slice(valueStart, end);
+      this.#data = this.#data === null ? value : `${this.#data}\n${value}`;
+    } else if (fieldLength === 5 && text.startsWith("event", start)) {
+      this.#event = text.slice(valueStart, end);
+    } else if (fieldLength === 2 && text.startsWith("id", start)) {
+      const value = text.slice(valueStart, end);
+      if (!value.includes("\0")) this.#id = value;
+    }
     // `retry` and unknown fields are ignored.
   }
+}
+
+function collectInto(events: SseEvent[]): SseSink {
+  return (event, data, id) => {
+    events.push({ event, data, id });
+  };
 }

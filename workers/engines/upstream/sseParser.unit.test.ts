@@ -24,6 +24,16 @@ function parseTextInPieces(text: string, size: number): SseEvent[] {
   return events;
 }
 
+/** The same pieces, each event handed to a sink (feedText, finish) instead of returned in arrays. */
+function feedTextInPieces(text: string, size: number): SseEvent[] {
+  const parser = new SseParser();
+  const events: SseEvent[] = [];
+  const sink = (event: string, data: string, id: string | undefined) => events.push({ event, data, id });
+  for (let i = 0; i < text.length; i += size) parser.feedText(text.slice(i, i + size), sink);
+  parser.finish(sink);
+  return events;
+}
+
 describe("SseParser", () => {
   const stream =
     "\uFEFF: keep-alive\r\n\r\n" +
@@ -52,6 +62,16 @@ describe("SseParser", () => {
   it("gives the same events from decoded text (pushText), dropping the BOM however it is split", () => {
     for (const size of [1, 2, 3, 5, 7, 13, 1 << 20]) expect(parseTextInPieces(stream, size)).toEqual(expected);
     expect(parseTextInPieces("\uFEFFdata: x\n\n", 1)).toEqual([{ event: "message", data: "x", id: undefined }]);
+  });
+
+  it("hands the same events to a sink as it parses them (feedText, finish)", () => {
+    for (const size of [1, 2, 3, 5, 7, 13, 1 << 20]) expect(feedTextInPieces(stream, size)).toEqual(expected);
+    const long = `data: ${"x".repeat(5000)}\n\ndata: a\r\ndata:\r\ndata:  b\r\n\r\n`;
+    const longEvents = [
+      { event: "message", data: "x".repeat(5000), id: undefined },
+      { event: "message", data: "a\n\n b", id: undefined },
+    ];
+    for (const size of [1, 64, 4999, 5006, 1 << 20]) expect(feedTextInPieces(long, size)).toEqual(longEvents);
   });
 
   it("dispatches a last event the server did not terminate with a blank line", () => {
