@@ -25,6 +25,8 @@ import {
   type ResumePoint,
   type RunMode,
 } from "./resumption.ts";
+import type { SentOutput } from "./sentDeltas.ts";
+import { within } from "./settledWithin.ts";
 import type { RecordOutcome, UsageRecorder } from "./usageRecorder.ts";
 import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
 
@@ -133,17 +135,24 @@ export class CompletionJobRunner {
     const point = mode === "new" ? NEW_JOB : await this.#resume(job, mode);
     if (point === null) return;
     // What was generated, for the charge of a run that fails: the token counts the deltas carry, the
-    // text of those without one (counted with the tokenizer).
+    // text of those without one and the reasoning (counted with the tokenizer); of the content, only
+    // whether there is any (it is charged by its counts). Its text is kept only for a span that records
+    // the reply (traceMessageContent).
     const generated: Generated = {
-      content: point.delivered.content + point.delivered.toolText,
+      output: point.delivered.content !== "" || point.delivered.toolText !== "",
       reasoning: point.delivered.reasoning,
       tokens: point.delivered.tokens,
       uncounted: point.delivered.uncounted,
     };
+    let reply = this.#deps.traceMessageContent ? point.delivered.content + point.delivered.toolText : null;
     const collect = (delta: EngineDelta) => {
-      const text = (delta.content ?? "") + (delta.toolCalls ?? []).map((c) => (c.function?.name ?? "") + (c.function?.arguments ?? "")).join("");
-      generated.content += text;
-      generated.reasoning += delta.reasoning ?? "";
+      let text = delta.content ?? "";
+      if (delta.toolCalls) for (const c of delta.toolCalls) text += (c.function?.name ?? "") + (c.function?.arguments ?? "");
+      if (text !== "") {
+        generated.output = true;
+        if (reply !== null) reply += text;
+      }
+      if (delta.reasoning) generated.reasoning += delta.reasoning;
       if (delta.tokens !== undefined) generated.tokens += delta.tokens;
       else generated.uncounted += (delta.reasoning ?? "") + text;
     };
@@ -179,7 +188,7 @@ export class CompletionJobRunner {
             signal,
           ),
         );
-        call.finished({ finishReason: result.finishReason, usage: result.usage, reply: generated.content });
+        call.finished({ finishReason: result.finishReason, usage: result.usage, ...(reply === null ? {} : { reply }) });
         announce();
         if (point.delivered.finishReason === null) publisher.send({ type: "finish", finishReason: result.finishReason });
         finishReason = result.finishReason;
@@ -306,7 +315,7 @@ export class CompletionJobRunner {
     const charged =
       ending.usage ??
       (await this.#usageBeforeFailure(job, {
-        content: delivered.content + delivered.toolText,
+        output: delivered.content !== "" || delivered.toolText !== "",
         reasoning: delivered.reasoning,
         tokens: delivered.tokens,
         uncounted: delivered.uncounted,
@@ -340,7 +349,7 @@ export class CompletionJobRunner {
    * out. As counted when generated where the deltas carry counts, never more than `maxTokens`.
    */
   async #usageBeforeFailure(job: CompletionJob, generated: Generated): Promise<Usage> {
-    if (job.work.kind !== "chat" || (generated.content + generated.reasoning === "" && generated.tokens === 0)) return NO_USAGE;
+    if (job.work.kind !== "chat" || (!generated.output && generated.reasoning === "" && generated.tokens === 0)) return NO_USAGE;
     const request: ChatRequest = job.work.request;
     try {
       const { engine } = this.#deps;
@@ -359,8 +368,8 @@ async function usageOf(recorder: UsageRecorder, completionId: string): Promise<U
   return recorded ? { promptTokens: recorded.promptTokens, completionTokens: recorded.completionTokens, reasoningTokens: recorded.reasoningTokens } : null;
 }
 
-/** What a run generated (what earlier runs delivered included). */
-type Generated = { content: string; reasoning: string; tokens: number; uncounted: string };
+/** What a run generated (what earlier runs delivered included), as it is charged. */
+type Generated = SentOutput;
 
 /**
  * What the job's deltas numbered up to `seq` hold: those earlier runs wrote (read back when this run
@@ -368,28 +377,12 @@ type Generated = { content: string; reasoning: string; tokens: number; uncounted
  * count it was written with.
  */
 function sentThrough(point: ResumePoint, publisher: DeltaPublisher, seq: number): Generated {
-  const earlier = (point.replayed ?? []).filter((m) => m.seq < point.nextSeq && m.seq <= seq);
-  const sent = foldDelivered([...earlier, ...publisher.deltasWritten.filter((m) => m.seq <= seq)]);
-  return { content: sent.content + sent.toolText, reasoning: sent.reasoning, tokens: sent.tokens, uncounted: sent.uncounted };
-}
-
-type Waited<T> = { kind: "resolved"; value: T } | { kind: "rejected"; error: unknown } | { kind: "pending" };
-
-/** How `promise` stands after at most `ms`: settled, or still pending. */
-async function within<T>(promise: Promise<T>, ms: number): Promise<Waited<T>> {
-  let timer: NodeJS.Timeout | undefined;
-  const pending = new Promise<Waited<T>>((resolve) => {
-    timer = setTimeout(() => resolve({ kind: "pending" }), ms);
-  });
-  try {
-    return await Promise.race([
-      promise.then(
-        (value): Waited<T> => ({ kind: "resolved", value }),
-        (error: unknown): Waited<T> => ({ kind: "rejected", error }),
-      ),
-      pending,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  const earlier = foldDelivered((point.replayed ?? []).filter((m) => m.seq < point.nextSeq && m.seq <= seq));
+  const sent = publisher.sentThrough(seq);
+  return {
+    output: earlier.content !== "" || earlier.toolText !== "" || sent.output,
+    reasoning: earlier.reasoning + sent.reasoning,
+    tokens: earlier.tokens + sent.tokens,
+    uncounted: earlier.uncounted + sent.uncounted,
+  };
 }

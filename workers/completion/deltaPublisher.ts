@@ -1,10 +1,9 @@
-import type { DeltaMessage, UnsequencedDeltaMessage } from "../../src/contracts/deltaMessage.ts";
+import type { DeltaMessage, EngineDeltaMessage, UnsequencedDeltaMessage } from "../../src/contracts/deltaMessage.ts";
 import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { EngineDelta } from "../engines/engine.ts";
 import type { CoalescingWindow, PendingFlush } from "./coalescingWindow.ts";
 import { mergeDeltas } from "./mergeDeltas.ts";
-
-type DeltaOnly = Extract<DeltaMessage, { type: "delta" }>;
+import { SentDeltas, type SentOutput } from "./sentDeltas.ts";
 import type { TurnWriter } from "./turnWriter.ts";
 
 export type DeltaPublisherOptions = {
@@ -33,6 +32,10 @@ export type DeltaPublisherOptions = {
  * completion's window has passed since its last write, together with the due deltas of every other completion, in
  * the same event-loop tick: the TurnWriter sends a turn's commands in one socket write, so Redis is not
  * written once per token and completion under load.
+ *
+ * Per written delta it makes the message's delta (the engine's without its token count, or the merged
+ * ones), the message and its JSON text, and nothing per token beyond the merge; what was written is kept
+ * as numbers (SentDeltas), not as the messages.
  */
 export class DeltaPublisher implements PendingFlush {
   readonly #completionId: string;
@@ -42,10 +45,12 @@ export class DeltaPublisher implements PendingFlush {
   readonly #firstSeq: number;
   #seq: number;
   #lastWrite = Number.NEGATIVE_INFINITY;
-  #pending: EngineDelta | null = null;
+  /** The deltas merged since the last write, and their tokens summed (undefined: none carried a count). */
+  #pending: EngineDeltaMessage | null = null;
+  #pendingTokens: number | undefined = undefined;
   #deltas = 0;
-  /** The delta messages written so far (with their numbers and token counts): what a client can have been sent. */
-  readonly #sentDeltas: DeltaOnly[] = [];
+  /** The delta messages written so far (their numbers and token counts): what a client can have been sent. */
+  readonly #sent = new SentDeltas();
   /** Settles once every message written so far has reached Redis (or failed). */
   #written: Promise<void> = Promise.resolve();
   #failure: Error | null = null;
@@ -64,9 +69,9 @@ export class DeltaPublisher implements PendingFlush {
     options.window.opened();
   }
 
-  /** The delta messages this publisher wrote so far, in order (merged deltas as the one message they became). */
-  get deltasWritten(): readonly DeltaOnly[] {
-    return this.#sentDeltas;
+  /** What the delta messages this publisher wrote, numbered up to `seq`, hold (merged deltas as the one message they became). */
+  sentThrough(seq: number): SentOutput {
+    return this.#sent.through(seq);
   }
 
   /** Number of messages this publisher wrote so far. */
@@ -74,9 +79,11 @@ export class DeltaPublisher implements PendingFlush {
     return this.#seq - this.#firstSeq;
   }
 
+  /** One delta of the engine (not kept: its output is copied into the message or the pending merge). */
   delta(delta: EngineDelta): void {
     if (this.#pending) {
       mergeDeltas(this.#pending, delta);
+      if (delta.tokens !== undefined) this.#pendingTokens = (this.#pendingTokens ?? 0) + delta.tokens;
       return;
     }
     // Written at once when nothing of this completion was written within its window (its first delta
@@ -84,29 +91,26 @@ export class DeltaPublisher implements PendingFlush {
     // its wake-up, which at low load would cost one timer per token and delay every token by the window.
     const windowMs = this.#options.window.currentMs();
     if (this.#deltas === 0 || windowMs === 0 || this.#options.now() - this.#lastWrite >= windowMs) {
-      this.#writeDelta(mergeDeltas({}, delta));
+      this.#writeDelta(mergeDeltas({}, delta), delta.tokens);
       return;
     }
     this.#pending = mergeDeltas({}, delta);
+    this.#pendingTokens = delta.tokens;
     this.#options.window.schedule(this);
   }
 
   /** Writes the merged pending deltas now. */
   flush(): void {
-    const pending = this.#pending;
-    if (!pending) return;
-    this.#pending = null;
+    if (!this.#pending) return;
     this.#options.window.unschedule(this);
-    this.#writeDelta(pending);
+    this.#writePending();
   }
 
   /** Called by the worker's flush loop: writes the pending deltas once the window passed since the last write. */
   flushIfDue(): boolean {
     if (!this.#pending) return true;
     if (this.#options.now() - this.#lastWrite < this.#options.window.currentMs()) return false;
-    const pending = this.#pending;
-    this.#pending = null;
-    this.#writeDelta(pending);
+    this.#writePending();
     return true;
   }
 
@@ -125,18 +129,31 @@ export class DeltaPublisher implements PendingFlush {
     if (this.#failure) throw this.#failure;
   }
 
-  #writeDelta(delta: EngineDelta): void {
+  #writePending(): void {
+    const pending = this.#pending!;
+    const tokens = this.#pendingTokens;
+    this.#pending = null;
+    this.#pendingTokens = undefined;
+    this.#writeDelta(pending, tokens);
+  }
+
+  /** `delta`: the message's own (a copy or a merge, never the engine's object). */
+  #writeDelta(delta: EngineDeltaMessage, tokens: number | undefined): void {
     this.#deltas += 1;
     this.#lastWrite = this.#options.now();
     // The token count travels beside the delta (the API relays the delta; the count is for a worker
-    // continuing the reply after a crash, and for nothing else).
-    const { tokens, ...text } = delta;
-    this.#write(tokens === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, tokens });
+    // continuing the reply after a crash, and for nothing else). Built as one object, its keys in the
+    // order the JSON text always had.
+    const seq = this.#seq++;
+    this.#append(tokens === undefined ? { type: "delta", delta, seq } : { type: "delta", delta, tokens, seq });
   }
 
   #write(message: UnsequencedDeltaMessage): void {
-    const sequenced = { ...message, seq: this.#seq++ } as DeltaMessage;
-    if (sequenced.type === "delta") this.#sentDeltas.push(sequenced);
+    this.#append({ ...message, seq: this.#seq++ } as DeltaMessage);
+  }
+
+  #append(sequenced: DeltaMessage): void {
+    if (sequenced.type === "delta") this.#sent.record(sequenced.seq, sequenced.delta, sequenced.tokens);
     // The expiry is (re)set on the first and last messages and now and then between, not on every delta.
     const last = sequenced.type === "usage" || sequenced.type === "error";
     const expire = sequenced.seq % 256 === 0 || sequenced.seq === this.#firstSeq || last ? this.#options.replayTtlSeconds : null;

@@ -1,14 +1,16 @@
+import type { EngineDeltaMessage } from "../../src/contracts/deltaMessage.ts";
 import type { EngineDelta, ToolCallDelta } from "../engines/engine.ts";
 
 /**
- * Appends `next` to `into` (mutating `into`): text is concatenated, logprobs appended, and tool-call
- * pieces of the same index merged (id/type/name kept from the first, arguments concatenated).
- * Concatenating the merged delta gives the same text as concatenating both; token counts are added.
+ * Appends the output of `next` to `into` (mutating `into`): text is concatenated, logprobs appended, and
+ * tool-call pieces of the same index merged (id/type/name kept from the first, arguments concatenated).
+ * Concatenating the merged delta gives the same text as concatenating both. Token counts are not
+ * merged (a delta message carries its count beside the delta): the caller adds them up. Nothing of
+ * `next` is kept or changed: its tool calls are copied.
  */
-export function mergeDeltas(into: EngineDelta, next: EngineDelta): EngineDelta {
+export function mergeDeltas(into: EngineDeltaMessage, next: EngineDelta): EngineDeltaMessage {
   if (next.content !== undefined) into.content = (into.content ?? "") + next.content;
   if (next.reasoning !== undefined) into.reasoning = (into.reasoning ?? "") + next.reasoning;
-  if (next.tokens !== undefined) into.tokens = (into.tokens ?? 0) + next.tokens;
   if (next.logprobs?.length) into.logprobs = [...(into.logprobs ?? []), ...next.logprobs];
   if (next.toolCalls?.length) {
     const calls = into.toolCalls ? into.toolCalls.map(copyCall) : [];
