@@ -10,6 +10,8 @@ type GenerationMetrics = PlatformMetrics["inference"];
  */
 export function meteredEngine(engine: Engine, modelId: string, metrics: GenerationMetrics): Engine {
   const model = { model: modelId };
+  // Bound once: an observation through the histogram itself makes a closure per call besides its label work.
+  const interTokenLatency = metrics.interTokenLatency.labels(model);
   const generate = async (call: (onDelta: DeltaSink) => Promise<EngineResult>, onDelta: DeltaSink): Promise<EngineResult> => {
     const calledAt = performance.now();
     let firstAt: number | null = null;
@@ -20,7 +22,7 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
         firstAt = now;
         metrics.timeToFirstToken.observe(model, (now - calledAt) / 1000);
       } else {
-        metrics.interTokenLatency.observe(model, (now - lastAt) / 1000);
+        interTokenLatency.observe((now - lastAt) / 1000);
       }
       lastAt = now;
       onDelta(delta);
