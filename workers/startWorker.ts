@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../src/config/config.ts";
+import type { LocalReplyChannels } from "../src/contracts/localReplyChannels.ts";
 import { createPool, poolTimeouts, shortStatements, type Pool } from "../src/db/createPool.ts";
 import { createRedis } from "../src/redis/createRedis.ts";
 import { InferenceKeys } from "../src/contracts/inferenceKeys.ts";
@@ -30,7 +31,8 @@ import { EngineSet } from "./engines/engineSet.ts";
 /** The statement timeout of the usage recorder's pools: its statements are short (an append, an update). */
 const USAGE_STATEMENT_MS = 5000;
 
-export type WorkerContext = { config: Config; pool: Pool; logger: Logger; metrics: PlatformMetrics };
+/** RoleContext, with `localReplies` optional: without it, every reply is published (as to an API in another process). */
+export type WorkerContext = { config: Config; pool: Pool; logger: Logger; metrics: PlatformMetrics; localReplies?: LocalReplyChannels };
 
 export type WorkerOptions = {
   /** Replaces the engine adapters (tests wrap the real engine to make it fail). */
@@ -45,7 +47,7 @@ export type RunningWorker = { workerId: string; modelIds: string[]; stop(): Prom
  * consumes each model's queue, and heartbeats the models into Redis once it is ready to take jobs.
  * stop(): leave first (so the API answers 503 at once), then finish the running jobs, then unload.
  */
-export async function startWorker({ config, pool, logger, metrics }: WorkerContext, options: WorkerOptions = {}): Promise<RunningWorker> {
+export async function startWorker({ config, pool, logger, metrics, localReplies }: WorkerContext, options: WorkerOptions = {}): Promise<RunningWorker> {
   const loaded = await loadModelRegistry(config.modelsConfigPath);
   // Charges name the published price table version they were computed at (docs/audit.md).
   const registry = loaded.withPriceTableVersion(await publishPriceTable(pool, loaded.priceTableVersion, loaded.prices(), systemClock.now()));
@@ -60,7 +62,8 @@ export async function startWorker({ config, pool, logger, metrics }: WorkerConte
   const deltaRedis = createRedis(config.redis, { kind: "worker", timeouts: config.redisTimeouts });
   const unwatch = [metrics.sources.addRedis("worker", redis), metrics.sources.addRedis("worker-deltas", deltaRedis)];
   const window = new CoalescingWindow(config.deltaCoalesceMs);
-  const writer = new TurnWriter(deltaRedis);
+  // The replies of an API role of this process are handed to it directly, once appended to their replay streams.
+  const writer = new TurnWriter(deltaRedis, localReplies ?? null);
   const engines = new EngineSet((model) => createEngine(model, config));
   // Usage is recorded on pools of its own whose statements are all short (USAGE_STATEMENT_MS): a silent
   // PostgreSQL costs an attempt seconds, not the background pool's 35 s, so usage is recorded within

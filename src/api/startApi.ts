@@ -13,12 +13,15 @@ import { PostgresFileStore } from "./files/postgresFileStore.ts";
 import { FileRetentionSweeper } from "./files/fileRetentionSweeper.ts";
 import { BatchDispatcher } from "./batches/batchDispatcher.ts";
 
-export async function startApi({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
+export async function startApi({ config, pool, logger, metrics, localReplies }: RoleContext): Promise<RunningRole> {
   const redis = createRedis(config.redis, { kind: "fail-fast", timeouts: config.redisTimeouts });
   const unwatchRedis = metrics.sources.addRedis("api", redis);
   const keyAuth = new ApiKeyAuth({ pool, redis, redisPrefix: config.redisPrefix, logger });
   await keyAuth.start();
-  const inference = createInferenceServices({ config, redis, logger, metrics, clock: systemClock }, await loadModelRegistry(config.modelsConfigPath));
+  const inference = createInferenceServices(
+    { config, redis, logger, metrics, clock: systemClock, localReplies },
+    await loadModelRegistry(config.modelsConfigPath),
+  );
   const accounts = { pool, changes: keyAuth.accountChanges() };
   const signIn = new SignIn(config, redis);
   const files = new PostgresFileStore({ pool, clock: systemClock, retentionDays: config.files.retentionDays });

@@ -1,10 +1,15 @@
 import type { Config } from "../config/config.ts";
+import type { LocalReplyChannels } from "../contracts/localReplyChannels.ts";
 import type { Pool, PoolUse } from "../db/createPool.ts";
 import type { Logger } from "../observability/logger.ts";
 import type { PlatformMetrics } from "../observability/metrics.ts";
 
-/** What every role is started with. `pool` has the timeouts of the role's `poolUse`; `metrics` is the process's one registry. */
-export type RoleContext = { config: Config; pool: Pool; logger: Logger; metrics: PlatformMetrics };
+/**
+ * What every role is started with. `pool` has the timeouts of the role's `poolUse`; `metrics` is the
+ * process's one registry; `localReplies` the process's one set of API reply channels (an API role
+ * registers its own; a worker role hands the messages of those jobs over in process instead of publishing them).
+ */
+export type RoleContext = { config: Config; pool: Pool; logger: Logger; metrics: PlatformMetrics; localReplies: LocalReplyChannels };
 
 /** A started role; stop() drains it and frees what it holds (not the shared pool). */
 export type RunningRole = { stop(): Promise<void> };

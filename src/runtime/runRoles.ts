@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from "../config/config.ts";
+import { LocalReplyChannels } from "../contracts/localReplyChannels.ts";
 import { createPool, type Pool, type PoolUse, poolTimeouts } from "../db/createPool.ts";
 import { ensureDatabase } from "../db/ensureDatabase.ts";
 import { migrate } from "../db/migrate.ts";
@@ -47,6 +48,8 @@ async function start(roles: RoleDefinition[], defaults: Record<string, string>):
     await migrations.end();
   }
   const metrics = createMetrics();
+  // An API role and a worker role of this process: the worker hands that API's replies over in process.
+  const localReplies = new LocalReplyChannels();
   const pools = new Map<PoolUse, Pool>();
   const poolFor = (use: PoolUse): Pool => {
     let pool = pools.get(use);
@@ -100,7 +103,10 @@ async function start(roles: RoleDefinition[], defaults: Record<string, string>):
   process.on("SIGTERM", () => void stop("SIGTERM"));
   for (const role of roles) {
     if (stopping) return;
-    running.push({ name: role.name, role: await role.start({ config, pool: poolFor(role.poolUse), logger: logger.child({ role: role.name }), metrics }) });
+    running.push({
+      name: role.name,
+      role: await role.start({ config, pool: poolFor(role.poolUse), logger: logger.child({ role: role.name }), metrics, localReplies }),
+    });
   }
 }
 

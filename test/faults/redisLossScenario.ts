@@ -29,6 +29,11 @@ export type RedisLossScenario = {
   downForMs: number;
   /** Every request must have ended within this long after Redis is back. */
   endWithinMs: number;
+  /**
+   * The worker as a role of the API's process (`npm start`: it hands the API its replies in process)
+   * instead of a process of its own (its replies published).
+   */
+  colocated?: boolean;
 };
 
 /** One chat as its client saw it. */
@@ -74,11 +79,14 @@ export async function runRedisLossScenario(scenario: RedisLossScenario): Promise
       redisUrl: redis.url,
       models: () => [model],
       startWorker: false,
+      colocated: scenario.colocated === true,
       env: { JOB_IDLE_TIMEOUT_MS: "300000", JOB_START_TIMEOUT_STREAM_MS: "60000", JOB_START_TIMEOUT_MS: "60000" },
     });
     const { key, account } = await platform.createKey();
-    // The worker in a process of its own, as in production: it reconnects to Redis on its own schedule.
-    worker = spawnWorker(platform, redis.url, logs);
+    // The worker in a process of its own, as in production: it reconnects to Redis on its own schedule
+    // (or, colocated, in this process, on connections of its own).
+    if (scenario.colocated) await platform.startWorker();
+    else worker = spawnWorker(platform, redis.url, logs);
     const presence = new WorkerPresence(platform.deps.redis, new InferenceKeys(platform.deps.config.redisPrefix));
     await eventually(async () => ((await presence.isLive(MODEL)) ? true : undefined), 30_000);
     const warm = await chat(platform, key, false, 0, 2, AbortSignal.timeout(30_000));
@@ -137,7 +145,7 @@ export async function runRedisLossScenario(scenario: RedisLossScenario): Promise
     // And the service works on.
     const after = await chat(platform, key, true, 0, 2, AbortSignal.timeout(30_000));
     expect(after.complete, JSON.stringify(after)).toBe(true);
-    expect(worker.exitCode, logs.join("")).toBeNull();
+    expect(worker?.exitCode ?? null, logs.join("")).toBeNull();
   } finally {
     if (worker) {
       const running = worker;

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
+import type { DeltaMessage } from "../../src/contracts/deltaMessage.ts";
+import { LocalReplyChannels } from "../../src/contracts/localReplyChannels.ts";
 import { CoalescingWindow } from "../../workers/completion/coalescingWindow.ts";
 import { DeltaPublisher } from "../../workers/completion/deltaPublisher.ts";
 import { TurnWriter } from "../../workers/completion/turnWriter.ts";
@@ -144,6 +146,43 @@ describe("DeltaPublisher -> Redis -> DeltaSubscriber", () => {
     for (let i = 0; i < 3; i++) seqs.push((await feed.next(5_000))!.seq);
     expect(seqs).toEqual([0, 1, 2]);
     feed.close();
+  });
+
+  it("hands an API of its own process the messages a PUBLISH would bring it (LocalReplyChannels); close() releases its channel", async () => {
+    const local = new LocalReplyChannels();
+    const own = new DeltaSubscriber(testRedis.redis, keys, { local });
+    const localWriter = new TurnWriter(testRedis.redis, local);
+    /** One completion's messages through `via`'s writer, as `to`'s feed receives them. */
+    const run = async (to: DeltaSubscriber, via: TurnWriter, completionId: string) => {
+      const feed = to.open(completionId);
+      const publisher = new DeltaPublisher(
+        keys,
+        { completionId, replyTo: to.replyTo },
+        { window: new CoalescingWindow(0), writer: via, replayTtlSeconds: 60, replayMaxLen: 100 },
+      );
+      publisher.send({ type: "started" });
+      publisher.delta({ content: "Hi", tokens: 1, logprobs: [{ token: "Hi", logprob: -0.5, bytes: [72, 105], top_logprobs: [] }] });
+      publisher.delta({ toolCalls: [{ index: 0, id: "call_1", type: "function", function: { name: "f", arguments: "{}" } }], tokens: 2 });
+      publisher.send({ type: "finish", finishReason: "tool_calls" });
+      publisher.send({ type: "usage", usage: { promptTokens: 3, completionTokens: 3, reasoningTokens: 0 } });
+      await publisher.close();
+      const received: DeltaMessage[] = [];
+      for (let message = await feed.next(5_000); message; message = message.type === "usage" ? undefined : await feed.next(5_000)) received.push(message);
+      feed.close();
+      return received;
+    };
+    try {
+      await own.ready;
+      expect(local.handlerFor(own.replyTo)).toBeDefined();
+      const published = await run(subscriber, writer, "via-publish");
+      const handed = await run(own, localWriter, "in-process");
+      expect(published).toHaveLength(5);
+      expect(handed).toEqual(published);
+      expect(await own.replay("in-process")).toEqual(handed);
+    } finally {
+      await own.close();
+    }
+    expect(local.handlerFor(own.replyTo)).toBeUndefined();
   });
 
   it("sends what is written in one event-loop turn for one API process as one PUBLISH, and only to that process", async () => {

@@ -1,5 +1,6 @@
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DeltaMessage } from "../../src/contracts/deltaMessage.ts";
 import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { TurnWriter } from "../../workers/completion/turnWriter.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
@@ -13,6 +14,8 @@ describe("TurnWriter", () => {
   const noFailure = (error: Error) => {
     throw new Error(`unexpected write failure: ${error.message}`);
   };
+  /** A message and its JSON text, as DeltaPublisher hands them to the writer. */
+  const json = (message: DeltaMessage) => ({ message, messageJson: JSON.stringify(message) });
 
   beforeAll(async () => {
     testRedis = await createTestRedis();
@@ -40,7 +43,7 @@ describe("TurnWriter", () => {
         expireSeconds: 60,
         replyTo: key("api-1"),
         completionId: "c1",
-        messageJson: JSON.stringify({ seq: 0, type: "started" }),
+        ...json({ seq: 0, type: "started" }),
         onFailure: noFailure,
       }),
       writer.write({
@@ -49,7 +52,7 @@ describe("TurnWriter", () => {
         expireSeconds: null,
         replyTo: key("api-1"),
         completionId: "c2",
-        messageJson: JSON.stringify({ seq: 0, type: "started" }),
+        ...json({ seq: 0, type: "started" }),
         onFailure: noFailure,
       }),
       writer.write({
@@ -58,7 +61,7 @@ describe("TurnWriter", () => {
         expireSeconds: null,
         replyTo: key("api-1"),
         completionId: "c1",
-        messageJson: JSON.stringify({ seq: 1, type: "finish" }),
+        ...json({ seq: 1, type: "finish", finishReason: "stop" }),
         onFailure: noFailure,
       }),
       writer.write({
@@ -67,7 +70,7 @@ describe("TurnWriter", () => {
         expireSeconds: null,
         replyTo: key("api-2"),
         completionId: "c3",
-        messageJson: JSON.stringify({ seq: 0, type: "started" }),
+        ...json({ seq: 0, type: "started" }),
         onFailure: noFailure,
       }),
     ];
@@ -80,7 +83,7 @@ describe("TurnWriter", () => {
 
     expect((await testRedis.redis.xrange(key("s1"), "-", "+")).map(([, fields]) => fields)).toEqual([
       ["m", '{"seq":0,"type":"started"}'],
-      ["m", '{"seq":1,"type":"finish"}'],
+      ["m", '{"seq":1,"type":"finish","finishReason":"stop"}'],
     ]);
     expect(await testRedis.redis.xlen(key("s2"))).toBe(1);
     const ttl = await testRedis.redis.ttl(key("s1"));
@@ -90,7 +93,7 @@ describe("TurnWriter", () => {
 
     for (let i = 0; i < 100 && payloads.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(payloads).toEqual([
-      [key("api-1"), '[["c1",{"seq":0,"type":"started"}],["c2",{"seq":0,"type":"started"}],["c1",{"seq":1,"type":"finish"}]]'],
+      [key("api-1"), '[["c1",{"seq":0,"type":"started"}],["c2",{"seq":0,"type":"started"}],["c1",{"seq":1,"type":"finish","finishReason":"stop"}]]'],
       [key("api-2"), '[["c3",{"seq":0,"type":"started"}]]'],
     ]);
   });
@@ -104,7 +107,7 @@ describe("TurnWriter", () => {
       expireSeconds: null,
       replyTo: key("api-1"),
       completionId: "bad",
-      messageJson: "{}",
+      ...json({ seq: 0, type: "started" }),
       onFailure: (e) => failures.bad!.push(e),
     });
     writer.write({
@@ -113,7 +116,7 @@ describe("TurnWriter", () => {
       expireSeconds: null,
       replyTo: key("api-1"),
       completionId: "good",
-      messageJson: "{}",
+      ...json({ seq: 0, type: "started" }),
       onFailure: (e) => failures.good!.push(e),
     });
     await failed;
@@ -125,7 +128,7 @@ describe("TurnWriter", () => {
       expireSeconds: null,
       replyTo: key("api-1"),
       completionId: "good",
-      messageJson: "{}",
+      ...json({ seq: 0, type: "started" }),
       onFailure: noFailure,
     });
     expect(await testRedis.redis.xlen(key("fine"))).toBe(2);

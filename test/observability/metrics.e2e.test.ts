@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { routeFactories } from "../../src/api/routes.ts";
 import { randomUUID } from "node:crypto";
 import { loadConfig } from "../../src/config/config.ts";
+import { LocalReplyChannels } from "../../src/contracts/localReplyChannels.ts";
 import { placeHold } from "../../src/ledger/budget/placeHold.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import type { RunningRole } from "../../src/runtime/role.ts";
@@ -67,7 +68,13 @@ describe("GET /metrics after a known workload (real API, queue, worker and embed
     });
     expect(orphan.ok).toBe(true);
     const config = { ...platform.deps.config, budgetSweepIntervalMs: 100, budgetHoldMaxAgeMs: 1000, projectorPollMs: 20 };
-    projector = await startProjector({ config, pool: platform.deps.pool, logger: silentLogger, metrics: platform.deps.metrics });
+    projector = await startProjector({
+      config,
+      pool: platform.deps.pool,
+      logger: silentLogger,
+      metrics: platform.deps.metrics,
+      localReplies: new LocalReplyChannels(),
+    });
 
     const final = await eventually(async () => {
       const s = await scrape(`${platform.baseUrl}/metrics`);

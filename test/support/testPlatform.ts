@@ -5,6 +5,7 @@ import OpenAI from "openai";
 import type { RouteFactory } from "../../src/api/app.ts";
 import type { AppDeps } from "../../src/api/appDeps.ts";
 import { createInferenceServices, type InferenceServices } from "../../src/api/inference/inferenceServices.ts";
+import { LocalReplyChannels } from "../../src/contracts/localReplyChannels.ts";
 import { loadModelRegistry } from "../../src/models/loadModelRegistry.ts";
 import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
@@ -56,7 +57,10 @@ export type TestPlatform = TestApp & {
   dir: string;
   inference: InferenceServices;
   worker: RunningWorker | null;
-  startWorker(options?: { wrapEngine?: (model: RegisteredModel, engine: Engine) => Engine; models?: string[] }): Promise<RunningWorker>;
+  /** With `colocated`: the process's reply channels, which the API registered its own in (as runRoles does for `npm start`). */
+  localReplies: LocalReplyChannels | null;
+  /** `remote`: the worker publishes every reply, as a worker of another process (only differs with `colocated`). */
+  startWorker(options?: { wrapEngine?: (model: RegisteredModel, engine: Engine) => Engine; models?: string[]; remote?: boolean }): Promise<RunningWorker>;
   stopWorker(): Promise<void>;
   /** An account with an active subscription (unless said otherwise) and a key made through the key API. */
   createKey(options?: { subscription?: "active" | "inactive" }): Promise<{ account: TestAccount; key: string; keyId: string }>;
@@ -67,9 +71,10 @@ export type TestPlatform = TestApp & {
 async function startInferenceApp(
   registry: Awaited<ReturnType<typeof loadModelRegistry>>,
   appOptions: Parameters<typeof startTestApp>[0],
+  localReplies: LocalReplyChannels | null = null,
 ): Promise<{ app: TestApp; inference: InferenceServices }> {
   let services: InferenceServices | null = null;
-  const servicesFor = (deps: AppDeps): InferenceServices => (services ??= createInferenceServices(deps, registry));
+  const servicesFor = (deps: AppDeps): InferenceServices => (services ??= createInferenceServices(localReplies ? { ...deps, localReplies } : deps, registry));
   const routes: RouteFactory[] = routeFactories.map((factory) => (deps: AppDeps) => factory({ ...deps, inference: servicesFor(deps) }));
   const app = await startTestApp({ ...appOptions, routes });
   const inference = services as InferenceServices | null;
@@ -113,6 +118,11 @@ export async function startTestPlatform(
     logger?: Logger;
     /** Where the app (and the worker, which shares its pool) reaches its database (startTestApp's `databaseUrl`). */
     databaseUrl?: (url: string) => string;
+    /**
+     * The API and the worker as roles of one process (`npm start`): the worker hands the API its replies
+     * in process (LocalReplyChannels) instead of publishing them. Default: as roles of two processes.
+     */
+    colocated?: boolean;
   } = {},
 ): Promise<TestPlatform> {
   const dir = await mkdtemp(path.join(tmpdir(), "inference-test-"));
@@ -123,12 +133,17 @@ export async function startTestPlatform(
   const registry = await loadModelRegistry(registryFile);
 
   const env = { MODELS_CONFIG: registryFile, WORKER_HEARTBEAT_MS: "500", ...options.env };
-  const { app, inference } = await startInferenceApp(registry, {
-    env,
-    ...(options.redisUrl ? { redisUrl: options.redisUrl } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
-  });
+  const localReplies = options.colocated ? new LocalReplyChannels() : null;
+  const { app, inference } = await startInferenceApp(
+    registry,
+    {
+      env,
+      ...(options.redisUrl ? { redisUrl: options.redisUrl } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    },
+    localReplies,
+  );
 
   const platform: TestPlatform = {
     ...app,
@@ -136,11 +151,14 @@ export async function startTestPlatform(
     dir,
     inference,
     worker: null,
+    localReplies,
     async startWorker(workerOptions = {}) {
       if (platform.worker) throw new Error("a worker is already running");
       const config = workerOptions.models ? { ...app.deps.config, workerModels: workerOptions.models } : app.deps.config;
       const wrapEngine = workerOptions.wrapEngine ?? options.wrapEngine;
-      platform.worker = await startWorker({ config, pool: app.deps.pool, logger: silentLogger, metrics: app.deps.metrics }, wrapEngine ? { wrapEngine } : {});
+      const context = { config, pool: app.deps.pool, logger: silentLogger, metrics: app.deps.metrics };
+      const local = localReplies && !workerOptions.remote ? { localReplies } : {};
+      platform.worker = await startWorker({ ...context, ...local }, wrapEngine ? { wrapEngine } : {});
       return platform.worker;
     },
     async stopWorker() {

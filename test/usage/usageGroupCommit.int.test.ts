@@ -100,8 +100,8 @@ describe("group commit of usage records", () => {
 
   it("commits nothing of a batch whose process is killed mid-transaction; recording again charges each usage exactly once", async () => {
     const { accountId, events } = await admittedRequests(8);
-    // Hold the sixth request's hold row locked, so the child's batch stops there, five usages written
-    // in its open transaction.
+    // Hold the sixth request's hold row locked, so the child's batch stops at its settled mark, the eight
+    // usages appended in its open transaction.
     const blocker = new pg.Client({ connectionString: db.url });
     await blocker.connect();
     let child: ReturnType<typeof spawn> | null = null;
@@ -122,7 +122,7 @@ describe("group commit of usage records", () => {
         );
         return rows[0]?.pid;
       });
-      // Mid-batch: five usages are written in the child's transaction, none is visible, none answered.
+      // Mid-batch: the usages are written in the child's transaction, none is visible, none answered.
       expect((await recordedIn(events)).counts).toEqual(events.map(() => 0));
       expect(lines).toEqual(["queued"]);
       const exited = new Promise((resolve) => child!.once("exit", resolve));

@@ -23,8 +23,9 @@ export type DeltaPublisherOptions = {
 
 /**
  * Writes one completion's messages to Redis, numbered 0, 1, 2, ... (or on from `firstSeq`): to the reply channel of the API
- * process that enqueued the job, for live listening, plus XADD to the completion's capped, expiring
- * replay stream; the TurnWriter sends them with every other message of the same event-loop turn.
+ * process that enqueued the job, for live listening (handed over in process when that API role runs in
+ * this process), plus XADD to the completion's capped, expiring replay stream; the TurnWriter sends them
+ * with every other message of the same event-loop turn.
  *
  * The first delta goes out at once (the first token is never held back), and so does any delta that
  * comes once the completion's window has passed since its last write. Deltas that come faster are
@@ -163,6 +164,7 @@ export class DeltaPublisher implements PendingFlush {
       expireSeconds: expire,
       replyTo: this.#replyTo,
       completionId: this.#completionId,
+      message: sequenced,
       messageJson: JSON.stringify(sequenced),
       onFailure: this.#onFailure,
     });

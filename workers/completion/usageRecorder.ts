@@ -3,7 +3,7 @@ import { readStream } from "../../src/ledger/eventStore/readStream.ts";
 import type { EventMetadata } from "../../src/ledger/eventStore/types.ts";
 import { completionStreamId, UsageRecordedDataSchema, type UsageRecorded, type UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
 import type { SettleResult } from "../../src/ledger/budget/recordUsage.ts";
-import { foldSettledHold } from "../../src/ledger/budget/foldSettledHold.ts";
+import { SettledHoldFolds } from "../../src/ledger/budget/settledHoldFolds.ts";
 import { UsageGroupCommit } from "../../src/ledger/budget/usageGroupCommit.ts";
 import { isDatabaseUnavailable } from "../../src/db/databaseUnavailable.ts";
 
@@ -26,8 +26,8 @@ export type RecordOptions = {
  * job that runs again, retried or stalled, can never record, and so charge, twice) and marks the
  * request's hold settled in one durable transaction, shared with the usages of other jobs that finish at
  * the same time (UsageGroupCommit); then the hold is folded into the budget (released, the actual cost
- * charged). A retry is safe: it finds the stream, records nothing again and only completes a fold that
- * did not happen. PostgreSQL unreachable or silent (a lost connection, a refused or timed-out connect, a
+ * charged) by one statement shared with the folds of that moment (SettledHoldFolds). A retry is safe: it
+ * finds the stream, records nothing again and only completes a fold that did not happen. PostgreSQL unreachable or silent (a lost connection, a refused or timed-out connect, a
  * query timeout: isDatabaseUnavailable) is retried until it answers, however long the outage: the usage
  * of delivered tokens must be recorded, and the job that waits for it stays active (if its worker dies,
  * the job is handed to another, which records it; see resumption.ts). Any other error is retried
@@ -35,14 +35,14 @@ export type RecordOptions = {
  */
 export class UsageRecorder {
   readonly #pool: Pool;
-  readonly #foldPool: Pool;
   readonly #commits: UsageGroupCommit;
+  readonly #folds: SettledHoldFolds;
   readonly #retries: number;
   readonly #now: () => Date;
   readonly #maxPauseMs: number;
   readonly #onRetry: (error: unknown, attempt: number) => void;
 
-  /** `foldPool`: connections with synchronous_commit off, for the budget half of the settle (foldSettledHold). */
+  /** `foldPool`: connections with synchronous_commit off, for the budget half of the settle (SettledHoldFolds). */
   constructor(
     pool: Pool,
     options: {
@@ -56,8 +56,8 @@ export class UsageRecorder {
     } = {},
   ) {
     this.#pool = pool;
-    this.#foldPool = options.foldPool ?? pool;
     this.#commits = new UsageGroupCommit(pool);
+    this.#folds = new SettledHoldFolds(options.foldPool ?? pool);
     this.#retries = options.retries ?? 3;
     this.#now = options.now ?? (() => new Date());
     this.#maxPauseMs = options.maxPauseMs ?? 1000;
@@ -87,7 +87,7 @@ export class UsageRecorder {
   async #settle(event: UsageRecorded, metadata: EventMetadata, requireAdmission: boolean): Promise<SettleResult> {
     return this.#retrying(async () => {
       const recorded = await this.#commits.record(event, metadata, { requireAdmission });
-      if (recorded.admission === "admitted") await foldSettledHold(this.#foldPool, event.data.completionId);
+      if (recorded.admission === "admitted") await this.#folds.fold(event.data.completionId);
       return recorded;
     });
   }

@@ -3,6 +3,7 @@ import { createPool, poolTimeouts, type Pool } from "../../db/createPool.ts";
 import { CompletionQueues } from "./jobs/completionQueues.ts";
 import type { Redis } from "../../redis/createRedis.ts";
 import { DeltaSubscriber } from "./jobs/deltaSubscriber.ts";
+import type { LocalReplyChannels } from "../../contracts/localReplyChannels.ts";
 import { InferenceKeys } from "../../contracts/inferenceKeys.ts";
 import { WorkerPresence } from "../../contracts/workerPresence.ts";
 import type { ModelRegistry } from "../../models/modelRegistry.ts";
@@ -71,14 +72,22 @@ export type FollowOptions = {
 export type InferenceLimits = { jobStartTimeoutMs: number; jobStartTimeoutStreamMs: number; jobIdleTimeoutMs: number; sseKeepAliveMs: number };
 
 export function createInferenceServices(
-  deps: { config: Config; redis: Redis; logger: Logger; metrics: PlatformMetrics; clock?: Clock },
+  deps: {
+    config: Config;
+    redis: Redis;
+    logger: Logger;
+    metrics: PlatformMetrics;
+    clock?: Clock;
+    /** The reply channels of this process (RoleContext): a worker role of this process hands this API its replies directly. */
+    localReplies?: LocalReplyChannels;
+  },
   registry: ModelRegistry,
 ): InferenceServices {
   const { config, redis, logger, metrics } = deps;
   const keys = new InferenceKeys(config.redisPrefix);
   const presence = new WorkerPresence(redis, keys);
   const queues = new CompletionQueues(redis, keys);
-  const subscriber = new DeltaSubscriber(redis, keys);
+  const subscriber = new DeltaSubscriber(redis, keys, deps.localReplies ? { local: deps.localReplies } : {});
   const holdPool = createPool(config.databaseUrl, 10, {
     synchronousCommit: false,
     timeouts: poolTimeouts(config, "api"),

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { eventHash } from "./eventHash.ts";
+import { chainEvents } from "./chainEvents.ts";
 import { ConcurrencyError } from "./concurrencyError.ts";
 import type { AppendResult, ExpectedVersion, NewEvent, Queryable } from "./types.ts";
 
@@ -40,42 +40,7 @@ export async function appendToStream(
   // recorded_at is set here (millisecond precision, exactly what the database stores and returns), so the
   // hash covers the time without reading the row back.
   const recordedAt = new Date().toISOString();
-  let prevHash = head ? (head[1] ?? null) : null;
-  const versions: number[] = [];
-  const ids: string[] = [];
-  const types: string[] = [];
-  const schemaVersions: number[] = [];
-  const datas: string[] = [];
-  const metadatas: string[] = [];
-  const prevHashes: (string | null)[] = [];
-  const hashes: string[] = [];
-  withIds.forEach((event, i) => {
-    const streamVersion = currentVersion + i + 1;
-    const schemaVersion = event.schemaVersion ?? 1;
-    const data = JSON.stringify(event.data);
-    const metadata = JSON.stringify(event.metadata ?? {});
-    const hash = eventHash({
-      prevHash,
-      streamId,
-      streamVersion,
-      eventId: event.eventId,
-      type: event.type,
-      schemaVersion,
-      // Hashed as they will read back: the JSON text parsed again (undefined members dropped, dates as strings).
-      data: JSON.parse(data),
-      metadata: JSON.parse(metadata),
-      recordedAt,
-    });
-    versions.push(streamVersion);
-    ids.push(event.eventId);
-    types.push(event.type);
-    schemaVersions.push(schemaVersion);
-    datas.push(data);
-    metadatas.push(metadata);
-    prevHashes.push(prevHash);
-    hashes.push(hash);
-    prevHash = hash;
-  });
+  const rows = chainEvents(streamId, currentVersion, head ? (head[1] ?? null) : null, withIds, recordedAt);
 
   const written = await db.query({
     name: head ? "es-append-existing-v1" : "es-append-new-v1",
@@ -84,15 +49,15 @@ export async function appendToStream(
       streamId,
       streamType,
       currentVersion + withIds.length,
-      prevHash,
-      versions,
-      ids,
-      types,
-      schemaVersions,
-      datas,
-      metadatas,
-      prevHashes,
-      hashes,
+      rows.at(-1)!.hash,
+      rows.map((r) => r.streamVersion),
+      rows.map((r) => r.eventId),
+      rows.map((r) => r.type),
+      rows.map((r) => r.schemaVersion),
+      rows.map((r) => r.data),
+      rows.map((r) => r.metadata),
+      rows.map((r) => r.prevHash),
+      rows.map((r) => r.hash),
       recordedAt,
       currentVersion,
     ],

@@ -1,3 +1,4 @@
+export { appendToNewStreams, type NewStreamAppend, type NewStreamOutcome } from "./appendToNewStreams.ts";
 export { appendToStream } from "./appendToStream.ts";
 export { ConcurrencyError } from "./concurrencyError.ts";
 export { handleCommand, type Decider, type HandleCommandOptions, type HandleCommandResult } from "./handleCommand.ts";

@@ -3,13 +3,25 @@ import { duplicateAs, redisAway, type Redis } from "../../../redis/createRedis.t
 import { CompletionFeed } from "./completionFeed.ts";
 import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
-import { decodeReplayEntries, decodeReplyBatch } from "../../../contracts/replyBatch.ts";
+import type { LocalReplyChannels } from "../../../contracts/localReplyChannels.ts";
+import { decodeReplayEntries, decodeReplyBatch, type ReplyEntry } from "../../../contracts/replyBatch.ts";
+
+export type DeltaSubscriberOptions = {
+  /** Names the reply channel (default: a random id). */
+  listenerId?: string;
+  /**
+   * The reply channels of this process's API roles: the subscriber registers its own there, and a worker
+   * of this process hands it the messages of its jobs directly instead of publishing them.
+   */
+  local?: LocalReplyChannels;
+};
 
 /**
  * The one Redis subscriber connection of an API process, subscribed once to the process's own reply
- * channel (`replyTo`, carried by every job this process enqueues). Workers publish batches of messages
- * of many completions there; each message is dispatched to its completion's feed. Nothing is
- * subscribed or unsubscribed per request: opening a feed costs no Redis round trip.
+ * channel (`replyTo`, carried by every job this process enqueues). Workers of other processes publish
+ * batches of messages of many completions there; a worker of this process hands its batches over in
+ * process (LocalReplyChannels), already decoded. Each message is dispatched to its completion's feed.
+ * Nothing is subscribed or unsubscribed per request: opening a feed costs no Redis round trip.
  */
 export class DeltaSubscriber {
   /** The channel workers publish this process's replies to. */
@@ -22,14 +34,16 @@ export class DeltaSubscriber {
   readonly #feeds = new Map<string, CompletionFeed>();
   readonly #reconnected: (() => void)[] = [];
   #connections = 0;
+  readonly #unregister: () => void;
 
   /** `commands` is a normal connection (for replay reads); the subscriber connection (to the same server) is created here. */
-  constructor(commands: Redis, keys: InferenceKeys, listenerId: string = randomUUID()) {
+  constructor(commands: Redis, keys: InferenceKeys, options: DeltaSubscriberOptions = {}) {
     this.#subscriber = duplicateAs(commands, "subscriber");
     this.#commands = commands;
     this.#keys = keys;
-    this.replyTo = keys.replyChannel(listenerId);
-    this.#subscriber.on("message", (_channel: string, text: string) => this.#dispatch(text));
+    this.replyTo = keys.replyChannel(options.listenerId ?? randomUUID());
+    this.#subscriber.on("message", (_channel: string, text: string) => this.#dispatch(decodeReplyBatch(text)));
+    this.#unregister = options.local?.register(this.replyTo, (entries) => this.#dispatch(entries)) ?? (() => undefined);
     this.#subscriber.on("ready", () => {
       this.#connections++;
     });
@@ -92,11 +106,12 @@ export class DeltaSubscriber {
   }
 
   async close(): Promise<void> {
+    this.#unregister();
     for (const feed of [...this.#feeds.values()]) feed.close();
     this.#subscriber.disconnect();
   }
 
-  #dispatch(text: string): void {
-    for (const { completionId, message } of decodeReplyBatch(text)) this.#feeds.get(completionId)?.push(message);
+  #dispatch(entries: readonly ReplyEntry[]): void {
+    for (const { completionId, message } of entries) this.#feeds.get(completionId)?.push(message);
   }
 }
