@@ -29,9 +29,9 @@ const LIMITS: TenantLimits = {
 class HeldRunner {
   readonly started: string[] = [];
   readonly #release = new Map<string, () => void>();
-  run(job: CompletionJob): Promise<void> {
+  run(job: CompletionJob): Promise<null> {
     this.started.push(job.completionId);
-    return new Promise((resolve) => this.#release.set(job.completionId, resolve));
+    return new Promise((resolve) => this.#release.set(job.completionId, () => resolve(null)));
   }
   finish(id: string): void {
     this.#release.get(id)?.();

@@ -22,7 +22,10 @@ export type TenantAdmissionInput = TenantJob & {
   rateLimits: RateLimits;
 };
 
-/** An admitted job's place: its BullMQ priority, and the tokens counted for it (to reconcile at its end). */
+/**
+ * An admitted job's place: its BullMQ priority, and the tokens counted for it (the job carries them: its
+ * worker gives back what it did not use when it reports the job's end; see CompletionWorker).
+ */
 export type TenantAdmitted = { priority: number; lane: Lane; counted: CountedTokens; job: TenantJob };
 
 const MESSAGES: Record<RefusalReason, (limit: string) => string> = {
@@ -82,7 +85,8 @@ export class TenantAdmission {
 
   async admit(ctx: HeaderSink, input: TenantAdmissionInput): Promise<TenantAdmitted> {
     const limits = this.#effective(input.rateLimits);
-    const tokens = countedTokens(input.work, input.contextLength);
+    // Whole tokens, as the script counts them (and as the job carries them for its end).
+    const tokens = Math.max(0, Math.ceil(countedTokens(input.work, input.contextLength)));
     // The lane's waiting set (metrics only) goes out with the script, without waiting for it.
     const waitTtlMs = input.waitTtlMs + 5_000;
     void this.#counters.laneEnqueued(input.model, input.lane, input.completionId, waitTtlMs).catch(() => undefined);
@@ -117,11 +121,6 @@ export class TenantAdmission {
       this.#counters.release(admitted.job, admitted.counted),
       this.#counters.laneLeft(admitted.job.model, admitted.lane, admitted.job.completionId),
     ]);
-  }
-
-  /** The job ended with this usage: the tokens counted at admission and not used are given back. */
-  async reconcile(admitted: TenantAdmitted, usedTokens: number): Promise<void> {
-    await this.#counters.release(admitted.job, { window: admitted.counted.window, tokens: admitted.counted.tokens - usedTokens });
   }
 
   #effective(limits: RateLimits): TenantLimits {

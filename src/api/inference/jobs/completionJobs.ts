@@ -181,6 +181,8 @@ export class CompletionJobs {
       ...(traceparent ? { traceparent } : {}),
       lane,
       priority: tenant.priority,
+      // What its worker gives back of them at its end: the tokens it did not use (one call, the worker's).
+      countedTokens: tenant.counted,
       work,
     };
     const reasoning = model.capabilities.reasoning;
@@ -215,8 +217,6 @@ export class CompletionJobs {
     return traceRelay(job, target, (usage) => {
       logged.inputTokens = usage.promptTokens;
       logged.outputTokens = usage.completionTokens;
-      // The tokens counted at admission and not used go back to the window they were counted in.
-      void tenants.reconcile(tenant, usage.promptTokens + usage.completionTokens).catch(ignore);
     });
   }
 }
