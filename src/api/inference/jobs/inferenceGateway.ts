@@ -1,7 +1,7 @@
 import type { CompletionJob } from "../../../contracts/completionJob.ts";
 import type { CompletionFeed } from "./completionFeed.ts";
 import type { CompletionQueues } from "./completionQueues.ts";
-import { isTerminal } from "../../../contracts/deltaMessage.ts";
+import { type DeltaMessage, isTerminal } from "../../../contracts/deltaMessage.ts";
 import type { AbandonmentWatch } from "./abandonmentWatch.ts";
 import type { CompletionRecord, CompletionRecords } from "./completionRecords.ts";
 import { jobErrorToApiError } from "./jobErrorToApiError.ts";
@@ -178,9 +178,11 @@ export class InferenceGateway {
       // Queued and not refused: admission may go on (a stream opens its response), then hear its position.
       options.onQueued?.();
       // Its place in line by the scheduling (lane and fair-share rank: the jobs a worker takes before it).
-      // (Read while the job waits: the feed keeps the worker's messages meanwhile.)
+      // (Read while the job waits: the feed keeps the worker's messages meanwhile.) With at most one job
+      // waiting, that one is this job (or none is left): it is first, and nothing more is read.
       if (options.onPosition && waiting.status === "fulfilled") {
-        const position = job.priority === undefined ? waiting.value : await this.#queues.positionOf(job.model, job.priority).catch(() => waiting.value);
+        const position =
+          job.priority === undefined || waiting.value <= 1 ? waiting.value : await this.#queues.positionOf(job.model, job.priority).catch(() => waiting.value);
         options.onPosition(Math.max(1, position));
       }
       await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true);
@@ -196,26 +198,27 @@ export class InferenceGateway {
     /** The last message handed on to the client (a stream's), -1 while none. */
     let relayedSeq = -1;
     const streamed = options.streamed === true;
+    // Each message is looked at by this one handler (made once per job, not an async wrapper per message).
+    const arrived = (message: DeltaMessage | undefined): DeltaMessage => {
+      if (message) {
+        if (isTerminal(message)) ended = true;
+        if (streamed) relayedSeq = message.seq;
+        return message;
+      }
+      if (feed.closed) throw new JobReleasedError();
+      const lost = feed.lost;
+      feed.close();
+      // The request ends here for the platform's reason (messages lost with Redis: nothing more can
+      // reach the client in order; or the job silent for the idle timeout): the job is stopped instead
+      // of generating on for nobody, and its worker charges only what the client received. A batch
+      // line's job runs on: its dispatcher follows it again or runs it again, and it is charged once, in
+      // full, as the line's output will show (a partial charge would be the one kept).
+      if (job.lane !== "batch") void queues.cancel(job.model, job.completionId, "lost", relayedSeq).catch(() => undefined);
+      throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
+    };
     return {
       completionId: job.completionId,
-      async next() {
-        const message = await feed.next(idleMs);
-        if (message) {
-          if (isTerminal(message)) ended = true;
-          if (streamed) relayedSeq = message.seq;
-          return message;
-        }
-        if (feed.closed) throw new JobReleasedError();
-        const lost = feed.lost;
-        feed.close();
-        // The request ends here for the platform's reason (messages lost with Redis: nothing more can
-        // reach the client in order; or the job silent for the idle timeout): the job is stopped instead
-        // of generating on for nobody, and its worker charges only what the client received. A batch
-        // line's job runs on: its dispatcher follows it again or runs it again, and it is charged once, in
-        // full, as the line's output will show (a partial charge would be the one kept).
-        if (job.lane !== "batch") void queues.cancel(job.model, job.completionId, "lost", relayedSeq).catch(() => undefined);
-        throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
-      },
+      next: () => feed.next(idleMs).then(arrived),
       release: () => {
         if (feed.closed && ended) return;
         const early = !ended && !feed.closed;
