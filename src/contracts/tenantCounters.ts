@@ -1,4 +1,5 @@
 import type { Redis } from "../redis/createRedis.ts";
+import { writeTogetherNow } from "../redis/writeTogether.ts";
 
 /** One request's limits: per minute (requests, tokens) and at once (concurrency), for its key and its account. */
 export type TenantLimits = {
@@ -187,13 +188,34 @@ export class TenantCounters {
     return [`${base}:tok:key:${job.keyId}`, `${base}:tok:account`];
   }
 
-  /** Checks every limit of the request and, when none refuses it, counts it: one script, one round trip. */
-  async admit(input: AdmitInput): Promise<AdmitResult> {
+  /**
+   * Checks every limit of the request and, when none refuses it, counts it: one script, one round trip.
+   * With `lane`, the job is also entered in its lane's waiting set (metrics only, laneEnqueued), not
+   * waited for, in the same socket write as the script.
+   */
+  async admit(input: AdmitInput, lane?: { lane: string; ttlMs: number }): Promise<AdmitResult> {
+    const reply = await writeTogetherNow(this.#redis, () => {
+      if (lane) void this.laneEnqueued(input.model, lane.lane, input.completionId, lane.ttlMs).catch(() => undefined);
+      return this.#admitScript(input);
+    });
+    const { limits } = input;
+    const [refused, retryAfterMs, inFlightBefore, window, resetMs, reqKey, reqAccount, tokKeyUsed, tokAccountUsed] = reply;
+    return {
+      refused: refused === "" ? null : (refused as RefusalReason),
+      retryAfterMs: Number(retryAfterMs),
+      inFlightBefore: Number(inFlightBefore),
+      window: Number(window),
+      requests: binding(limits.key.requestsPerMinute, Number(reqKey), limits.account.requestsPerMinute, Number(reqAccount), Number(resetMs)),
+      tokens: binding(limits.key.tokensPerMinute, Number(tokKeyUsed), limits.account.tokensPerMinute, Number(tokAccountUsed), Number(resetMs)),
+    };
+  }
+
+  #admitScript(input: AdmitInput): ReturnType<Scripts["rmTenantAdmit"]> {
     const base = this.#base(input.accountId);
     const [concAccount, concKey, inflight, waiting] = this.#sets(input);
     const [tokKey, tokAccount] = this.#tokenKeys(input);
     const { limits } = input;
-    const reply = await this.#scripts.rmTenantAdmit(
+    return this.#scripts.rmTenantAdmit(
       `${base}:req:key:${input.keyId}`,
       `${base}:req:account`,
       tokKey,
@@ -216,15 +238,6 @@ export class TenantCounters {
       input.waitTtlMs,
       input.runTtlMs,
     );
-    const [refused, retryAfterMs, inFlightBefore, window, resetMs, reqKey, reqAccount, tokKeyUsed, tokAccountUsed] = reply;
-    return {
-      refused: refused === "" ? null : (refused as RefusalReason),
-      retryAfterMs: Number(retryAfterMs),
-      inFlightBefore: Number(inFlightBefore),
-      window: Number(window),
-      requests: binding(limits.key.requestsPerMinute, Number(reqKey), limits.account.requestsPerMinute, Number(reqAccount), Number(resetMs)),
-      tokens: binding(limits.key.tokensPerMinute, Number(tokKeyUsed), limits.account.tokensPerMinute, Number(tokAccountUsed), Number(resetMs)),
-    };
   }
 
   /** A worker took the job (it waits no more; its in-flight entries live for another runTtlMs). */

@@ -162,6 +162,17 @@ describe("lanes and fair share on one model's queue", () => {
     }
   });
 
+  it("counts a job admitted with its lane in the lane's waiting set until a worker takes it", async () => {
+    const model = `lanes-${randomUUID().slice(0, 8)}`;
+    const admission = { accountId: "laned", keyId: "laned-key", model, tokens: 0, countsAsRequest: true, limits: LIMITS, waitTtlMs: 60_000, runTtlMs: 60_000 };
+    await counters.admit({ ...admission, completionId: "laned-1" }, { lane: "background", ttlMs: 60_000 });
+    await counters.admit({ ...admission, completionId: "laned-2" }, { lane: "background", ttlMs: 60_000 });
+    expect(await counters.laneWaiting(model, "background")).toBe(2);
+    expect(await counters.laneWaiting(model, "interactive")).toBe(0);
+    await counters.laneLeft(model, "background", "laned-1");
+    expect(await counters.laneWaiting(model, "background")).toBe(1);
+  });
+
   it("forgets a job in flight whose end was never reported once its entry expires", async () => {
     const model = `lanes-${randomUUID().slice(0, 8)}`;
     const admit = (id: string, runTtlMs: number) =>

@@ -87,20 +87,22 @@ export class TenantAdmission {
     const limits = this.#effective(input.rateLimits);
     // Whole tokens, as the script counts them (and as the job carries them for its end).
     const tokens = Math.max(0, Math.ceil(countedTokens(input.work, input.contextLength)));
-    // The lane's waiting set (metrics only) goes out with the script, without waiting for it.
+    // The lane's waiting set (metrics only) goes out with the script, in its socket write, not waited for.
     const waitTtlMs = input.waitTtlMs + 5_000;
-    void this.#counters.laneEnqueued(input.model, input.lane, input.completionId, waitTtlMs).catch(() => undefined);
-    const result = await this.#counters.admit({
-      completionId: input.completionId,
-      accountId: input.accountId,
-      keyId: input.keyId,
-      model: input.model,
-      tokens,
-      countsAsRequest: input.countsAsRequest,
-      limits,
-      waitTtlMs,
-      runTtlMs: this.#settings.inFlightTtlMs,
-    });
+    const result = await this.#counters.admit(
+      {
+        completionId: input.completionId,
+        accountId: input.accountId,
+        keyId: input.keyId,
+        model: input.model,
+        tokens,
+        countsAsRequest: input.countsAsRequest,
+        limits,
+        waitTtlMs,
+        runTtlMs: this.#settings.inFlightTtlMs,
+      },
+      { lane: input.lane, ttlMs: waitTtlMs },
+    );
     const headers = rateLimitHeaders(result);
     ctx.set(headers);
     if (result.refused) {
