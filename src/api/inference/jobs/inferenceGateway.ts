@@ -140,28 +140,27 @@ export class InferenceGateway {
     const feed = this.#subscriber.open(job.completionId);
     this.#waiting.set(job.completionId, { job, record });
     try {
-      // The enqueue goes out first: it starts the way to the first token. The liveness check follows
-      // right behind it, once BullMQ has issued the job's command (at the end of this turn, after the
-      // enqueue's synchronous steps and microtasks), so Redis does not answer it before taking the job.
-      // The job, its record and the liveness check leave in one socket write (the connection is corked
-      // until the end of the turn: one write instead of three, the bulk of their CPU cost). Without a
-      // live worker, or behind too many waiting jobs (counted once the job is in), the job is taken back
-      // off the queue; if a worker took it meanwhile, it runs. A failed check (the job is already
-      // queued) is not a verdict: the start timeout decides.
-      const checkingLive = new Promise<boolean>((resolve, reject) =>
-        this.#queues.writeTogetherThisTurn(() => {
-          try {
-            this.#liveness.get(job.model, () => this.#presence.isLive(job.model)).then(resolve, reject);
-          } catch (error) {
-            reject(error);
-          }
-        }),
+      // The enqueue goes out first: it starts the way to the first token. The liveness check and the
+      // waiting count follow right behind it, once BullMQ has issued the job's command (at the end of
+      // this turn, after the enqueue's synchronous steps and microtasks): Redis runs a connection's
+      // commands in order, so it answers them after taking the job, and the count includes the job
+      // unless a worker took it already (or the count is one shared with requests of the last few
+      // milliseconds: SHARED_READ_MS); no wait for the enqueue's answer before they are sent. The job,
+      // its record and the liveness check leave in one socket write (the connection is corked until the
+      // end of the turn: one write instead of three, the bulk of their CPU cost; BullMQ issues the count
+      // a few microtasks later, in a write of its own). Without a live worker, or behind too many
+      // waiting jobs, the job is taken back off the queue; if a worker took it meanwhile, it runs. A
+      // failed check (the job is already queued) is not a verdict: the start timeout decides.
+      const checks = new Promise<{ live: Promise<boolean>; waiting: Promise<number> }>((resolve) =>
+        this.#queues.writeTogetherThisTurn(() =>
+          resolve({
+            live: attempt(() => this.#liveness.get(job.model, () => this.#presence.isLive(job.model))),
+            waiting: attempt(() => this.#waitingCounts.get(job.model, () => this.#queues.waitingCount(job.model))),
+          }),
+        ),
       );
       const enqueuing = Promise.all([this.#queues.enqueue(job), this.#records.create(record)]);
-      // Counted once the job is in: the count includes it unless a worker took it already, or the count
-      // is one shared with requests of the last few milliseconds (SHARED_READ_MS).
-      const countingWaiting = enqueuing.then(() => this.#waitingCounts.get(job.model, () => this.#queues.waitingCount(job.model)));
-      const [live, waiting, enqueued] = await Promise.allSettled([checkingLive, countingWaiting, enqueuing]);
+      const [live, waiting, enqueued] = await Promise.allSettled([checks.then((c) => c.live), checks.then((c) => c.waiting), enqueuing]);
       if (enqueued.status === "rejected") throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis") : enqueued.reason;
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
       if (waiting.status === "fulfilled") {
@@ -268,6 +267,15 @@ export class StillQueuedError extends Error {
   constructor() {
     super("the job is still queued");
     this.name = "StillQueuedError";
+  }
+}
+
+/** The read `read` starts, a synchronous throw included as its rejection. */
+function attempt<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return read();
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 
