@@ -62,6 +62,7 @@ export class TenantAdmission {
   readonly #queueShare: number;
   readonly #now: () => number;
   readonly #onRefusal: (reason: RefusalReason) => void;
+  readonly #effectiveOf = new WeakMap<RateLimits, TenantLimits>();
 
   constructor(deps: {
     counters: TenantCounters;
@@ -125,7 +126,17 @@ export class TenantAdmission {
     ]);
   }
 
+  /** The limits of a subscription's rate limits (the key's principal carries them: worked out once per object). */
   #effective(limits: RateLimits): TenantLimits {
+    let effective = this.#effectiveOf.get(limits);
+    if (!effective) {
+      effective = this.#work(limits);
+      this.#effectiveOf.set(limits, effective);
+    }
+    return effective;
+  }
+
+  #work(limits: RateLimits): TenantLimits {
     const d = this.#settings;
     return {
       account: {
