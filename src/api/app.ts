@@ -10,6 +10,7 @@ import { httpMetrics } from "./http/httpMetrics.ts";
 import { corsPolicy } from "./http/corsPolicy.ts";
 import { securityHeaders } from "./http/securityHeaders.ts";
 import { requestBodies } from "./http/requestBody.ts";
+import { RouteTemplates } from "./http/routeTemplate.ts";
 
 export type RouteFactory = (deps: AppDeps) => Router;
 
@@ -20,10 +21,11 @@ export type RouteFactory = (deps: AppDeps) => Router;
 export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   const app = new Koa({ proxy: deps.config.trustProxyHops > 0, maxIpsCount: deps.config.trustProxyHops });
   const routers = routeFactories.map((factory) => factory(deps));
+  const routes = new RouteTemplates(routers);
   app.use(requestId());
-  app.use(traceRequests(routers));
-  app.use(httpMetrics(deps.metrics, routers));
-  app.use(accessLog(deps.logger.child({ log: "access" }), routers));
+  app.use(traceRequests(routes));
+  app.use(httpMetrics(deps.metrics, routes));
+  app.use(accessLog(deps.logger.child({ log: "access" }), routes));
   app.use(securityHeaders());
   app.use(corsPolicy(deps.config.cors));
   app.use(errorHandler(deps.logger));

@@ -36,6 +36,12 @@ export const CompletionJobSchema = z
     lane: LaneSchema.optional(),
     /** The BullMQ priority it was queued with (lanes.ts: lane and fair-share rank), kept for a re-enqueue. */
     priority: z.number().int().min(1).max(MAX_PRIORITY).optional(),
+    /**
+     * The tokens counted against the account's and key's per-minute limits at admission, and the rate
+     * window they were counted in (TenantCounters): the worker gives back what the job did not use, with
+     * the release of its end.
+     */
+    countedTokens: z.strictObject({ window: z.number().int(), tokens: z.number().int().min(0) }).optional(),
     work: CompletionWorkSchema,
   })
   .strict();

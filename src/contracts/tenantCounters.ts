@@ -1,4 +1,5 @@
 import type { Redis } from "../redis/createRedis.ts";
+import { writeTogetherNow } from "../redis/writeTogether.ts";
 
 /** One request's limits: per minute (requests, tokens) and at once (concurrency), for its key and its account. */
 export type TenantLimits = {
@@ -42,7 +43,7 @@ export type AdmitResult = {
   tokens: LimitStanding;
 };
 
-/** A job's tokens counted at admission and the window they were counted in (for the reconcile at its end). */
+/** A job's tokens counted at admission and the window they were counted in (what it did not use goes back at its end). */
 export type CountedTokens = { window: number; tokens: number };
 
 /** One minute: the window of the per-minute limits. */
@@ -123,12 +124,15 @@ return 1
 `;
 
 // The job ended (or never ran): out of every in-flight set; tokens counted at admission and not used
-// are given back to their window's counters while that window lasts (never below zero).
+// are given back to their window's counters while that window lasts (never below zero), by the first
+// release only (the one that found the job still counted): a job released twice (the API gave up on it,
+// its worker ran it after all) gives its tokens back once.
 const RELEASE = `
 local id = ARGV[1]
-for i = 1, 4 do redis.call('ZREM', KEYS[i], id) end
+local removed = 0
+for i = 1, 4 do removed = removed + redis.call('ZREM', KEYS[i], id) end
 local refund = tonumber(ARGV[3])
-if refund > 0 then
+if refund > 0 and removed > 0 then
   local suffix = ':' .. ARGV[2]
   for i = 5, 6 do
     local key = KEYS[i] .. suffix
@@ -152,8 +156,8 @@ type Scripts = {
  * concurrent requests, per key and per account; the account's jobs in flight per model (its fair-share
  * rank) and waiting per model (its share of the queue). In-flight entries are sorted-set members whose
  * score is their expiry: a job whose end was never reported (a crashed process, a lost Redis) stops
- * counting on its own. Used by the API (admission, release of a job that never ran, reconcile of tokens)
- * and the workers (a job started, a job ended).
+ * counting on its own. Used by the API (admission, release of a job that never ran) and the workers (a
+ * job started, a job ended with the tokens it did not use given back).
  */
 export class TenantCounters {
   readonly #redis: Redis;
@@ -184,13 +188,34 @@ export class TenantCounters {
     return [`${base}:tok:key:${job.keyId}`, `${base}:tok:account`];
   }
 
-  /** Checks every limit of the request and, when none refuses it, counts it: one script, one round trip. */
-  async admit(input: AdmitInput): Promise<AdmitResult> {
+  /**
+   * Checks every limit of the request and, when none refuses it, counts it: one script, one round trip.
+   * With `lane`, the job is also entered in its lane's waiting set (metrics only, laneEnqueued), not
+   * waited for, in the same socket write as the script.
+   */
+  async admit(input: AdmitInput, lane?: { lane: string; ttlMs: number }): Promise<AdmitResult> {
+    const reply = await writeTogetherNow(this.#redis, () => {
+      if (lane) void this.laneEnqueued(input.model, lane.lane, input.completionId, lane.ttlMs).catch(() => undefined);
+      return this.#admitScript(input);
+    });
+    const { limits } = input;
+    const [refused, retryAfterMs, inFlightBefore, window, resetMs, reqKey, reqAccount, tokKeyUsed, tokAccountUsed] = reply;
+    return {
+      refused: refused === "" ? null : (refused as RefusalReason),
+      retryAfterMs: Number(retryAfterMs),
+      inFlightBefore: Number(inFlightBefore),
+      window: Number(window),
+      requests: binding(limits.key.requestsPerMinute, Number(reqKey), limits.account.requestsPerMinute, Number(reqAccount), Number(resetMs)),
+      tokens: binding(limits.key.tokensPerMinute, Number(tokKeyUsed), limits.account.tokensPerMinute, Number(tokAccountUsed), Number(resetMs)),
+    };
+  }
+
+  #admitScript(input: AdmitInput): ReturnType<Scripts["rmTenantAdmit"]> {
     const base = this.#base(input.accountId);
     const [concAccount, concKey, inflight, waiting] = this.#sets(input);
     const [tokKey, tokAccount] = this.#tokenKeys(input);
     const { limits } = input;
-    const reply = await this.#scripts.rmTenantAdmit(
+    return this.#scripts.rmTenantAdmit(
       `${base}:req:key:${input.keyId}`,
       `${base}:req:account`,
       tokKey,
@@ -213,15 +238,6 @@ export class TenantCounters {
       input.waitTtlMs,
       input.runTtlMs,
     );
-    const [refused, retryAfterMs, inFlightBefore, window, resetMs, reqKey, reqAccount, tokKeyUsed, tokAccountUsed] = reply;
-    return {
-      refused: refused === "" ? null : (refused as RefusalReason),
-      retryAfterMs: Number(retryAfterMs),
-      inFlightBefore: Number(inFlightBefore),
-      window: Number(window),
-      requests: binding(limits.key.requestsPerMinute, Number(reqKey), limits.account.requestsPerMinute, Number(reqAccount), Number(resetMs)),
-      tokens: binding(limits.key.tokensPerMinute, Number(tokKeyUsed), limits.account.tokensPerMinute, Number(tokAccountUsed), Number(resetMs)),
-    };
   }
 
   /** A worker took the job (it waits no more; its in-flight entries live for another runTtlMs). */
@@ -232,7 +248,9 @@ export class TenantCounters {
 
   /**
    * The job ended or never ran: it leaves every in-flight set; `unused` tokens counted at admission are
-   * given back to the window they were counted in (while it lasts). Idempotent.
+   * given back to the window they were counted in (while it lasts), only when the job was still counted
+   * in flight (the first release of a job; an entry expired by QUEUE_INFLIGHT_TTL_S gives nothing back).
+   * Idempotent.
    */
   async release(job: TenantJob, unused?: CountedTokens): Promise<void> {
     const [concAccount, concKey, inflight, waiting] = this.#sets(job);

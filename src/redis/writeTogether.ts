@@ -22,3 +22,20 @@ export function writeTogetherThisTurn(redis: Redis, last: () => void): void {
     }
   });
 }
+
+/**
+ * Runs `issue` with the connection's socket corked, so that the commands it issues (ioredis writes a
+ * command to the socket when it is sent) leave in one socket write when it returns, with no wait: one
+ * write system call instead of one per command. A connection that is not writable, or a Redis Cluster
+ * client, is left alone (as writeTogetherThisTurn).
+ */
+export function writeTogetherNow<T>(redis: Redis, issue: () => T): T {
+  const socket = isCluster(redis) ? undefined : (redis.stream as Socket | undefined);
+  const corked = socket?.writable ? socket : null;
+  corked?.cork();
+  try {
+    return issue();
+  } finally {
+    corked?.uncork();
+  }
+}

@@ -19,10 +19,10 @@ class HeldRunner {
   readonly runs: [string, RunMode][] = [];
   readonly #release = new Map<string, () => void>();
 
-  run(job: CompletionJob, _signal?: AbortSignal, mode: RunMode = "new"): Promise<void> {
+  run(job: CompletionJob, _signal?: AbortSignal, mode: RunMode = "new"): Promise<null> {
     this.started.push(job.completionId);
     this.runs.push([job.completionId, mode]);
-    return new Promise((resolve) => this.#release.set(job.completionId, resolve));
+    return new Promise((resolve) => this.#release.set(job.completionId, () => resolve(null)));
   }
 
   finish(completionId: string): void {
@@ -174,12 +174,13 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     let most = 0;
     const done: string[] = [];
     const shortRunner = {
-      async run(job: CompletionJob): Promise<void> {
+      async run(job: CompletionJob): Promise<null> {
         running += 1;
         most = Math.max(most, running);
         await new Promise((resolve) => setTimeout(resolve, 5 + (done.length % 7)));
         running -= 1;
         done.push(job.completionId);
+        return null;
       },
     };
     worker = new CompletionWorker({ modelId: MODEL, redis: workerRedis, keys, concurrency: 6, runner: shortRunner, logger: silentLogger });

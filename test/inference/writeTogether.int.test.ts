@@ -4,7 +4,7 @@ import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { CompletionRecords } from "../../src/api/inference/jobs/completionRecords.ts";
 import type { Redis as RedisServer } from "ioredis";
 import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
-import { writeTogetherThisTurn } from "../../src/redis/writeTogether.ts";
+import { writeTogetherNow, writeTogetherThisTurn } from "../../src/redis/writeTogether.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 
 describe("writing a turn's commands together", () => {
@@ -41,6 +41,21 @@ describe("writing a turn's commands together", () => {
     expect(await lastCommand).toBe(2);
     expect(socket.writableCorked).toBe(0);
     expect(await testRedis.redis.get(key("a"))).toBe("1");
+  });
+
+  it("writeTogetherNow holds the commands it issues in the corked socket and sends them together when it returns", async () => {
+    const socket = (connection as RedisServer).stream as Socket;
+    const inside: { corked: number; buffered: number }[] = [];
+    const sent = writeTogetherNow(connection, () => {
+      const commands = [connection.set(key("now-a"), "1"), connection.set(key("now-b"), "2")];
+      inside.push({ corked: socket.writableCorked, buffered: socket.writableLength });
+      return commands;
+    });
+    expect(inside).toEqual([{ corked: 1, buffered: expect.any(Number) }]);
+    expect(inside[0]!.buffered).toBeGreaterThan(0);
+    expect(socket.writableCorked).toBe(0);
+    expect(await Promise.all(sent)).toEqual(["OK", "OK"]);
+    expect(await testRedis.redis.mget(key("now-a"), key("now-b"))).toEqual(["1", "2"]);
   });
 
   it("leaves a connection that is not connected yet alone: `last` runs and the commands wait for the connection as usual", async () => {

@@ -29,9 +29,9 @@ const LIMITS: TenantLimits = {
 class HeldRunner {
   readonly started: string[] = [];
   readonly #release = new Map<string, () => void>();
-  run(job: CompletionJob): Promise<void> {
+  run(job: CompletionJob): Promise<null> {
     this.started.push(job.completionId);
-    return new Promise((resolve) => this.#release.set(job.completionId, resolve));
+    return new Promise((resolve) => this.#release.set(job.completionId, () => resolve(null)));
   }
   finish(id: string): void {
     this.#release.get(id)?.();
@@ -160,6 +160,17 @@ describe("lanes and fair share on one model's queue", () => {
       for (const id of runner.started) runner.finish(id);
       await worker.close();
     }
+  });
+
+  it("counts a job admitted with its lane in the lane's waiting set until a worker takes it", async () => {
+    const model = `lanes-${randomUUID().slice(0, 8)}`;
+    const admission = { accountId: "laned", keyId: "laned-key", model, tokens: 0, countsAsRequest: true, limits: LIMITS, waitTtlMs: 60_000, runTtlMs: 60_000 };
+    await counters.admit({ ...admission, completionId: "laned-1" }, { lane: "background", ttlMs: 60_000 });
+    await counters.admit({ ...admission, completionId: "laned-2" }, { lane: "background", ttlMs: 60_000 });
+    expect(await counters.laneWaiting(model, "background")).toBe(2);
+    expect(await counters.laneWaiting(model, "interactive")).toBe(0);
+    await counters.laneLeft(model, "background", "laned-1");
+    expect(await counters.laneWaiting(model, "background")).toBe(1);
   });
 
   it("forgets a job in flight whose end was never reported once its entry expires", async () => {

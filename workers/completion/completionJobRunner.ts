@@ -98,7 +98,12 @@ export class CompletionJobRunner {
     this.#deps = deps;
   }
 
-  run(job: CompletionJob, signal: AbortSignal, mode: RunMode = "new"): Promise<void> {
+  /**
+   * Runs the job; resolves with the usage its stream ended with (what was charged: the `usage` message's,
+   * or a failed or cancelled job's), or null when it charged nothing (its admission refused, nothing left
+   * to do for a job run again).
+   */
+  run(job: CompletionJob, signal: AbortSignal, mode: RunMode = "new"): Promise<Usage | null> {
     return context.with(contextOf(job.traceparent), () =>
       platformTracer().startActiveSpan(
         "RunCompletion",
@@ -117,7 +122,7 @@ export class CompletionJobRunner {
         async (span) => {
           const tracked = this.#deps.cancellations?.track(job.completionId);
           try {
-            await this.#run(job, tracked ? AbortSignal.any([signal, tracked.signal]) : signal, tracked, mode);
+            return await this.#run(job, tracked ? AbortSignal.any([signal, tracked.signal]) : signal, tracked, mode);
           } catch (error) {
             span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
             throw error;
@@ -130,10 +135,10 @@ export class CompletionJobRunner {
     );
   }
 
-  async #run(job: CompletionJob, signal: AbortSignal, tracked: TrackedJob | undefined, mode: RunMode): Promise<void> {
+  async #run(job: CompletionJob, signal: AbortSignal, tracked: TrackedJob | undefined, mode: RunMode): Promise<Usage | null> {
     const { engine, logger } = this.#deps;
     const point = mode === "new" ? NEW_JOB : await this.#resume(job, mode);
-    if (point === null) return;
+    if (point === null) return null;
     // What was generated, for the charge of a run that fails: the token counts the deltas carry, the
     // text of those without one and the reasoning (counted with the tokenizer); of the content, only
     // whether there is any (it is charged by its counts). Its text is kept only for a span that records
@@ -215,7 +220,7 @@ export class CompletionJobRunner {
         model: job.model,
       });
       await publisher.close();
-      return;
+      return null;
     }
     // The API ended the request early for the platform's reason and said what its client was sent: that,
     // and no more, is charged, even when the engine finished meanwhile (the usage is not recorded yet).
@@ -247,7 +252,7 @@ export class CompletionJobRunner {
       if (recorded === "refused") {
         logger.info("admission refused while the job ran: nothing charged", { completionId: job.completionId, model: job.model });
         await publisher.close();
-        return;
+        return null;
       }
       if (recorded === "already_recorded" && !failure && job.lane === "batch") {
         // A batch line run again (its first run's messages were lost with Redis): its usage was recorded
@@ -271,6 +276,7 @@ export class CompletionJobRunner {
       });
       logger.info("usage recorded after PostgreSQL came back", { completionId: job.completionId, outcome: late });
     }
+    return failure ? charged : usage;
   }
 
   /**

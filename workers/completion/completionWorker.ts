@@ -3,11 +3,12 @@ import { CompletionJobSchema, type CompletionJob } from "../../src/contracts/com
 import type { Redis } from "../../src/redis/createRedis.ts";
 import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { Logger } from "../../src/observability/logger.ts";
-import type { CompletionJobRunner } from "./completionJobRunner.ts";
 import type { RunMode } from "./resumption.ts";
 import type { PlatformMetrics } from "../../src/observability/metrics.ts";
 import { recordQueueWait } from "./queueWaitSpan.ts";
 import type { TenantCounters } from "../../src/contracts/tenantCounters.ts";
+import type { Usage } from "../../src/contracts/deltaMessage.ts";
+import type { CompletionJobRunner } from "./completionJobRunner.ts";
 
 /** The job runner's signal: jobs are stopped by the API's cancels (JobCancellations), not by the queue. */
 const NEVER_ABORTED = new AbortController().signal;
@@ -66,7 +67,8 @@ export class CompletionWorker {
     /**
      * The per-account counters of scheduling and rate limits (TenantCounters): a job taken waits no more
      * and counts in flight for another `inFlightTtlMs`; a job that ended (finished, failed, cancelled, or
-     * failed after its workers died) counts no more. None: nothing reported (the entries expire).
+     * failed after its workers died) counts no more, and the tokens counted for it at admission that it
+     * did not use go back to their rate window. None: nothing reported (the entries expire).
      */
     tenants?: { counters: TenantCounters; inFlightTtlMs: number };
   }) {
@@ -130,7 +132,14 @@ export class CompletionWorker {
     if (mode === "new") recordQueueWait(parsed.data, job.timestamp, Date.now());
     this.#tenantStarted(parsed.data);
     const metrics = this.#metrics;
-    if (!metrics) return this.#runner.run(parsed.data, NEVER_ABORTED, mode).finally(() => this.#tenantEnded(parsed.data));
+    if (!metrics) {
+      const used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode).catch((error: unknown) => {
+        this.#tenantEnded(parsed.data);
+        throw error;
+      });
+      this.#tenantEnded(parsed.data, used);
+      return;
+    }
     const model = { model: this.modelId };
     // Enqueue (the API's clock) to pickup (this one's): a job handed out again waited for its first worker's death instead.
     if (mode === "new") {
@@ -140,15 +149,16 @@ export class CompletionWorker {
     }
     metrics.started.inc({ ...model, mode });
     metrics.slotsBusy.inc(model);
+    let used: Usage | null = null;
     try {
-      await this.#runner.run(parsed.data, NEVER_ABORTED, mode);
+      used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode);
       metrics.completed.inc(model);
     } catch (error) {
       metrics.failed.inc(model);
       throw error;
     } finally {
       metrics.slotsBusy.dec(model);
-      this.#tenantEnded(parsed.data);
+      this.#tenantEnded(parsed.data, used);
     }
   }
 
@@ -162,9 +172,16 @@ export class CompletionWorker {
     tenants.counters.laneLeft(job.model, job.lane ?? "interactive", job.completionId).catch(failed);
   }
 
-  /** The job ended: its account's in-flight, concurrency and waiting entries go (idempotent; they would expire anyway). */
-  #tenantEnded(job: CompletionJob): void {
-    this.#tenants?.counters.release(job).catch((error: unknown) => {
+  /**
+   * The job ended: its account's in-flight, concurrency and waiting entries go (idempotent; they would
+   * expire anyway), and of the tokens counted at its admission (the job carries them) those it did not
+   * use (`used`: the usage it charged) go back to the window they were counted in: the one call of a
+   * job's end (the API sends none). Without a usage, nothing is given back.
+   */
+  #tenantEnded(job: CompletionJob, used: Usage | null = null): void {
+    const counted = job.countedTokens;
+    const unused = counted && used ? { window: counted.window, tokens: counted.tokens - used.promptTokens - used.completionTokens } : undefined;
+    this.#tenants?.counters.release(job, unused).catch((error: unknown) => {
       this.#logger.warn("could not report a job ended to the tenant counters", { jobId: job.completionId, error: error as Error });
     });
   }
@@ -177,9 +194,12 @@ export class CompletionWorker {
     if (!parsed.success) return;
     this.#logger.error("a job's workers died too often: its stream is ended with an error", { model: this.modelId, jobId: job.id });
     this.#tenantEnded(parsed.data);
-    const ending = this.#runner.run(parsed.data, NEVER_ABORTED, "abandoned").catch((failure: unknown) => {
-      this.#logger.error("could not end the stream of an abandoned job", { model: this.modelId, jobId: job.id, error: failure as Error });
-    });
+    const ending = this.#runner.run(parsed.data, NEVER_ABORTED, "abandoned").then(
+      () => undefined,
+      (failure: unknown) => {
+        this.#logger.error("could not end the stream of an abandoned job", { model: this.modelId, jobId: job.id, error: failure as Error });
+      },
+    );
     this.#abandoning.add(ending);
     void ending.finally(() => this.#abandoning.delete(ending));
   }

@@ -1,8 +1,7 @@
 import type { Context, Next } from "koa";
 import type { Logger } from "../../observability/logger.ts";
-import type Router from "@koa/router";
 import { type AccessLogInference, stateOf } from "./requestState.ts";
-import { servedRoute } from "./routeTemplate.ts";
+import { type RouteTemplates, servedRoute } from "./routeTemplate.ts";
 
 export type { AccessLogInference };
 
@@ -19,7 +18,7 @@ export function accessLogInference(ctx: Context): AccessLogInference | undefined
  * secret-named fields anyway. Mount it inside requestId and traceRequests, outside the error handler
  * (it logs the status the error handler chose).
  */
-export function accessLog(logger: Logger, routers: Router[], now: () => number = () => performance.now()) {
+export function accessLog(logger: Logger, routes: RouteTemplates, now: () => number = () => performance.now()) {
   return async function logAccess(ctx: Context, next: Next): Promise<void> {
     const started = now();
     try {
@@ -29,7 +28,7 @@ export function accessLog(logger: Logger, routers: Router[], now: () => number =
       const { principal, requestId, traceId } = stateOf(ctx);
       logger.info("request", {
         method: ctx.method,
-        route: servedRoute(routers, ctx) ?? null,
+        route: servedRoute(routes, ctx) ?? null,
         status: ctx.respond === false ? ctx.res.statusCode : ctx.status,
         durationMs: Math.round((now() - started) * 10) / 10,
         requestId: requestId ?? null,

@@ -1,7 +1,6 @@
-import type Router from "@koa/router";
 import type { Context, Next } from "koa";
 import type { PlatformMetrics } from "../../observability/metrics.ts";
-import { servedRoute, UNMATCHED_ROUTE } from "./routeTemplate.ts";
+import { type RouteTemplates, servedRoute, UNMATCHED_ROUTE } from "./routeTemplate.ts";
 
 const CLIENT_CLOSED_REQUEST = "499";
 
@@ -10,7 +9,7 @@ const CLIENT_CLOSED_REQUEST = "499";
  * the response is finished or the connection closed (a stream: its whole length). Mounted above the
  * error handler, so the status is the one the client got; 499 when the client left before it began.
  */
-export function httpMetrics(metrics: PlatformMetrics, routers: Router[]) {
+export function httpMetrics(metrics: PlatformMetrics, routes: RouteTemplates) {
   return async function measureRequest(ctx: Context, next: Next): Promise<void> {
     const startedAt = process.hrtime.bigint();
     let recorded = false;
@@ -19,7 +18,7 @@ export function httpMetrics(metrics: PlatformMetrics, routers: Router[]) {
       recorded = true;
       // A client that left before the response began has no status yet (Koa's placeholder is 404): 499, as nginx logs it.
       const status = ctx.res.headersSent ? String(ctx.status) : CLIENT_CLOSED_REQUEST;
-      const labels = { method: ctx.method, route: servedRoute(routers, ctx) ?? UNMATCHED_ROUTE, status };
+      const labels = { method: ctx.method, route: servedRoute(routes, ctx) ?? UNMATCHED_ROUTE, status };
       metrics.http.requests.inc(labels);
       metrics.http.duration.observe(labels, Number(process.hrtime.bigint() - startedAt) / 1e9);
     };

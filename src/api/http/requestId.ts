@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Context, Next } from "koa";
 import { stateOf } from "./requestState.ts";
+import { setHeader } from "./responseHeaders.ts";
 
 /** An incoming `x-request-id` is kept only when it looks like an id (a proxy's), never arbitrary text. */
 const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -14,7 +15,7 @@ export function requestId() {
     const incoming = ctx.get("x-request-id");
     const id = ACCEPTED_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     stateOf(ctx).requestId = id;
-    ctx.set("x-request-id", id);
+    setHeader(ctx, "x-request-id", id);
     await next();
   };
 }

@@ -1,6 +1,6 @@
 import Router from "@koa/router";
 import { describe, expect, it } from "vitest";
-import { routeTemplate, UNMATCHED_ROUTE } from "./routeTemplate.ts";
+import { RouteTemplates, routeTemplate, UNMATCHED_ROUTE } from "./routeTemplate.ts";
 
 const noop = () => undefined;
 
@@ -33,5 +33,24 @@ describe("routeTemplate", () => {
     expect(routeTemplate(all, "GET", "/no/such/path")).toBe(UNMATCHED_ROUTE);
     expect(routeTemplate(all, "DELETE", "/v1/chat/completions")).toBe(UNMATCHED_ROUTE);
     expect(routeTemplate(all, "GET", "/%E0%A4%A")).toBe(UNMATCHED_ROUTE);
+  });
+});
+
+describe("RouteTemplates", () => {
+  it("answers as routeTemplate, asked again (remembered) or not, each method apart", () => {
+    const routes = new RouteTemplates(routers());
+    for (let round = 0; round < 2; round++) {
+      expect(routes.of("POST", "/v1/chat/completions")).toBe("/v1/chat/completions");
+      expect(routes.of("DELETE", "/v1/chat/completions")).toBe(UNMATCHED_ROUTE);
+      expect(routes.of("GET", "/v1/chat/completions/chatcmpl-123")).toBe("/v1/chat/completions/:completionId");
+      expect(routes.of("GET", "/v1/whatever/sk-secret")).toBe(UNMATCHED_ROUTE);
+    }
+  });
+
+  it("keeps answering right past its memory's bound and for long paths", () => {
+    const routes = new RouteTemplates(routers());
+    for (let i = 0; i < 600; i++) expect(routes.of("GET", `/v1/chat/completions/chatcmpl-${i}`)).toBe("/v1/chat/completions/:completionId");
+    expect(routes.of("GET", `/v1/chat/completions/${"x".repeat(500)}`)).toBe("/v1/chat/completions/:completionId");
+    expect(routes.of("POST", "/v1/chat/completions")).toBe("/v1/chat/completions");
   });
 });

@@ -1,4 +1,5 @@
 import type { Context, Next } from "koa";
+import { setHeader } from "./responseHeaders.ts";
 
 const isApiPath = (path: string) => path === "/v1" || path.startsWith("/v1/") || path === "/api" || path.startsWith("/api/");
 
@@ -10,14 +11,14 @@ const isApiPath = (path: string) => path === "/v1" || path.startsWith("/v1/") ||
  */
 export function securityHeaders() {
   return async function setSecurityHeaders(ctx: Context, next: Next): Promise<void> {
-    ctx.set("x-content-type-options", "nosniff");
-    ctx.set("referrer-policy", "no-referrer");
+    setHeader(ctx, "x-content-type-options", "nosniff");
+    setHeader(ctx, "referrer-policy", "no-referrer");
     if (isApiPath(ctx.path)) {
-      ctx.set("cache-control", "no-store");
-      ctx.set("x-frame-options", "DENY");
-      ctx.set("content-security-policy", "default-src 'none'; frame-ancestors 'none'");
+      setHeader(ctx, "cache-control", "no-store");
+      setHeader(ctx, "x-frame-options", "DENY");
+      setHeader(ctx, "content-security-policy", "default-src 'none'; frame-ancestors 'none'");
     }
-    if (ctx.secure) ctx.set("strict-transport-security", "max-age=31536000");
+    if (ctx.secure) setHeader(ctx, "strict-transport-security", "max-age=31536000");
     await next();
   };
 }

@@ -2,8 +2,7 @@ import { context, type Span, SpanKind, SpanStatusCode, propagation, trace } from
 import { getRPCMetadata, RPCType } from "@opentelemetry/core";
 import type { Context, Next } from "koa";
 import { platformTracer } from "../../observability/telemetry.ts";
-import type Router from "@koa/router";
-import { servedRoute } from "./routeTemplate.ts";
+import { type RouteTemplates, servedRoute } from "./routeTemplate.ts";
 import { stateOf } from "./requestState.ts";
 
 /** The response header naming the request's trace, for a user to hand to an operator. */
@@ -20,7 +19,7 @@ export const TRACE_ID_HEADER = "x-trace-id";
  * server span), set before the handler runs so that streams have them too. The trace id is also
  * `ctx.state.traceId` (the access log's).
  */
-export function traceRequests(routers: Router[]) {
+export function traceRequests(routes: RouteTemplates) {
   return async function traceRequest(ctx: Context, next: Next): Promise<void> {
     const rpc = getRPCMetadata(context.active());
     if (rpc?.type === RPCType.HTTP) {
@@ -28,7 +27,7 @@ export function traceRequests(routers: Router[]) {
       try {
         await next();
       } finally {
-        const route = servedRoute(routers, ctx);
+        const route = servedRoute(routes, ctx);
         if (route) {
           rpc.route = route;
           rpc.span.updateName(`${ctx.method} ${route}`);
@@ -49,7 +48,7 @@ export function traceRequests(routers: Router[]) {
           span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
           throw error;
         } finally {
-          const route = servedRoute(routers, ctx);
+          const route = servedRoute(routes, ctx);
           if (route) {
             span.setAttribute("http.route", route);
             span.updateName(`${ctx.method} ${route}`);

@@ -22,7 +22,10 @@ export type TenantAdmissionInput = TenantJob & {
   rateLimits: RateLimits;
 };
 
-/** An admitted job's place: its BullMQ priority, and the tokens counted for it (to reconcile at its end). */
+/**
+ * An admitted job's place: its BullMQ priority, and the tokens counted for it (the job carries them: its
+ * worker gives back what it did not use when it reports the job's end; see CompletionWorker).
+ */
 export type TenantAdmitted = { priority: number; lane: Lane; counted: CountedTokens; job: TenantJob };
 
 const MESSAGES: Record<RefusalReason, (limit: string) => string> = {
@@ -59,6 +62,7 @@ export class TenantAdmission {
   readonly #queueShare: number;
   readonly #now: () => number;
   readonly #onRefusal: (reason: RefusalReason) => void;
+  readonly #effectiveOf = new WeakMap<RateLimits, TenantLimits>();
 
   constructor(deps: {
     counters: TenantCounters;
@@ -82,21 +86,24 @@ export class TenantAdmission {
 
   async admit(ctx: HeaderSink, input: TenantAdmissionInput): Promise<TenantAdmitted> {
     const limits = this.#effective(input.rateLimits);
-    const tokens = countedTokens(input.work, input.contextLength);
-    // The lane's waiting set (metrics only) goes out with the script, without waiting for it.
+    // Whole tokens, as the script counts them (and as the job carries them for its end).
+    const tokens = Math.max(0, Math.ceil(countedTokens(input.work, input.contextLength)));
+    // The lane's waiting set (metrics only) goes out with the script, in its socket write, not waited for.
     const waitTtlMs = input.waitTtlMs + 5_000;
-    void this.#counters.laneEnqueued(input.model, input.lane, input.completionId, waitTtlMs).catch(() => undefined);
-    const result = await this.#counters.admit({
-      completionId: input.completionId,
-      accountId: input.accountId,
-      keyId: input.keyId,
-      model: input.model,
-      tokens,
-      countsAsRequest: input.countsAsRequest,
-      limits,
-      waitTtlMs,
-      runTtlMs: this.#settings.inFlightTtlMs,
-    });
+    const result = await this.#counters.admit(
+      {
+        completionId: input.completionId,
+        accountId: input.accountId,
+        keyId: input.keyId,
+        model: input.model,
+        tokens,
+        countsAsRequest: input.countsAsRequest,
+        limits,
+        waitTtlMs,
+        runTtlMs: this.#settings.inFlightTtlMs,
+      },
+      { lane: input.lane, ttlMs: waitTtlMs },
+    );
     const headers = rateLimitHeaders(result);
     ctx.set(headers);
     if (result.refused) {
@@ -119,12 +126,17 @@ export class TenantAdmission {
     ]);
   }
 
-  /** The job ended with this usage: the tokens counted at admission and not used are given back. */
-  async reconcile(admitted: TenantAdmitted, usedTokens: number): Promise<void> {
-    await this.#counters.release(admitted.job, { window: admitted.counted.window, tokens: admitted.counted.tokens - usedTokens });
+  /** The limits of a subscription's rate limits (the key's principal carries them: worked out once per object). */
+  #effective(limits: RateLimits): TenantLimits {
+    let effective = this.#effectiveOf.get(limits);
+    if (!effective) {
+      effective = this.#work(limits);
+      this.#effectiveOf.set(limits, effective);
+    }
+    return effective;
   }
 
-  #effective(limits: RateLimits): TenantLimits {
+  #work(limits: RateLimits): TenantLimits {
     const d = this.#settings;
     return {
       account: {

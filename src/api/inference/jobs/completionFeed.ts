@@ -35,6 +35,17 @@ export class CompletionFeed {
   readonly #outOfOrder = new Map<number, DeltaMessage>();
   #ready: DeltaMessage[] = [];
   #wake: (() => void) | null = null;
+  /**
+   * The wait's timeout: one timer per feed, re-armed for each wait (refresh) rather than a timer made and
+   * cleared per message; left armed after a wake (it then finds no reader and does nothing).
+   */
+  #timer: NodeJS.Timeout | null = null;
+  #timerMs = 0;
+  readonly #timedOut = () => {
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  };
   #filling: Promise<boolean> | null = null;
   /** Until when (ms since epoch) the recovery loop reads the replay stream even without a gap. */
   #recoverUntil = 0;
@@ -90,6 +101,7 @@ export class CompletionFeed {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
     this.#ready = [];
     this.#outOfOrder.clear();
     this.#wakeReader();
@@ -143,14 +155,14 @@ export class CompletionFeed {
 
   #waitFor(timeoutMs: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#wake = null;
-        resolve();
-      }, timeoutMs);
-      this.#wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
+      this.#wake = resolve;
+      if (this.#timer && this.#timerMs === timeoutMs) {
+        this.#timer.refresh();
+      } else {
+        if (this.#timer) clearTimeout(this.#timer);
+        this.#timer = setTimeout(this.#timedOut, timeoutMs);
+        this.#timerMs = timeoutMs;
+      }
     });
   }
 

@@ -8,6 +8,7 @@ import type { Principal } from "../../http/requestState.ts";
 import type { AccessLogInference } from "../../http/accessLog.ts";
 import { ModelUnavailableError } from "../../http/errors.ts";
 import { stateOf } from "../../http/requestState.ts";
+import { responseHeaders } from "../../http/responseHeaders.ts";
 import { type AdmissionDeps, admitWithHold } from "../admission/admitWithHold.ts";
 import { assertPromptFits } from "../admission/promptLengthLimit.ts";
 import type { HeaderSink, TenantAdmission } from "../admission/tenantAdmission.ts";
@@ -59,7 +60,7 @@ export type JobCaller = { principal: Principal; headers: HeaderSink; logged: Acc
 export function callerOf(ctx: Context, model: RegisteredModel): JobCaller {
   const logged: AccessLogInference = { model: model.id };
   stateOf(ctx).inference = logged;
-  return { principal: principalOf(ctx), headers: ctx, logged };
+  return { principal: principalOf(ctx), headers: responseHeaders(ctx), logged };
 }
 
 /**
@@ -181,6 +182,8 @@ export class CompletionJobs {
       ...(traceparent ? { traceparent } : {}),
       lane,
       priority: tenant.priority,
+      // What its worker gives back of them at its end: the tokens it did not use (one call, the worker's).
+      countedTokens: tenant.counted,
       work,
     };
     const reasoning = model.capabilities.reasoning;
@@ -215,8 +218,6 @@ export class CompletionJobs {
     return traceRelay(job, target, (usage) => {
       logged.inputTokens = usage.promptTokens;
       logged.outputTokens = usage.completionTokens;
-      // The tokens counted at admission and not used go back to the window they were counted in.
-      void tenants.reconcile(tenant, usage.promptTokens + usage.completionTokens).catch(ignore);
     });
   }
 }

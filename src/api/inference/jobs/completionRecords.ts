@@ -21,12 +21,22 @@ export const CompletionRecordSchema = z.object({
 });
 export type CompletionRecord = z.infer<typeof CompletionRecordSchema>;
 
+// The record with one listener (the request that enqueued it) and its expiry, in one command on its one key.
+const CREATE = `
+redis.call('HSET', KEYS[1], 'meta', ARGV[1], 'listeners', '1')
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+`;
+
+type Scripts = { rmCompletionRecord(key: string, meta: string, retentionSeconds: number): Promise<number> };
+
 /**
  * The completions of the last `retentionSeconds` (InferenceKeys.completionRecord): written when the job
  * is enqueued, with the number of clients listening to it, which the abandonment watch reads.
  */
 export class CompletionRecords {
   readonly #redis: Redis;
+  readonly #scripts: Scripts;
   readonly #keys: InferenceKeys;
   readonly #retentionSeconds: number;
 
@@ -34,18 +44,18 @@ export class CompletionRecords {
     this.#redis = redis;
     this.#keys = keys;
     this.#retentionSeconds = retentionSeconds;
+    redis.defineCommand("rmCompletionRecord", { numberOfKeys: 1, lua: CREATE });
+    this.#scripts = redis as unknown as Scripts;
   }
 
   /**
-   * Stores the record with one listener (the request that enqueued it), then its expiry: two commands
-   * issued together (one socket write when the caller corks the connection), not a MULTI. The record is
-   * whole from the first (one HSET), so no reader sees half of it; what MULTI would add is only that
-   * a Redis crash between the two cannot leave a record without its expiry, and it costs an ioredis
-   * Pipeline per request (which copies every Lua command BullMQ defined on this shared connection).
+   * Stores the record with one listener (the request that enqueued it) and its expiry: one script on the
+   * record's key (one command instead of HSET and EXPIRE; atomic, so not even a Redis crash leaves a
+   * record without its expiry; no MULTI, whose ioredis Pipeline copies every Lua command BullMQ defined
+   * on this shared connection). Readers see the record whole or not at all.
    */
   async create(record: CompletionRecord): Promise<void> {
-    const key = this.#keys.completionRecord(record.completionId);
-    await Promise.all([this.#redis.hset(key, "meta", JSON.stringify(record), "listeners", "1"), this.#redis.expire(key, this.#retentionSeconds)]);
+    await this.#scripts.rmCompletionRecord(this.#keys.completionRecord(record.completionId), JSON.stringify(record), this.#retentionSeconds);
   }
 
   async find(completionId: string): Promise<CompletionRecord | null> {

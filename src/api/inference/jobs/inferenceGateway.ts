@@ -1,7 +1,7 @@
 import type { CompletionJob } from "../../../contracts/completionJob.ts";
 import type { CompletionFeed } from "./completionFeed.ts";
 import type { CompletionQueues } from "./completionQueues.ts";
-import { isTerminal } from "../../../contracts/deltaMessage.ts";
+import { type DeltaMessage, isTerminal } from "../../../contracts/deltaMessage.ts";
 import type { AbandonmentWatch } from "./abandonmentWatch.ts";
 import type { CompletionRecord, CompletionRecords } from "./completionRecords.ts";
 import { jobErrorToApiError } from "./jobErrorToApiError.ts";
@@ -140,28 +140,27 @@ export class InferenceGateway {
     const feed = this.#subscriber.open(job.completionId);
     this.#waiting.set(job.completionId, { job, record });
     try {
-      // The enqueue goes out first: it starts the way to the first token. The liveness check follows
-      // right behind it, once BullMQ has issued the job's command (at the end of this turn, after the
-      // enqueue's synchronous steps and microtasks), so Redis does not answer it before taking the job.
-      // The job, its record and the liveness check leave in one socket write (the connection is corked
-      // until the end of the turn: one write instead of three, the bulk of their CPU cost). Without a
-      // live worker, or behind too many waiting jobs (counted once the job is in), the job is taken back
-      // off the queue; if a worker took it meanwhile, it runs. A failed check (the job is already
-      // queued) is not a verdict: the start timeout decides.
-      const checkingLive = new Promise<boolean>((resolve, reject) =>
-        this.#queues.writeTogetherThisTurn(() => {
-          try {
-            this.#liveness.get(job.model, () => this.#presence.isLive(job.model)).then(resolve, reject);
-          } catch (error) {
-            reject(error);
-          }
-        }),
+      // The enqueue goes out first: it starts the way to the first token. The liveness check and the
+      // waiting count follow right behind it, once BullMQ has issued the job's command (at the end of
+      // this turn, after the enqueue's synchronous steps and microtasks): Redis runs a connection's
+      // commands in order, so it answers them after taking the job, and the count includes the job
+      // unless a worker took it already (or the count is one shared with requests of the last few
+      // milliseconds: SHARED_READ_MS); no wait for the enqueue's answer before they are sent. The job,
+      // its record and the liveness check leave in one socket write (the connection is corked until the
+      // end of the turn: one write instead of three, the bulk of their CPU cost; BullMQ issues the count
+      // a few microtasks later, in a write of its own). Without a live worker, or behind too many
+      // waiting jobs, the job is taken back off the queue; if a worker took it meanwhile, it runs. A
+      // failed check (the job is already queued) is not a verdict: the start timeout decides.
+      const checks = new Promise<{ live: Promise<boolean>; waiting: Promise<number> }>((resolve) =>
+        this.#queues.writeTogetherThisTurn(() =>
+          resolve({
+            live: attempt(() => this.#liveness.get(job.model, () => this.#presence.isLive(job.model))),
+            waiting: attempt(() => this.#waitingCounts.get(job.model, () => this.#queues.waitingCount(job.model))),
+          }),
+        ),
       );
       const enqueuing = Promise.all([this.#queues.enqueue(job), this.#records.create(record)]);
-      // Counted once the job is in: the count includes it unless a worker took it already, or the count
-      // is one shared with requests of the last few milliseconds (SHARED_READ_MS).
-      const countingWaiting = enqueuing.then(() => this.#waitingCounts.get(job.model, () => this.#queues.waitingCount(job.model)));
-      const [live, waiting, enqueued] = await Promise.allSettled([checkingLive, countingWaiting, enqueuing]);
+      const [live, waiting, enqueued] = await Promise.allSettled([checks.then((c) => c.live), checks.then((c) => c.waiting), enqueuing]);
       if (enqueued.status === "rejected") throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis") : enqueued.reason;
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
       if (waiting.status === "fulfilled") {
@@ -178,9 +177,11 @@ export class InferenceGateway {
       // Queued and not refused: admission may go on (a stream opens its response), then hear its position.
       options.onQueued?.();
       // Its place in line by the scheduling (lane and fair-share rank: the jobs a worker takes before it).
-      // (Read while the job waits: the feed keeps the worker's messages meanwhile.)
+      // (Read while the job waits: the feed keeps the worker's messages meanwhile.) With at most one job
+      // waiting, that one is this job (or none is left): it is first, and nothing more is read.
       if (options.onPosition && waiting.status === "fulfilled") {
-        const position = job.priority === undefined ? waiting.value : await this.#queues.positionOf(job.model, job.priority).catch(() => waiting.value);
+        const position =
+          job.priority === undefined || waiting.value <= 1 ? waiting.value : await this.#queues.positionOf(job.model, job.priority).catch(() => waiting.value);
         options.onPosition(Math.max(1, position));
       }
       await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true);
@@ -196,26 +197,27 @@ export class InferenceGateway {
     /** The last message handed on to the client (a stream's), -1 while none. */
     let relayedSeq = -1;
     const streamed = options.streamed === true;
+    // Each message is looked at by this one handler (made once per job, not an async wrapper per message).
+    const arrived = (message: DeltaMessage | undefined): DeltaMessage => {
+      if (message) {
+        if (isTerminal(message)) ended = true;
+        if (streamed) relayedSeq = message.seq;
+        return message;
+      }
+      if (feed.closed) throw new JobReleasedError();
+      const lost = feed.lost;
+      feed.close();
+      // The request ends here for the platform's reason (messages lost with Redis: nothing more can
+      // reach the client in order; or the job silent for the idle timeout): the job is stopped instead
+      // of generating on for nobody, and its worker charges only what the client received. A batch
+      // line's job runs on: its dispatcher follows it again or runs it again, and it is charged once, in
+      // full, as the line's output will show (a partial charge would be the one kept).
+      if (job.lane !== "batch") void queues.cancel(job.model, job.completionId, "lost", relayedSeq).catch(() => undefined);
+      throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
+    };
     return {
       completionId: job.completionId,
-      async next() {
-        const message = await feed.next(idleMs);
-        if (message) {
-          if (isTerminal(message)) ended = true;
-          if (streamed) relayedSeq = message.seq;
-          return message;
-        }
-        if (feed.closed) throw new JobReleasedError();
-        const lost = feed.lost;
-        feed.close();
-        // The request ends here for the platform's reason (messages lost with Redis: nothing more can
-        // reach the client in order; or the job silent for the idle timeout): the job is stopped instead
-        // of generating on for nobody, and its worker charges only what the client received. A batch
-        // line's job runs on: its dispatcher follows it again or runs it again, and it is charged once, in
-        // full, as the line's output will show (a partial charge would be the one kept).
-        if (job.lane !== "batch") void queues.cancel(job.model, job.completionId, "lost", relayedSeq).catch(() => undefined);
-        throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
-      },
+      next: () => feed.next(idleMs).then(arrived),
       release: () => {
         if (feed.closed && ended) return;
         const early = !ended && !feed.closed;
@@ -265,6 +267,15 @@ export class StillQueuedError extends Error {
   constructor() {
     super("the job is still queued");
     this.name = "StillQueuedError";
+  }
+}
+
+/** The read `read` starts, a synchronous throw included as its rejection. */
+function attempt<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return read();
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 

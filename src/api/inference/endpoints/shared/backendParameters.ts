@@ -22,20 +22,23 @@ const KNOWN_VALUES: Record<string, z.ZodType> = {
  * every value is bounded in depth.
  */
 export function backendParameters(body: Record<string, unknown>, known: ReadonlySet<string>, model: RegisteredModel): Record<string, unknown> | undefined {
-  const allowed = new Set(model.extra_parameters ?? []);
-  const extra: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(body)) {
+  // Built only for a request that has such a field (most have none: nothing allocated for them).
+  let extra: Record<string, unknown> | undefined;
+  for (const name in body) {
     if (known.has(name)) continue;
-    if (!allowed.has(name)) {
-      const hint = allowed.size > 0 ? ` The model '${model.id}' takes these backend parameters: ${[...allowed].join(", ")}.` : "";
+    const allowed = model.extra_parameters ?? [];
+    if (!allowed.includes(name)) {
+      const hint = allowed.length > 0 ? ` The model '${model.id}' takes these backend parameters: ${[...new Set(allowed)].join(", ")}.` : "";
       throw new InvalidRequestError(`Unrecognized request argument supplied: ${name}.${hint}`, { param: name, code: "unknown_parameter" });
     }
+    const value = body[name];
     if (value === null) continue;
     if (exceedsNestingDepth(value, MAX_PARAMETER_DEPTH)) {
       throw new InvalidRequestError(`Invalid '${name}': nested too deeply (more than ${MAX_PARAMETER_DEPTH} levels).`, { param: name, code: "invalid_value" });
     }
     const schema = KNOWN_VALUES[name];
+    extra ??= {};
     extra[name] = schema ? parseWith(z.object({ [name]: schema }), { [name]: value })[name] : value;
   }
-  return Object.keys(extra).length > 0 ? extra : undefined;
+  return extra;
 }

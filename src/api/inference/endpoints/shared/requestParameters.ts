@@ -40,7 +40,8 @@ export function schemaShape<T extends ParameterTable<never>>(table: T): { [K in 
 
 /** 400 naming the first parameter of the request that needs a capability the model lacks (the table's order). */
 export function assertModelTakes<Body>(table: ParameterTable<Body>, body: Body, model: RegisteredModel): void {
-  for (const [name, parameter] of Object.entries(table)) {
+  for (const name in table) {
+    const parameter = table[name]!;
     if (!parameter.capability || model.capabilities[parameter.capability] || !parameter.uses?.(body)) continue;
     throw unsupportedParameter(model, parameter.param ?? name, parameter.unsupported?.(body) ?? name);
   }

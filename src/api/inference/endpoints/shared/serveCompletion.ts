@@ -10,6 +10,7 @@ import { newCompletionId } from "../../jobs/completionId.ts";
 import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts";
 import type { InferenceServices } from "./requireInference.ts";
 import { principalOf } from "../../../auth/principalOf.ts";
+import { setHeader } from "../../../http/responseHeaders.ts";
 import { SseResponse } from "../../streaming/sseResponse.ts";
 import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
 import { type CollectedReply, collectReply } from "../../jobs/collectReply.ts";
@@ -77,7 +78,7 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
   const created = Math.floor(deps.clock.now().getTime() / 1000);
   const head: CompletionHead = { id: completionId, created, model: spec.model.id, reasoning: spec.model.capabilities.reasoning };
   const jobSpec = { model: spec.model, endpoint: spec.endpoint, completionId, created, work: spec.work };
-  ctx.set(COMPLETION_ID_HEADER, completionId);
+  setHeader(ctx, COMPLETION_ID_HEADER, completionId);
   if (!spec.stream) {
     const job = await inference.jobs.start(ctx, { ...jobSpec, stream: false }).started.catch(async (error: unknown) => {
       await giveBack();
