@@ -72,3 +72,49 @@ describe("DeltaPublisher messages", () => {
     expect(publisher.sentThrough(3)).toEqual({ output: true, reasoning: "r", tokens: 7, uncounted: "c" });
   });
 });
+
+describe("DeltaPublisher coalescing", () => {
+  function publisherWithWindow(clock: { now: number }, windowMs: number) {
+    const texts: string[] = [];
+    const writer = {
+      write: (message: TurnMessage) => {
+        texts.push(message.messageJson);
+        return Promise.resolve();
+      },
+    } as unknown as TurnWriter;
+    const window = new CoalescingWindow(windowMs);
+    const publisher = new DeltaPublisher(
+      new InferenceKeys("unit"),
+      { completionId: "c1", replyTo: "r" },
+      { window, writer, replayTtlSeconds: 60, replayMaxLen: 100, now: () => clock.now },
+    );
+    return { publisher, texts, window };
+  }
+
+  it("writes each token of a stream whose tokens come half a window apart or more at once (never held behind its last write)", async () => {
+    const clock = { now: 1000 };
+    const { publisher, texts } = publisherWithWindow(clock, 50);
+    // 30 ms a token against a 50 ms window: without the rule, every second token waited for the window.
+    for (let i = 0; i < 6; i++) {
+      publisher.delta({ content: `t${i}`, tokens: 1 });
+      expect(texts).toHaveLength(i + 1);
+      clock.now += 30;
+    }
+    await publisher.close();
+    expect(texts).toHaveLength(6);
+  });
+
+  it("still merges the tokens of a fast stream (closer than half a window) until its window has passed", async () => {
+    const clock = { now: 1000 };
+    const { publisher, texts } = publisherWithWindow(clock, 50);
+    publisher.delta({ content: "a", tokens: 1 });
+    for (const content of ["b", "c", "d"]) {
+      clock.now += 10;
+      publisher.delta({ content, tokens: 1 });
+    }
+    expect(texts).toHaveLength(1);
+    publisher.flush();
+    await publisher.close();
+    expect(texts.map((text) => JSON.parse(text).delta.content)).toEqual(["a", "bcd"]);
+  });
+});
