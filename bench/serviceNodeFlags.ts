@@ -9,16 +9,16 @@
  * steady added TTFT p99 +28.7 / +19.2 ms without -> +12.5 / +8.9 / +14.3 ms with; the price: the
  * 256-stream burst throughput went from 0.74x / 0.70x to 0.68x / 0.67x / 0.64x of direct.
  *
- * --single-threaded-gc: V8 collects on the main thread only (no parallel scavenge, no concurrent
- * marking or sweeping threads). On this 2-core machine, where API, worker, Redis, PostgreSQL and the
- * engine share the cores, the helper threads waited for a core and the main thread waited for them:
- * the worker's major collections paused up to 32 ms. Measured with `npm run bench` in one session
- * (32 streams: two alternating runs each; 256 streams: one run each): 32-stream steady added TTFT
- * p99 +28.8 / +18.0 ms without -> +7.6 / +10.4 ms with; 256 streams steady TTFT p50 +55.8 -> +21.8
- * ms, burst +203 -> +136 ms and 0.66x -> 0.71x of the direct tokens/s. On a machine with many idle
- * cores the parallel collector may do better: measure before changing it there.
+ * Not --single-threaded-gc: V8 keeps its parallel scavenge and concurrent marking
+ * and sweeping threads. Collecting on the main thread only had measured better for first-token p99 at
+ * 32 streams with the API and worker in two small processes, but with `npm start`'s one process holding
+ * 512 long streams (a heap of about 300 MB) its major collections paused every stream: `npm run bench
+ * -- --workload long-streams`, one run each, same session: inter-token gap p99 169.9 ms with it, 97.0
+ * ms without (the bare proxy 54.5 and 69.8), memory per open stream 265 -> 164 KiB; the closed-loop
+ * workload the same within its noise (256 clients 376 vs 386 requests/s, 3.13 vs 3.16 ms of CPU per
+ * request; 32 clients 114.5 vs 115.1 requests/s).
  */
-export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=4", "--single-threaded-gc"] as const;
+export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=4"] as const;
 
 /** What every service process loads before its entry point: OpenTelemetry's register module (it installs nothing unless tracing is configured). */
 export const SERVICE_PRELOAD = ["--import", "./src/observability/register.ts"] as const;
