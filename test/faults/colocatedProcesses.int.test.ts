@@ -8,13 +8,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { createKey } from "../keys/keySteps.ts";
-import { completionEvents, parseSse } from "../inference/inferenceSteps.ts";
+import { completionEvents } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { freePort } from "../support/freePort.ts";
 import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
 import { createTestAccount, type TestAccount } from "../support/testAccounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { countingReply, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
+import { type ChatResult, chatThrough, requestVia } from "./processChat.ts";
 
 /**
  * Roles started by the launcher of `npm start` (src/main.ts, runRoles), each set an OS process of its
@@ -136,8 +137,6 @@ describe("API and worker roles in one process (src/main.ts), next to roles in pr
   }, 60_000);
 });
 
-type ChatResult = { status: number; id: string; text: string; usage: unknown };
-
 async function expectAnsweredAndChargedOnce(results: ChatResult[]): Promise<void> {
   expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
   for (const result of results) {
@@ -171,46 +170,8 @@ async function settleMonitor(): Promise<void> {
 }
 
 async function chat(api: string, model: string, stream: boolean, index: number): Promise<ChatResult> {
-  const response = await fetch(`${api}/v1/chat/completions`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({
-      model,
-      messages: [{ role: "user", content: `Count, request ${index}.` }],
-      max_tokens: TOKENS + 100,
-      temperature: 0,
-      ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-    }),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const raw = await response.text();
-  if (response.status !== 200) return { status: response.status, id: "", text: raw, usage: null };
-  if (!stream) {
-    const body = JSON.parse(raw) as { id: string; choices: { message: { content: string } }[]; usage: unknown };
-    return { status: 200, id: body.id, text: body.choices[0]!.message.content, usage: body.usage };
-  }
-  const events = parseSse(raw);
-  expect(events.at(-1)?.data).toBe("[DONE]");
-  const chunks = events.slice(0, -1).map((e) => JSON.parse(e.data) as { id: string; choices: { delta?: { content?: string } }[]; usage?: unknown });
-  return {
-    status: 200,
-    id: chunks[0]!.id,
-    text: chunks.map((c) => c.choices[0]?.delta?.content ?? "").join(""),
-    usage: chunks.find((c) => c.usage)?.usage ?? null,
-  };
-}
-
-/** The TestApp.request shape, against a running API process. */
-function requestVia(baseUrl: string) {
-  return async (method: string, urlPath: string, options: { body?: unknown; token?: string } = {}) => {
-    const response = await fetch(baseUrl + urlPath, {
-      method,
-      headers: { "content-type": "application/json", ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) },
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    });
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text };
-  };
+  const body = { model, messages: [{ role: "user", content: `Count, request ${index}.` }], max_tokens: TOKENS + 100, temperature: 0 };
+  return chatThrough(api, key, body, stream, AbortSignal.timeout(30_000));
 }
 
 function spawnRoles(roles: string[], env: Record<string, string>): ChildProcess {

@@ -9,13 +9,14 @@ import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
 import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { createKey } from "../keys/keySteps.ts";
-import { completionEvents, parseSse } from "../inference/inferenceSteps.ts";
+import { completionEvents } from "../inference/inferenceSteps.ts";
 import { expectedUsage, liveUsage } from "../projections/usageExpectations.ts";
 import { eventually } from "../support/eventually.ts";
 import { createTestAccount, type TestAccount } from "../support/testAccounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 import { countingReply, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
+import { type ChatResult, chatThrough, requestVia } from "./processChat.ts";
 
 /**
  * Scale-out on one database and one Redis: two API processes, two workers and two projectors, each its
@@ -141,49 +142,9 @@ describe("two API processes, two workers and two projectors on one database and 
   }, 180_000);
 });
 
-type ChatResult = { status: number; id: string; text: string; usage: unknown };
-
 async function chat(api: string, options: { stream: boolean; index: number }): Promise<ChatResult> {
-  const response = await fetch(`${api}/v1/chat/completions`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({
-      model: MODEL,
-      messages: [{ role: "user", content: `Count, request ${options.index}.` }],
-      max_tokens: TOKENS + 100,
-      temperature: 0,
-      ...(options.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-    }),
-  });
-  const raw = await response.text();
-  if (response.status !== 200) return { status: response.status, id: "", text: raw, usage: null };
-  if (!options.stream) {
-    const body = JSON.parse(raw) as { id: string; choices: { message: { content: string } }[]; usage: unknown };
-    return { status: 200, id: body.id, text: body.choices[0]!.message.content, usage: body.usage };
-  }
-  const events = parseSse(raw);
-  expect(events.at(-1)?.data).toBe("[DONE]");
-  const chunks = events.slice(0, -1).map((e) => JSON.parse(e.data) as { id: string; choices: { delta?: { content?: string } }[]; usage?: unknown });
-  expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
-  return {
-    status: 200,
-    id: chunks[0]!.id,
-    text: chunks.map((c) => c.choices[0]?.delta?.content ?? "").join(""),
-    usage: chunks.find((c) => c.usage)?.usage ?? null,
-  };
-}
-
-/** The TestApp.request shape, against a running API process. */
-function requestVia(baseUrl: string) {
-  return async (method: string, urlPath: string, options: { body?: unknown; token?: string } = {}) => {
-    const response = await fetch(baseUrl + urlPath, {
-      method,
-      headers: { "content-type": "application/json", ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) },
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    });
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text };
-  };
+  const body = { model: MODEL, messages: [{ role: "user", content: `Count, request ${options.index}.` }], max_tokens: TOKENS + 100, temperature: 0 };
+  return chatThrough(api, key, body, options.stream);
 }
 
 function spawnRole(main: string, env: Record<string, string>): ChildProcess {
