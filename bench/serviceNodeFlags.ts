@@ -13,8 +13,9 @@
  * and sweeping threads. Collecting on the main thread only had measured better for first-token p99 at
  * 32 streams with the API and worker in two small processes, but with `npm start`'s one process holding
  * 512 long streams (a heap of about 300 MB) its major collections paused every stream: `npm run bench
- * -- --workload long-streams`, one run each, same session: inter-token gap p99 169.9 ms with it, 97.0
- * ms without (the bare proxy 54.5 and 69.8), memory per open stream 265 -> 164 KiB; the closed-loop
+ * -- --workload long-streams`, same session: inter-token gap p99 169.9 ms with it (one run), 97.0,
+ * 125.6 and 125.2 ms without (three runs; the bare proxy 54.5 to 69.8), memory per open stream 265 KiB
+ * with it, 164 to 271 without; the closed-loop
  * workload the same within its noise (256 clients 376 vs 386 requests/s, 3.13 vs 3.16 ms of CPU per
  * request; 32 clients 114.5 vs 115.1 requests/s).
  */
