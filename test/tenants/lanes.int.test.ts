@@ -1,16 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
+import { describe, expect, it } from "vitest";
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
-import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { Lane } from "../../src/contracts/lanes.ts";
 import { jobPriority } from "../../src/contracts/lanes.ts";
-import { TenantCounters, type TenantLimits } from "../../src/contracts/tenantCounters.ts";
+import type { TenantLimits } from "../../src/contracts/tenantCounters.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { CompletionWorker } from "../../workers/completion/completionWorker.ts";
 import { eventually } from "../support/eventually.ts";
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
+import { useTenantQueueRig } from "./tenantQueueRig.ts";
 
 /**
  * Lanes and fair share on a real BullMQ queue and a real CompletionWorker (one slot): every
@@ -38,29 +35,11 @@ class HeldRunner {
   }
 }
 
-let redis: TestRedis;
-let workerRedis: Redis;
-let keys: InferenceKeys;
-let queues: CompletionQueues;
-let counters: TenantCounters;
-
-beforeAll(async () => {
-  redis = await createTestRedis();
-  keys = new InferenceKeys(redis.prefix);
-  queues = new CompletionQueues(redis.redis, keys);
-  workerRedis = createRedis(TEST_REDIS_URL, { kind: "worker" });
-  counters = new TenantCounters(redis.redis, redis.prefix);
-});
-
-afterAll(async () => {
-  await queues?.close();
-  workerRedis?.disconnect();
-  await redis?.close();
-});
+const rig = useTenantQueueRig();
 
 /** Admits a job of `account` in `lane` (its fair-share rank from the counters) and queues it. */
 async function enqueue(model: string, id: string, account: string, lane: Lane): Promise<void> {
-  const admitted = await counters.admit({
+  const admitted = await rig.counters.admit({
     completionId: id,
     accountId: account,
     keyId: `${account}-key`,
@@ -79,23 +58,23 @@ async function enqueue(model: string, id: string, account: string, lane: Lane): 
     accountId: account,
     keyId: `${account}-key`,
     created: 1_700_000_000,
-    replyTo: keys.replyChannel("lanes-test"),
+    replyTo: rig.keys.replyChannel("lanes-test"),
     lane,
     priority: jobPriority(lane, admitted.inFlightBefore),
     work: { kind: "embeddings", input: ["x"] },
   };
-  await queues.enqueue(job);
+  await rig.queues.enqueue(job);
 }
 
 function startWorker(model: string, runner: HeldRunner): CompletionWorker {
   return new CompletionWorker({
     modelId: model,
-    redis: workerRedis,
-    keys,
+    redis: rig.workerRedis,
+    keys: rig.keys,
     concurrency: 1,
     runner,
     logger: silentLogger,
-    tenants: { counters, inFlightTtlMs: 60_000 },
+    tenants: { counters: rig.counters, inFlightTtlMs: 60_000 },
   });
 }
 
@@ -125,7 +104,7 @@ describe("lanes and fair share on one model's queue", () => {
       runner.finish("batch-2");
       // Every job ended: the worker took each out of its account's in-flight set (the next one ranks first).
       await eventually(async () => {
-        const probe = await counters.admit({
+        const probe = await rig.counters.admit({
           completionId: `probe-${randomUUID()}`,
           accountId: "heavy",
           keyId: "heavy-key",
@@ -154,8 +133,8 @@ describe("lanes and fair share on one model's queue", () => {
       await enqueue(model, "chat-1", "someone", "interactive");
       expect(await next(runner)).toBe("chat-1");
       expect(await next(runner)).toBe("batch-2");
-      expect(await queues.positionOf(model, jobPriority("interactive", 0))).toBe(0);
-      expect(await counters.laneWaiting(model, "batch")).toBe(0); // nobody reported the lane sets here (the API does)
+      expect(await rig.queues.positionOf(model, jobPriority("interactive", 0))).toBe(0);
+      expect(await rig.counters.laneWaiting(model, "batch")).toBe(0); // nobody reported the lane sets here (the API does)
     } finally {
       for (const id of runner.started) runner.finish(id);
       await worker.close();
@@ -165,18 +144,18 @@ describe("lanes and fair share on one model's queue", () => {
   it("counts a job admitted with its lane in the lane's waiting set until a worker takes it", async () => {
     const model = `lanes-${randomUUID().slice(0, 8)}`;
     const admission = { accountId: "laned", keyId: "laned-key", model, tokens: 0, countsAsRequest: true, limits: LIMITS, waitTtlMs: 60_000, runTtlMs: 60_000 };
-    await counters.admit({ ...admission, completionId: "laned-1" }, { lane: "background", ttlMs: 60_000 });
-    await counters.admit({ ...admission, completionId: "laned-2" }, { lane: "background", ttlMs: 60_000 });
-    expect(await counters.laneWaiting(model, "background")).toBe(2);
-    expect(await counters.laneWaiting(model, "interactive")).toBe(0);
-    await counters.laneLeft(model, "background", "laned-1");
-    expect(await counters.laneWaiting(model, "background")).toBe(1);
+    await rig.counters.admit({ ...admission, completionId: "laned-1" }, { lane: "background", ttlMs: 60_000 });
+    await rig.counters.admit({ ...admission, completionId: "laned-2" }, { lane: "background", ttlMs: 60_000 });
+    expect(await rig.counters.laneWaiting(model, "background")).toBe(2);
+    expect(await rig.counters.laneWaiting(model, "interactive")).toBe(0);
+    await rig.counters.laneLeft(model, "background", "laned-1");
+    expect(await rig.counters.laneWaiting(model, "background")).toBe(1);
   });
 
   it("forgets a job in flight whose end was never reported once its entry expires", async () => {
     const model = `lanes-${randomUUID().slice(0, 8)}`;
     const admit = (id: string, runTtlMs: number) =>
-      counters.admit({
+      rig.counters.admit({
         completionId: id,
         accountId: "lost",
         keyId: "lost-key",

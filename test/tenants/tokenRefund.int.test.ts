@@ -1,16 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
+import { describe, expect, it } from "vitest";
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import type { Usage } from "../../src/contracts/deltaMessage.ts";
-import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { jobPriority } from "../../src/contracts/lanes.ts";
-import { TenantCounters, type TenantLimits } from "../../src/contracts/tenantCounters.ts";
+import type { TenantLimits } from "../../src/contracts/tenantCounters.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { CompletionWorker } from "../../workers/completion/completionWorker.ts";
 import { eventually } from "../support/eventually.ts";
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
+import { useTenantQueueRig } from "./tenantQueueRig.ts";
 
 /**
  * The tokens a request counts at admission (prompt bound + max_tokens) and does not use go back to their
@@ -26,30 +23,12 @@ const LIMITS: TenantLimits = {
 };
 const USED: Usage = { promptTokens: 20, completionTokens: 10, reasoningTokens: 0 };
 
-let redis: TestRedis;
-let workerRedis: Redis;
-let keys: InferenceKeys;
-let queues: CompletionQueues;
-let counters: TenantCounters;
-
-beforeAll(async () => {
-  redis = await createTestRedis();
-  keys = new InferenceKeys(redis.prefix);
-  queues = new CompletionQueues(redis.redis, keys);
-  workerRedis = createRedis(TEST_REDIS_URL, { kind: "worker" });
-  counters = new TenantCounters(redis.redis, redis.prefix);
-});
-
-afterAll(async () => {
-  await queues?.close();
-  workerRedis?.disconnect();
-  await redis?.close();
-});
+const rig = useTenantQueueRig();
 
 /** Admits a job counting `tokens`; returns the job (carrying what was counted) and the tokens remaining after it. */
 async function admit(model: string, account: string, tokens: number): Promise<{ job: CompletionJob; remaining: number }> {
   const completionId = `refund-${randomUUID()}`;
-  const admitted = await counters.admit({
+  const admitted = await rig.counters.admit({
     completionId,
     accountId: account,
     keyId: `${account}-key`,
@@ -68,7 +47,7 @@ async function admit(model: string, account: string, tokens: number): Promise<{ 
     accountId: account,
     keyId: `${account}-key`,
     created: 1_700_000_000,
-    replyTo: keys.replyChannel("refund-test"),
+    replyTo: rig.keys.replyChannel("refund-test"),
     lane: "interactive",
     priority: jobPriority("interactive", admitted.inFlightBefore),
     countedTokens: { window: admitted.window, tokens },
@@ -85,8 +64,8 @@ async function remaining(model: string, account: string): Promise<number> {
 function startWorker(model: string, ran: string[]): CompletionWorker {
   return new CompletionWorker({
     modelId: model,
-    redis: workerRedis,
-    keys,
+    redis: rig.workerRedis,
+    keys: rig.keys,
     concurrency: 1,
     runner: {
       async run(job: CompletionJob): Promise<Usage> {
@@ -95,7 +74,7 @@ function startWorker(model: string, ran: string[]): CompletionWorker {
       },
     },
     logger: silentLogger,
-    tenants: { counters, inFlightTtlMs: 60_000 },
+    tenants: { counters: rig.counters, inFlightTtlMs: 60_000 },
   });
 }
 
@@ -109,7 +88,7 @@ describe("tokens counted at admission and not used", () => {
     const worker = startWorker(model, ran);
     await worker.start();
     try {
-      await queues.enqueue(job);
+      await rig.queues.enqueue(job);
       // Only the 30 tokens the job used stay counted.
       await eventually(
         async () => ((await remaining(model, account)) === TOKENS_PER_MINUTE - USED.promptTokens - USED.completionTokens ? true : undefined),
@@ -128,13 +107,13 @@ describe("tokens counted at admission and not used", () => {
     await admit(model, account, 1000);
     const { job } = await admit(model, account, 500);
     // The API gave up on the job (e.g. it left it queued for later): it released it, giving back all it counted.
-    await counters.release(job, job.countedTokens);
+    await rig.counters.release(job, job.countedTokens);
     expect(await remaining(model, account)).toBe(TOKENS_PER_MINUTE - 1000);
     const ran: string[] = [];
     const worker = startWorker(model, ran);
     await worker.start();
     try {
-      await queues.enqueue(job);
+      await rig.queues.enqueue(job);
       await eventually(async () => (ran.length === 1 ? true : undefined), 10_000);
       // The worker's release at its end finds the job released already: nothing more is given back.
       await new Promise((resolve) => setTimeout(resolve, 300));
