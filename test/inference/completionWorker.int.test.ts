@@ -5,7 +5,7 @@ import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
-import { CompletionWorker } from "../../workers/completion/completionWorker.ts";
+import { CompletionWorker, fetchLoopsFor } from "../../workers/completion/completionWorker.ts";
 import type { RunMode } from "../../workers/completion/resumption.ts";
 import { eventually } from "../support/eventually.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
@@ -114,7 +114,44 @@ describe("CompletionWorker (real Redis and BullMQ)", () => {
     return ours.filter((line) => / flags=b /.test(line) && / cmd=bzpopmin /.test(line)).length;
   };
 
-  it("waits for jobs on one blocking connection, whatever its concurrency, takes an arriving job at once and waits again", async () => {
+  it("waits for jobs on one blocking connection per fetch loop (one per 8 slots, at most 4), not one per slot", () => {
+    expect([1, 4, 8, 9, 16, 17, 24, 32, 33, 256].map(fetchLoopsFor)).toEqual([1, 1, 1, 2, 2, 3, 3, 4, 4, 4]);
+  });
+
+  it("with 4 fetch loops (32 slots): waits on 4 blocking connections, takes jobs in parallel, runs all 32 slots and never more", async () => {
+    let running = 0;
+    let most = 0;
+    const done: string[] = [];
+    const release: (() => void)[] = [];
+    const heldRunner = {
+      async run(job: CompletionJob): Promise<null> {
+        running += 1;
+        most = Math.max(most, running);
+        await new Promise<void>((resolve) => release.push(resolve));
+        running -= 1;
+        done.push(job.completionId);
+        return null;
+      },
+    };
+    worker = new CompletionWorker({ modelId: MODEL, redis: workerRedis, keys, concurrency: 32, runner: heldRunner, logger: silentLogger });
+    await worker.start();
+    await eventually(async () => ((await blockedClients()) === 4 ? true : undefined));
+    const ids = Array.from({ length: 40 }, (_, i) => `loops-${i}`);
+    await Promise.all(ids.map((id) => queues.enqueue(job(id, keys))));
+    // Every slot fills (the loops' concurrencies add up to the model's), and no more than that.
+    await eventually(async () => (running === 32 ? true : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(running).toBe(32);
+    for (let round = 0; done.length < ids.length && round < 20; round++) {
+      for (const resolve of release.splice(0)) resolve();
+      await eventually(async () => (release.length > 0 || done.length === ids.length ? true : undefined));
+    }
+    expect(new Set(done)).toEqual(new Set(ids));
+    expect(most).toBe(32);
+    expect(await bullQueue().getJobCounts("wait", "failed")).toEqual({ wait: 0, failed: 0 });
+  });
+
+  it("waits for jobs on one blocking connection up to 8 slots, takes an arriving job at once and waits again", async () => {
     // One BullMQ worker per slot would hold a blocked connection each.
     await start(4);
     await eventually(async () => ((await blockedClients()) === 1 ? true : undefined));

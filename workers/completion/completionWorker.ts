@@ -19,13 +19,31 @@ const MAX_STALLED_RESTARTS = 1;
 /** BullMQ's reason for a job failed after stalling more than MAX_STALLED_RESTARTS times. */
 const STALLED_TOO_OFTEN = /stalled more than allowable limit/;
 
+/** Slots per fetch loop, and the most fetch loops one model's consumer runs (see `fetchLoopsFor`). */
+const SLOTS_PER_FETCH_LOOP = 8;
+const MAX_FETCH_LOOPS = 4;
+
 /**
- * The BullMQ consumer of one model's queue: one BullMQ `Worker` whose concurrency is the model's slot
- * count, with a processor that parses each job's data and hands it to the runner.
+ * How many BullMQ workers (fetch loops) share a model's `concurrency` slots: one per 8 slots, at most 4.
+ * A BullMQ worker takes jobs one at a time (it awaits each fetch's round trip before the next), so one
+ * loop caps how fast jobs start at one per round trip, and under load a round trip is several
+ * milliseconds: at 32 closed-loop clients a job waited 18-41 ms (p50) between its enqueue and its
+ * start behind a single loop, 7-9 ms behind four (docs/benchmarks.md). Each loop holds one blocking
+ * connection while the queue is empty, hence the cap.
+ */
+export function fetchLoopsFor(concurrency: number): number {
+  return Math.min(MAX_FETCH_LOOPS, Math.max(1, Math.ceil(concurrency / SLOTS_PER_FETCH_LOOP)));
+}
+
+/**
+ * The BullMQ consumer of one model's queue: BullMQ `Worker`s whose concurrencies add up to the model's
+ * slot count (one per 8 slots, at most 4: `fetchLoopsFor`), with a processor that parses each job's
+ * data and hands it to the runner.
  *
- * Everything about the queue is BullMQ's own, through its public API: the fetch loop (one blocking
- * connection per model, whatever the concurrency), the renewal of the running jobs' locks (every half
- * lock duration), the stalled-job check, moving a finished job to completed (removed) or failed.
+ * Everything about the queue is BullMQ's own, through its public API: the fetch loops (one blocking
+ * connection each while the queue is empty), the renewal of the running jobs' locks (every half lock
+ * duration), the stalled-job check (run by the first of the workers only: one check per process and
+ * model, as with one worker), moving a finished job to completed (removed) or failed.
  *
  * A job whose worker died is noticed by BullMQ's stalled check, run by every worker of the queue every
  * `stalledIntervalMs`: a job still active whose lock ran out (not renewed for `lockDurationMs`) goes
@@ -42,7 +60,7 @@ const STALLED_TOO_OFTEN = /stalled more than allowable limit/;
  */
 export class CompletionWorker {
   readonly modelId: string;
-  readonly #worker: Worker<CompletionJob, void>;
+  readonly #workers: Worker<CompletionJob, void>[] = [];
   readonly #runner: Pick<CompletionJobRunner, "run">;
   readonly #logger: Logger;
   readonly #metrics: PlatformMetrics["jobs"] | undefined;
@@ -78,42 +96,61 @@ export class CompletionWorker {
     this.#metrics = options.metrics;
     this.#concurrency = Math.max(1, options.concurrency);
     this.#tenants = options.tenants;
-    this.#worker = new Worker<CompletionJob, void>(options.keys.queueName(options.modelId), (job) => this.#process(job), {
+    const loops = fetchLoopsFor(this.#concurrency);
+    for (let i = 0; i < loops; i++) {
+      // The slots split as evenly as they go (10 slots: 5 and 5; 20: 7, 7 and 6).
+      const concurrency = Math.floor(this.#concurrency / loops) + (i < this.#concurrency % loops ? 1 : 0);
+      this.#workers.push(this.#createWorker(options, concurrency, i === 0));
+    }
+  }
+
+  #createWorker(
+    options: { modelId: string; redis: Redis; keys: InferenceKeys; lockDurationMs?: number; stalledIntervalMs?: number },
+    concurrency: number,
+    checksStalled: boolean,
+  ): Worker<CompletionJob, void> {
+    const worker = new Worker<CompletionJob, void>(options.keys.queueName(options.modelId), (job) => this.#process(job), {
       connection: options.redis,
       prefix: options.keys.prefix,
       autorun: false,
-      concurrency: this.#concurrency,
+      concurrency,
       lockDuration: options.lockDurationMs ?? 30_000,
       ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
+      ...(checksStalled ? {} : { skipStalledCheck: true }),
       // A job whose worker died runs once more, picking up what was delivered (see the class comment).
       maxStalledCount: MAX_STALLED_RESTARTS,
       removeOnComplete: { count: 0 },
       removeOnFail: { age: 3600, count: 1000 },
     });
-    this.#worker.on("error", (error) => this.#logger.warn("queue worker error", { model: this.modelId, error }));
-    this.#worker.on("lockRenewalFailed", (jobIds) => this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }));
-    this.#worker.on("stalled", (jobId) => {
+    worker.on("error", (error) => this.#logger.warn("queue worker error", { model: this.modelId, error }));
+    worker.on("lockRenewalFailed", (jobIds) => this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }));
+    worker.on("stalled", (jobId) => {
       this.#metrics?.stalled.inc({ model: this.modelId });
       this.#logger.warn("a job's worker stopped renewing its lock: another worker continues the job", { model: this.modelId, jobId });
     });
-    this.#worker.on("failed", (job, error) => this.#onFailed(job, error));
+    worker.on("failed", (job, error) => this.#onFailed(job, error));
+    return worker;
   }
 
   /** Starts consuming and resolves once the worker is connected. */
   async start(): Promise<void> {
-    await this.#worker.waitUntilReady();
+    await Promise.all(this.#workers.map((worker) => worker.waitUntilReady()));
     this.#metrics?.slots.set({ model: this.modelId }, this.#concurrency);
     this.#metrics?.slotsBusy.set({ model: this.modelId }, 0);
-    this.#running = this.#worker.run().catch((error: unknown) => {
-      this.#logger.error("queue worker stopped", { model: this.modelId, error: error as Error });
-    });
+    this.#running = Promise.all(
+      this.#workers.map((worker) =>
+        worker.run().catch((error: unknown) => {
+          this.#logger.error("queue worker stopped", { model: this.modelId, error: error as Error });
+        }),
+      ),
+    ).then(() => undefined);
   }
 
   /** Stops taking jobs and waits for the running ones to finish (BullMQ's graceful close). */
   async close(): Promise<void> {
-    // The connection the worker was given stays open (BullMQ does not close a connection it did not
-    // create); its own blocking connection is closed.
-    await this.#worker.close();
+    // The connection the workers were given stays open (BullMQ does not close a connection it did not
+    // create); their own blocking connections are closed.
+    await Promise.all(this.#workers.map((worker) => worker.close()));
     await this.#running;
     await Promise.all(this.#abandoning);
     this.#metrics?.slots.remove({ model: this.modelId });
