@@ -15,6 +15,8 @@ import { startChild, type Child } from "./childProcess.ts";
 import type { StreamTarget } from "./streamClient.ts";
 
 export type BenchPlatform = {
+  /** The platform's `GET /metrics` (one-process layout only; null with separate processes). */
+  metricsUrl: string | null;
   target: StreamTarget;
   description: string;
   /** Process ids of the platform's processes (all roles, or API and worker), for CPU accounting. */
@@ -71,6 +73,8 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
   await writeFile(modelsConfig, JSON.stringify(benchRegistry(options.standInBaseUrl, options.maxConcurrency), null, 2));
   const port = await freePort();
   const apiUrl = `http://127.0.0.1:${port}`;
+  // The one process's /metrics listener (not with separate processes: they would share the port).
+  const metricsPort = options.separateProcesses ? null : await freePort();
   const env = {
     DATABASE_URL: databaseUrl,
     REDIS_URL: options.redisUrl,
@@ -79,6 +83,7 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
     PORT: String(port),
     MODELS_CONFIG: modelsConfig,
     LOG_LEVEL: "warn",
+    ...(metricsPort === null ? {} : { METRICS_PORT: String(metricsPort) }),
     ...options.env,
   };
   const children: Child[] = [];
@@ -122,6 +127,7 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
     const pids = children.map((child) => child.process.pid).filter((pid): pid is number => pid !== undefined);
     return {
       target: { url: `${apiUrl}/v1/chat/completions`, headers: auth, model: BENCH_MODEL },
+      metricsUrl: metricsPort === null ? null : `http://127.0.0.1:${metricsPort}/metrics`,
       description: options.separateProcesses
         ? "platform: API and worker in two processes (no projector)"
         : "platform: one process with every role (api, worker, projector), started as `npm start` starts it",

@@ -14,7 +14,15 @@ export type ClosedLoopPathResult = {
   cpuMsPerRequest: Map<string, number>;
 };
 
-export type ClosedLoopLevel = { clients: number; paths: ClosedLoopPathResult[] };
+export type ClosedLoopLevel = {
+  clients: number;
+  paths: ClosedLoopPathResult[];
+  /**
+   * The platform's mean queue wait over the level (enqueue to a worker taking the job: its
+   * `inference_queue_wait_seconds`, the level's warm-up requests included), ms; absent when not read.
+   */
+  platformQueueWaitMs?: number;
+};
 
 /**
  * The closed-loop workload at one level: `clients` clients, each sending its next request when its last

@@ -69,6 +69,15 @@ export function formatClosedLoopReport(levels: ClosedLoopLevel[], groups: string
     lines.push("", "Targets (platform vs direct):");
     for (const check of checks) lines.push(`- ${check.pass ? "PASS" : "FAIL"} ${check.clients} clients: ${check.description}`);
   }
+  const waits = levels.filter((level) => level.platformQueueWaitMs !== undefined);
+  if (waits.length > 0) {
+    lines.push(
+      "",
+      `Platform queue wait, mean (enqueue to a worker taking the job: its inference_queue_wait_seconds over the level, warm-up included): ${waits
+        .map((level) => `${level.clients} clients ${ms(level.platformQueueWaitMs!)} ms`)
+        .join(", ")}`,
+    );
+  }
   for (const level of levels)
     for (const p of level.paths) if (p.stats.firstError) lines.push(`- first ${p.path} error at ${level.clients} clients: ${p.stats.firstError}`);
   return lines.join("\n");

@@ -69,6 +69,17 @@ describe("closed-loop targets", () => {
     expect(at256({ cpu: [["Redis", 0.6]] })).toEqual([true, true, false]);
   });
 
+  it("reports the platform's mean queue wait of each level where it was read, and no such line when none was", () => {
+    const report = formatClosedLoopReport(
+      [{ ...level(1, {}), platformQueueWaitMs: 2.04 }, level(32, {}), { ...level(256, {}), platformQueueWaitMs: 31.26 }],
+      ["platform"],
+      "setup",
+    );
+    expect(report).toContain("Platform queue wait, mean");
+    expect(report).toContain(": 1 clients 2.0 ms, 256 clients 31.3 ms");
+    expect(formatClosedLoopReport([level(1, {})], ["platform"], "setup")).not.toContain("queue wait");
+  });
+
   it("adds up the platform's processes, its database's backends and Redis, not the whole PostgreSQL server", () => {
     const platform = level(256, {}).paths[1]!;
     expect(platformCpuMsPerRequest(platform)).toBe(2.5);

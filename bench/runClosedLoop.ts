@@ -5,6 +5,7 @@ import { startChild, type Child } from "./childProcess.ts";
 import { measureClosedLoopLevel, type ClosedLoopLevel, type CpuGroup } from "./closedLoop.ts";
 import { checkClosedLoopTargets, formatClosedLoopReport } from "./closedLoopReport.ts";
 import { standInToken } from "./engineStandIn.ts";
+import { meanMsBetween, readHistogramTotals } from "./histogramMean.ts";
 import { clockTicksPerSecond, postgresBackends, postgresPids, redisPid } from "./processCpu.ts";
 import { warmUpJit, type BenchPath, type LevelPlan } from "./runLevel.ts";
 import { runStream, type StreamTarget } from "./streamClient.ts";
@@ -100,7 +101,12 @@ export async function runClosedLoopWorkload(options: ClosedLoopOptions): Promise
     const levels: ClosedLoopLevel[] = [];
     for (const clients of options.levels) {
       process.stderr.write(`${clients} clients:`);
-      levels.push(await measureClosedLoopLevel(paths, planFor(clients), options.rounds, groups, ticks, (text) => process.stderr.write(text)));
+      const metricsUrl = platform?.metricsUrl ?? null;
+      const queueWait = () => (metricsUrl === null ? Promise.resolve(null) : readHistogramTotals(metricsUrl, "inference_queue_wait_seconds"));
+      const before = await queueWait();
+      const level = await measureClosedLoopLevel(paths, planFor(clients), options.rounds, groups, ticks, (text) => process.stderr.write(text));
+      const after = await queueWait();
+      levels.push(before && after ? { ...level, platformQueueWaitMs: meanMsBetween(before, after) } : level);
       process.stderr.write(" done\n");
     }
     const setup =
