@@ -146,6 +146,49 @@ describe("projection runner", () => {
     for (const p of allProjections) expect((await readCheckpoint(db.pool, p.name)).globalPosition).not.toBe("0");
   });
 
+  it("polls an idle log less and less often (up to 10 x its interval), and at its interval again once events come", async () => {
+    // Every poll (step) of each projection: when, and how many events it applied. The log is idle once
+    // the earlier tests' events are projected.
+    const polls: { projection: string; at: number; applied: number }[] = [];
+    class CountingRunner extends ProjectionRunner {
+      override async step(...args: Parameters<ProjectionRunner["step"]>): Promise<number> {
+        const applied = await super.step(...args);
+        polls.push({ projection: args[1].name, at: performance.now(), applied });
+        return applied;
+      }
+    }
+    const r = new CountingRunner({ pool: db.pool, logger: silentLogger, projections: allProjections, batchSize: 100, pollIntervalMs: 20 });
+    r.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // Without the backoff: about 1500 / 20 = 75 polls per projection. With it (20, 40, 80, 160, 200,
+      // 200, ... ms): about 12.
+      const idlePolls = polls.length / allProjections.length;
+      expect(idlePolls).toBeLessThan(25);
+      expect(idlePolls).toBeGreaterThanOrEqual(5);
+      // After the quiet spell an event is still projected (within the longest wait, 200 ms here).
+      const accountId = await createBudgetedAccount(db.pool, 1_000_000);
+      const event = usageEvent({ accountId, model: "m1", promptTokens: 1, completionTokens: 1, reasoningTokens: 0, costMicroChf: 1 }).data;
+      expect(await new UsageRecorder(db.pool).record(event, {})).toBe("recorded");
+      const expected = expectedUsage([event]);
+      expect(await eventuallyTrue(async () => JSON.stringify(await liveUsage(db.pool, [accountId])) === JSON.stringify(expected))).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Each projection: the poll that applied the event, at once an empty one, then the wait starts
+      // over at the interval (20 ms; 200 ms had the backoff gone on).
+      for (const projection of allProjections) {
+        const own = polls.filter((poll) => poll.projection === projection.name);
+        const found = own.findLastIndex((poll) => poll.applied > 0);
+        expect(found).toBeGreaterThanOrEqual(0);
+        const [firstEmpty, next] = [own[found + 1], own[found + 2]];
+        expect(firstEmpty?.applied).toBe(0);
+        expect(next).toBeDefined();
+        expect(next!.at - firstEmpty!.at).toBeLessThan(150);
+      }
+    } finally {
+      await r.stop();
+    }
+  });
+
   it("rebuilds every read model from the log equal to the live ones, and reports a tampered row", async () => {
     const report = await replayReadModels(db.pool, allProjections);
     expect(report.eventsRead).toBeGreaterThan(40);
