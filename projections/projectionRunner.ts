@@ -37,11 +37,11 @@ const IDLE_BACKOFF_FACTOR = 10;
  * - It polls: immediately while there is a backlog; after a poll that found nothing it waits
  *   pollIntervalMs, and twice as long after each further empty poll, up to idlePollMaxMs (10 x
  *   pollIntervalMs: 1 s by default). An idle platform then asks PostgreSQL once a second per
- *   projection instead of ten times (each poll is a transaction of five statements: about 25 ms of PostgreSQL CPU a second
- *   at idle without the backoff); under load events keep the wait at pollIntervalMs. No LISTEN/NOTIFY:
- *   a NOTIFY per append would serialise every committing transaction on the notification queue lock.
- *   Read models follow the log within pollIntervalMs under load, within about a second after a quiet
- *   spell.
+ *   projection instead of ten times (each poll is a transaction of five statements: about 25 ms of
+ *   PostgreSQL CPU a second at idle without the backoff); under load, events keep the wait at
+ *   pollIntervalMs. Read models follow the log within pollIntervalMs under load, within about a
+ *   second after a quiet spell. No LISTEN/NOTIFY: a NOTIFY per append would serialise every
+ *   committing transaction on the notification queue lock.
  */
 export class ProjectionRunner {
   readonly #options: ProjectionRunnerOptions;
