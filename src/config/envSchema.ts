@@ -1,0 +1,174 @@
+import { z } from "zod";
+import { parseRedisNodes } from "../redis/redisTarget.ts";
+
+/**
+ * The environment's variables, their defaults and checks (zod). Only `loadConfig` (config.ts) applies
+ * it to the environment; everything else receives a Config.
+ */
+
+const intFromEnv = (fallback: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return fallback;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0) {
+        ctx.addIssue({ code: "custom", message: `expected a non-negative integer, got "${v}"` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const urlWithProtocol = (protocols: string[], fallback: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const value = v === undefined || v === "" ? fallback : v;
+      let parsed: URL;
+      try {
+        parsed = new URL(value);
+      } catch {
+        ctx.addIssue({ code: "custom", message: `not a URL: "${value}"` });
+        return z.NEVER;
+      }
+      if (!protocols.includes(parsed.protocol)) {
+        ctx.addIssue({ code: "custom", message: `expected ${protocols.join(" or ")} URL, got "${parsed.protocol}"` });
+        return z.NEVER;
+      }
+      return value;
+    });
+
+/** "*", "none", or comma-separated origins (`https://app.example.com`, scheme + host [+ port], no path). */
+const corsOrigins = (fallback: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const items = (v === undefined ? fallback : v)
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
+      if (items.includes("*")) return "*" as const;
+      const origins = items.filter((item) => item !== "none");
+      for (const origin of origins) {
+        let parsed: URL | null = null;
+        try {
+          parsed = new URL(origin);
+        } catch {}
+        if (!parsed || parsed.origin !== origin) {
+          ctx.addIssue({ code: "custom", message: `"${origin}" is not an origin (scheme://host[:port], no path or trailing slash)` });
+          return z.NEVER;
+        }
+      }
+      return origins;
+    });
+const optionalNodes = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v.trim() === "") return undefined;
+    try {
+      return parseRedisNodes(v);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
+
+export const EnvSchema = z.object({
+  PORT: intFromEnv(8080).refine((n) => n > 0 && n < 65536, "must be a TCP port (1-65535)"),
+  HOST: z.string().optional().default("0.0.0.0"),
+  DATABASE_URL: urlWithProtocol(["postgres:", "postgresql:"], "postgres://postgres@127.0.0.1:5432/inference"),
+  REDIS_URL: urlWithProtocol(["redis:", "rediss:"], "redis://127.0.0.1:6379"),
+  REDIS_PREFIX: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? "inference" : v))
+    .refine((v) => !/[{}]/.test(v), "must contain neither { nor } (the service adds the keys' Redis Cluster hash tags itself)"),
+  REDIS_CLUSTER_NODES: optionalNodes,
+  REDIS_SENTINELS: optionalNodes,
+  REDIS_SENTINEL_NAME: z.string().optional(),
+  REDIS_SENTINEL_PASSWORD: z.string().optional(),
+  REDIS_USERNAME: z.string().optional(),
+  REDIS_PASSWORD: z.string().optional(),
+  REDIS_TLS: z.enum(["", "true", "false", "1", "0"]).optional(),
+  ADMIN_TOKEN: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || v === "" || v.length >= 16, "must be at least 16 characters"),
+  MODELS_CONFIG: z.string().optional(),
+  SESSION_TTL_HOURS: intFromEnv(24 * 7).refine((n) => n > 0, "must be positive"),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).optional().default("info"),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: z.enum(["true", "false", ""]).optional(),
+  PROJECTOR_POLL_MS: intFromEnv(100).refine((n) => n >= 10, "must be at least 10"),
+  PROJECTOR_BATCH_SIZE: intFromEnv(200).refine((n) => n > 0, "must be positive"),
+  BUDGET_HOLD_MAX_AGE_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
+  BUDGET_SWEEP_INTERVAL_S: intFromEnv(60),
+  AUDIT_CHECKPOINT_INTERVAL_S: intFromEnv(60),
+  AUDIT_CHECKPOINT_EVENTS: intFromEnv(0).refine((n) => n >= 0, "must not be negative"),
+  AUDIT_SIGNING_KEY_PATH: z.string().optional(),
+  AUDIT_PUBLIC_KEY_PATH: z.string().optional(),
+  JOB_START_TIMEOUT_MS: intFromEnv(10_000).refine((n) => n > 0, "must be positive"),
+  JOB_IDLE_TIMEOUT_MS: intFromEnv(300_000).refine((n) => n > 0, "must be positive"),
+  JOB_START_TIMEOUT_STREAM_MS: intFromEnv(600_000).refine((n) => n > 0, "must be positive"),
+  QUEUE_MAX_WAITING: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  COMPLETION_ABANDON_GRACE_MS: intFromEnv(60_000).refine((n) => n >= 0, "must not be negative"),
+  BATCH_COMPLETION_WINDOW_MS: intFromEnv(86_400_000).refine((n) => n > 0, "must be positive"),
+  BATCH_MAX_IN_FLIGHT: intFromEnv(16).refine((n) => n > 0, "must be positive"),
+  BATCH_POLL_MS: intFromEnv(1_000).refine((n) => n >= 10, "must be at least 10"),
+  BATCH_LINE_LEASE_MS: intFromEnv(60_000).refine((n) => n >= 1_000, "must be at least 1000"),
+  SSE_KEEPALIVE_MS: intFromEnv(15_000).refine((n) => n >= 100, "must be at least 100"),
+  IDEMPOTENCY_TTL_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
+  WORKER_MODELS: z.string().optional(),
+  WORKER_HEARTBEAT_MS: intFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
+  WORKER_LOCK_MS: intFromEnv(5_000).refine((n) => n >= 200, "must be at least 200"),
+  WORKER_STALLED_CHECK_MS: intFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
+  USAGE_WAIT_MS: intFromEnv(10_000).refine((n) => n >= 0, "must be at least 0"),
+  DELTA_COALESCE_MS: intFromEnv(4),
+  COMPLETION_RETENTION_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
+  RESPONSES_RETENTION_DAYS: intFromEnv(30).refine((n) => n > 0, "must be positive"),
+  DELTA_REPLAY_MAXLEN: intFromEnv(20_000).refine((n) => n > 0, "must be positive"),
+  PG_CONNECT_TIMEOUT_MS: intFromEnv(1500).refine((n) => n > 0, "must be positive"),
+  PG_API_STATEMENT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  PG_STATEMENT_TIMEOUT_MS: intFromEnv(30_000),
+  PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000),
+  REDIS_CONNECT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  REDIS_COMMAND_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  SHUTDOWN_GRACE_MS: intFromEnv(30_000).refine((n) => n > 0, "must be positive"),
+  METRICS_PORT: intFromEnv(0).refine((n) => n < 65536, "must be a TCP port (1-65535), or 0 for none"),
+  METRICS_ON_API_PORT: z.enum(["true", "false"], { message: 'expected "true" or "false"' }).optional().default("false"),
+  TRUST_PROXY_HOPS: intFromEnv(0),
+  MAX_REQUEST_BODY_BYTES: intFromEnv(4 * 1024 * 1024).refine((n) => n >= 1024, "must be at least 1024"),
+  LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: intFromEnv(10).refine((n) => n > 0, "must be positive"),
+  LOGIN_ATTEMPTS_PER_ACCOUNT: intFromEnv(50).refine((n) => n > 0, "must be positive"),
+  LOGIN_ATTEMPTS_PER_ADDRESS: intFromEnv(100).refine((n) => n > 0, "must be positive"),
+  REGISTRATIONS_PER_ADDRESS: intFromEnv(10).refine((n) => n > 0, "must be positive"),
+  API_KEY_FAILURES_PER_ADDRESS: intFromEnv(30).refine((n) => n > 0, "must be positive"),
+  PASSWORD_HASH_CONCURRENCY: intFromEnv(1).refine((n) => n > 0, "must be positive"),
+  PASSWORD_HASH_MAX_WAITING: intFromEnv(8),
+  CORS_V1_ORIGINS: corsOrigins("*"),
+  CORS_API_ORIGINS: corsOrigins(""),
+  // Scheduling and per-tenant limits (docs/configuration.md, "Scheduling and rate limits").
+  RATE_LIMIT_REQUESTS_PER_MINUTE: intFromEnv(3000).refine((n) => n > 0, "must be positive"),
+  RATE_LIMIT_TOKENS_PER_MINUTE: intFromEnv(10_000_000).refine((n) => n > 0, "must be positive"),
+  RATE_LIMIT_CONCURRENT_REQUESTS: intFromEnv(256).refine((n) => n > 0, "must be positive"),
+  RATE_LIMIT_KEY_REQUESTS_PER_MINUTE: intFromEnv(3000).refine((n) => n > 0, "must be positive"),
+  RATE_LIMIT_KEY_TOKENS_PER_MINUTE: intFromEnv(10_000_000).refine((n) => n > 0, "must be positive"),
+  RATE_LIMIT_KEY_CONCURRENT_REQUESTS: intFromEnv(256).refine((n) => n > 0, "must be positive"),
+  QUEUE_ACCOUNT_SHARE: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? 0.5 : Number(v)))
+    .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, "must be a fraction > 0 and <= 1"),
+  QUEUE_INFLIGHT_TTL_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
+  // Files API (docs/configuration.md, "Files").
+  FILES_MAX_BYTES: intFromEnv(209_715_200).refine((n) => n > 0, "must be positive"),
+  FILES_MAX_LINES: intFromEnv(50_000).refine((n) => n > 0, "must be positive"),
+  FILES_RETENTION_DAYS: intFromEnv(30),
+});
+
+/** The environment once checked, before it becomes a Config. */
+export type Env = z.infer<typeof EnvSchema>;
