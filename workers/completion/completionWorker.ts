@@ -35,6 +35,28 @@ export function fetchLoopsFor(concurrency: number): number {
   return Math.min(MAX_FETCH_LOOPS, Math.max(1, Math.ceil(concurrency / SLOTS_PER_FETCH_LOOP)));
 }
 
+export type CompletionWorkerOptions = {
+  modelId: string;
+  redis: Redis;
+  keys: InferenceKeys;
+  concurrency: number;
+  runner: Pick<CompletionJobRunner, "run">;
+  logger: Logger;
+  /** How long a job's lock lasts unless renewed (default 30 s, BullMQ's; the worker role passes WORKER_LOCK_MS). */
+  lockDurationMs?: number;
+  /** How often the stalled-job check runs (default 30 s, BullMQ's; the worker role passes WORKER_STALLED_CHECK_MS). */
+  stalledIntervalMs?: number;
+  /** The worker role's job metrics (queue wait, started/completed/failed/stalled, busy slots); none when absent. */
+  metrics?: PlatformMetrics["jobs"];
+  /**
+   * The per-account counters of scheduling and rate limits (TenantCounters): a job taken waits no more
+   * and counts in flight for another `inFlightTtlMs`; a job that ended (finished, failed, cancelled, or
+   * failed after its workers died) counts no more, and the tokens counted for it at admission that it
+   * did not use go back to their rate window. None: nothing reported (the entries expire).
+   */
+  tenants?: { counters: TenantCounters; inFlightTtlMs: number };
+};
+
 /**
  * The BullMQ consumer of one model's queue: BullMQ `Worker`s whose concurrencies add up to the model's
  * slot count (one per 8 slots, at most 4: `fetchLoopsFor`), with a processor that parses each job's
@@ -69,27 +91,7 @@ export class CompletionWorker {
   #running: Promise<void> | null = null;
   readonly #abandoning = new Set<Promise<void>>();
 
-  constructor(options: {
-    modelId: string;
-    redis: Redis;
-    keys: InferenceKeys;
-    concurrency: number;
-    runner: Pick<CompletionJobRunner, "run">;
-    logger: Logger;
-    /** How long a job's lock lasts unless renewed (default 30 s, BullMQ's; the worker role passes WORKER_LOCK_MS). */
-    lockDurationMs?: number;
-    /** How often the stalled-job check runs (default 30 s, BullMQ's; the worker role passes WORKER_STALLED_CHECK_MS). */
-    stalledIntervalMs?: number;
-    /** The worker role's job metrics (queue wait, started/completed/failed/stalled, busy slots); none when absent. */
-    metrics?: PlatformMetrics["jobs"];
-    /**
-     * The per-account counters of scheduling and rate limits (TenantCounters): a job taken waits no more
-     * and counts in flight for another `inFlightTtlMs`; a job that ended (finished, failed, cancelled, or
-     * failed after its workers died) counts no more, and the tokens counted for it at admission that it
-     * did not use go back to their rate window. None: nothing reported (the entries expire).
-     */
-    tenants?: { counters: TenantCounters; inFlightTtlMs: number };
-  }) {
+  constructor(options: CompletionWorkerOptions) {
     this.modelId = options.modelId;
     this.#runner = options.runner;
     this.#logger = options.logger;
@@ -105,7 +107,7 @@ export class CompletionWorker {
   }
 
   #createWorker(
-    options: { modelId: string; redis: Redis; keys: InferenceKeys; lockDurationMs?: number; stalledIntervalMs?: number },
+    options: Pick<CompletionWorkerOptions, "modelId" | "redis" | "keys" | "lockDurationMs" | "stalledIntervalMs">,
     concurrency: number,
     checksStalled: boolean,
   ): Worker<CompletionJob, void> {
