@@ -9,6 +9,7 @@ import { recordQueueWait } from "./queueWaitSpan.ts";
 import type { TenantCounters } from "../../src/contracts/tenantCounters.ts";
 import type { Usage } from "../../src/contracts/deltaMessage.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";
+import { boundedCloseBackend } from "./boundedCloseBackend.ts";
 
 /** The job runner's signal: jobs are stopped by the API's cancels (JobCancellations), not by the queue. */
 const NEVER_ABORTED = new AbortController().signal;
@@ -89,6 +90,7 @@ export class CompletionWorker {
   readonly #concurrency: number;
   readonly #tenants: { counters: TenantCounters; inFlightTtlMs: number } | undefined;
   #running: Promise<void> | null = null;
+  #closing = false;
   readonly #abandoning = new Set<Promise<void>>();
 
   constructor(options: CompletionWorkerOptions) {
@@ -111,19 +113,26 @@ export class CompletionWorker {
     concurrency: number,
     checksStalled: boolean,
   ): Worker<CompletionJob, void> {
-    const worker = new Worker<CompletionJob, void>(options.keys.queueName(options.modelId), (job) => this.#process(job), {
-      connection: options.redis,
-      prefix: options.keys.prefix,
-      autorun: false,
-      concurrency,
-      lockDuration: options.lockDurationMs ?? 30_000,
-      ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
-      ...(checksStalled ? {} : { skipStalledCheck: true }),
-      // A job whose worker died runs once more, picking up what was delivered (see the class comment).
-      maxStalledCount: MAX_STALLED_RESTARTS,
-      removeOnComplete: { count: 0 },
-      removeOnFail: { age: 3600, count: 1000 },
-    });
+    const processor = (job: Job<CompletionJob, void>) => this.#process(job);
+    const worker = new Worker<CompletionJob, void>(
+      options.keys.queueName(options.modelId),
+      processor,
+      {
+        connection: options.redis,
+        prefix: options.keys.prefix,
+        autorun: false,
+        concurrency,
+        lockDuration: options.lockDurationMs ?? 30_000,
+        ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
+        ...(checksStalled ? {} : { skipStalledCheck: true }),
+        // A job whose worker died runs once more, picking up what was delivered (see the class comment).
+        maxStalledCount: MAX_STALLED_RESTARTS,
+        removeOnComplete: { count: 0 },
+        removeOnFail: { age: 3600, count: 1000 },
+      },
+      // Its close is bounded when Redis was away a moment before (boundedCloseBackend.ts).
+      boundedCloseBackend(() => this.#closing),
+    );
     worker.on("error", (error) => this.#logger.warn("queue worker error", { model: this.modelId, error }));
     worker.on("lockRenewalFailed", (jobIds) => this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }));
     worker.on("stalled", (jobId) => {
@@ -152,6 +161,7 @@ export class CompletionWorker {
   async close(): Promise<void> {
     // The connection the workers were given stays open (BullMQ does not close a connection it did not
     // create); their own blocking connections are closed.
+    this.#closing = true;
     await Promise.all(this.#workers.map((worker) => worker.close()));
     await this.#running;
     await Promise.all(this.#abandoning);

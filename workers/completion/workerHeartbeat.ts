@@ -1,5 +1,12 @@
 import type { WorkerPresence } from "../../src/contracts/workerPresence.ts";
 import type { Logger } from "../../src/observability/logger.ts";
+import { within } from "./settledWithin.ts";
+
+/**
+ * How long stop() waits for the leave to reach Redis. Its commands wait for Redis while it is away (a
+ * worker's connection), and a worker that could not leave drops out anyway when its last beat expires.
+ */
+const LEAVE_WITHIN_MS = 1_000;
 
 /**
  * Announces the models a worker serves: a beat per model every `intervalMs`, each valid for three
@@ -30,10 +37,11 @@ export class WorkerHeartbeat {
     this.#timer.unref();
   }
 
+  /** Stops beating and leaves: at once while Redis answers, else within LEAVE_WITHIN_MS (the beats then expire). */
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
-    await Promise.all(this.#modelIds.map((id) => this.#presence.leave(id, this.#workerId))).catch(() => undefined);
+    await within(Promise.all(this.#modelIds.map((id) => this.#presence.leave(id, this.#workerId))), LEAVE_WITHIN_MS);
   }
 
   async #beat(): Promise<void> {
