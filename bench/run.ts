@@ -14,8 +14,8 @@ import { runTenantsWorkload } from "./runTenants.ts";
  *   clients: requests/s, tokens/s, added first-token time, CPU per request;
  * - `--workload long-streams` (bench/runLongStreams.ts): 512 streams of 100 tokens at 50 ms a token:
  *   tokens/s, dropped streams, first-token time, inter-token gaps, the API's memory per open stream.
- * With no --workload both run with their defaults, and only --separate-processes, --direct-only and
- * --profile-dir apply. Exit code 0 when every target passes, 1 when one fails or the platform could
+ * With no --workload both run with their defaults, and only --separate-processes, --direct-only,
+ * --profile-dir and --node-flag (repeatable: a flag for the platform's processes) apply. Exit code 0 when every target passes, 1 when one fails or the platform could
  * not be started, 2 on a crash.
  * `--workload tenants` (bench/runTenants.ts, issue 29) and `--workload batch` (bench/runBatch.ts,
  * issue 31) run their own workloads.
@@ -42,10 +42,12 @@ async function main(): Promise<number> {
       "direct-only": { type: "boolean", default: false },
       "separate-processes": { type: "boolean", default: false },
       "profile-dir": { type: "string" },
+      "node-flag": { type: "string", multiple: true },
       lines: { type: "string", default: "10000" },
     },
   });
-  const nodeArgs = values["profile-dir"] ? ["--cpu-prof", `--cpu-prof-dir=${values["profile-dir"]}`] : [];
+  // --node-flag: a V8/Node flag for the platform's processes after the service's own (the last of a flag wins), e.g. --node-flag=--max-semi-space-size=16.
+  const nodeArgs = [...(values["profile-dir"] ? ["--cpu-prof", `--cpu-prof-dir=${values["profile-dir"]}`] : []), ...(values["node-flag"] ?? [])];
   const common = { directOnly: values["direct-only"], separateProcesses: values["separate-processes"], nodeArgs };
   const numbers = (text: string) => text.split(",").map(Number);
   const closedLoop = (): ClosedLoopOptions => ({
