@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { duplicateAs, type Redis } from "../redis/createRedis.ts";
+import { duplicateAs, isCluster, type Redis } from "../redis/createRedis.ts";
 import type { Logger } from "../observability/logger.ts";
 
 /**
@@ -13,9 +13,20 @@ export function authInvalidationChannel(redisPrefix: string): string {
   return `${redisPrefix}:auth-invalidate`;
 }
 
-/** For processes without an API cache of their own (e.g. the admin CLI): tell every API process. */
+/**
+ * Tells every API process (also used by processes without an API cache of their own, e.g. the admin CLI).
+ *
+ * On a Redis Cluster the channel is sharded (SPUBLISH, SSUBSCRIBE): the channel's own master delivers the
+ * message to its subscribers before it answers the publisher. A plain PUBLISH reaches subscribers on
+ * other masters over the cluster bus, after the publisher's answer, so a key revoked through one API
+ * process could still be accepted by another for a moment. On a single server PUBLISH already delivers
+ * before it answers. Publisher and subscribers agree because both follow the connection's mode.
+ */
 export async function publishAuthInvalidation(redis: Redis, redisPrefix: string, message: AuthInvalidation): Promise<void> {
-  await redis.publish(authInvalidationChannel(redisPrefix), JSON.stringify(AuthInvalidationSchema.parse(message)));
+  const channel = authInvalidationChannel(redisPrefix);
+  const payload = JSON.stringify(AuthInvalidationSchema.parse(message));
+  if (isCluster(redis)) await redis.spublish(channel, payload);
+  else await redis.publish(channel, payload);
 }
 
 export type AuthInvalidationSubscriberOptions = {
@@ -40,11 +51,15 @@ export class AuthInvalidationSubscriber {
     if (this.#connection) return;
     const { redis, redisPrefix, logger, onInvalidate, onResync } = this.#options;
     const channel = authInvalidationChannel(redisPrefix);
-    const connection = duplicateAs(redis, "subscriber");
+    // A sharded channel on a cluster (see publishAuthInvalidation): its subscriber connection is the
+    // channel's master's, (re)made by ioredis after a failover ("+subscriber").
+    const sharded = isCluster(redis);
+    const connection = duplicateAs(redis, "subscriber", { shardedSubscribers: sharded });
     this.#connection = connection;
     connection.on("error", (error: Error) => logger.warn("auth invalidation subscriber error", { error: error.message }));
     connection.on("ready", () => onResync());
-    connection.on("message", (from: string, raw: string) => {
+    if (sharded) connection.on("+subscriber", () => onResync());
+    connection.on(sharded ? "smessage" : "message", (from: string, raw: string) => {
       if (from !== channel) return;
       let parsed: unknown;
       try {
@@ -59,7 +74,8 @@ export class AuthInvalidationSubscriber {
       }
       onInvalidate(message.data);
     });
-    await connection.subscribe(channel);
+    if (sharded) await connection.ssubscribe(channel);
+    else await connection.subscribe(channel);
   }
 
   async stop(): Promise<void> {

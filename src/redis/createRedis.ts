@@ -102,14 +102,19 @@ export function createRedis(target: RedisTarget | string, options: CreateRedisOp
   );
 }
 
-/** A new connection to the same server or cluster as `redis`, of another kind, with the same timeouts (e.g. a subscriber next to commands). */
-export function duplicateAs(redis: Redis, kind: RedisKind): Redis {
+/**
+ * A new connection to the same server or cluster as `redis`, of another kind, with the same timeouts (e.g. a
+ * subscriber next to commands). `shardedSubscribers`: on a cluster, one subscriber connection per master
+ * for SSUBSCRIBE (ioredis' option; nothing changes for a single server).
+ */
+export function duplicateAs(redis: Redis, kind: RedisKind, options: { shardedSubscribers?: boolean } = {}): Redis {
   if (redis instanceof Cluster) {
     const nodeOptions = redis.options.redisOptions ?? {};
     const timeouts = timeoutsOf(nodeOptions);
     const cluster = clusterOptions(kind, timeouts);
+    const sharded = options.shardedSubscribers ? { shardedSubscribers: true } : {};
     // Keeps the cluster's credentials and TLS; replaces what differs between kinds.
-    return prepared(redis.duplicate([], { ...cluster, redisOptions: { ...nodeOptions, ...cluster.redisOptions }, lazyConnect: false }), kind);
+    return prepared(redis.duplicate([], { ...cluster, ...sharded, redisOptions: { ...nodeOptions, ...cluster.redisOptions }, lazyConnect: false }), kind);
   }
   return prepared(redis.duplicate({ ...redisOptions(kind, timeoutsOf(redis.options)), lazyConnect: false }), kind);
 }

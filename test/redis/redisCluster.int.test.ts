@@ -1,5 +1,6 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { authInvalidationChannel, publishAuthInvalidation } from "../../src/contracts/authInvalidation.ts";
 import { isCluster } from "../../src/redis/createRedis.ts";
 import { checkRedis } from "../../src/runtime/checkDependencies.ts";
 import { deleteKeysByPrefix } from "../../src/redis/deleteKeysByPrefix.ts";
@@ -164,6 +165,22 @@ describe("the inference platform on a 3-master Redis Cluster", () => {
     const revoke = await platform.request("POST", `${KEYS_PATH}${other.id}/revoke/`, { token: accountToken });
     expect(revoke.status, revoke.text).toBe(200);
     expectError(await secondApi.request("GET", "/v1/models", { token: other.key }), 403, "Forbidden");
+  });
+
+  it("subscribes to the auth-invalidation channel on the channel's own master (sharded: delivered there before the publisher's answer)", async () => {
+    const redis = platform.deps.redis;
+    if (!isCluster(redis)) throw new Error("expected a cluster client");
+    const channel = authInvalidationChannel(platform.deps.config.redisPrefix);
+    const shardSubscribers = async () =>
+      Promise.all(redis.nodes("master").map(async (node) => Number(((await node.call("PUBSUB", "SHARDNUMSUB", channel)) as [string, number])[1])));
+    // The two API processes, both on the one master that owns the channel's slot.
+    await eventually(async () => ((await shardSubscribers()).sort().join(",") === "0,0,2" ? true : undefined), 10_000);
+    const monitor = await redis.nodes("master")[(await shardSubscribers()).indexOf(2)]!.monitor();
+    const commands: string[] = [];
+    monitor.on("monitor", (_time: string, args: string[]) => commands.push(args[0]!.toLowerCase()));
+    await publishAuthInvalidation(redis, platform.deps.config.redisPrefix, { accountId: "nobody" });
+    await eventually(async () => (commands.includes("spublish") ? true : undefined), 5_000);
+    monitor.disconnect();
   });
 
   it("keeps its keys on several masters, and deleteKeysByPrefix removes them from every master", async () => {
