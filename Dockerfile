@@ -13,4 +13,4 @@ COPY migrations ./migrations
 COPY models ./models
 USER node
 EXPOSE 8080
-CMD ["node", "--max-semi-space-size=4", "--import", "./src/observability/register.ts", "src/main.ts"]
+CMD ["node", "--max-semi-space-size=16", "--import", "./src/observability/register.ts", "src/main.ts"]

@@ -34,7 +34,7 @@ import { FakeUpstreamEngine, fakeUpstreamAnswer, type TokenPacing, upstreamFrame
  * profile of the measured rounds with the objects collected since (allocations, not what is retained),
  * written as a .heapprofile, and its top allocating functions printed.
  *
- * `node --max-semi-space-size=4 bench/workerTokens.ts --stage worker [--tokens 100000]
+ * `node --max-semi-space-size=16 bench/workerTokens.ts --stage worker [--tokens 100000]
  * [--streams 128] [--per-stream 100] [--interval-ms 10] [--window-ms 4] [--rounds 3]` (run with the
  * service's V8 flags, SERVICE_NODE_FLAGS, for figures comparable with the platform's).
  */
