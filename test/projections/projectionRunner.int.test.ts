@@ -173,8 +173,8 @@ describe("projection runner", () => {
       const expected = expectedUsage([event]);
       expect(await eventuallyTrue(async () => JSON.stringify(await liveUsage(db.pool, [accountId])) === JSON.stringify(expected))).toBe(true);
       await new Promise((resolve) => setTimeout(resolve, 300));
-      // Each projection: the poll that applied the event, at once an empty one, then the wait starts
-      // over at the interval (20 ms; 200 ms had the backoff gone on).
+      // Each projection: the poll that applied the event, an empty one an interval later, then the wait
+      // starts over at the interval (20 ms; 200 ms had the backoff gone on).
       for (const projection of allProjections) {
         const own = polls.filter((poll) => poll.projection === projection.name);
         const found = own.findLastIndex((poll) => poll.applied > 0);
@@ -186,6 +186,43 @@ describe("projection runner", () => {
       }
     } finally {
       await r.stop();
+    }
+  });
+
+  it("goes on at once after a full batch, and waits its interval after a partial one (one transaction for what arrives meanwhile)", async () => {
+    const polls: { projection: string; at: number; applied: number }[] = [];
+    class CountingRunner extends ProjectionRunner {
+      override async step(...args: Parameters<ProjectionRunner["step"]>): Promise<number> {
+        const applied = await super.step(...args);
+        polls.push({ projection: args[1].name, at: performance.now(), applied });
+        return applied;
+      }
+    }
+    // 20 usages (and the account's own events) in the log before the runner starts: full batches of 7,
+    // then a partial one.
+    const accountId = await createBudgetedAccount(db.pool, 1_000_000);
+    const recorder = new UsageRecorder(db.pool);
+    for (let i = 0; i < 20; i++) {
+      const event = usageEvent({ accountId, model: "m1", promptTokens: 1, completionTokens: 1, reasoningTokens: 0, costMicroChf: 1 }).data;
+      expect(await recorder.record(event, {})).toBe("recorded");
+    }
+    const intervalMs = 600;
+    const r = new CountingRunner({ pool: db.pool, logger: silentLogger, projections: allProjections, batchSize: 7, pollIntervalMs: intervalMs });
+    r.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 2 * intervalMs));
+    } finally {
+      await r.stop();
+    }
+    for (const projection of allProjections) {
+      const own = polls.filter((poll) => poll.projection === projection.name);
+      const partial = own.findIndex((poll) => poll.applied < 7);
+      expect(partial, projection.name).toBeGreaterThanOrEqual(2);
+      expect(own[partial]!.applied).toBeGreaterThan(0);
+      // After each full batch the next poll follows at once, after the partial one an interval later.
+      for (let i = 1; i <= partial; i++) expect(own[i]!.at - own[i - 1]!.at).toBeLessThan(intervalMs / 2);
+      expect(own[partial + 1], `${projection.name}: a poll after the partial batch`).toBeDefined();
+      expect(own[partial + 1]!.at - own[partial]!.at).toBeGreaterThanOrEqual(intervalMs - 50);
     }
   });
 
