@@ -23,6 +23,19 @@ afterAll(async () => {
 
 const runner = () => new ProjectionRunner({ pool: db.pool, logger: silentLogger, projections: allProjections, batchSize: 7, pollIntervalMs: 20 });
 
+/** A runner that notes every poll (step) of each projection: when, and how many events it applied. */
+function countingRunner(options: { batchSize: number; pollIntervalMs: number }) {
+  const polls: { projection: string; at: number; applied: number }[] = [];
+  class CountingRunner extends ProjectionRunner {
+    override async step(...args: Parameters<ProjectionRunner["step"]>): Promise<number> {
+      const applied = await super.step(...args);
+      polls.push({ projection: args[1].name, at: performance.now(), applied });
+      return applied;
+    }
+  }
+  return { runner: new CountingRunner({ pool: db.pool, logger: silentLogger, projections: allProjections, ...options }), polls };
+}
+
 describe("projection runner", () => {
   it("projects UsageRecorded into the key and account read models, with the figures a hand computation gives", async () => {
     const accountId = await createBudgetedAccount(db.pool, 1_000_000);
@@ -148,17 +161,8 @@ describe("projection runner", () => {
   });
 
   it("polls an idle log less and less often (up to 10 x its interval), and at its interval again once events come", async () => {
-    // Every poll (step) of each projection: when, and how many events it applied. The log is idle once
-    // the earlier tests' events are projected.
-    const polls: { projection: string; at: number; applied: number }[] = [];
-    class CountingRunner extends ProjectionRunner {
-      override async step(...args: Parameters<ProjectionRunner["step"]>): Promise<number> {
-        const applied = await super.step(...args);
-        polls.push({ projection: args[1].name, at: performance.now(), applied });
-        return applied;
-      }
-    }
-    const r = new CountingRunner({ pool: db.pool, logger: silentLogger, projections: allProjections, batchSize: 100, pollIntervalMs: 20 });
+    // The log is idle once the earlier tests' events are projected.
+    const { runner: r, polls } = countingRunner({ batchSize: 100, pollIntervalMs: 20 });
     r.start();
     try {
       await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -191,14 +195,6 @@ describe("projection runner", () => {
   });
 
   it("goes on at once after a full batch, and waits its interval after a partial one (one transaction for what arrives meanwhile)", async () => {
-    const polls: { projection: string; at: number; applied: number }[] = [];
-    class CountingRunner extends ProjectionRunner {
-      override async step(...args: Parameters<ProjectionRunner["step"]>): Promise<number> {
-        const applied = await super.step(...args);
-        polls.push({ projection: args[1].name, at: performance.now(), applied });
-        return applied;
-      }
-    }
     // 20 usages (and the account's own events) in the log before the runner starts: full batches, then a
     // partial one.
     const accountId = await createBudgetedAccount(db.pool, 1_000_000);
@@ -214,7 +210,7 @@ describe("projection runner", () => {
     const batchSize = [7, 6, 5, 4, 3].find((size) => pending.every((count) => count >= 2 * size && count % size !== 0));
     expect(batchSize, `events pending: ${pending.join(", ")}`).toBeDefined();
     const intervalMs = 600;
-    const r = new CountingRunner({ pool: db.pool, logger: silentLogger, projections: allProjections, batchSize: batchSize!, pollIntervalMs: intervalMs });
+    const { runner: r, polls } = countingRunner({ batchSize: batchSize!, pollIntervalMs: intervalMs });
     r.start();
     try {
       await new Promise((resolve) => setTimeout(resolve, 2 * intervalMs));
