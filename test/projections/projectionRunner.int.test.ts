@@ -10,7 +10,7 @@ import { ProjectionRunner } from "../../projections/projectionRunner.ts";
 import { replayReadModels } from "../../projections/replayReadModels.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { createBudgetedAccount, usageEvent } from "../usage/usageFixtures.ts";
-import { eventuallyTrue } from "../support/eventually.ts";
+import { eventually, eventuallyTrue } from "../support/eventually.ts";
 import { expectedUsage, liveUsage } from "./usageExpectations.ts";
 
 let db: TestDatabase;
@@ -204,9 +204,14 @@ describe("projection runner", () => {
       expect(await recorder.record(event, {})).toBe("recorded");
     }
     // A batch size that leaves a partial batch after at least two full ones, whatever else the log holds.
-    const pending = await Promise.all(
-      allProjections.map(async (projection) => (await readAll(db.pool, await readCheckpoint(db.pool, projection.name), 1_000)).length),
-    );
+    // The log's reader is gap-safe: a transaction still open elsewhere on the server keeps newer events
+    // back for a moment, so wait until the 20 are readable (the runner then reads the same).
+    const pendingNow = () =>
+      Promise.all(allProjections.map(async (projection) => (await readAll(db.pool, await readCheckpoint(db.pool, projection.name), 1_000)).length));
+    const pending = await eventually(async () => {
+      const counts = await pendingNow();
+      return counts.every((count) => count >= 20) ? counts : undefined;
+    }, 20_000);
     const batchSize = [7, 6, 5, 4, 3].find((size) => pending.every((count) => count >= 2 * size && count % size !== 0));
     expect(batchSize, `events pending: ${pending.join(", ")}`).toBeDefined();
     const intervalMs = 600;
