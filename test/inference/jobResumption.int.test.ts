@@ -19,6 +19,7 @@ import type { TestDatabase } from "../support/testDatabase.ts";
 import type { TestRedis } from "../support/testRedis.ts";
 import { TINY_CHAT, TINY_EMBED } from "../support/testPlatform.ts";
 import { budgetRow, createBudgetedAccount } from "../usage/usageFixtures.ts";
+import { failingEngine } from "./failingEngine.ts";
 import { completionEvents } from "./inferenceSteps.ts";
 import { type JobRunnerHarness, startJobRunnerHarness } from "./jobRunnerHarness.ts";
 
@@ -314,6 +315,41 @@ describe("a job run again after its worker died (CompletionJobRunner, Redis, Pos
     expect(seqs(received)).toEqual([0, 1, 2]);
     expect(received.at(-1)).toMatchObject({ type: "error", error: { message: expect.stringMatching(/too often/) } });
     expect((await completionEvents(db.pool, job.completionId))[0]!.data).toMatchObject({ outcome: "failed" });
+  });
+
+  it("a batch line's job abandoned, or failed by its engine, charges nothing; the line's next run is charged its whole reply, once", async () => {
+    const base = await referenceUsage();
+    const abandoned: CompletionJob = { ...chatJob(), lane: "batch" };
+    const ended = await runAgain(abandoned, [{ type: "started" }, { type: "delta", delta: { content: "Hello!" } }], "abandoned");
+    expect(ended.at(-1)).toMatchObject({ type: "error", error: { kind: "internal", message: expect.stringMatching(/too often/) } });
+    expect(await completionEvents(db.pool, abandoned.completionId)).toHaveLength(0);
+
+    // The dispatcher runs the line again under the same completion id, its replay stream discarded.
+    await testRedis.redis.del(keys.replayStream(abandoned.completionId));
+    const again = await runAgain(abandoned, [], "new");
+    expect(text(again)).toBe(tiny.greedyReply);
+    expect(again.at(-1)).toMatchObject({ type: "usage", usage: base });
+    const charged = await completionEvents(db.pool, abandoned.completionId);
+    expect(charged).toHaveLength(1);
+    expect(charged[0]!.data).toMatchObject({ outcome: "finished", ...base, batchDiscountBps: chatModel.batchDiscountBps });
+
+    // An engine failure after some of the reply: nothing charged either (an interactive job's is: see lostRequestCharge).
+    const failing = new CompletionJobRunner({
+      model: chatModel,
+      engine: failingEngine(engine, 2),
+      usage: new UsageRecorder(db.pool),
+      publisherFor,
+      replay: new ReplayReader(testRedis.redis, keys),
+      now: () => new Date(),
+      logger: silentLogger,
+    });
+    const failed: CompletionJob = { ...chatJob(), lane: "batch" };
+    expect(await failing.run(failed, new AbortController().signal, "new")).toBeNull();
+    expect((await replayed(failed)).at(-1)).toMatchObject({ type: "error", error: { kind: "internal" } });
+    expect(await completionEvents(db.pool, failed.completionId)).toHaveLength(0);
+    const interactive = chatJob();
+    expect(await failing.run(interactive, new AbortController().signal, "new")).toMatchObject({ promptTokens: base.promptTokens });
+    expect(await completionEvents(db.pool, interactive.completionId)).toHaveLength(1);
   });
 
   it("an embeddings job run again does not send its embeddings twice", async () => {

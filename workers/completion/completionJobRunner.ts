@@ -80,7 +80,8 @@ const CANCELLED_MESSAGE = {
  * request early for the platform's reason (reason `lost`), the cancelled outcome charges the prompt and
  * the tokens of the deltas the client was sent (numbered up to the cancel's `deliveredThroughSeq`), even
  * if the engine finished meanwhile. A cancel that comes once the usage is being recorded changes nothing
- * (UsageRecorded is written once). A speculative job's
+ * (UsageRecorded is written once). A batch line's job that fails for the platform's reason charges
+ * nothing: the line runs again, and that run is charged (unchargedBatchFailure). A speculative job's
  * usage waits for its hold (UsageRecorder). Each job runs in
  * a `RunCompletion` span continuing the request's trace.
  *
@@ -231,6 +232,19 @@ export class CompletionJobRunner {
       logger.info("job cancelled", { completionId: job.completionId, model: job.model, reason: tracked.reason, deliveredThrough });
       failure = { kind: "cancelled", message: CANCELLED_MESSAGE[tracked.reason], param: null };
     }
+    if (failure && unchargedBatchFailure(job, failure)) {
+      // A batch line's run that failed for the platform's reason: nobody received its partial reply (a
+      // line's output holds its final run only), and the dispatcher runs the line again under the same
+      // completion id, which records that run's usage. Nothing is charged here.
+      logger.info("batch line run failed for the platform's reason: nothing charged, the line runs again", {
+        completionId: job.completionId,
+        model: job.model,
+      });
+      announce();
+      publisher.send({ type: "error", error: failure });
+      await publisher.close();
+      return null;
+    }
     const charged =
       deliveredThrough !== null
         ? await this.#usageBeforeFailure(job, sentThrough(point, publisher, deliveredThrough))
@@ -313,6 +327,7 @@ export class CompletionJobRunner {
    * what was delivered before it), sending nothing more.
    */
   async #recordEnding(job: CompletionJob, delivered: Delivered, ending: Ending): Promise<void> {
+    if (ending.type === "error" && unchargedBatchFailure(job, ending.error)) return;
     const now = this.#deps.now();
     if (ending.type === "usage") {
       await this.#record(job, ending.usage, delivered.finishReason === "length" ? "length" : "finished", now);
@@ -366,6 +381,16 @@ export class CompletionJobRunner {
       return NO_USAGE;
     }
   }
+}
+
+/**
+ * A batch line's job that ended for the platform's reason (the engine failed or went away, its workers
+ * died too often, its reply could not be continued): charged nothing, since no client receives a batch
+ * line's partial reply and the line is run again (a cancel, or the line's own invalid request, is charged
+ * as for any request).
+ */
+function unchargedBatchFailure(job: CompletionJob, failure: JobError): boolean {
+  return job.lane === "batch" && (failure.kind === "internal" || failure.kind === "unavailable");
 }
 
 /** The usage recorded for a completion (its token counts), or null when none is or it cannot be read. */
