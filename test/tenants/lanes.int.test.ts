@@ -141,6 +141,17 @@ describe("lanes and fair share on one model's queue", () => {
     }
   });
 
+  it("tells a job its exact place up to an account's 17th in line, and the whole waiting count beyond (an upper bound, not counted per priority)", async () => {
+    const model = `lanes-${randomUUID().slice(0, 8)}`;
+    for (let i = 0; i < 20; i++) await enqueue(model, `heavy-${i}`, "heavy", "interactive");
+    await enqueue(model, "light-0", "light", "interactive");
+    expect(await rig.queues.positionOf(model, jobPriority("interactive", 0))).toBe(2);
+    expect(await rig.queues.positionOf(model, jobPriority("interactive", 3))).toBe(5);
+    expect(await rig.queues.positionOf(model, jobPriority("interactive", 15))).toBe(17);
+    expect(await rig.queues.positionOf(model, jobPriority("interactive", 16))).toBe(21);
+    expect(await rig.queues.positionOf(model, jobPriority("interactive", 16), 7)).toBe(7);
+  });
+
   it("counts a job admitted with its lane in the lane's waiting set until a worker takes it", async () => {
     const model = `lanes-${randomUUID().slice(0, 8)}`;
     const admission = { accountId: "laned", keyId: "laned-key", model, tokens: 0, countsAsRequest: true, limits: LIMITS, waitTtlMs: 60_000, runTtlMs: 60_000 };

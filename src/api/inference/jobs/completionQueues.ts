@@ -7,8 +7,14 @@ import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
 import { ServiceUnavailableError } from "../../http/errors.ts";
 import { jobPriority } from "../../../contracts/lanes.ts";
 
-/** Asking BullMQ for the count of every priority up to a job's own costs one argument each: beyond this, the total is used. */
-const MAX_PRIORITIES_COUNTED = 512;
+/**
+ * Asking BullMQ for the count of every priority up to a job's own costs Redis one ZCOUNT each, in one
+ * script that blocks Redis meanwhile: an account's job ranked deeper than this (its 17th in flight on
+ * the model, or a lower lane's) is told the whole waiting count, an upper bound of its place, already
+ * read. (At 512, one account with 256 streams made Redis run about 110 ZCOUNTs per request: 0.4-0.6 ms
+ * of its CPU, a fifth of the platform's per request; docs/benchmarks.md.)
+ */
+const MAX_PRIORITIES_COUNTED = 16;
 
 /**
  * The producer side of the per-model BullMQ queues (one Queue object per model, created on first use,
@@ -75,10 +81,11 @@ export class CompletionQueues {
   /**
    * Where a job of this priority stands in the model's queue: the waiting jobs a worker takes before or
    * with it (every priority up to its own, itself included), through BullMQ's public getCountsPerPriority.
-   * A priority too far down (a lower lane's) is answered with the whole waiting count.
+   * A priority too far down (MAX_PRIORITIES_COUNTED) is answered with the whole waiting count: `waiting`
+   * when the caller has it, or read.
    */
-  async positionOf(modelId: string, priority: number): Promise<number> {
-    if (priority > MAX_PRIORITIES_COUNTED) return this.waitingCount(modelId);
+  async positionOf(modelId: string, priority: number, waiting?: number): Promise<number> {
+    if (priority > MAX_PRIORITIES_COUNTED) return waiting ?? this.waitingCount(modelId);
     const priorities = Array.from({ length: priority + 1 }, (_, p) => p);
     const counts = await this.queue(modelId).getCountsPerPriority(priorities);
     return Object.values(counts).reduce((sum, n) => sum + n, 0);

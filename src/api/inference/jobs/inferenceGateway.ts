@@ -181,7 +181,9 @@ export class InferenceGateway {
       // waiting, that one is this job (or none is left): it is first, and nothing more is read.
       if (options.onPosition && waiting.status === "fulfilled") {
         const position =
-          job.priority === undefined || waiting.value <= 1 ? waiting.value : await this.#queues.positionOf(job.model, job.priority).catch(() => waiting.value);
+          job.priority === undefined || waiting.value <= 1
+            ? waiting.value
+            : await this.#queues.positionOf(job.model, job.priority, waiting.value).catch(() => waiting.value);
         options.onPosition(Math.max(1, position));
       }
       await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true);
