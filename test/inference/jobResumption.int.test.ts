@@ -344,7 +344,7 @@ describe("a job run again after its worker died (CompletionJobRunner, Redis, Pos
       logger: silentLogger,
     });
     const failed: CompletionJob = { ...chatJob(), lane: "batch" };
-    expect(await failing.run(failed, new AbortController().signal, "new")).toBeNull();
+    expect(await failing.run(failed, new AbortController().signal, "new")).toEqual({ promptTokens: 0, completionTokens: 0, reasoningTokens: 0 });
     expect((await replayed(failed)).at(-1)).toMatchObject({ type: "error", error: { kind: "internal" } });
     expect(await completionEvents(db.pool, failed.completionId)).toHaveLength(0);
     const interactive = chatJob();

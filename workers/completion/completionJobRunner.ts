@@ -243,7 +243,8 @@ export class CompletionJobRunner {
       announce();
       publisher.send({ type: "error", error: failure });
       await publisher.close();
-      return null;
+      // Zero usage: every token counted at its admission goes back to the account's window (the run again is counted anew).
+      return NO_USAGE;
     }
     const charged =
       deliveredThrough !== null
