@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import type { Engine } from "../../workers/engines/engine.ts";
 import { failingEngine } from "../inference/failingEngine.ts";
-import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { BatchTestPlatform } from "./batchTestPlatform.ts";
 import { batchCharges, expectEveryCustomIdOnce, readJsonl, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
 
 const LINES = 6;
@@ -15,12 +15,12 @@ const FAILURES = 3;
  * price; the failed runs' partial replies reached nobody and are charged nothing.
  */
 describe("batch lines run again after their engine failed mid-reply", () => {
+  let batches: BatchTestPlatform;
   let platform: TestPlatform;
-  let dispatcher: BatchDispatcher;
   let failuresLeft = FAILURES;
 
   beforeAll(async () => {
-    platform = await startTestPlatform({
+    batches = await BatchTestPlatform.start({
       env: { BATCH_POLL_MS: "50", BATCH_MAX_IN_FLIGHT: "2" },
       // The first chats on the chat model fail after two deltas of their reply.
       wrapEngine: (model, engine): Engine => {
@@ -29,13 +29,11 @@ describe("batch lines run again after their engine failed mid-reply", () => {
         return { ...failing, chat: (...args) => (failuresLeft-- > 0 ? failing.chat(...args) : engine.chat(...args)) };
       },
     });
-    dispatcher = new BatchDispatcher(platform.deps, platform.inference, platform.deps.files!);
-    dispatcher.start();
+    platform = batches.platform;
   }, 60_000);
 
   afterAll(async () => {
-    await dispatcher?.stop();
-    await platform?.close();
+    await batches?.close();
   });
 
   it("puts each line's whole reply in the output file, with the usage charged for it once at the batch price", async () => {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
 import { pacedEngine } from "../inference/pacedEngine.ts";
 import { eventually } from "../support/eventually.ts";
 import { sampleValue, scrape } from "../support/prometheusText.ts";
-import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { BatchTestPlatform } from "./batchTestPlatform.ts";
 import { chatLine, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
 
 /**
@@ -11,22 +11,20 @@ import { chatLine, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
  * while the engine is slowed down (each delta 1.5 s), then, at full speed, every line ended and none open.
  */
 describe("batch progress in /metrics", () => {
+  let batches: BatchTestPlatform;
   let platform: TestPlatform;
-  let dispatcher: BatchDispatcher;
   let paceMs = 1500;
 
   beforeAll(async () => {
-    platform = await startTestPlatform({
+    batches = await BatchTestPlatform.start({
       wrapEngine: (_model, engine) => pacedEngine(engine, () => paceMs),
       env: { METRICS_ON_API_PORT: "true", BATCH_POLL_MS: "50", BATCH_MAX_IN_FLIGHT: "4" },
     });
-    dispatcher = new BatchDispatcher(platform.deps, platform.inference, platform.deps.files!);
-    dispatcher.start();
+    platform = batches.platform;
   }, 60_000);
 
   afterAll(async () => {
-    await dispatcher?.stop();
-    await platform?.close();
+    await batches?.close();
   });
 
   it("shows lines waiting and running per model, then the lines ended by model and outcome", async () => {

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
 import { microToChf } from "../../src/ledger/money.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { allProjections } from "../../projections/allProjections.ts";
 import { ProjectionRunner } from "../../projections/projectionRunner.ts";
 import { eventually } from "../support/eventually.ts";
-import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { BatchTestPlatform } from "./batchTestPlatform.ts";
 import { chatLine, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
 
 /**
@@ -14,22 +14,20 @@ import { chatLine, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
  * (equal to the sum of the lines' discounted charges) within totals that also hold the interactive spend.
  */
 describe("batch spend in the usage API", () => {
+  let batches: BatchTestPlatform;
   let platform: TestPlatform;
-  let dispatcher: BatchDispatcher;
   let runner: ProjectionRunner;
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ env: { BATCH_POLL_MS: "50", BATCH_MAX_IN_FLIGHT: "4" } });
-    dispatcher = new BatchDispatcher(platform.deps, platform.inference, platform.deps.files!);
-    dispatcher.start();
+    batches = await BatchTestPlatform.start({ env: { BATCH_POLL_MS: "50", BATCH_MAX_IN_FLIGHT: "4" } });
+    platform = batches.platform;
     runner = new ProjectionRunner({ pool: platform.deps.pool, logger: silentLogger, projections: allProjections, batchSize: 100, pollIntervalMs: 20 });
     runner.start();
   }, 60_000);
 
   afterAll(async () => {
     await runner?.stop();
-    await dispatcher?.stop();
-    await platform?.close();
+    await batches?.close();
   });
 
   it("shows batch_requests and batch_cost_chf equal to the batch lines' charges, the interactive spend apart", async () => {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { eventually } from "../support/eventually.ts";
 import { assertOpenAiShape } from "../support/openaiSchemas/openaiSchemas.ts";
-import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { BatchTestPlatform } from "./batchTestPlatform.ts";
 import { batchCharges, chatLine, expectEveryCustomIdOnce, readJsonl, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
 
 /**
@@ -12,18 +12,16 @@ import { batchCharges, chatLine, expectEveryCustomIdOnce, readJsonl, uploadBatch
  * files.create / files.content; every batch and file body is checked against OpenAI's schemas.
  */
 describe("the Batch API", () => {
+  let batches: BatchTestPlatform;
   let platform: TestPlatform;
-  let dispatcher: BatchDispatcher;
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ env: { BATCH_POLL_MS: "50", BATCH_MAX_IN_FLIGHT: "4" } });
-    dispatcher = new BatchDispatcher(platform.deps, platform.inference, platform.deps.files!);
-    dispatcher.start();
+    batches = await BatchTestPlatform.start({ env: { BATCH_POLL_MS: "50", BATCH_MAX_IN_FLIGHT: "4" } });
+    platform = batches.platform;
   }, 60_000);
 
   afterAll(async () => {
-    await dispatcher?.stop();
-    await platform?.close();
+    await batches?.close();
   });
 
   it("runs every line of a 200-line file once into the output file, a line with an unknown model into the error file, each charged once at the batch price", async () => {
@@ -234,11 +232,10 @@ describe("the Batch API", () => {
       return batch.request_counts!.completed >= 5 ? batch : undefined;
     }, 60_000);
     // The API process's dispatcher stops with lines in flight (their jobs go on); a new one takes over.
-    await dispatcher.stop();
+    await batches.stopDispatcher();
     const midway = await openai.batches.retrieve(created.id);
     expect(midway.request_counts!.completed).toBeLessThan(40);
-    dispatcher = new BatchDispatcher(platform.deps, platform.inference, platform.deps.files!);
-    dispatcher.start();
+    batches.restartDispatcher();
     const done = await waitForStatus(openai, created.id, ["completed"], 90_000);
     expect(done.request_counts).toEqual({ total: 40, completed: 40, failed: 0 });
     const output = await readJsonl(openai, done.output_file_id!);

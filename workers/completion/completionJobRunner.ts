@@ -25,7 +25,7 @@ import {
   type ResumePoint,
   type RunMode,
 } from "./resumption.ts";
-import type { SentOutput } from "./sentDeltas.ts";
+import { type Generated, sentThrough, unchargedBatchFailure, usageOf } from "./runCharges.ts";
 import { within } from "./settledWithin.ts";
 import type { RecordOutcome, UsageRecorder } from "./usageRecorder.ts";
 import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
@@ -382,39 +382,4 @@ export class CompletionJobRunner {
       return NO_USAGE;
     }
   }
-}
-
-/**
- * A batch line's job that ended for the platform's reason (the engine failed or went away, its workers
- * died too often, its reply could not be continued): charged nothing, since no client receives a batch
- * line's partial reply and the line is run again (a cancel, or the line's own invalid request, is charged
- * as for any request).
- */
-function unchargedBatchFailure(job: CompletionJob, failure: JobError): boolean {
-  return job.lane === "batch" && (failure.kind === "internal" || failure.kind === "unavailable");
-}
-
-/** The usage recorded for a completion (its token counts), or null when none is or it cannot be read. */
-async function usageOf(recorder: UsageRecorder, completionId: string): Promise<Usage | null> {
-  const recorded = await recorder.recorded(completionId).catch(() => null);
-  return recorded ? { promptTokens: recorded.promptTokens, completionTokens: recorded.completionTokens, reasoningTokens: recorded.reasoningTokens } : null;
-}
-
-/** What a run generated (what earlier runs delivered included), as it is charged. */
-type Generated = SentOutput;
-
-/**
- * What the job's deltas numbered up to `seq` hold: those earlier runs wrote (read back when this run
- * resumed) and those this run wrote (merged deltas as the one message each became), each with the token
- * count it was written with.
- */
-function sentThrough(point: ResumePoint, publisher: DeltaPublisher, seq: number): Generated {
-  const earlier = foldDelivered((point.replayed ?? []).filter((m) => m.seq < point.nextSeq && m.seq <= seq));
-  const sent = publisher.sentThrough(seq);
-  return {
-    output: earlier.content !== "" || earlier.toolText !== "" || sent.output,
-    reasoning: earlier.reasoning + sent.reasoning,
-    tokens: earlier.tokens + sent.tokens,
-    uncounted: earlier.uncounted + sent.uncounted,
-  };
 }

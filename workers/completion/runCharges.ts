@@ -1,0 +1,43 @@
+import type { CompletionJob } from "../../src/contracts/completionJob.ts";
+import type { JobError, Usage } from "../../src/contracts/deltaMessage.ts";
+import type { DeltaPublisher } from "./deltaPublisher.ts";
+import { foldDelivered, type ResumePoint } from "./resumption.ts";
+import type { SentOutput } from "./sentDeltas.ts";
+import type { UsageRecorder } from "./usageRecorder.ts";
+
+/** What a run of a job charges, beside what CompletionJobRunner decides: the helpers it charges with. */
+
+/**
+ * A batch line's job that ended for the platform's reason (the engine failed or went away, its workers
+ * died too often, its reply could not be continued): charged nothing, since no client receives a batch
+ * line's partial reply and the line is run again (a cancel, or the line's own invalid request, is charged
+ * as for any request).
+ */
+export function unchargedBatchFailure(job: CompletionJob, failure: JobError): boolean {
+  return job.lane === "batch" && (failure.kind === "internal" || failure.kind === "unavailable");
+}
+
+/** The usage recorded for a completion (its token counts), or null when none is or it cannot be read. */
+export async function usageOf(recorder: UsageRecorder, completionId: string): Promise<Usage | null> {
+  const recorded = await recorder.recorded(completionId).catch(() => null);
+  return recorded ? { promptTokens: recorded.promptTokens, completionTokens: recorded.completionTokens, reasoningTokens: recorded.reasoningTokens } : null;
+}
+
+/** What a run generated (what earlier runs delivered included), as it is charged. */
+export type Generated = SentOutput;
+
+/**
+ * What the job's deltas numbered up to `seq` hold: those earlier runs wrote (read back when this run
+ * resumed) and those this run wrote (merged deltas as the one message each became), each with the token
+ * count it was written with.
+ */
+export function sentThrough(point: ResumePoint, publisher: DeltaPublisher, seq: number): Generated {
+  const earlier = foldDelivered((point.replayed ?? []).filter((m) => m.seq < point.nextSeq && m.seq <= seq));
+  const sent = publisher.sentThrough(seq);
+  return {
+    output: earlier.content !== "" || earlier.toolText !== "" || sent.output,
+    reasoning: earlier.reasoning + sent.reasoning,
+    tokens: earlier.tokens + sent.tokens,
+    uncounted: earlier.uncounted + sent.uncounted,
+  };
+}
