@@ -224,7 +224,9 @@ export class InferenceGateway {
         if (feed.closed && ended) return;
         const early = !ended && !feed.closed;
         feed.close();
-        if (early) this.#abandonment.detached(record);
+        // A batch line's job is not abandoned when its dispatcher lets go (an API process stopping): the
+        // next dispatcher follows it, and only a cancel or the batch's expiry stops it.
+        if (early && job.lane !== "batch") this.#abandonment.detached(record);
       },
     };
   }
