@@ -10,8 +10,9 @@ import type { SpeculationPolicy } from "./speculationPolicy.ts";
 import { holdInDoubt, releaseHoldInDoubt } from "./releaseHoldInDoubt.ts";
 import type { PlatformMetrics } from "../../../observability/metrics.ts";
 import type { PlaceHoldResult } from "../../../ledger/budget/placeHold.ts";
+import type { Lane } from "../../../contracts/lanes.ts";
 
-export type AdmissionInput = { completionId: string; accountId: string; work: HoldableWork; model: HoldableModel };
+export type AdmissionInput = { completionId: string; accountId: string; work: HoldableWork; model: HoldableModel; lane?: Lane };
 
 export type AdmissionDeps = { pool: Pool; clock: Clock; policy: SpeculationPolicy; metrics: Pick<PlatformMetrics, "budget"> };
 
@@ -52,7 +53,7 @@ export async function admitWithHold<T extends { release(): void }>(deps: Admissi
   const hold: PlaceHoldInput = {
     holdId: input.completionId,
     accountId: input.accountId,
-    amountMicroChf: jobHoldMicroChf(input.work, input.model),
+    amountMicroChf: jobHoldMicroChf(input.work, input.model, input.lane),
     now,
   };
   if (deps.policy.maySpeculate(input.accountId, hold.amountMicroChf, now)) return admitSpeculatively(deps, hold, job);

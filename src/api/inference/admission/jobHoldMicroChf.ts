@@ -1,5 +1,6 @@
 import { promptTokensUpperBound } from "./promptTokensUpperBound.ts";
 import { worstCaseCostMicroChf, type ModelPrices } from "../../../ledger/pricing/worstCaseCostMicroChf.ts";
+import type { Lane } from "../../../contracts/lanes.ts";
 
 /** What admission needs of a job's work (structurally the `work` of a RunCompletion job). */
 export type HoldableWork = { kind: "chat"; request: { maxTokens: number } } | { kind: "embeddings"; input: readonly string[] };
@@ -14,11 +15,13 @@ export type HoldableModel = ModelPrices & { context_length: number };
  *   make it larger), capped by the context length; every one of `maxTokens` output tokens is charged at
  *   the output price;
  * - embeddings: input tokens only, each input bounded on its own (each is embedded separately).
+ * A batch line (lane `batch`) is held at the model's batch price, the price its usage is charged at.
  */
-export function jobHoldMicroChf(work: HoldableWork, model: HoldableModel): number {
+export function jobHoldMicroChf(work: HoldableWork, model: HoldableModel, lane: Lane = "interactive"): number {
+  const discount = lane === "batch" ? (model.batchDiscountBps ?? 0) : 0;
   if (work.kind === "chat") {
-    return worstCaseCostMicroChf(promptTokensUpperBound([work.request], model.context_length), work.request.maxTokens, model);
+    return worstCaseCostMicroChf(promptTokensUpperBound([work.request], model.context_length), work.request.maxTokens, model, discount);
   }
   const promptTokens = work.input.reduce((sum, text) => sum + promptTokensUpperBound([text], model.context_length), 0);
-  return worstCaseCostMicroChf(promptTokens, 0, model);
+  return worstCaseCostMicroChf(promptTokens, 0, model, discount);
 }

@@ -204,7 +204,7 @@ export class CompletionJobs {
       ? start(false, admitted)
       : admitWithHold(
           admission,
-          { completionId, accountId: principal.accountId, work, model },
+          { completionId, accountId: principal.accountId, work, model, lane },
           { start, cancel: () => gateway.cancel(model.id, completionId), admitted },
         );
     const job = await starting.catch((error: unknown) => {
