@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { pacedEngine } from "../inference/pacedEngine.ts";
 import { eventually } from "../support/eventually.ts";
 import { TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
-import { batchCharges, expectEveryCustomIdOnce, readJsonl, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
+import { createSameLinesBatch, expectLinesLikeReference, waitForStatus } from "./batchSteps.ts";
 import { BatchTestPlatform } from "./batchTestPlatform.ts";
 
 const LINES = 4;
@@ -34,16 +33,11 @@ describe("batch lines handed over after the abandonment grace period", () => {
     const { key, account } = await platform.createKey();
     const openai = platform.openai(key);
     const body = { model: TINY_CHAT, messages: [{ role: "user" as const, content: "Say hello" }], max_tokens: 12, temperature: 0 };
-    const lines = Array.from({ length: LINES }, (_, i) => ({ custom_id: `line-${i}`, method: "POST", url: "/v1/chat/completions", body }));
-    const created = await openai.batches.create({
-      input_file_id: await uploadBatchFile(openai, lines),
-      endpoint: "/v1/chat/completions",
-      completion_window: "24h",
-    });
+    const { batchId, customIds } = await createSameLinesBatch(openai, body, LINES);
     // Every line's job generating (its first delta sent), then the dispatcher stops, for longer than the grace period.
     await eventually(async () => {
       const running = await platform.deps.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM batch_lines WHERE batch_id = $1 AND status = 'running'", [
-        created.id,
+        batchId,
       ]);
       return running.rows[0]!.n === LINES ? true : undefined;
     }, 30_000);
@@ -52,22 +46,10 @@ describe("batch lines handed over after the abandonment grace period", () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     batches.restartDispatcher();
 
-    const done = await waitForStatus(openai, created.id, ["completed", "failed", "expired"], 60_000);
+    const done = await waitForStatus(openai, batchId, ["completed", "failed", "expired"], 60_000);
     expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
     const reference = await openai.chat.completions.create(body);
-    const output = await readJsonl(openai, done.output_file_id!);
-    expectEveryCustomIdOnce(
-      output,
-      lines.map((l) => l.custom_id),
-    );
     const model = platform.inference.registry.get(TINY_CHAT)!;
-    const usage = { promptTokens: reference.usage!.prompt_tokens, completionTokens: reference.usage!.completion_tokens };
-    const charges = await batchCharges(platform.deps.pool, account.accountId);
-    for (const line of output) {
-      expect(line.response.body.choices[0].message.content).toBe(reference.choices[0]!.message.content);
-      const events = charges.get(`completion-${line.response.request_id}`)!;
-      expect(events).toHaveLength(1);
-      expect(events[0]!.costMicroChf).toBe(costMicroChf(usage, model, model.batchDiscountBps));
-    }
+    await expectLinesLikeReference(openai, platform.deps.pool, done, { accountId: account.accountId, customIds, reference, model });
   }, 120_000);
 });

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import type { Engine } from "../../workers/engines/engine.ts";
 import { failingEngine } from "../inference/failingEngine.ts";
 import { TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
 import { BatchTestPlatform } from "./batchTestPlatform.ts";
-import { batchCharges, expectEveryCustomIdOnce, readJsonl, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
+import { createSameLinesBatch, expectLinesLikeReference, waitForStatus } from "./batchSteps.ts";
 
 const LINES = 6;
 const FAILURES = 3;
@@ -40,38 +39,15 @@ describe("batch lines run again after their engine failed mid-reply", () => {
     const { key, account } = await platform.createKey();
     const openai = platform.openai(key);
     const body = { model: TINY_CHAT, messages: [{ role: "user" as const, content: "Say hello" }], max_tokens: 16, temperature: 0 };
-    const lines = Array.from({ length: LINES }, (_, i) => ({ custom_id: `line-${i}`, method: "POST", url: "/v1/chat/completions", body }));
-    const created = await openai.batches.create({
-      input_file_id: await uploadBatchFile(openai, lines),
-      endpoint: "/v1/chat/completions",
-      completion_window: "24h",
-    });
-    const done = await waitForStatus(openai, created.id, ["completed", "failed", "expired"], 90_000);
+    const { batchId, customIds } = await createSameLinesBatch(openai, body, LINES);
+    const done = await waitForStatus(openai, batchId, ["completed", "failed", "expired"], 90_000);
     expect(failuresLeft).toBeLessThan(0);
     expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
 
     // The same request answered interactively, once nothing fails any more: the reply and usage each line must show.
     const reference = await openai.chat.completions.create(body);
-    const output = await readJsonl(openai, done.output_file_id!);
-    expectEveryCustomIdOnce(
-      output,
-      lines.map((l) => l.custom_id),
-    );
     const model = platform.inference.registry.get(TINY_CHAT)!;
-    const charges = await batchCharges(platform.deps.pool, account.accountId);
-    expect(charges.size).toBe(LINES);
-    for (const line of output) {
-      expect(line.response.status_code).toBe(200);
-      expect(line.response.body.choices[0].message.content).toBe(reference.choices[0]!.message.content);
-      expect(line.response.body.usage).toMatchObject({
-        prompt_tokens: reference.usage!.prompt_tokens,
-        completion_tokens: reference.usage!.completion_tokens,
-      });
-      const events = charges.get(`completion-${line.response.request_id}`)!;
-      expect(events).toHaveLength(1);
-      const usage = { promptTokens: reference.usage!.prompt_tokens, completionTokens: reference.usage!.completion_tokens };
-      expect(events[0]!.costMicroChf).toBe(costMicroChf(usage, model, model.batchDiscountBps));
-    }
+    await expectLinesLikeReference(openai, platform.deps.pool, done, { accountId: account.accountId, customIds, reference, model });
     // Nothing else was charged to the account but the reference request.
     const all = await platform.deps.pool.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'accountId' = $1",

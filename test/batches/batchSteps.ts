@@ -2,6 +2,8 @@ import { expect } from "vitest";
 import type OpenAI from "openai";
 import { toFile } from "openai";
 import type { Pool } from "../../src/db/createPool.ts";
+import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
+import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
 import { eventually } from "../support/eventually.ts";
 import { assertOpenAiShape } from "../support/openaiSchemas/openaiSchemas.ts";
 
@@ -53,4 +55,45 @@ export async function batchCharges(pool: Pool, accountId: string): Promise<Map<s
 
 export function expectEveryCustomIdOnce(lines: { custom_id: string }[], expected: string[]): void {
   expect(lines.map((l) => l.custom_id).sort()).toEqual([...expected].sort());
+}
+
+/** A batch of `count` lines that all send the same chat body (custom ids line-0, line-1, ...), created with the SDK. */
+export async function createSameLinesBatch(
+  openai: OpenAI,
+  body: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
+  count: number,
+): Promise<{ batchId: string; customIds: string[] }> {
+  const lines = Array.from({ length: count }, (_, i) => ({ custom_id: `line-${i}`, method: "POST", url: "/v1/chat/completions", body: { ...body } }));
+  const created = await openai.batches.create({
+    input_file_id: await uploadBatchFile(openai, lines),
+    endpoint: "/v1/chat/completions",
+    completion_window: "24h",
+  });
+  return { batchId: created.id, customIds: lines.map((l) => l.custom_id) };
+}
+
+/**
+ * Every line of a completed batch's output holds `reference`'s reply (the same request answered
+ * interactively) and its usage, and is charged once, that usage at the model's batch price.
+ */
+export async function expectLinesLikeReference(
+  openai: OpenAI,
+  pool: Pool,
+  done: { output_file_id?: string | null },
+  expected: { accountId: string; customIds: string[]; reference: OpenAI.Chat.ChatCompletion; model: RegisteredModel },
+): Promise<void> {
+  const { reference, model } = expected;
+  const output = await readJsonl(openai, done.output_file_id!);
+  expectEveryCustomIdOnce(output, expected.customIds);
+  const usage = { promptTokens: reference.usage!.prompt_tokens, completionTokens: reference.usage!.completion_tokens };
+  const charges = await batchCharges(pool, expected.accountId);
+  expect(charges.size).toBe(expected.customIds.length);
+  for (const line of output) {
+    expect(line.response.status_code).toBe(200);
+    expect(line.response.body.choices[0].message.content).toBe(reference.choices[0]!.message.content);
+    expect(line.response.body.usage).toMatchObject({ prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens });
+    const events = charges.get(`completion-${line.response.request_id}`)!;
+    expect(events).toHaveLength(1);
+    expect(events[0]!.costMicroChf).toBe(costMicroChf(usage, model, model.batchDiscountBps));
+  }
 }
