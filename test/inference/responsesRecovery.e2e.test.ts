@@ -35,8 +35,13 @@ describe("a background response whose API process stops", () => {
       const response = await openai.responses.retrieve(queued.id);
       return ["completed", "incomplete"].includes(response.status!) ? response : undefined;
     }, 20_000);
-    const { rows } = await platform.deps.pool.query("SELECT status, usage FROM responses WHERE id = $1", [queued.id]);
-    expect(rows[0].status).toBe(done.status);
+    // The API answers from the job's replay stream as soon as it ended; the recovering process stores the
+    // finished object right after (once its usage is recorded): the row follows within moments.
+    const row = await eventually(async () => {
+      const { rows } = await platform.deps.pool.query<{ status: string }>("SELECT status, usage FROM responses WHERE id = $1", [queued.id]);
+      return rows[0]?.status === done.status ? rows[0] : undefined;
+    }, 10_000);
+    expect(row.status).toBe(done.status);
     expect(done.usage!.output_tokens).toBeGreaterThan(0);
     const reference = await openai.responses.create({ model: TINY_CHAT, input: "Tell me a story", max_output_tokens: 30, temperature: 0 });
     expect(done.output_text).toBe(reference.output_text);
