@@ -5,7 +5,8 @@ import { foldDelivered, type ResumePoint } from "./resumption.ts";
 import type { SentOutput } from "./sentDeltas.ts";
 import type { UsageRecorder } from "./usageRecorder.ts";
 
-/** What a run of a job charges, beside what CompletionJobRunner decides: the helpers it charges with. */
+// What CompletionJobRunner charges a run with: whether a failed run is charged at all, the usage already
+// recorded for its completion, and what the deltas sent up to a number held.
 
 /**
  * A batch line's job that ended for the platform's reason (the engine failed or went away, its workers
