@@ -151,16 +151,24 @@ export class InferenceGateway {
       // a few microtasks later, in a write of its own). Without a live worker, or behind too many
       // waiting jobs, the job is taken back off the queue; if a worker took it meanwhile, it runs. A
       // failed check (the job is already queued) is not a verdict: the start timeout decides.
-      const checks = new Promise<{ live: Promise<boolean>; waiting: Promise<number> }>((resolve) =>
-        this.#queues.writeTogetherThisTurn(() =>
-          resolve({
-            live: attempt(() => this.#liveness.get(job.model, () => this.#presence.isLive(job.model))),
-            waiting: attempt(() => this.#waitingCounts.get(job.model, () => this.#queues.waitingCount(job.model))),
-          }),
-        ),
+      const checks = new Promise<{ live: Promise<boolean>; waiting: Promise<number>; ownCount: boolean }>((resolve) =>
+        this.#queues.writeTogetherThisTurn(() => {
+          let ownCount = false;
+          const waiting = attempt(() => {
+            const read = this.#waitingCounts.share(job.model, () => this.#queues.waitingCount(job.model));
+            ownCount = read.own;
+            return read.answer;
+          });
+          resolve({ live: attempt(() => this.#liveness.get(job.model, () => this.#presence.isLive(job.model))), waiting, ownCount });
+        }),
       );
       const enqueuing = Promise.all([this.#queues.enqueue(job), this.#records.create(record)]);
-      const [live, waiting, enqueued] = await Promise.allSettled([checks.then((c) => c.live), checks.then((c) => c.waiting), enqueuing]);
+      const [live, waiting, enqueued, ownCount] = await Promise.allSettled([
+        checks.then((c) => c.live),
+        checks.then((c) => c.waiting),
+        enqueuing,
+        checks.then((c) => c.ownCount),
+      ]);
       if (enqueued.status === "rejected") throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis") : enqueued.reason;
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
       if (waiting.status === "fulfilled") {
@@ -177,13 +185,18 @@ export class InferenceGateway {
       // Queued and not refused: admission may go on (a stream opens its response), then hear its position.
       options.onQueued?.();
       // Its place in line by the scheduling (lane and fair-share rank: the jobs a worker takes before it).
-      // (Read while the job waits: the feed keeps the worker's messages meanwhile.) With at most one job
-      // waiting, that one is this job (or none is left): it is first, and nothing more is read.
+      // (Read while the job waits: the feed keeps the worker's messages meanwhile.) A count this request
+      // read itself was sent behind its enqueue, so it includes the job: with at most one job waiting, that
+      // one is this job (or none is left), it is first, and nothing more is read; a deep job is told that
+      // count (an upper bound of its place). A count shared with an earlier request (read before this
+      // job was queued) may not include it: the place is read (a job queued a moment after another one
+      // of its account is second, not first).
       if (options.onPosition && waiting.status === "fulfilled") {
+        const own = ownCount.status === "fulfilled" && ownCount.value;
         const position =
-          job.priority === undefined || waiting.value <= 1
+          job.priority === undefined || (own && waiting.value <= 1)
             ? waiting.value
-            : await this.#queues.positionOf(job.model, job.priority, waiting.value).catch(() => waiting.value);
+            : await this.#queues.positionOf(job.model, job.priority, own ? waiting.value : undefined).catch(() => waiting.value);
         options.onPosition(Math.max(1, position));
       }
       await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true);

@@ -15,14 +15,23 @@ export class SharedReads<T> {
 
   /** The answer of the read of `key` issued within the last `shareMs`, or of a new one made by `read`. */
   get(key: string, read: () => Promise<T>): Promise<T> {
+    return this.share(key, read).answer;
+  }
+
+  /**
+   * The same, telling whether the answer is the caller's own read (`own`: `read` was called now, so the
+   * answer reflects whatever the caller issued before it on the same connection) or one shared with an
+   * earlier caller (issued before the caller's own commands: it may not reflect them).
+   */
+  share(key: string, read: () => Promise<T>): { answer: Promise<T>; own: boolean } {
     const now = this.#now();
     const shared = this.#reads.get(key);
-    if (shared && now - shared.issuedAt < this.#shareMs) return shared.answer;
+    if (shared && now - shared.issuedAt < this.#shareMs) return { answer: shared.answer, own: false };
     const entry = { issuedAt: now, answer: read() };
     this.#reads.set(key, entry);
     entry.answer.catch(() => {
       if (this.#reads.get(key) === entry) this.#reads.delete(key);
     });
-    return entry.answer;
+    return { answer: entry.answer, own: true };
   }
 }

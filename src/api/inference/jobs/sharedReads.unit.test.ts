@@ -26,4 +26,18 @@ describe("SharedReads", () => {
     await expect(failing).rejects.toThrow("away");
     expect(await shared.get("a", () => Promise.resolve(++reads))).toBe(2);
   });
+
+  it("tells the caller whose read it is: its own (issued now) or one shared with an earlier caller", async () => {
+    let clock = 0;
+    const shared = new SharedReads<number>(5, () => clock);
+    const first = shared.share("a", () => Promise.resolve(1));
+    const second = shared.share("a", () => Promise.resolve(2));
+    expect(first.own).toBe(true);
+    expect(second.own).toBe(false);
+    expect(await second.answer).toBe(1);
+    clock = 5;
+    const third = shared.share("a", () => Promise.resolve(3));
+    expect(third.own).toBe(true);
+    expect(await third.answer).toBe(3);
+  });
 });
