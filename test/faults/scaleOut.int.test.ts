@@ -133,10 +133,13 @@ describe("two API processes, two workers and two projectors on one database and 
     expect(Number(budget.spent)).toBe(total);
 
     // The projectors (one active, one standing by) catch up: the usage read models are the sums of the events.
+    // The per-key and the per-account read models are two projections with checkpoints of their own:
+    // both are waited for (one may be a batch behind the other when read).
     const expected = expectedUsage(charged);
+    const requestsIn = (rows: { requests: number }[]) => rows.reduce((n, r) => n + r.requests, 0);
     const live = await eventually(async () => {
       const rows = await liveUsage(db.pool, [account.accountId]);
-      return rows.keyDays.reduce((n, r) => n + r.requests, 0) >= REQUESTS ? rows : undefined;
+      return requestsIn(rows.keyDays) >= REQUESTS && requestsIn(rows.accountDays) >= REQUESTS ? rows : undefined;
     }, 30_000);
     expect(live).toEqual(expected);
   }, 180_000);
