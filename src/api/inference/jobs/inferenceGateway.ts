@@ -163,12 +163,7 @@ export class InferenceGateway {
         }),
       );
       const enqueuing = Promise.all([this.#queues.enqueue(job), this.#records.create(record)]);
-      const [live, waiting, enqueued, ownCount] = await Promise.allSettled([
-        checks.then((c) => c.live),
-        checks.then((c) => c.waiting),
-        enqueuing,
-        checks.then((c) => c.ownCount),
-      ]);
+      const [live, waiting, enqueued] = await Promise.allSettled([checks.then((c) => c.live), checks.then((c) => c.waiting), enqueuing]);
       if (enqueued.status === "rejected") throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis") : enqueued.reason;
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
       if (waiting.status === "fulfilled") {
@@ -192,7 +187,7 @@ export class InferenceGateway {
       // job was queued) may not include it: the place is read (a job queued a moment after another one
       // of its account is second, not first).
       if (options.onPosition && waiting.status === "fulfilled") {
-        const own = ownCount.status === "fulfilled" && ownCount.value;
+        const own = (await checks).ownCount;
         const position =
           job.priority === undefined || (own && waiting.value <= 1)
             ? waiting.value
