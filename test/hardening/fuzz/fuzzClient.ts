@@ -54,9 +54,9 @@ export function expectWellFormed(request: FuzzRequest, answer: FuzzAnswer): void
     return;
   }
   if (answer.status === 204 || request.method === "OPTIONS") return;
-  // A path that resolves to the web console (`/v1/..` is `/`) is a page or an asset, not an API answer.
-  const resolved = new URL(request.path, "http://fuzz.invalid").pathname;
-  if (CONSOLE_PAGES.includes(resolved) || resolved.startsWith("/console/")) return;
+  // A path that resolves to the web console (`/v1/..` is `/`; routes match with a trailing slash and in
+  // any case: `/Models/` is `/models`) is a page or an asset, not an API answer.
+  if (isConsolePath(request.path)) return;
   const shape = request.path.startsWith("/v1/") ? successShape(request.method, request.path) : null;
   if (answer.contentType.startsWith("text/event-stream")) {
     expect(shape?.chunk, where).toBeDefined();
@@ -75,4 +75,11 @@ export function expectWellFormed(request: FuzzRequest, answer: FuzzAnswer): void
   expect(answer.contentType, where).toMatch(/^application\/json/);
   const body = JSON.parse(answer.text) as unknown;
   if (shape && !/\/cancel\/?$/.test(request.path)) assertOpenAiShape(shape.body, body);
+}
+
+/** Whether a request path reaches the web console: one of its pages, or under /console/. */
+function isConsolePath(path: string): boolean {
+  const resolved = new URL(path, "http://fuzz.invalid").pathname.toLowerCase();
+  const page = resolved.length > 1 ? resolved.replace(/\/$/, "") : resolved;
+  return CONSOLE_PAGES.includes(page) || page.startsWith("/console/");
 }
