@@ -123,6 +123,11 @@ describe("Files API with the official openai SDK", () => {
     expect(ascending).toEqual(ids);
 
     expect((await openai.files.list({ purpose: "batch_output" })).data).toEqual([]);
+    // Another purpose of OpenAI's (a string there): no file of it here, an empty page rather than a 400.
+    const otherPurpose = await openai.files.list({ purpose: "assistants" });
+    expect(otherPurpose.data).toEqual([]);
+    expect(otherPurpose.has_more).toBe(false);
+    expect((await openai.files.list({ purpose: "batch" })).data.map((f) => f.id)).toEqual([...ids].reverse());
     const bad = await app.request("GET", "/v1/files?limit=0", { token: owner.key });
     expect(bad.status).toBe(400);
     expect(bad.body.error.param).toBe("limit");

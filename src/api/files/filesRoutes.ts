@@ -7,10 +7,14 @@ import { NotFoundError } from "../http/errors.ts";
 import { validate, validated } from "../http/validate.ts";
 import { requiredState } from "../http/requestState.ts";
 import { toFileObject } from "./fileObject.ts";
+import type { FilePurpose } from "./fileStore.ts";
 import { receiveUpload } from "./receiveUpload.ts";
 
+const PURPOSES: ReadonlySet<string> = new Set<FilePurpose>(["batch", "batch_output"]);
+
 const ListQuery = z.object({
-  purpose: z.enum(["batch", "batch_output"]).optional(),
+  /** Any purpose OpenAI knows may be asked for (a string, as in its API): one no file here has lists nothing. */
+  purpose: z.string().max(64).optional(),
   limit: z.coerce.number().int().min(1).max(10_000).default(10_000),
   after: z.string().max(128).optional(),
   order: z.enum(["asc", "desc"]).default("desc"),
@@ -39,8 +43,12 @@ export function filesRoutes(deps: AppDeps): Router {
   });
 
   router.get("/v1/files", validate(ListQuery, "query"), async (ctx) => {
-    const query = validated(ctx, ListQuery);
-    const { files, hasMore } = await deps.files.list(accountOf(ctx), query);
+    const { purpose, ...page } = validated(ctx, ListQuery);
+    if (purpose !== undefined && !PURPOSES.has(purpose)) {
+      ctx.body = { object: "list", data: [], first_id: null, last_id: null, has_more: false };
+      return;
+    }
+    const { files, hasMore } = await deps.files.list(accountOf(ctx), { ...page, ...(purpose ? { purpose: purpose as FilePurpose } : {}) });
     const data = files.map(toFileObject);
     ctx.body = { object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
   });
