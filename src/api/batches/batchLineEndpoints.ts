@@ -133,7 +133,7 @@ const responses: BatchLineEndpoint = {
       created_at: created,
       model: model.id,
       background: false,
-      settings: { ...responseSettings(body), store: false },
+      settings: { ...responseSettings(body, request), store: false },
     };
     const now = () => Math.floor(context.deps.clock.now().getTime() / 1000);
     const builder = new ResponseEventBuilder(head, now);

@@ -85,7 +85,7 @@ export function createResponseHandler(deps: AppDeps) {
       }
     }
     const now = deps.clock.now();
-    const head: ResponseHead = { id, created_at: Math.floor(now.getTime() / 1000), model: model.id, background, settings: responseSettings(body) };
+    const head: ResponseHead = { id, created_at: Math.floor(now.getTime() / 1000), model: model.id, background, settings: responseSettings(body, request) };
     if (store) {
       await inference.responses.store.create(
         {

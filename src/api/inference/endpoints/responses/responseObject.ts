@@ -58,7 +58,10 @@ export function responseObject(head: ResponseHead, state: ResponseState) {
     output: state.output,
     parallel_tool_calls: settings.parallel_tool_calls,
     previous_response_id: settings.previous_response_id,
+    // Absent from responses stored before they were echoed.
+    prompt_cache_key: settings.prompt_cache_key ?? null,
     reasoning: settings.reasoning,
+    safety_identifier: settings.safety_identifier ?? null,
     service_tier: settings.service_tier,
     store: settings.store,
     temperature: settings.temperature,

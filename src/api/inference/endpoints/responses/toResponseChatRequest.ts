@@ -11,14 +11,19 @@ import { RESPONSE_PARAMETERS } from "./responseParameters.ts";
 import { RESPONSE_REQUEST_FIELDS, type ResponseRequest } from "./responseRequestSchema.ts";
 import { LOGPROBS_INCLUDE } from "./responseSchemas.ts";
 
-/** The request settings a Response object echoes (OpenAI's defaults where the client set nothing). */
+/**
+ * The request settings a Response object echoes: what applied to the generation where the platform chose
+ * it (the output cap and the sampling, after the model's defaults), OpenAI's defaults elsewhere.
+ */
 export type ResponseSettings = {
   instructions: string | null;
   max_output_tokens: number | null;
   metadata: Record<string, string>;
   parallel_tool_calls: boolean;
   previous_response_id: string | null;
+  prompt_cache_key: string | null;
   reasoning: { effort: string | null; summary: string | null };
+  safety_identifier: string | null;
   service_tier: "auto" | "default";
   store: boolean;
   temperature: number | null;
@@ -33,17 +38,24 @@ export type ResponseSettings = {
   logprobs: boolean;
 };
 
-export function responseSettings(body: ResponseRequest): ResponseSettings {
+/**
+ * `request` is the engine request toResponseChatRequest built from `body`: a response without
+ * max_output_tokens reports the cap that applied (the chat default, 150), or null when the model's
+ * backend chose it; temperature and top_p report the model's defaults when the client set none.
+ */
+export function responseSettings(body: ResponseRequest, request: EngineChatRequest): ResponseSettings {
   return {
     instructions: body.instructions ?? null,
-    max_output_tokens: body.max_output_tokens ?? null,
+    max_output_tokens: body.max_output_tokens ?? (request.maxTokensDefault ? null : request.maxTokens),
     metadata: body.metadata ?? {},
     parallel_tool_calls: body.parallel_tool_calls ?? true,
     previous_response_id: body.previous_response_id ?? null,
+    prompt_cache_key: body.prompt_cache_key ?? null,
     reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? null },
+    safety_identifier: body.safety_identifier ?? null,
     service_tier: body.service_tier === "auto" || !body.service_tier ? "default" : body.service_tier,
     store: body.store !== false,
-    temperature: body.temperature ?? 1,
+    temperature: request.temperature ?? 1,
     text: {
       format: body.text?.format ? withoutNulls(body.text.format) : { type: "text" },
       ...(body.text?.verbosity ? { verbosity: body.text.verbosity } : {}),
@@ -57,7 +69,7 @@ export function responseSettings(body: ResponseRequest): ResponseSettings {
       strict: tool.strict ?? true,
     })),
     top_logprobs: body.top_logprobs ?? null,
-    top_p: body.top_p ?? 1,
+    top_p: request.topP ?? 1,
     truncation: body.truncation ?? "disabled",
     user: body.user ?? null,
     logprobs: (body.include ?? []).includes(LOGPROBS_INCLUDE),

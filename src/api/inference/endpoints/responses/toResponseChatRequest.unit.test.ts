@@ -6,7 +6,7 @@ import { assertModelTakes } from "../shared/requestParameters.ts";
 import { toStoredItems } from "./responseItems.ts";
 import { RESPONSE_PARAMETERS } from "./responseParameters.ts";
 import { RESPONSE_REQUEST_FIELDS, ResponseRequestSchema } from "./responseRequestSchema.ts";
-import { toResponseChatRequest } from "./toResponseChatRequest.ts";
+import { responseSettings, toResponseChatRequest } from "./toResponseChatRequest.ts";
 
 const plain = { chat: true, completions: false, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false };
 const base = { owned_by: "lab", context_length: 8192, pricing: { input_per_million_chf: 1, output_per_million_chf: 2 } };
@@ -14,6 +14,7 @@ const engine = { type: "upstream", baseUrl: "http://127.0.0.1:1/v1", model: "m" 
 const registry = new ModelRegistry("t", [
   { ...base, id: "plain", engine, capabilities: plain },
   { ...base, id: "able", engine, capabilities: { ...plain, tools: true, json_schema: true, logprobs: true, reasoning: true } },
+  { ...base, id: "tuned", engine, capabilities: plain, defaults: { temperature: 0.7, top_p: 0.9 } },
 ] satisfies ModelEntry[]);
 const schemas = new JsonSchemaValidator();
 
@@ -98,5 +99,30 @@ describe("RESPONSE_PARAMETERS: the one table the request schema and the capabili
     const body = ResponseRequestSchema.parse({ model: "plain", input: "Hi", reasoning: { effort: "low" } });
     expect(() => assertModelTakes(RESPONSE_PARAMETERS, body, registry.get("plain")!)).toThrow(expect.objectContaining({ param: "reasoning.effort" }));
     expect(() => assertModelTakes(RESPONSE_PARAMETERS, { ...body, model: "able" }, registry.get("able")!)).not.toThrow();
+  });
+});
+
+describe("responseSettings: what the Response object reports is what applied", () => {
+  const settings = (model: string, fields: Record<string, unknown>) => {
+    const body = ResponseRequestSchema.parse({ model, input: "Hi", ...fields });
+    return responseSettings(body, toResponseChatRequest(body, toStoredItems(body.input), registry.get(model)!, schemas));
+  };
+
+  it("reports the output cap that applied: the client's, else the default 150, null when a reasoning model's backend chooses", () => {
+    expect(settings("plain", { max_output_tokens: 12 }).max_output_tokens).toBe(12);
+    expect(settings("plain", {}).max_output_tokens).toBe(150);
+    expect(settings("able", {}).max_output_tokens).toBeNull();
+    expect(settings("able", { max_output_tokens: 40 }).max_output_tokens).toBe(40);
+  });
+
+  it("reports the sampling that applied: the client's, else the model's defaults, else OpenAI's 1", () => {
+    expect(settings("tuned", {})).toMatchObject({ temperature: 0.7, top_p: 0.9 });
+    expect(settings("tuned", { temperature: 0, top_p: 0.5 })).toMatchObject({ temperature: 0, top_p: 0.5 });
+    expect(settings("plain", {})).toMatchObject({ temperature: 1, top_p: 1 });
+  });
+
+  it("echoes safety_identifier and prompt_cache_key, null when not sent", () => {
+    expect(settings("plain", { safety_identifier: "user-7", prompt_cache_key: "k1" })).toMatchObject({ safety_identifier: "user-7", prompt_cache_key: "k1" });
+    expect(settings("plain", {})).toMatchObject({ safety_identifier: null, prompt_cache_key: null });
   });
 });
