@@ -45,6 +45,8 @@ describe("the Batch API", () => {
     assertOpenAiShape("batch", done);
     expect(done.status).toBe("completed");
     expect(done.request_counts).toEqual({ total: 200, completed: 199, failed: 1 });
+    // Its lines name two models (one unknown): no one `model` for the batch.
+    expect(done).not.toHaveProperty("model");
     expect(done.completed_at).toBeGreaterThan(0);
     expect(done.usage?.input_tokens).toBeGreaterThan(0);
 
@@ -117,6 +119,10 @@ describe("the Batch API", () => {
     assertOpenAiShape("batch", done);
     expect(done.status).toBe("completed");
     expect(done.request_counts).toEqual({ total: 6, completed: 6, failed: 0 });
+    // Every line names one model: the batch's `model`, on retrieve and in the list.
+    expect(created).not.toHaveProperty("model");
+    expect(done.model).toBe(TINY_CHAT);
+    expect((await openai.batches.list()).data.find((b) => b.id === created.id)?.model).toBe(TINY_CHAT);
     const output = await readJsonl(openai, done.output_file_id!);
     expectEveryCustomIdOnce(
       output,

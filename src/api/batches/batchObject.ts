@@ -17,6 +17,8 @@ export type BatchRow = {
   input_file_id: string;
   completion_window: string;
   metadata: Record<string, string> | null;
+  /** The model every line names, once validated (migration 074); null while validating, failed, or mixed. */
+  model: string | null;
   status: BatchStatus;
   errors: BatchLineError[] | null;
   total_lines: number;
@@ -69,5 +71,7 @@ export function toBatchObject(row: BatchRow, tokens: BatchTokens): Record<string
       total_tokens: tokens.prompt + tokens.completion,
     },
     metadata: row.metadata,
+    // OpenAI's optional `model`: absent until the lines are validated, and when they name several models.
+    ...(row.model ? { model: row.model } : {}),
   };
 }

@@ -42,7 +42,13 @@ export async function validateNextBatch(pool: Pool, files: FileStore, now: () =>
       );
       return true;
     }
-    await client.query("UPDATE batches SET status = 'in_progress', in_progress_at = $2, total_lines = $3 WHERE id = $1", [batch.id, now(), total]);
+    // Its model: the one every line names (none when they name several).
+    await client.query(
+      `UPDATE batches SET status = 'in_progress', in_progress_at = $2, total_lines = $3,
+              model = (SELECT CASE WHEN count(DISTINCT model) = 1 THEN min(model) END FROM batch_lines WHERE batch_id = $1)
+        WHERE id = $1`,
+      [batch.id, now(), total],
+    );
     return true;
   });
 }
