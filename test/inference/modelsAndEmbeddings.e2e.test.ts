@@ -127,6 +127,19 @@ describe("models, embeddings and auth through the openai SDK", () => {
     }
   });
 
+  it("refuses token ids (as LangChain's OpenAIEmbeddings sends by default) with a 400 that says how to send text", async () => {
+    for (const input of [
+      [15339, 1917],
+      [[15339, 1917], [9906]],
+    ]) {
+      const error = (await openai.embeddings.create({ model: TINY_EMBED, input }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.BadRequestError>;
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error.param).toBe("input");
+      expect(error.message).toContain("token ids are not accepted");
+      expect(error.message).toContain("check_embedding_ctx_length=False");
+    }
+  });
+
   it("refuses input longer than the model's context (400, param input)", async () => {
     const error = (await openai.embeddings.create({ model: TINY_EMBED, input: "word ".repeat(3000) }).catch((e: unknown) => e)) as InstanceType<
       typeof OpenAI.BadRequestError

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseSse } from "./inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { MAX_PROMPTS } from "../../src/api/inference/endpoints/completions/completionParameters.ts";
 
 describe("text completions with several prompts (real HTTP API, tiny model)", () => {
   let platform: TestPlatform;
@@ -79,6 +80,13 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
     expect(charged.rows[0].n).toBe(0);
   });
 
+  it("takes 20 prompts at once (LangChain's default batch of its OpenAI LLM)", async () => {
+    expect(MAX_PROMPTS).toBeGreaterThanOrEqual(20);
+    const response = await complete({ prompt: Array.from({ length: 20 }, (_, i) => `Prompt ${i}`), max_tokens: 1 });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body.choices.map((choice: { index: number }) => choice.index)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
+
   it("still streams a single prompt given as an array of one", async () => {
     const response = await complete({ prompt: ["Hello there"], stream: true });
     expect(response.status).toBe(200);
@@ -88,7 +96,7 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
   it.each([
     [{ prompt: ["a", "b"], stream: true }, "prompt"],
     [{ prompt: [] }, "prompt"],
-    [{ prompt: Array.from({ length: 17 }, () => "x") }, "prompt"],
+    [{ prompt: Array.from({ length: MAX_PROMPTS + 1 }, () => "x") }, "prompt"],
   ])("refuses %j with a 400 naming %s", async (body, param) => {
     const response = await complete(body);
     expect(response.status).toBe(400);

@@ -88,7 +88,46 @@ describe("OpenAI request fields and backend-specific parameters (real HTTP API; 
     expect(response.body.choices[0].message.content.length).toBeGreaterThan(0);
   });
 
+  it("accepts what mainstream clients send: prompt caching and safety ids, verbosity, include_obfuscation, a tool result's name, null for fields not served", async () => {
+    const ignored = {
+      prompt_cache_key: "session-1",
+      prompt_cache_retention: "24h",
+      safety_identifier: "end-user-7",
+      verbosity: "low",
+    };
+    const nulls = { functions: null, function_call: null, audio: null, modalities: null, web_search_options: null, a_future_field: null };
+    const response = await chat({ model: TINY_CHAT, max_tokens: 4, ...ignored, ...nulls });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body.choices[0].message.content.length).toBeGreaterThan(0);
+    // Ignored means not passed on: an upstream is sent none of them.
+    expect((await chat({ model: "plain-upstream", max_tokens: 4, ...ignored, ...nulls })).status).toBe(200);
+    for (const name of [...Object.keys(ignored), ...Object.keys(nulls)]) expect(lastUpstreamBody()).not.toHaveProperty(name);
+
+    const streamed = await chat({ model: TINY_CHAT, max_tokens: 4, stream: true, stream_options: { include_usage: true, include_obfuscation: false } });
+    expect(streamed.status).toBe(200);
+    expect(streamed.text).toContain("data: [DONE]");
+
+    // LangChain.js names every tool result after its tool.
+    const toolCall = { id: "call_1", type: "function", function: { name: "lookup", arguments: "{}" } };
+    const toolRound = await chat({
+      model: TINY_CHAT,
+      max_tokens: 4,
+      tools: [{ type: "function", function: { name: "lookup", parameters: { type: "object", properties: {} } } }],
+      messages: [
+        ...user,
+        { role: "assistant", content: null, tool_calls: [toolCall] },
+        { role: "tool", tool_call_id: "call_1", name: "lookup", content: "42" },
+      ],
+    });
+    expect(toolRound.status, toolRound.text).toBe(200);
+  });
+
   it.each([
+    [{ verbosity: "loud" }, "verbosity"],
+    [{ prompt_cache_retention: "forever" }, "prompt_cache_retention"],
+    [{ functions: [{ name: "f" }] }, "functions"],
+    [{ a_future_field: 1 }, "a_future_field"],
+    [{ stream: true, stream_options: { include_obfuscation: "yes" } }, "stream_options.include_obfuscation"],
     [{ service_tier: "flex" }, "service_tier"],
     [{ service_tier: "priority" }, "service_tier"],
     [{ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"])) }, "metadata"],

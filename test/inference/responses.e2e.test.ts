@@ -116,12 +116,19 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
   });
 
   it("reports the output cap that applied when none was sent (150), and echoes safety_identifier and prompt_cache_key", async () => {
-    const response = await openai.responses.create({ ...base, safety_identifier: "end-user-7", prompt_cache_key: "story" });
+    const response = await openai.responses.create({
+      ...base,
+      safety_identifier: "end-user-7",
+      prompt_cache_key: "story",
+      prompt_cache_retention: "24h",
+      max_tool_calls: 3,
+    });
     expect(response).toMatchObject({ max_output_tokens: 150, temperature: 0, top_p: 1, safety_identifier: "end-user-7", prompt_cache_key: "story" });
+    expect(response).toMatchObject({ prompt_cache_retention: "24h", max_tool_calls: 3 });
     const retrieved = await openai.responses.retrieve(response.id);
     expect(retrieved).toMatchObject({ max_output_tokens: 150, safety_identifier: "end-user-7", prompt_cache_key: "story" });
     const plain = await openai.responses.create({ ...base, max_output_tokens: 3 });
-    expect(plain).toMatchObject({ safety_identifier: null, prompt_cache_key: null });
+    expect(plain).toMatchObject({ safety_identifier: null, prompt_cache_key: null, prompt_cache_retention: null, max_tool_calls: null });
   });
 
   it("streams every event type in order, with contiguous sequence numbers and no [DONE]", async () => {

@@ -35,6 +35,13 @@ export const CHAT_PARAMETERS = {
   },
   /** Every completion is kept for the retention period either way (resumable, readable by its owner); nothing longer. */
   store: { schema: z.boolean().nullish(), policy: "ignored" },
+  /** OpenAI's prompt-cache routing hint and retention: no prompt cache outlives a request here. */
+  prompt_cache_key: { schema: z.string().max(256).nullish(), policy: "ignored" },
+  prompt_cache_retention: { schema: z.enum(["in-memory", "24h"]).nullish(), policy: "ignored" },
+  /** An end user's stable id, for OpenAI's abuse monitoring. */
+  safety_identifier: { schema: z.string().max(256).nullish(), policy: "ignored" },
+  /** How long an answer should be (OpenAI's GPT-5 models); the models here are not told. */
+  verbosity: { schema: z.enum(["low", "medium", "high"]).nullish(), policy: "ignored" },
   /** One tier is served: "auto" and "default" name it; a tier with other latency or price is refused. */
   service_tier: { schema: z.enum(["auto", "default"], "only 'auto' and 'default' are served").nullish(), policy: "ignored" },
   /** Predicted Outputs only speed a generation up, never change it; no prediction tokens are charged. */

@@ -49,7 +49,8 @@ export const ChatMessageSchema = z.discriminatedUnion("role", [
     reasoning_content: z.string().nullish(),
     refusal: z.string().nullish(),
   }),
-  z.strictObject({ role: z.literal("tool"), content: ContentSchema, tool_call_id: z.string().min(1) }),
+  // `name` (the tool's): LangChain.js sends it on every tool result; not given to the model.
+  z.strictObject({ role: z.literal("tool"), content: ContentSchema, tool_call_id: z.string().min(1), name: z.string().nullish() }),
 ]);
 
 /**

@@ -2,8 +2,11 @@ import { z } from "zod";
 import type { ParameterTable } from "../shared/requestParameters.ts";
 import { SAMPLING_PARAMETERS } from "../shared/samplingSchemas.ts";
 
-/** The most prompts one text completion request may carry (each is a job with its own hold). */
-export const MAX_PROMPTS = 16;
+/**
+ * The most prompts one text completion request may carry (each is a job with its own hold): LangChain's
+ * OpenAI LLM sends its prompts 20 at a time by default.
+ */
+export const MAX_PROMPTS = 20;
 
 /**
  * Every parameter of POST /v1/completions (spec 4.2), in the order of its schema: the request schema

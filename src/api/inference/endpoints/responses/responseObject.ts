@@ -52,7 +52,7 @@ export function responseObject(head: ResponseHead, state: ResponseState) {
     incomplete_details: state.incomplete_details,
     instructions: settings.instructions,
     max_output_tokens: settings.max_output_tokens,
-    max_tool_calls: null,
+    max_tool_calls: settings.max_tool_calls ?? null,
     metadata: settings.metadata,
     model: head.model,
     output: state.output,
@@ -60,6 +60,7 @@ export function responseObject(head: ResponseHead, state: ResponseState) {
     previous_response_id: settings.previous_response_id,
     // Absent from responses stored before they were echoed.
     prompt_cache_key: settings.prompt_cache_key ?? null,
+    prompt_cache_retention: settings.prompt_cache_retention ?? null,
     reasoning: settings.reasoning,
     safety_identifier: settings.safety_identifier ?? null,
     service_tier: settings.service_tier,

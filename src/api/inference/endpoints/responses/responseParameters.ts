@@ -79,6 +79,9 @@ export const RESPONSE_PARAMETERS = {
   user: { schema: z.string().max(256).nullish(), policy: "ignored", listed: true },
   safety_identifier: { schema: z.string().max(256).nullish(), policy: "ignored" },
   prompt_cache_key: { schema: z.string().max(256).nullish(), policy: "ignored" },
+  prompt_cache_retention: { schema: z.enum(["in-memory", "24h"]).nullish(), policy: "ignored" },
+  /** Bounds OpenAI's built-in tool calls; none are served here (function calls are the client's). Echoed. */
+  max_tool_calls: { schema: z.number().int().min(1).nullish(), policy: "ignored" },
   /** `disabled` (and `auto`, documented): a context longer than the model's is a 400, never cut. */
   truncation: { schema: z.enum(["auto", "disabled"]).nullish(), policy: "ignored" },
   /** `message.output_text.logprobs` is honoured (models with logprobs); the other values name content this service never produces. */

@@ -18,10 +18,12 @@ import { LOGPROBS_INCLUDE } from "./responseSchemas.ts";
 export type ResponseSettings = {
   instructions: string | null;
   max_output_tokens: number | null;
+  max_tool_calls: number | null;
   metadata: Record<string, string>;
   parallel_tool_calls: boolean;
   previous_response_id: string | null;
   prompt_cache_key: string | null;
+  prompt_cache_retention: string | null;
   reasoning: { effort: string | null; summary: string | null };
   safety_identifier: string | null;
   service_tier: "auto" | "default";
@@ -47,10 +49,12 @@ export function responseSettings(body: ResponseRequest, request: EngineChatReque
   return {
     instructions: body.instructions ?? null,
     max_output_tokens: body.max_output_tokens ?? (request.maxTokensDefault ? null : request.maxTokens),
+    max_tool_calls: body.max_tool_calls ?? null,
     metadata: body.metadata ?? {},
     parallel_tool_calls: body.parallel_tool_calls ?? true,
     previous_response_id: body.previous_response_id ?? null,
     prompt_cache_key: body.prompt_cache_key ?? null,
+    prompt_cache_retention: body.prompt_cache_retention ?? null,
     reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? null },
     safety_identifier: body.safety_identifier ?? null,
     service_tier: body.service_tier === "auto" || !body.service_tier ? "default" : body.service_tier,

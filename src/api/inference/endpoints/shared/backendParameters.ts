@@ -17,22 +17,23 @@ const KNOWN_VALUES: Record<string, z.ZodType> = {
 /**
  * The request fields beyond OpenAI's (every key of `body` not in `known`): each must be one of the
  * backend-specific parameters the model's registry entry allows (`extra_parameters`), else it is a 400
- * naming it, as an unknown field always was (a typo is never dropped silently). Allowed ones are passed
- * through to the backend untouched (null means not set); well-known ones are range-checked here, and
- * every value is bounded in depth.
+ * naming it, as an unknown field always was (a typo with a value is never dropped silently). Allowed ones
+ * are passed through to the backend untouched; well-known ones are range-checked here, and every value is
+ * bounded in depth. Null means not set, for any field: a client that sends every parameter it knows,
+ * unset ones as null (`functions: null`, `audio: null`), asks for nothing.
  */
 export function backendParameters(body: Record<string, unknown>, known: ReadonlySet<string>, model: RegisteredModel): Record<string, unknown> | undefined {
   // Built only for a request that has such a field (most have none: nothing allocated for them).
   let extra: Record<string, unknown> | undefined;
   for (const name in body) {
     if (known.has(name)) continue;
+    const value = body[name];
+    if (value === null) continue;
     const allowed = model.extra_parameters ?? [];
     if (!allowed.includes(name)) {
       const hint = allowed.length > 0 ? ` The model '${model.id}' takes these backend parameters: ${[...new Set(allowed)].join(", ")}.` : "";
       throw new InvalidRequestError(`Unrecognized request argument supplied: ${name}.${hint}`, { param: name, code: "unknown_parameter" });
     }
-    const value = body[name];
-    if (value === null) continue;
     if (exceedsNestingDepth(value, MAX_PARAMETER_DEPTH)) {
       throw new InvalidRequestError(`Invalid '${name}': nested too deeply (more than ${MAX_PARAMETER_DEPTH} levels).`, { param: name, code: "invalid_value" });
     }

@@ -12,7 +12,11 @@ export const SAMPLING_PARAMETERS = {
   temperature: { schema: z.number().min(0).max(2).nullish(), policy: "honoured" },
   top_p: { schema: z.number().min(0).max(1).nullish(), policy: "honoured" },
   stream: { schema: z.boolean().nullish(), policy: "honoured" },
-  stream_options: { schema: z.strictObject({ include_usage: z.boolean().optional() }).nullish(), policy: "honoured" },
+  /** `include_obfuscation` is accepted and ignored (no obfuscation padding is sent). */
+  stream_options: {
+    schema: z.strictObject({ include_usage: z.boolean().optional(), include_obfuscation: z.boolean().nullish() }).nullish(),
+    policy: "honoured",
+  },
   stop: {
     schema: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)], "expected a non-empty string or an array of up to 4 non-empty strings").nullish(),
     policy: "honoured",
