@@ -178,6 +178,36 @@ describe("the Batch API", () => {
     expect(kept.rowCount).toBe(0);
   }, 60_000);
 
+  it("fails /v1/responses lines that need what a batch line does not have: background, previous_response_id, an item reference", async () => {
+    const { key } = await platform.createKey();
+    const openai = platform.openai(key);
+    const line = (i: number, body: Record<string, unknown>) => ({
+      custom_id: `r${i}`,
+      method: "POST",
+      url: "/v1/responses",
+      body: { model: TINY_CHAT, input: "Hi", ...body },
+    });
+    const inputFileId = await uploadBatchFile(openai, [
+      line(1, {}),
+      line(2, { background: true }),
+      line(3, { previous_response_id: "resp_0123" }),
+      line(4, {
+        input: [
+          { role: "user", content: "Hi" },
+          { type: "item_reference", id: "msg_0123" },
+        ],
+      }),
+    ]);
+    const created = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/responses", completion_window: "24h" });
+    const failed = await waitForStatus(openai, created.id, ["failed", "completed", "in_progress"]);
+    expect(failed.status).toBe("failed");
+    expect(failed.errors?.data?.map((e) => [e.line, e.param])).toEqual([
+      [2, "body.background"],
+      [3, "body.previous_response_id"],
+      [4, "body.input"],
+    ]);
+  }, 60_000);
+
   it("cancels a batch: cancelling, then cancelled with fewer lines done; the lines not run are in the error file", async () => {
     const { key, account } = await platform.createKey();
     const openai = platform.openai(key);

@@ -115,6 +115,41 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(response.max_output_tokens).toBe(3);
   });
 
+  it("resolves item references to the caller's stored items (input and output), and refuses unknown ones and another account's", async () => {
+    const first = await openai.responses.create({ ...base, input: "Tell me a story", max_output_tokens: 6 });
+    const answer = first.output.find((item) => item.type === "message")!;
+    const [question] = (await openai.responses.inputItems.list(first.id)).data;
+    const input = [
+      { type: "item_reference" as const, id: question!.id },
+      { type: "item_reference" as const, id: answer.id },
+      { role: "user" as const, content: "Go on." },
+    ];
+    const second = await openai.responses.create({ ...base, input, max_output_tokens: 6 });
+    expect(["completed", "incomplete"]).toContain(second.status);
+    // The referenced items are the new response's input as they were stored, and the model was given them.
+    const items = (await openai.responses.inputItems.list(second.id, { order: "asc" })).data;
+    expect(items.slice(0, 2)).toEqual([question, answer]);
+    expect(second.usage!.input_tokens).toBeGreaterThan(first.usage!.input_tokens + first.usage!.output_tokens);
+
+    const unknown = await openai.responses
+      .create({
+        ...base,
+        input: [
+          { role: "user", content: "Hi" },
+          { type: "item_reference", id: "msg_nope" },
+        ],
+      })
+      .catch((e: unknown) => e);
+    expect(unknown).toMatchObject({ status: 400, param: "input[1].id", code: "invalid_value" });
+    const foreign = await other.responses.create({ ...base, input: [{ type: "item_reference", id: answer.id }] }).catch((e: unknown) => e);
+    expect(foreign).toMatchObject({ status: 400, param: "input[0].id" });
+    // Deleted responses' items are gone too (the second response holds the answer as its input: both go).
+    await openai.responses.delete(first.id);
+    await openai.responses.delete(second.id);
+    const deleted = await openai.responses.create({ ...base, input: [{ type: "item_reference", id: answer.id }] }).catch((e: unknown) => e);
+    expect(deleted).toMatchObject({ status: 400, param: "input[0].id" });
+  });
+
   it("reports the output cap that applied when none was sent (150), and echoes safety_identifier and prompt_cache_key", async () => {
     const response = await openai.responses.create({
       ...base,

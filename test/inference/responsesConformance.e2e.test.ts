@@ -322,6 +322,22 @@ describe("@ai-sdk/openai (Vercel AI SDK)", () => {
     expect(result.response.id).toMatch(/^resp_/);
   });
 
+  it("a second turn with the first turn's messages: the SDK sends its earlier answer as an item_reference, the platform resolves it", async () => {
+    const model = provider()(TINY_CHAT);
+    const first = await generateText({ model, prompt: "Tell me a story about a unicorn.", maxOutputTokens: 8, maxRetries: 0 });
+    const second = await generateText({
+      model,
+      messages: [{ role: "user", content: "Tell me a story about a unicorn." }, ...first.response.messages, { role: "user", content: "Go on." }],
+      maxOutputTokens: 8,
+      maxRetries: 0,
+    });
+    expect(second.text.length).toBeGreaterThan(0);
+    // The earlier answer came back by reference: the second response's input holds the first one's output item.
+    const answer = expectResponse(await client.responses.retrieve(first.response.id)).output.find((item) => item.type === "message")!;
+    const inputs = (await client.responses.inputItems.list(second.response.id, { order: "asc" })).data;
+    expect(inputs.map((item) => item.id)).toContain(answer.id);
+  });
+
   it.each([
     ["openai(model) (its default: the Responses API)", () => provider()(TINY_CHAT)],
     ["openai.responses(model)", () => provider().responses(TINY_CHAT)],

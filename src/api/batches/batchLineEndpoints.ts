@@ -14,7 +14,7 @@ import type { InferenceServices } from "../inference/inferenceServices.ts";
 import { checkRequestSchemas } from "../inference/endpoints/shared/jsonSchemas/checkRequestSchemas.ts";
 import type { RunningJob } from "../inference/jobs/runningJob.ts";
 import { ResponseEventBuilder } from "../inference/endpoints/responses/responseEventBuilder.ts";
-import { toStoredItems } from "../inference/endpoints/responses/responseItems.ts";
+import { referencedItemIds, toStoredItems } from "../inference/endpoints/responses/responseItems.ts";
 import type { ResponseHead } from "../inference/endpoints/responses/responseObject.ts";
 import { type ResponseRequest, ResponseRequestSchema } from "../inference/endpoints/responses/responseRequestSchema.ts";
 import { responseSettings, toResponseChatRequest } from "../inference/endpoints/responses/toResponseChatRequest.ts";
@@ -120,6 +120,12 @@ const responses: BatchLineEndpoint = {
   check: checked(ResponseRequestSchema as z.ZodType<ResponseRequest>, (body) => {
     for (const [param, message] of RESPONSES_REFUSED) {
       if (body[param] !== undefined && body[param] !== null && body[param] !== false) return new InvalidRequestError(message, { param, code: "invalid_value" });
+    }
+    if (referencedItemIds(body.input).length > 0) {
+      return new InvalidRequestError("A batch line carries its whole input: item references are not served in batches.", {
+        param: "input",
+        code: "invalid_value",
+      });
     }
     return null;
   }),

@@ -11,7 +11,7 @@ import { resolveModel } from "../shared/resolveModel.ts";
 import { COMPLETION_ID_HEADER } from "../shared/serveCompletion.ts";
 import { SseResponse } from "../../streaming/sseResponse.ts";
 import { StillQueuedError } from "../../jobs/inferenceGateway.ts";
-import { newItemId, type StoredItem, toStoredItems } from "./responseItems.ts";
+import { newItemId, referencedItemIds, type StoredItem, toStoredItems } from "./responseItems.ts";
 import { type ResponseHead, TERMINAL_STATUSES } from "./responseObject.ts";
 import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
 import type { StoredResponse } from "./responseStore.ts";
@@ -58,7 +58,7 @@ export function createResponseHandler(deps: AppDeps) {
     const principal = principalOf(ctx);
     const model = resolveModel(inference.registry, body.model, "chat");
     const contextItems = await previousContext(inference, principal.accountId, body.previous_response_id);
-    const inputItems = toStoredItems(body.input);
+    const inputItems = toStoredItems(body.input, await inference.responses.store.findItems(principal.accountId, referencedItemIds(body.input)));
     const request = toResponseChatRequest(body, [...contextItems, ...inputItems], model, inference.schemas);
     const background = body.background === true;
     const stream = body.stream === true;

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { InvalidRequestError } from "../../../http/errors.ts";
 import type { ChatMessageInput } from "../chat/chatCompletionRequestSchema.ts";
 import type { InputItem } from "./responseSchemas.ts";
 
@@ -41,12 +42,32 @@ export type StoredItem = MessageItem | FunctionCallItem | FunctionCallOutputItem
 
 const textOf = (content: string | { text: string }[]): string => (typeof content === "string" ? content : content.map((part) => part.text).join(""));
 
-/** The request's input as stored items, each with an id (the client's, else a fresh one). */
-export function toStoredItems(input: string | InputItem[]): StoredItem[] {
+/** The ids an input's item references name (none: no stored item is looked up). */
+export function referencedItemIds(input: string | InputItem[]): string[] {
+  if (typeof input === "string") return [];
+  const ids = new Set<string>();
+  for (const item of input) if (item.type === "item_reference") ids.add(item.id);
+  return [...ids];
+}
+
+/**
+ * The request's input as stored items, each with an id (the client's, else a fresh one). An item
+ * reference is the stored item it names (`referenced`: the caller's, found by referencedItemIds' ids);
+ * one that names none is a 400 naming it.
+ */
+export function toStoredItems(input: string | InputItem[], referenced: ReadonlyMap<string, StoredItem> = new Map()): StoredItem[] {
   if (typeof input === "string")
     return [{ id: newItemId("msg"), type: "message", role: "user", status: "completed", content: [{ type: "input_text", text: input }] }];
-  return input.map((item): StoredItem => {
+  return input.map((item, index): StoredItem => {
     switch (item.type) {
+      case "item_reference": {
+        const found = referenced.get(item.id);
+        if (found) return found;
+        throw new InvalidRequestError(`Item with id '${item.id}' not found: an item_reference names an item of one of your stored responses.`, {
+          param: `input[${index}].id`,
+          code: "invalid_value",
+        });
+      }
       case "function_call":
         return {
           id: item.id ?? newItemId("fc"),

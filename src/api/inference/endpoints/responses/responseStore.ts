@@ -93,6 +93,24 @@ export class ResponseStore {
     return rows[0] ? fromRow(rows[0]) : null;
   }
 
+  /**
+   * The account's stored items with these ids, from the input and output of its responses (migration
+   * 075 indexes their ids); an id found in several responses is the newest one's.
+   */
+  async findItems(accountId: string, ids: string[]): Promise<Map<string, StoredItem>> {
+    if (ids.length === 0) return new Map();
+    const { rows } = await this.#pool.query<{ item: StoredItem }>(
+      `SELECT DISTINCT ON (item->>'id') item
+         FROM responses r, jsonb_array_elements(r.input_items || r.output_items) AS item
+        WHERE r.account_id = $1 AND r.expires_at > now()
+          AND (jsonb_path_query_array(r.output_items, '$[*].id') ?| $2::text[] OR jsonb_path_query_array(r.input_items, '$[*].id') ?| $2::text[])
+          AND item->>'id' = ANY($2::text[])
+        ORDER BY item->>'id', r.created_at DESC`,
+      [accountId, ids],
+    );
+    return new Map(rows.map((row) => [row.item.id, row.item]));
+  }
+
   async findById(id: string): Promise<StoredResponse | null> {
     const { rows } = await this.#pool.query<Row>("SELECT * FROM responses WHERE id = $1", [id]);
     return rows[0] ? fromRow(rows[0]) : null;
