@@ -135,8 +135,8 @@ export function batchRoutes(deps: AppDeps): Router {
       return;
     }
     const updated = await deps.pool.query<BatchRow>(
-      "UPDATE batches SET status = 'cancelling', cancelling_at = $2 WHERE id = $1 AND status IN ('validating', 'in_progress') RETURNING *",
-      [batch.id, deps.clock.now()],
+      "UPDATE batches SET status = 'cancelling', cancelling_at = $2 WHERE id = $1 AND account_id = $3 AND status IN ('validating', 'in_progress') RETURNING *",
+      [batch.id, deps.clock.now(), batch.account_id],
     );
     const row = updated.rows[0];
     if (!row) throw new ConflictError(`The batch ${batch.id} is ${batch.status}: it can no longer be cancelled.`, { code: "batch_not_cancellable" });

@@ -211,7 +211,7 @@ export function cancelResponseHandler(deps: AppDeps) {
       throw new InvalidRequestError(`Cannot cancel a response with status '${status}'.`, { param: "response_id", code: "invalid_value" });
     }
     if (status !== "cancelled") {
-      await inference.responses.store.cancel(stored.id, deps.clock.now());
+      await inference.responses.store.cancel(stored.accountId, stored.id, deps.clock.now());
       await stopJob(inference, stored);
     }
     const object = await currentObject(inference, { ...stored, state: { ...stored.state, status: "cancelled" } });

@@ -111,11 +111,6 @@ export class ResponseStore {
     return new Map(rows.map((row) => [row.item.id, row.item]));
   }
 
-  async findById(id: string): Promise<StoredResponse | null> {
-    const { rows } = await this.#pool.query<Row>("SELECT * FROM responses WHERE id = $1", [id]);
-    return rows[0] ? fromRow(rows[0]) : null;
-  }
-
   /** The job started (a queued response is in progress). */
   async started(id: string): Promise<void> {
     await this.#pool.query("UPDATE responses SET status = 'in_progress' WHERE id = $1 AND status = 'queued'", [id]);
@@ -142,11 +137,11 @@ export class ResponseStore {
     );
   }
 
-  /** Marks an unfinished response cancelled (its owner's cancel); false when it had ended already. */
-  async cancel(id: string, now: Date): Promise<boolean> {
+  /** Marks an unfinished response of the account cancelled (its owner's cancel); false when it had ended already. */
+  async cancel(accountId: string, id: string, now: Date): Promise<boolean> {
     const { rowCount } = await this.#pool.query(
-      "UPDATE responses SET status = 'cancelled', completed_at = $2 WHERE id = $1 AND status IN ('queued', 'in_progress')",
-      [id, now],
+      "UPDATE responses SET status = 'cancelled', completed_at = $3 WHERE id = $1 AND account_id = $2 AND status IN ('queued', 'in_progress')",
+      [id, accountId, now],
     );
     return (rowCount ?? 0) > 0;
   }
