@@ -141,6 +141,8 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
       })
       .catch((e: unknown) => e);
     expect(unknown).toMatchObject({ status: 400, param: "input[1].id", code: "invalid_value" });
+    const many = Array.from({ length: 2049 }, (_, i) => ({ type: "item_reference" as const, id: `msg_${i}` }));
+    expect(await openai.responses.create({ ...base, input: many }).catch((e: unknown) => e)).toMatchObject({ status: 400, param: "input" });
     const foreign = await other.responses.create({ ...base, input: [{ type: "item_reference", id: answer.id }] }).catch((e: unknown) => e);
     expect(foreign).toMatchObject({ status: 400, param: "input[0].id" });
     // Deleted responses' items are gone too (the second response holds the answer as its input: both go).

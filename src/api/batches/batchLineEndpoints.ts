@@ -14,7 +14,7 @@ import type { InferenceServices } from "../inference/inferenceServices.ts";
 import { checkRequestSchemas } from "../inference/endpoints/shared/jsonSchemas/checkRequestSchemas.ts";
 import type { RunningJob } from "../inference/jobs/runningJob.ts";
 import { ResponseEventBuilder } from "../inference/endpoints/responses/responseEventBuilder.ts";
-import { referencedItemIds, toStoredItems } from "../inference/endpoints/responses/responseItems.ts";
+import { toStoredItems } from "../inference/endpoints/responses/responseItems.ts";
 import type { ResponseHead } from "../inference/endpoints/responses/responseObject.ts";
 import { type ResponseRequest, ResponseRequestSchema } from "../inference/endpoints/responses/responseRequestSchema.ts";
 import { responseSettings, toResponseChatRequest } from "../inference/endpoints/responses/toResponseChatRequest.ts";
@@ -121,7 +121,7 @@ const responses: BatchLineEndpoint = {
     for (const [param, message] of RESPONSES_REFUSED) {
       if (body[param] !== undefined && body[param] !== null && body[param] !== false) return new InvalidRequestError(message, { param, code: "invalid_value" });
     }
-    if (referencedItemIds(body.input).length > 0) {
+    if (typeof body.input !== "string" && body.input.some((item) => item.type === "item_reference")) {
       return new InvalidRequestError("A batch line carries its whole input: item references are not served in batches.", {
         param: "input",
         code: "invalid_value",

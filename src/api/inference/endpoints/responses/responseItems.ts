@@ -42,11 +42,20 @@ export type StoredItem = MessageItem | FunctionCallItem | FunctionCallOutputItem
 
 const textOf = (content: string | { text: string }[]): string => (typeof content === "string" ? content : content.map((part) => part.text).join(""));
 
-/** The ids an input's item references name (none: no stored item is looked up). */
+/** The most items one input may reference (each is looked up among the caller's stored responses). */
+export const MAX_ITEM_REFERENCES = 2048;
+
+/** The ids an input's item references name (none: no stored item is looked up); more than MAX_ITEM_REFERENCES is a 400. */
 export function referencedItemIds(input: string | InputItem[]): string[] {
   if (typeof input === "string") return [];
   const ids = new Set<string>();
   for (const item of input) if (item.type === "item_reference") ids.add(item.id);
+  if (ids.size > MAX_ITEM_REFERENCES) {
+    throw new InvalidRequestError(`Invalid 'input': at most ${MAX_ITEM_REFERENCES} items may be referenced in one request.`, {
+      param: "input",
+      code: "invalid_value",
+    });
+  }
   return [...ids];
 }
 
