@@ -88,6 +88,12 @@ describe("validation errors: 400 invalid_request_error naming the param (openai 
     expect(error.message.length).toBeGreaterThan(0);
   });
 
+  it("says that only function tools are served when a custom tool is sent", async () => {
+    const error = await badChat({ model: TINY_CHAT, messages: user, tools: [{ type: "custom", custom: { name: "grep" } }] });
+    expect(error.param).toBe("tools[0].type");
+    expect(error.message).toContain("only function tools are served");
+  });
+
   it("names unknown top-level fields instead of dropping them", async () => {
     const error = await badChat({ model: TINY_CHAT, messages: user, temprature: 0.5 });
     expect(error.param).toBe("temprature");

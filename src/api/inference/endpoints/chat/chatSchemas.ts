@@ -65,7 +65,7 @@ export const JsonObjectSchema = z.record(z.string(), z.unknown()).superRefine((s
 });
 
 export const ToolSchema = z.strictObject({
-  type: z.literal("function"),
+  type: z.literal("function", 'only function tools are served ({"type": "function", "function": {...}}); custom tools are not'),
   function: z.strictObject({
     name: FunctionNameSchema,
     description: z.string().optional(),
