@@ -30,7 +30,8 @@ describe("the openai SDK's stream and parse helpers (tiny model)", () => {
       tools: [zodFunction({ name: "weather", parameters: Weather })],
       tool_choice: "required",
       parallel_tool_calls: false,
-      max_tokens: 200,
+      temperature: 0,
+      max_tokens: 300,
       stream_options: { include_usage: true },
     });
     const final = await stream.finalChatCompletion();
@@ -51,7 +52,8 @@ describe("the openai SDK's stream and parse helpers (tiny model)", () => {
       model: TINY_CHAT,
       messages: [{ role: "user", content: "Weather in Bern?" }],
       response_format: zodResponseFormat(Weather, "weather"),
-      max_tokens: 200,
+      temperature: 0,
+      max_tokens: 300,
     });
     let deltas = "";
     stream.on("content.delta", ({ delta }) => {
@@ -80,7 +82,8 @@ describe("the openai SDK's stream and parse helpers (tiny model)", () => {
           }),
         ],
         tool_choice: "required",
-        max_tokens: 120,
+        temperature: 0,
+        max_tokens: 300,
       },
       { maxChatCompletions: 2 },
     );
@@ -111,7 +114,8 @@ describe("the openai SDK's stream and parse helpers (tiny model)", () => {
       model: TINY_CHAT,
       input: "Weather in Bern?",
       text: { format: zodTextFormat(Weather, "weather") },
-      max_output_tokens: 200,
+      temperature: 0,
+      max_output_tokens: 300,
     });
     expect(Weather.parse(response.output_parsed)).toEqual(JSON.parse(response.output_text));
   });
