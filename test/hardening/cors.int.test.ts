@@ -47,6 +47,12 @@ describe("CORS and security headers with the default configuration", () => {
     expect(res.status, await res.clone().text()).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(res.headers.get("access-control-expose-headers")).toContain("x-request-id");
+    // The rate-limit headers it carries are readable too (OpenAI's names).
+    const exposed = res.headers.get("access-control-expose-headers")!.split(",");
+    for (const name of ["limit", "remaining", "reset"].flatMap((n) => [`x-ratelimit-${n}-requests`, `x-ratelimit-${n}-tokens`])) {
+      expect(res.headers.get(name), name).not.toBeNull();
+      expect(exposed).toContain(name);
+    }
     expect(res.headers.get("cache-control")).toBe("no-store");
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
     expect(((await res.json()) as { object: string }).object).toBe("chat.completion");

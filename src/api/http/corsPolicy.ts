@@ -11,8 +11,14 @@ export type CorsPolicyOptions = {
   api: CorsOrigins;
 };
 
-/** Response headers a browser script may read: ids, retry hints, resume. */
-const EXPOSED_HEADERS = ["x-request-id", "x-completion-id", "retry-after", "x-should-retry"];
+/** Response headers a browser script may read: ids, retry hints, resume, and where it stands against its rate limits. */
+const EXPOSED_HEADERS = [
+  "x-request-id",
+  "x-completion-id",
+  "retry-after",
+  "x-should-retry",
+  ...["limit", "remaining", "reset"].flatMap((name) => [`x-ratelimit-${name}-requests`, `x-ratelimit-${name}-tokens`]),
+];
 const ALLOWED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
 const PREFLIGHT_MAX_AGE_S = 600;
 
