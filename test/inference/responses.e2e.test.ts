@@ -152,6 +152,19 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(deleted).toMatchObject({ status: 400, param: "input[0].id" });
   });
 
+  it("refuses OpenAI's conversations, stored prompts and context compaction with a 400 naming each, and takes them null", async () => {
+    for (const [param, value] of [
+      ["conversation", "conv_123"],
+      ["prompt", { id: "pmpt_123" }],
+      ["context_management", [{ type: "compaction" }]],
+    ] as const) {
+      const error = await openai.responses.create({ ...base, max_output_tokens: 2, [param]: value } as never).catch((e: unknown) => e);
+      expect(error, param).toMatchObject({ status: 400, param });
+    }
+    const unset = await openai.responses.create({ ...base, max_output_tokens: 2, conversation: null, prompt: null } as never);
+    expect(unset.status).toMatch(/completed|incomplete/);
+  });
+
   it("reports the output cap that applied when none was sent (150), and echoes safety_identifier and prompt_cache_key", async () => {
     const response = await openai.responses.create({
       ...base,
