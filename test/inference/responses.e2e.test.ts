@@ -120,7 +120,8 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     const answer = first.output.find((item) => item.type === "message")!;
     const [question] = (await openai.responses.inputItems.list(first.id)).data;
     const input = [
-      { type: "item_reference" as const, id: question!.id },
+      // `type` may be left out (OpenAI's SDKs allow it): an item with nothing but an id is a reference.
+      { id: question!.id },
       { type: "item_reference" as const, id: answer.id },
       { role: "user" as const, content: "Go on." },
     ];
@@ -150,6 +151,18 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     await openai.responses.delete(second.id);
     const deleted = await openai.responses.create({ ...base, input: [{ type: "item_reference", id: answer.id }] }).catch((e: unknown) => e);
     expect(deleted).toMatchObject({ status: 400, param: "input[0].id" });
+  });
+
+  it("names the input item that is wrong, and what it should be", async () => {
+    const image = await openai.responses
+      .create({ ...base, input: [{ role: "user", content: "Hi" }, { type: "input_image", image_url: "https://example.com/a.png" } as never] })
+      .catch((e: unknown) => e);
+    expect(image).toMatchObject({ status: 400, param: "input[1]" });
+    expect((image as Error).message).toContain("other item types are not served");
+    const badName = await openai.responses
+      .create({ ...base, input: [{ type: "function_call", call_id: "c1", name: "bad name!", arguments: "{}" }] })
+      .catch((e: unknown) => e);
+    expect(badName).toMatchObject({ status: 400, param: "input[0].name" });
   });
 
   it("refuses OpenAI's conversations, stored prompts and context compaction with a 400 naming each, and takes them null", async () => {

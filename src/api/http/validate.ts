@@ -14,9 +14,33 @@ export function paramPath(path: readonly PropertyKey[]): string {
 /** Unknown fields named in an error message; the rest are counted ("and 12 more"). */
 const NAMED_UNKNOWN_FIELDS = 5;
 
+/** How many nested unions are looked into for the issue that names what is wrong. */
+const MAX_UNION_DEPTH = 8;
+
+/**
+ * A union with no message of its own whose input had the type of exactly one of its options (an array
+ * where a string or an array is taken): that option's own issue, which names what is wrong inside it
+ * (`input[0]: expected a message, ...`) rather than the union's "Invalid input" at its top.
+ */
+function matchedOptionIssue(issue: z.core.$ZodIssue): z.core.$ZodIssue {
+  let current = issue;
+  for (let depth = 0; depth < MAX_UNION_DEPTH; depth++) {
+    if (current.code !== "invalid_union" || current.message !== "Invalid input") return current;
+    // An option refused at its top (not its type, not one of its values) is one the input does not match.
+    const matched = current.errors.filter((option) => {
+      const first = option[0];
+      return first !== undefined && !(first.path.length === 0 && (first.code === "invalid_type" || first.code === "invalid_value"));
+    });
+    if (matched.length !== 1) return current;
+    const inner = matched[0]![0]!;
+    current = { ...inner, path: [...current.path, ...inner.path] };
+  }
+  return current;
+}
+
 /** Turns the first zod issue into a 400 invalid_request_error naming the parameter. */
 export function invalidRequestFromZod(error: z.ZodError): InvalidRequestError {
-  const issue = error.issues[0]!;
+  const issue = matchedOptionIssue(error.issues[0]!);
   if (issue.code === "unrecognized_keys") {
     const prefix = issue.path.length ? `${paramPath(issue.path)}.` : "";
     const keys = issue.keys.map((k) => `${prefix}${k}`);

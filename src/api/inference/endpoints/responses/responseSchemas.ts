@@ -40,8 +40,14 @@ const FunctionCallOutputItemSchema = z.looseObject({
 /** A reasoning item of an earlier output sent back: accepted, not given to the model again (as OpenAI's stateless mode). */
 const ReasoningItemSchema = z.looseObject({ type: z.literal("reasoning"), id: z.string().optional() });
 
-/** An item of one of the caller's stored responses, by its id (what the Vercel AI SDK sends for output it was given). */
-const ItemReferenceSchema = z.looseObject({ type: z.literal("item_reference"), id: z.string().min(1).max(200) });
+/**
+ * An item of one of the caller's stored responses, by its id (what the Vercel AI SDK sends for output it
+ * was given). `type` may be left out, as OpenAI's SDKs allow: then the item has nothing but its id.
+ */
+const ItemReferenceSchema = z.union([
+  z.looseObject({ type: z.literal("item_reference"), id: z.string().min(1).max(200) }),
+  z.strictObject({ type: z.null().optional(), id: z.string().min(1).max(200) }).transform(({ id }) => ({ type: "item_reference" as const, id })),
+]);
 
 export const InputItemSchema = z.union([MessageItemSchema, FunctionCallItemSchema, FunctionCallOutputItemSchema, ReasoningItemSchema, ItemReferenceSchema], {
   error: () => "expected a message, function_call, function_call_output, reasoning or item_reference item (other item types are not served).",
