@@ -6,6 +6,7 @@ import type { Logger } from "../../observability/logger.ts";
 import type { AppDeps } from "../appDeps.ts";
 import type { FileStore } from "../files/fileStore.ts";
 import { toApiError } from "../http/errorHandler.ts";
+import { storableJson } from "../http/jsonValueCheck.ts";
 import { type ApiError, errorBody } from "../http/errors.ts";
 import { TenantRateLimitError } from "../inference/admission/tenantAdmission.ts";
 import type { InferenceServices } from "../inference/inferenceServices.ts";
@@ -104,13 +105,26 @@ export class BatchDispatcher {
   /** One round: validate, expire, cancel, renew leases, dispatch, finalize. */
   async tick(): Promise<void> {
     const now = () => this.#deps.clock.now();
-    for (let i = 0; i < 3 && !this.#stopped && (await validateNextBatch(this.#pool, this.#files, now)); i++);
-    await this.#endWaitingLines();
-    await this.#cancelRunning();
-    await this.#findLostJobs();
-    await this.#renewLeases();
-    await this.#dispatch();
-    await this.#finalize();
+    // Each step on its own: one that fails (its database away, a batch it cannot handle) is retried at
+    // the next tick and never keeps the others from running (the leases of running lines above all).
+    await this.#step("validate", async () => {
+      for (let i = 0; i < 3 && !this.#stopped && (await validateNextBatch(this.#pool, this.#files, now)); i++);
+    });
+    await this.#step("end waiting lines", () => this.#endWaitingLines());
+    await this.#step("cancel running lines", () => this.#cancelRunning());
+    await this.#step("find lost jobs", () => this.#findLostJobs());
+    await this.#step("renew leases", () => this.#renewLeases());
+    await this.#step("dispatch", () => this.#dispatch());
+    await this.#step("finalize", () => this.#finalize());
+  }
+
+  async #step(name: string, run: () => Promise<void>): Promise<void> {
+    if (this.#stopped) return;
+    try {
+      await run();
+    } catch (error) {
+      this.#logger.warn(`batch dispatcher step failed: ${name}`, { error: error as Error });
+    }
   }
 
   /** Lines not started of expired and cancelling batches: the error file, not run, not charged. */
@@ -358,8 +372,8 @@ export class BatchDispatcher {
         line.line_no,
         result.status,
         result.statusCode,
-        result.response === null ? null : JSON.stringify(result.response),
-        result.error === null ? null : JSON.stringify(result.error),
+        result.response === null ? null : storableJson(result.response),
+        result.error === null ? null : storableJson(result.error),
         result.usage?.promptTokens ?? 0,
         result.usage?.completionTokens ?? 0,
         result.usage?.reasoningTokens ?? 0,

@@ -20,6 +20,8 @@ export type BatchRow = {
   /** The model every line names, once validated (migration 074); null while validating, failed, or mixed. */
   model: string | null;
   status: BatchStatus;
+  /** Validation attempts begun (migration 076). */
+  validation_attempts: number;
   errors: BatchLineError[] | null;
   total_lines: number;
   completed_lines: number;

@@ -7,6 +7,7 @@ import { appendBatchEvent } from "../../ledger/batches/batchEvents.ts";
 import type { AppDeps } from "../appDeps.ts";
 import { ApiError, ConflictError, InvalidRequestError, NotFoundError } from "../http/errors.ts";
 import { validate, validated } from "../http/validate.ts";
+import { isStorableText } from "../http/storableText.ts";
 import { principalOf } from "../auth/principalOf.ts";
 import type { FileStore } from "../files/fileStore.ts";
 import { type BatchRow, type BatchTokens, toBatchObject } from "./batchObject.ts";
@@ -43,7 +44,11 @@ async function batchObject(db: Queryable, row: BatchRow): Promise<Record<string,
 
 /** The caller's account's batch, or 404 (another account's batch is not found either). */
 async function ownBatch(db: Queryable, ctx: Context): Promise<BatchRow> {
-  const row = (await db.query<BatchRow>("SELECT * FROM batches WHERE id = $1 AND account_id = $2", [ctx.params.batchId, principalOf(ctx).accountId])).rows[0];
+  const id = String(ctx.params.batchId ?? "");
+  // An id no batch can have (a client's `%00`) is not found, without a statement PostgreSQL would refuse.
+  const row = isStorableText(id)
+    ? (await db.query<BatchRow>("SELECT * FROM batches WHERE id = $1 AND account_id = $2", [id, principalOf(ctx).accountId])).rows[0]
+    : undefined;
   if (!row) throw new NotFoundError(`No batch found with id '${ctx.params.batchId}'.`, { param: "batch_id", code: "not_found" });
   return row;
 }

@@ -1,12 +1,7 @@
 import { z } from "zod";
+import { storableString } from "../http/storableText.ts";
+import { MetadataSchema } from "../inference/endpoints/shared/metadataSchema.ts";
 import { BATCH_ENDPOINTS } from "./batchObject.ts";
-
-/** OpenAI's metadata: at most 16 pairs, keys up to 64 characters, values up to 512. */
-const MetadataSchema = z
-  .record(z.string().max(64), z.string().max(512))
-  .refine((m) => Object.keys(m).length <= 16, "at most 16 keys")
-  .nullable()
-  .optional();
 
 /** POST /v1/batches. */
 export const CreateBatchSchema = z
@@ -23,7 +18,7 @@ export type CreateBatch = z.infer<typeof CreateBatchSchema>;
 /** GET /v1/batches: newest first, `after` a batch id of the previous page. */
 export const ListBatchesQuerySchema = z
   .object({
-    after: z.string().min(1).max(128).optional(),
+    after: storableString().min(1).max(128).optional(),
     limit: z.coerce.number().int().min(1).max(100).default(20),
   })
   .strict();
@@ -33,7 +28,7 @@ export const BatchInputLineSchema = z
   .object({
     custom_id: z.string().min(1).max(512),
     method: z.literal("POST"),
-    url: z.string(),
+    url: z.string().max(256),
     body: z.record(z.string(), z.unknown()),
   })
   .strict();

@@ -5,6 +5,7 @@ import type { FileStore } from "../files/fileStore.ts";
 import type { BatchLineError, BatchRow } from "./batchObject.ts";
 import { batchLineEndpoint } from "./batchLineEndpoints.ts";
 import { BatchInputLineSchema } from "./batchSchemas.ts";
+import { checkJsonValue, storableJson } from "../http/jsonValueCheck.ts";
 import { jsonlLines } from "./jsonlLines.ts";
 import { lineCompletionId } from "./lineCompletionId.ts";
 
@@ -16,25 +17,51 @@ const INSERT_ROWS = 500;
 
 type PendingLine = { line: number; customId: string; model: string; body: unknown };
 
+/** Attempts after which a batch whose validation keeps failing (not its lines: the attempt itself) fails. */
+export const MAX_VALIDATION_ATTEMPTS = 3;
+/** A batch of line rows is written once it holds this many bytes of bodies, or INSERT_ROWS rows. */
+const INSERT_BYTES = 4 * 1024 * 1024;
+
 /**
- * Validates one batch waiting for it (status validating), in one transaction that holds its row: the
- * input file is streamed line by line; every line must be JSON with a unique custom_id, method POST,
- * the batch's url, and a body the endpoint's own schema accepts. Valid files become batch_lines and the
- * batch in_progress; otherwise the batch fails with errors naming line numbers and no line is kept
- * (nothing ran, nothing is charged). A process that dies part-way rolls back: another validates again.
- * Returns false when no batch waited.
+ * Validates one batch waiting for it (status validating), in one transaction: the input file is
+ * streamed line by line; every line must be JSON with a unique custom_id, method POST, the batch's url,
+ * and a body the endpoint's own schema accepts, within the request body's limits and with text PostgreSQL
+ * can store. Valid files become batch_lines and the batch in_progress; otherwise the batch fails with
+ * errors naming line numbers and no line is kept (nothing ran, nothing is charged). A process that dies
+ * part-way rolls back: another validates again.
+ *
+ * One process validates a batch at a time (a transaction-scoped advisory lock, not the batch's row: its
+ * owner can cancel it meanwhile, and the validation then keeps nothing). Each attempt is counted apart
+ * from the transaction: the batches tried fewest times go first, so one whose validation fails (a
+ * database error on its content, a timeout) never holds up another account's, and after
+ * MAX_VALIDATION_ATTEMPTS it fails. Returns false when no batch waited.
  */
 export async function validateNextBatch(pool: Pool, files: FileStore, now: () => Date): Promise<boolean> {
   return withTransaction(pool, async (client) => {
-    const picked = await client.query<BatchRow>("SELECT * FROM batches WHERE status = 'validating' ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED");
-    const batch = picked.rows[0];
+    const batch = await pickBatch(pool, client);
     if (!batch) return false;
-    const errors = await readLines(client, files, batch);
+    const errors =
+      batch.validation_attempts > MAX_VALIDATION_ATTEMPTS
+        ? [
+            {
+              code: "validation_failed",
+              message: `The input file could not be validated (${MAX_VALIDATION_ATTEMPTS} attempts failed).`,
+              param: null,
+              line: null,
+            },
+          ]
+        : await readLines(client, files, batch);
     const total = (await client.query<{ n: number }>("SELECT count(*)::int AS n FROM batch_lines WHERE batch_id = $1", [batch.id])).rows[0]!.n;
     if (errors.length === 0 && total === 0) errors.push({ code: "empty_file", message: "The input file has no requests.", param: null, line: null });
     if (errors.length > 0) {
       await client.query("DELETE FROM batch_lines WHERE batch_id = $1", [batch.id]);
-      await client.query("UPDATE batches SET status = 'failed', failed_at = $2, errors = $3 WHERE id = $1", [batch.id, now(), JSON.stringify(errors)]);
+      const failed = await client.query("UPDATE batches SET status = 'failed', failed_at = $2, errors = $3 WHERE id = $1 AND status = 'validating'", [
+        batch.id,
+        now(),
+        storableJson(errors),
+      ]);
+      // Cancelled while it was read: it ends cancelled, with nothing to run.
+      if (failed.rowCount === 0) return true;
       await appendBatchEvent(
         client,
         { type: "BatchFailed", data: { batchId: batch.id, errors: errors.length, counts: { total: 0, completed: 0, failed: 0 } } },
@@ -43,14 +70,33 @@ export async function validateNextBatch(pool: Pool, files: FileStore, now: () =>
       return true;
     }
     // Its model: the one every line names (none when they name several).
-    await client.query(
+    const started = await client.query(
       `UPDATE batches SET status = 'in_progress', in_progress_at = $2, total_lines = $3,
               model = (SELECT CASE WHEN count(DISTINCT model) = 1 THEN min(model) END FROM batch_lines WHERE batch_id = $1)
-        WHERE id = $1`,
+        WHERE id = $1 AND status = 'validating'`,
       [batch.id, now(), total],
     );
+    if (started.rowCount === 0) await client.query("DELETE FROM batch_lines WHERE batch_id = $1", [batch.id]);
     return true;
   });
+}
+
+/**
+ * The validating batch this transaction takes (its advisory lock held until it ends), its attempt
+ * counted on another connection (kept whatever the transaction's fate); null when none is free.
+ */
+async function pickBatch(pool: Pool, client: PoolClient): Promise<BatchRow | null> {
+  const candidates = await client.query<{ id: string }>("SELECT id FROM batches WHERE status = 'validating' ORDER BY validation_attempts, seq LIMIT 8");
+  for (const { id } of candidates.rows) {
+    const locked = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok", [`batch-validation:${id}`]);
+    if (!locked.rows[0]?.ok) continue;
+    const counted = await pool.query<BatchRow>(
+      "UPDATE batches SET validation_attempts = validation_attempts + 1 WHERE id = $1 AND status = 'validating' RETURNING *",
+      [id],
+    );
+    if (counted.rows[0]) return counted.rows[0];
+  }
+  return null;
 }
 
 async function readLines(client: PoolClient, files: FileStore, batch: BatchRow): Promise<BatchLineError[]> {
@@ -65,10 +111,12 @@ async function readLines(client: PoolClient, files: FileStore, batch: BatchRow):
   const endpoint = batchLineEndpoint(batch.endpoint);
   if (!endpoint) return [{ code: "invalid_endpoint", message: `${batch.endpoint} is not served by batches on this platform.`, param: "endpoint", line: null }];
   let pending: PendingLine[] = [];
+  let pendingBytes = 0;
   const flush = async () => {
     if (pending.length === 0) return;
     const rows = pending;
     pending = [];
+    pendingBytes = 0;
     const inserted = await client.query<{ line_no: number }>(
       `INSERT INTO batch_lines (batch_id, line_no, custom_id, model, body, completion_id)
        SELECT $1, l.line_no, l.custom_id, l.model, l.body, l.completion_id
@@ -106,6 +154,13 @@ async function readLines(client: PoolClient, files: FileStore, batch: BatchRow):
       fail({ code: "invalid_json_line", message: `Line ${line} is not valid JSON.`, param: null, line });
       continue;
     }
+    // Within a request body's limits, and storable (jsonb refuses U+0000 and unpaired surrogates).
+    const problem = checkJsonValue(json);
+    if (problem) {
+      const param = problem.path || null;
+      fail({ code: "invalid_request", message: `Line ${line}: ${param ? `'${param}' ` : "the line "}${problem.message}.`, param, line });
+      continue;
+    }
     const parsed = BatchInputLineSchema.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
@@ -130,7 +185,8 @@ async function readLines(client: PoolClient, files: FileStore, batch: BatchRow):
     }
     // Once a line failed nothing is kept: the rest is only checked (duplicates included, below).
     pending.push({ line, customId: parsed.data.custom_id, model: checked.model, body: parsed.data.body });
-    if (pending.length >= INSERT_ROWS) await flush();
+    pendingBytes += text.length;
+    if (pending.length >= INSERT_ROWS || pendingBytes >= INSERT_BYTES) await flush();
   }
   await flush();
   if (more > 0) errors.push({ code: "too_many_errors", message: `${more} more lines have errors.`, param: null, line: null });

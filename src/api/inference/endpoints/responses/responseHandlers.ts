@@ -3,6 +3,7 @@ import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../../../http/errors.ts";
 import { validated } from "../../../http/validate.ts";
+import { checkJsonValue } from "../../../http/jsonValueCheck.ts";
 import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts";
 import type { InferenceServices } from "../shared/requireInference.ts";
 import { principalOf } from "../../../auth/principalOf.ts";
@@ -24,6 +25,19 @@ async function ownResponse(inference: InferenceServices, ctx: Context): Promise<
   const stored = await inference.responses.store.find(principalOf(ctx).accountId, id);
   if (!stored) throw new NotFoundError(`Response with id '${id}' not found.`, { param: "response_id", code: "not_found" });
   return stored;
+}
+
+/**
+ * A stored response keeps its request's strings in jsonb, which cannot hold U+0000 or an unpaired
+ * surrogate: such a request is a 400 naming the place, before anything is claimed or stored.
+ */
+function refuseUnstorable(body: unknown): void {
+  const problem = checkJsonValue(body);
+  if (!problem) return;
+  throw new InvalidRequestError(`Invalid '${problem.path}': ${problem.message} (a stored response keeps it; send store: false to keep nothing).`, {
+    param: problem.path,
+    code: "invalid_value",
+  });
 }
 
 /** The context a previous_response_id gives: its own context, input and output (its owner's only, and ended). */
@@ -56,13 +70,14 @@ export function createResponseHandler(deps: AppDeps) {
     const body = validated(ctx, ResponseRequestSchema);
     const inference = requireInference(deps);
     const principal = principalOf(ctx);
+    const store = body.store !== false;
+    if (store) refuseUnstorable(body);
     const model = resolveModel(inference.registry, body.model, "chat");
     const contextItems = await previousContext(inference, principal.accountId, body.previous_response_id);
     const inputItems = toStoredItems(body.input, await inference.responses.store.findItems(principal.accountId, referencedItemIds(body.input)));
     const request = toResponseChatRequest(body, [...contextItems, ...inputItems], model, inference.schemas);
     const background = body.background === true;
     const stream = body.stream === true;
-    const store = body.store !== false;
 
     const id = newItemId("resp");
     const idempotencyKey = parseIdempotencyKey(ctx.get("idempotency-key") || undefined);
@@ -87,16 +102,22 @@ export function createResponseHandler(deps: AppDeps) {
     const now = deps.clock.now();
     const head: ResponseHead = { id, created_at: Math.floor(now.getTime() / 1000), model: model.id, background, settings: responseSettings(body, request) };
     if (store) {
-      await inference.responses.store.create(
-        {
-          ...head,
-          accountId: principal.accountId,
-          contextItems,
-          inputItems,
-          state: { status: background ? "queued" : "in_progress", output: [], usage: null, error: null, incomplete_details: null, completed_at: null },
-        },
-        now,
-      );
+      try {
+        await inference.responses.store.create(
+          {
+            ...head,
+            accountId: principal.accountId,
+            contextItems,
+            inputItems,
+            state: { status: background ? "queued" : "in_progress", output: [], usage: null, error: null, incomplete_details: null, completed_at: null },
+          },
+          now,
+        );
+      } catch (error) {
+        // Never stored: a retry with the same key must be free to run it (not a 409 for the key's lifetime).
+        if (idempotencyKey) await inference.idempotency.release(principal.keyId, idempotencyKey, id).catch(() => undefined);
+        throw error;
+      }
     }
     const run = inference.responses.track(head, store);
     /** Before admission a failure is an ordinary HTTP error, and the response never was. */

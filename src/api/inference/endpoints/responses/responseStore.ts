@@ -1,4 +1,6 @@
 import type { Pool } from "../../../../db/createPool.ts";
+import { storableJson } from "../../../http/jsonValueCheck.ts";
+import { isStorableText } from "../../../http/storableText.ts";
 import type { StoredItem } from "./responseItems.ts";
 import type { ResponseHead, ResponseState, ResponseStatus } from "./responseObject.ts";
 import type { ResponseSettings } from "./toResponseChatRequest.ts";
@@ -89,6 +91,8 @@ export class ResponseStore {
 
   /** The account's response (null: none, another account's, deleted or expired). */
   async find(accountId: string, id: string): Promise<StoredResponse | null> {
+    // An id no response can have (a client's `%00`): none, without a statement PostgreSQL would refuse.
+    if (!isStorableText(id)) return null;
     const { rows } = await this.#pool.query<Row>("SELECT * FROM responses WHERE id = $1 AND account_id = $2 AND expires_at > now()", [id, accountId]);
     return rows[0] ? fromRow(rows[0]) : null;
   }
@@ -97,7 +101,8 @@ export class ResponseStore {
    * The account's stored items with these ids, from the input and output of its responses (migration
    * 075 indexes their ids); an id found in several responses is the newest one's.
    */
-  async findItems(accountId: string, ids: string[]): Promise<Map<string, StoredItem>> {
+  async findItems(accountId: string, requested: string[]): Promise<Map<string, StoredItem>> {
+    const ids = requested.filter(isStorableText);
     if (ids.length === 0) return new Map();
     const { rows } = await this.#pool.query<{ item: StoredItem }>(
       `SELECT DISTINCT ON (item->>'id') item
@@ -128,9 +133,9 @@ export class ResponseStore {
       [
         id,
         state.status,
-        JSON.stringify(state.output),
+        storableJson(state.output),
         state.usage ? JSON.stringify(state.usage) : null,
-        state.error ? JSON.stringify(state.error) : null,
+        state.error ? storableJson(state.error) : null,
         state.incomplete_details ? JSON.stringify(state.incomplete_details) : null,
         new Date((state.completed_at ?? Math.floor(Date.now() / 1000)) * 1000),
       ],
