@@ -33,9 +33,10 @@ function jsonl(lines: number): Buffer {
   return Buffer.from(`${rows.join("\n")}\n`);
 }
 
+/** Files stored (not counting deleted files' tombstones, which hold no content) and content chunks. */
 async function fileRows(): Promise<{ files: number; chunks: number }> {
   const { rows } = await app.deps.pool.query<{ files: string; chunks: string }>(
-    "SELECT (SELECT count(*) FROM files) AS files, (SELECT count(*) FROM file_chunks) AS chunks",
+    "SELECT (SELECT count(*) FROM files WHERE status <> 'deleted') AS files, (SELECT count(*) FROM file_chunks) AS chunks",
   );
   return { files: Number(rows[0]?.files), chunks: Number(rows[0]?.chunks) };
 }
@@ -131,6 +132,66 @@ describe("Files API with the official openai SDK", () => {
     const bad = await app.request("GET", "/v1/files?limit=0", { token: owner.key });
     expect(bad.status).toBe(400);
     expect(bad.body.error.param).toBe("limit");
+  });
+
+  it("deletes every file in the SDK's auto-pagination cleanup loop; a deleted file stays a cursor, in both orders, for its account only", async () => {
+    const owner = await createKey(app);
+    const other = await createKey(app);
+    const openai = client(app, owner.key);
+    const stranger = client(app, other.key);
+    const upload = async (n: number) => {
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++) ids.push((await openai.files.create({ file: await toFile(jsonl(1), `c${i}.jsonl`), purpose: "batch" })).id);
+      return ids;
+    };
+
+    // The SDK fetches the next page after the caller consumed this one, with the last (now deleted) id as `after`.
+    const doomed = await upload(5);
+    const deleted: string[] = [];
+    for await (const file of openai.files.list({ limit: 2 })) {
+      await openai.files.delete(file.id);
+      deleted.push(file.id);
+    }
+    expect(deleted).toEqual([...doomed].reverse());
+    expect((await openai.files.list()).data).toEqual([]);
+    const ascendingDoomed = await upload(5);
+    for await (const file of openai.files.list({ limit: 2, order: "asc" })) await openai.files.delete(file.id);
+    expect((await openai.files.list()).data).toEqual([]);
+    // Nothing of the deleted files' content or name stays.
+    const { rows: tombstones } = await app.deps.pool.query<{ filename: string; chunks: number }>(
+      "SELECT filename, (SELECT count(*)::int FROM file_chunks WHERE file_id = files.id) AS chunks FROM files WHERE id = ANY($1)",
+      [[...doomed, ...ascendingDoomed]],
+    );
+    for (const row of tombstones) expect(row).toEqual({ filename: "", chunks: 0 });
+
+    const ids = await upload(5);
+    await openai.files.delete(ids[2] as string);
+    const desc = await openai.files.list({ after: ids[2] as string, limit: 10 });
+    expect(desc.data.map((f) => f.id)).toEqual([ids[1], ids[0]]);
+    expect(desc.has_more).toBe(false);
+    const asc = await openai.files.list({ after: ids[2] as string, limit: 1, order: "asc" });
+    expect(asc.data.map((f) => f.id)).toEqual([ids[3]]);
+    expect(asc.has_more).toBe(true);
+    const raw = await app.request("GET", `/v1/files?after=${ids[2]}&order=asc`, { token: owner.key });
+    assertOpenAiShape("file.list", raw.body);
+    expect(raw.body).toMatchObject({ first_id: ids[3], last_id: ids[4], has_more: false });
+
+    // The deleted file is gone for every other read, and deleting it again is a 404.
+    await expectApiError(openai.files.retrieve(ids[2] as string), 404);
+    await expectApiError(openai.files.content(ids[2] as string), 404);
+    await expectApiError(openai.files.delete(ids[2] as string), 404);
+    // Another account learns nothing from the id, deleted or not: 404, and an empty page as a cursor.
+    for (const id of [ids[2] as string, ids[3] as string]) {
+      await expectApiError(stranger.files.retrieve(id), 404);
+      await expectApiError(stranger.files.delete(id), 404);
+      for (const order of ["asc", "desc"] as const) {
+        const page = await stranger.files.list({ after: id, order });
+        expect(page.data).toEqual([]);
+        expect(page.has_more).toBe(false);
+      }
+    }
+    await stranger.files.create({ file: await toFile(jsonl(1), "s.jsonl"), purpose: "batch" });
+    for (const order of ["asc", "desc"] as const) expect((await stranger.files.list({ after: ids[2] as string, order })).data).toEqual([]);
   });
 
   it("round-trips any bytes exactly: NUL bytes, invalid UTF-8, CRLF, no final newline, across chunk boundaries", async () => {

@@ -9,10 +9,19 @@ const FILES_PER_RUN = 20;
  * request's body must arrive within Node's requestTimeout, 5 minutes): it is removed.
  */
 const ABANDONED_UPLOAD_MS = 3600_000;
+/**
+ * A deleted (or expired) file's tombstone is kept this long: its id still works as a list cursor (`after`)
+ * for its account, which the SDKs' auto-pagination relies on when the caller deletes the files it lists.
+ * They fetch the next page at once; a day also covers a listing paged by hand or a slow cleanup.
+ */
+export const TOMBSTONE_MS = 86_400_000;
+/** Tombstones (rows without content) removed per run: one statement. */
+const TOMBSTONES_PER_RUN = 1000;
 
 /**
  * The Files API's retention: every SWEEP_INTERVAL_MS, deletes up to FILES_PER_RUN files that expired
- * (FILES_RETENTION_DAYS), uploads abandoned by a process that died, and deletions left unfinished.
+ * (FILES_RETENTION_DAYS), uploads abandoned by a process that died, and deletions left unfinished (their
+ * content; each leaves a tombstone), and removes up to TOMBSTONES_PER_RUN tombstones older than TOMBSTONE_MS.
  * Several API processes may sweep at once: a file is purged by whichever gets to it.
  */
 export class FileRetentionSweeper {
@@ -34,9 +43,9 @@ export class FileRetentionSweeper {
   /** One bounded run; a failure (database away) is logged and the next run tries again. */
   runOnce(): Promise<void> {
     this.running ??= this.store
-      .sweep({ maxFiles: FILES_PER_RUN, abandonedAfterMs: ABANDONED_UPLOAD_MS })
-      .then((purged) => {
-        if (purged > 0) this.logger.info("files swept", { purged });
+      .sweep({ maxFiles: FILES_PER_RUN, abandonedAfterMs: ABANDONED_UPLOAD_MS, tombstoneMs: TOMBSTONE_MS, maxTombstones: TOMBSTONES_PER_RUN })
+      .then(({ purged, tombstonesRemoved }) => {
+        if (purged > 0 || tombstonesRemoved > 0) this.logger.info("files swept", { purged, tombstonesRemoved });
       })
       .catch((error: unknown) => this.logger.warn("file retention sweep failed", { error: (error as Error).message }))
       .finally(() => {

@@ -39,11 +39,17 @@ export interface FileStore {
   get(accountId: string, fileId: string): Promise<StoredFile | null>;
   /** The content in order, chunk by chunk; null when the account has no such file. */
   open(accountId: string, fileId: string): Promise<AsyncIterable<Buffer> | null>;
-  /** Newest first; `after` is a file id (cursor) of the previous page. */
+  /**
+   * Newest first (or oldest: `order`); `after` is a file id (cursor) of the previous page, also once that
+   * file was deleted (for a while: the store keeps its position), so deleting while listing misses none.
+   */
   list(
     accountId: string,
     options: { purpose?: FilePurpose; limit: number; after?: string; order?: "asc" | "desc" },
   ): Promise<{ files: StoredFile[]; hasMore: boolean }>;
-  /** Real deletion of metadata and content; false when the account has no such file. */
+  /**
+   * Deletion of the content and the metadata (every read but a list cursor finds nothing); false when the
+   * account has no such file (also when deleted already).
+   */
   delete(accountId: string, fileId: string): Promise<boolean>;
 }

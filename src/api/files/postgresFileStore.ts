@@ -60,7 +60,9 @@ export function isFileId(id: string): boolean {
  * row that the retention sweep (sweepFiles) removes. Memory: one chunk being filled.
  *
  * open() reads one chunk per query (keyset on the chunk index) as the reader asks: one chunk in memory.
- * delete() hides the file at once (`deleting`) and then removes its chunks a few per statement.
+ * delete() hides the file at once (`deleting`) and then removes its chunks a few per statement; the row
+ * stays as a tombstone (`deleted`: no content, no filename) that only list() reads, as the position of
+ * an `after` cursor naming it, until the retention sweep removes it (TOMBSTONE_MS after the deletion).
  */
 export class PostgresFileStore implements FileStore {
   private readonly pool: Pool;
@@ -178,8 +180,9 @@ export class PostgresFileStore implements FileStore {
       if (!isFileId(options.after)) return { files: [], hasMore: false };
       params.push(options.after);
       const op = order === "desc" ? "<" : ">";
-      // A cursor that is no file of the account's (deleted since): an empty page.
-      cursor = `AND (created_at, id) ${op} (SELECT created_at, id FROM files WHERE id = $4 AND account_id = $1)`;
+      // The cursor's position: a file of the account's, or its tombstone (deleted since: the SDKs pass the
+      // last file of a page, which their caller may have deleted). Anything else gives an empty page.
+      cursor = `AND (created_at, id) ${op} (SELECT created_at, id FROM files WHERE id = $4 AND account_id = $1 AND status <> 'uploading')`;
     }
     const direction = order === "desc" ? "DESC" : "ASC";
     const { rows } = await this.pool.query<FileRow>(
@@ -193,37 +196,51 @@ export class PostgresFileStore implements FileStore {
 
   async delete(accountId: string, fileId: string): Promise<boolean> {
     if (!isFileId(fileId)) return false;
-    const { rowCount } = await this.pool.query("UPDATE files SET status = 'deleting' WHERE id = $1 AND account_id = $2 AND status = 'processed'", [
-      fileId,
-      accountId,
-    ]);
+    const { rowCount } = await this.pool.query(
+      "UPDATE files SET status = 'deleting', deleted_at = $3 WHERE id = $1 AND account_id = $2 AND status = 'processed'",
+      [fileId, accountId, this.clock.now()],
+    );
     if (rowCount === 0) return false;
     // Hidden already; what a failure leaves is finished by the retention sweep.
-    await this.purge(fileId).catch(() => undefined);
+    await this.purge(fileId, "tombstone").catch(() => undefined);
     return true;
   }
 
   /**
    * The retention sweep, one bounded run: expired files and uploads abandoned (no process finishes
    * them: older than `abandonedAfterMs`) are hidden, then they and deletions left unfinished are
-   * purged, at most `maxFiles` of them. Returns how many files were purged.
+   * purged to tombstones, at most `maxFiles` of them; then at most `maxTombstones` tombstones deleted
+   * `tombstoneMs` ago or earlier are removed. Returns how many files were purged and tombstones removed.
    */
-  async sweep(options: { maxFiles: number; abandonedAfterMs: number }): Promise<number> {
+  async sweep(options: { maxFiles: number; abandonedAfterMs: number; tombstoneMs: number; maxTombstones: number }): Promise<{
+    purged: number;
+    tombstonesRemoved: number;
+  }> {
     const now = this.clock.now();
     await this.pool.query(
-      `UPDATE files SET status = 'deleting' WHERE id IN (
+      `UPDATE files SET status = 'deleting', deleted_at = $1 WHERE id IN (
          (SELECT id FROM files WHERE status = 'processed' AND expires_at <= $1 ORDER BY expires_at LIMIT $3)
          UNION ALL
          (SELECT id FROM files WHERE status = 'uploading' AND created_at <= $2 ORDER BY created_at LIMIT $3))`,
       [now, new Date(now.getTime() - options.abandonedAfterMs), options.maxFiles],
     );
     const { rows } = await this.pool.query<{ id: string }>("SELECT id FROM files WHERE status = 'deleting' ORDER BY created_at LIMIT $1", [options.maxFiles]);
-    for (const { id } of rows) await this.purge(id);
-    return rows.length;
+    for (const { id } of rows) await this.purge(id, "tombstone");
+    // Tombstones hold no content: one short statement removes many.
+    const removed = await this.pool.query(
+      `DELETE FROM files WHERE id IN (
+         SELECT id FROM files WHERE status = 'deleted' AND deleted_at <= $1 ORDER BY deleted_at LIMIT $2)
+       AND status = 'deleted'`,
+      [new Date(now.getTime() - options.tombstoneMs), options.maxTombstones],
+    );
+    return { purged: rows.length, tombstonesRemoved: removed.rowCount ?? 0 };
   }
 
-  /** Removes a file's chunks a few per statement, then its row. */
-  private async purge(fileId: string): Promise<void> {
+  /**
+   * Removes a file's chunks a few per statement, then its row, or (`tombstone`, a file hidden as
+   * `deleting`) leaves the row as a tombstone: `deleted`, no filename.
+   */
+  private async purge(fileId: string, keep?: "tombstone"): Promise<void> {
     for (;;) {
       const { rowCount } = await this.pool.query(
         `DELETE FROM file_chunks WHERE file_id = $1 AND chunk_index IN (
@@ -232,6 +249,14 @@ export class PostgresFileStore implements FileStore {
       );
       if ((rowCount ?? 0) < PURGE_CHUNKS_PER_STATEMENT) break;
     }
-    await this.pool.query("DELETE FROM files WHERE id = $1", [fileId]);
+    if (keep === "tombstone") {
+      // deleted_at is set when the file is hidden; a row hidden by an older version has none yet.
+      await this.pool.query("UPDATE files SET status = 'deleted', filename = '', deleted_at = COALESCE(deleted_at, $2) WHERE id = $1 AND status = 'deleting'", [
+        fileId,
+        this.clock.now(),
+      ]);
+    } else {
+      await this.pool.query("DELETE FROM files WHERE id = $1", [fileId]);
+    }
   }
 }
