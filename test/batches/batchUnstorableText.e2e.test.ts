@@ -186,6 +186,28 @@ describe("text PostgreSQL cannot store", () => {
     ).rejects.toMatchObject({ status: 400, error: { param: "metadata.k" } });
   }, 60_000);
 
+  it("stores an uploaded file's name with U+FFFD for U+0000, and cuts a long name at 512 characters without splitting a pair", async () => {
+    const { key } = await platform.createKey();
+    const upload = async (filename: string) => {
+      const boundary = "b0undary";
+      const body = Buffer.concat([
+        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n`),
+        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/jsonl\r\n\r\n`),
+        Buffer.from(`${JSON.stringify(chatLine(1, TINY_CHAT))}\n\r\n--${boundary}--\r\n`),
+      ]);
+      const answer = await fetch(`${platform.baseUrl}/v1/files`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": `multipart/form-data; boundary=${boundary}` },
+        body,
+      });
+      return { status: answer.status, body: (await answer.json()) as { filename?: string } };
+    };
+    expect(await upload("a\u0000b.jsonl")).toEqual({ status: 200, body: expect.objectContaining({ filename: "a\uFFFDb.jsonl" }) });
+    const long = await upload(`${"x".repeat(511)}😀😀`);
+    expect(long.status).toBe(200);
+    expect(long.body.filename).toBe(`${"x".repeat(511)}😀`);
+  });
+
   it("cancels a batch while its file is being validated: cancelling at once, then cancelled with nothing run or kept", async () => {
     const { key } = await platform.createKey();
     const openai = platform.openai(key);

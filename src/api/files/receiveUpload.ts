@@ -1,3 +1,4 @@
+import { toStorableText } from "../http/storableText.ts";
 import type { Context } from "koa";
 import { ApiError, InvalidRequestError } from "../http/errors.ts";
 import type { FileStore, StoredFile } from "./fileStore.ts";
@@ -110,7 +111,7 @@ export async function receiveUpload(ctx: Context, store: FileStore, upload: { ac
       return await store.create({
         accountId: upload.accountId,
         purpose: "batch",
-        filename: part.filename.slice(0, 512) || "file",
+        filename: storedFilename(part.filename),
         content,
         maxBytes: upload.maxBytes,
         maxLines: upload.maxLines,
@@ -126,4 +127,12 @@ export async function receiveUpload(ctx: Context, store: FileStore, upload: { ac
   } finally {
     await parts.return(undefined);
   }
+}
+
+/**
+ * The name a file is stored under: at most 512 characters (code points: a pair is never split), with
+ * what PostgreSQL cannot store (U+0000, an unpaired surrogate) replaced by U+FFFD; "file" when empty.
+ */
+export function storedFilename(name: string): string {
+  return toStorableText([...name].slice(0, 512).join("")) || "file";
 }

@@ -1,5 +1,5 @@
 import { DEFAULT_JSON_SHAPE_LIMITS, type JsonShapeLimits } from "./jsonShapeBudget.ts";
-import { isStorableText, STORABLE_TEXT_MESSAGE } from "./storableText.ts";
+import { isStorableText, STORABLE_TEXT_MESSAGE, toStorableText } from "./storableText.ts";
 
 /** What is wrong with a parsed JSON value, and where (`messages[0].content`; "" for the value itself). */
 export type JsonValueProblem = { path: string; message: string };
@@ -53,20 +53,12 @@ export function checkJsonValue(value: unknown, limits: JsonShapeLimits = DEFAULT
   return null;
 }
 
-/** A surrogate code point: with the `u` flag only an unpaired surrogate is one. */
-const LONE_SURROGATE = /\p{Cs}/gu;
-
-/** Replaces what jsonb cannot hold (U+0000, unpaired surrogates) in a string by U+FFFD. */
-function storableCopy(text: string): string {
-  return text.replaceAll("\u0000", "\uFFFD").replace(LONE_SURROGATE, "\uFFFD");
-}
-
 function sanitized(value: unknown): unknown {
-  if (typeof value === "string") return storableCopy(value);
+  if (typeof value === "string") return toStorableText(value);
   if (value === null || typeof value !== "object") return value;
   if (Array.isArray(value)) return value.map(sanitized);
   const copy: Record<string, unknown> = {};
-  for (const [key, member] of Object.entries(value)) copy[storableCopy(key)] = sanitized(member);
+  for (const [key, member] of Object.entries(value)) copy[toStorableText(key)] = sanitized(member);
   return copy;
 }
 

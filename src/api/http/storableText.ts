@@ -12,6 +12,13 @@ export function isStorableText(value: string): boolean {
   return !value.includes("\u0000") && !LONE_SURROGATE.test(value);
 }
 
+const LONE_SURROGATES = /\p{Cs}/gu;
+
+/** The text with U+0000 and unpaired surrogates replaced by U+FFFD: what PostgreSQL can store of it. */
+export function toStorableText(value: string): string {
+  return isStorableText(value) ? value : value.replaceAll("\u0000", "\uFFFD").replace(LONE_SURROGATES, "\uFFFD");
+}
+
 export const STORABLE_TEXT_MESSAGE = "must not contain NUL characters (U+0000) or unpaired UTF-16 surrogates";
 
 /** z.string() that PostgreSQL can store: chain further checks/transforms after it. */
