@@ -6,7 +6,13 @@ import { InternalApiError, ServiceUnavailableError } from "../../http/errors.ts"
 import { EndedBeforeResumeError, JobReleasedError, type RunningJob } from "./runningJob.ts";
 
 /** Longest single blocking read: a released follower's connection is closed at once anyway. */
-const BLOCK_MS = 5_000;
+const BLOCK_MS = 2_000;
+/**
+ * How long past its BLOCK time a read may go unanswered: longer, and Redis is away (down, or its
+ * connection black-holed: the connection kind re-sends a read once it reconnects, so the read itself
+ * would wait for the whole outage).
+ */
+const READ_SLACK_MS = 1_000;
 
 /**
  * A completion's messages read from its replay stream (InferenceKeys.replayStream), from the start or
@@ -77,9 +83,12 @@ export class ReplayFollower implements RunningJob {
   async #read(blockMs: number): Promise<void> {
     let result: [string, [string, string[]][]][] | null;
     try {
-      result = (await this.#connection.xread("BLOCK", blockMs, "STREAMS", this.#stream, this.#lastEntryId)) as typeof result;
+      result = (await this.#answered(this.#connection.xread("BLOCK", blockMs, "STREAMS", this.#stream, this.#lastEntryId), blockMs)) as typeof result;
+      // Nothing came, after entries did: were they lost with Redis (restarted empty), nothing more comes.
+      if (result === null && this.#lastEntryId !== "0-0" && (await this.#answered(this.#connection.exists(this.#stream), 0)) === 0) this.#gap = true;
     } catch (error) {
-      if (this.#released) return;
+      // Released by its reader (its connection closed under the read): nothing more to read.
+      if (this.#released && !(error instanceof ServiceUnavailableError)) return;
       throw error;
     }
     for (const [, entries] of result ?? []) {
@@ -96,6 +105,27 @@ export class ReplayFollower implements RunningJob {
         if (message.type === "started" && !this.#started) continue;
         this.#buffer.push(message);
       }
+    }
+  }
+
+  /**
+   * A command's answer, or (none within `blockMs` + READ_SLACK_MS: Redis is away) the follower released
+   * and a 503, as a POST's feed ends: the connection kind re-sends a command once it reconnects, so the
+   * command alone would wait for the whole outage, or for ever on a black-holed connection.
+   */
+  async #answered<T>(command: Promise<T>, blockMs: number): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const unanswered = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        command.catch(() => undefined);
+        this.release();
+        reject(new ServiceUnavailableError("redis"));
+      }, blockMs + READ_SLACK_MS);
+    });
+    try {
+      return await Promise.race([command, unanswered]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 }
