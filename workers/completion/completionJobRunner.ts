@@ -80,10 +80,11 @@ const CANCELLED_MESSAGE = {
  * request early for the platform's reason (reason `lost`), the cancelled outcome charges the prompt and
  * the tokens of the deltas the client was sent (numbered up to the cancel's `deliveredThroughSeq`), even
  * if the engine finished meanwhile. A cancel that comes once the usage is being recorded changes nothing
- * (UsageRecorded is written once). A batch line's job that fails for the platform's reason charges
- * nothing: the line runs again, and that run is charged (unchargedBatchFailure). A speculative job's
- * usage waits for its hold (UsageRecorder). Each job runs in
- * a `RunCompletion` span continuing the request's trace.
+ * (UsageRecorded is written once), except a refusal that comes while a speculative job's usage still
+ * waits for its admission: nothing is recorded then. A batch line's job that fails for the platform's
+ * reason charges nothing: the line runs again, and that run is charged (unchargedBatchFailure). A
+ * speculative job's usage waits for its hold (UsageRecorder). Each job runs in a `RunCompletion` span
+ * continuing the request's trace.
  *
  * A job BullMQ hands out again because its worker died (RunMode "redelivered") picks up what that worker
  * delivered (resumption.ts): nothing when its stream was ended or its usage recorded (then the stream is
@@ -253,7 +254,7 @@ export class CompletionJobRunner {
           ? await this.#usageBeforeFailure(job, generated)
           : usage;
     const outcome = failure ? (failure.kind === "cancelled" ? "cancelled" : "failed") : finishReason === "length" ? "length" : "finished";
-    const recording = this.#record(job, charged, outcome, startedAt);
+    const recording = this.#record(job, charged, outcome, startedAt, tracked);
     // The client waits for the usage to be recorded (its stream has everything else, with keep-alives
     // meanwhile), but no longer than usageWaitMs: PostgreSQL unreachable, the stream is ended as it would
     // be, with the usage that is being recorded, and the job stays active until it is recorded.
@@ -296,9 +297,11 @@ export class CompletionJobRunner {
 
   /**
    * Records a job's usage (UsageRecorder: retried while PostgreSQL is unreachable, however long). A
-   * speculative job's usage waits for its admission to be decided.
+   * speculative job's usage waits for its admission to be decided; a refusal the API sends meanwhile
+   * (`tracked`: its cancel of reason refused, the client having been answered with an error) stops it,
+   * also before the refusal is recorded in PostgreSQL (the API may not reach it then).
    */
-  #record(job: CompletionJob, charged: Usage, outcome: UsageRecordedData["outcome"], startedAt: Date): Promise<RecordOutcome> {
+  #record(job: CompletionJob, charged: Usage, outcome: UsageRecordedData["outcome"], startedAt: Date, tracked?: TrackedJob): Promise<RecordOutcome> {
     return this.#deps.usage.record(
       {
         completionId: job.completionId,
@@ -318,7 +321,13 @@ export class CompletionJobRunner {
         ...(job.lane === "batch" ? { batchDiscountBps: this.#deps.model.batchDiscountBps } : {}),
       },
       { correlationId: job.completionId, actor: "worker", ...(job.traceparent ? { traceparent: job.traceparent } : {}) },
-      job.speculative ? { speculative: true, admissionDecidedBy: new Date(startedAt.getTime() + ADMISSION_DECIDED_WITHIN_MS) } : {},
+      job.speculative
+        ? {
+            speculative: true,
+            admissionDecidedBy: new Date(startedAt.getTime() + ADMISSION_DECIDED_WITHIN_MS),
+            ...(tracked ? { refused: () => tracked.reason === "refused" } : {}),
+          }
+        : {},
     );
   }
 

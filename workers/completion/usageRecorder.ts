@@ -18,7 +18,17 @@ export type RecordOptions = {
    */
   speculative?: boolean;
   admissionDecidedBy?: Date;
+  /**
+   * Whether the API has refused the admission since (the job's cancel said so: its client was answered
+   * with an error, and the refusal may not be recorded in PostgreSQL yet, e.g. while the API cannot
+   * reach it): from then on nothing is recorded. Asked before each attempt; an attempt already made
+   * stands (one that failed may have recorded the usage all the same: it is then found).
+   */
+  refused?: () => boolean;
 };
+
+/** #retrying gave up: `stop` said so. */
+const STOPPED = Symbol("stopped");
 
 /**
  * Records a finished job's usage and settles its budget hold (the one way usage is charged): recordUsage appends
@@ -66,10 +76,14 @@ export class UsageRecorder {
 
   async record(data: UsageRecordedData, metadata: EventMetadata, options: RecordOptions = {}): Promise<RecordOutcome> {
     const event: UsageRecorded = { type: "UsageRecorded", data: UsageRecordedDataSchema.parse(data) };
+    const refused = options.refused ?? (() => false);
     let pause = 5;
     for (;;) {
+      // Every attempt so far answered (nothing recorded, the admission pending): nothing to undo.
+      if (refused()) return "refused";
       const decided = !options.speculative || (options.admissionDecidedBy !== undefined && this.#now() >= options.admissionDecidedBy);
-      const result = await this.#settle(event, metadata, !decided);
+      const result = await this.#settle(event, metadata, !decided, refused);
+      if (result === STOPPED) return this.#afterRefusal(event.data.completionId);
       if (result.admission === "refused") return "refused";
       if (result.admission === "admitted") return result.recorded ? "recorded" : "already_recorded";
       await new Promise((resolve) => setTimeout(resolve, pause));
@@ -84,16 +98,32 @@ export class UsageRecorder {
     return event ? UsageRecordedDataSchema.parse(event.data) : null;
   }
 
-  async #settle(event: UsageRecorded, metadata: EventMetadata, requireAdmission: boolean): Promise<SettleResult> {
+  async #settle(event: UsageRecorded, metadata: EventMetadata, requireAdmission: boolean, stop: () => boolean): Promise<SettleResult | typeof STOPPED> {
     return this.#retrying(async () => {
       const recorded = await this.#commits.record(event, metadata, { requireAdmission });
       if (recorded.admission === "admitted") await this.#folds.fold(event.data.completionId);
       return recorded;
-    });
+    }, stop);
   }
 
-  /** `work`, again while PostgreSQL is unreachable, and at most `retries` more times for other errors. */
-  async #retrying<T>(work: () => Promise<T>): Promise<T> {
+  /**
+   * The admission was refused (RecordOptions.refused) while an attempt to record had failed: that
+   * attempt may have recorded the usage all the same (its commit went through unseen). If it did, the
+   * usage stands (recorded once) and its hold is folded; otherwise nothing is recorded.
+   */
+  async #afterRefusal(completionId: string): Promise<RecordOutcome> {
+    if ((await this.recorded(completionId)) === null) return "refused";
+    await this.#retrying(() => this.#folds.fold(completionId));
+    return "already_recorded";
+  }
+
+  /**
+   * `work`, again while PostgreSQL is unreachable, and at most `retries` more times for other errors;
+   * STOPPED when `stop` says so before an attempt after the first.
+   */
+  async #retrying<T>(work: () => Promise<T>): Promise<T>;
+  async #retrying<T>(work: () => Promise<T>, stop: () => boolean): Promise<T | typeof STOPPED>;
+  async #retrying<T>(work: () => Promise<T>, stop: () => boolean = () => false): Promise<T | typeof STOPPED> {
     let failures = 0;
     for (let attempt = 0; ; attempt++) {
       try {
@@ -102,6 +132,7 @@ export class UsageRecorder {
         if (!isDatabaseUnavailable(error) && ++failures > this.#retries) throw error;
         this.#onRetry(error, attempt);
         await new Promise((resolve) => setTimeout(resolve, Math.min(this.#maxPauseMs, 50 * 2 ** Math.min(attempt, 10))));
+        if (stop()) return STOPPED;
       }
     }
   }
