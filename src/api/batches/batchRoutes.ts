@@ -143,10 +143,14 @@ export function batchRoutes(deps: AppDeps): Router {
       "UPDATE batches SET status = 'cancelling', cancelling_at = $2 WHERE id = $1 AND account_id = $3 AND status IN ('validating', 'in_progress') RETURNING *",
       [batch.id, deps.clock.now(), batch.account_id],
     );
-    const row = updated.rows[0];
-    if (!row) throw new ConflictError(`The batch ${batch.id} is ${batch.status}: it can no longer be cancelled.`, { code: "batch_not_cancellable" });
+    // Changed meanwhile: cancelled by another request (two cancels at once: the same answer as a cancel
+    // after it), or ended.
+    const row = updated.rows[0] ?? (await deps.pool.query<BatchRow>("SELECT * FROM batches WHERE id = $1", [batch.id])).rows[0] ?? batch;
+    if (row.status !== "cancelling" && row.status !== "cancelled") {
+      throw new ConflictError(`The batch ${batch.id} is ${row.status}: it can no longer be cancelled.`, { code: "batch_not_cancellable" });
+    }
     // The lines running now stop (each charged what it generated); the dispatchers fail the rest unrun.
-    if (deps.inference) {
+    if (deps.inference && updated.rows[0]) {
       const running = await deps.pool.query<{ model: string; completion_id: string }>(
         "SELECT model, completion_id FROM batch_lines WHERE batch_id = $1 AND status = 'running'",
         [batch.id],
