@@ -233,6 +233,31 @@ describe("the Batch API", () => {
     expect(charges.size).toBeLessThan(80);
   }, 120_000);
 
+  it("honours output_expires_after: the output file expires that many seconds after its creation; a bad value is a 400 naming it", async () => {
+    const { key } = await platform.createKey();
+    const openai = platform.openai(key);
+    const inputFileId = await uploadBatchFile(openai, [chatLine(1, TINY_CHAT)]);
+    const create = (output_expires_after: unknown) =>
+      openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h", output_expires_after } as never);
+    for (const [value, param] of [
+      [{ anchor: "created_at", seconds: 60 }, "output_expires_after.seconds"],
+      [{ anchor: "created_at", seconds: 2_592_001 }, "output_expires_after.seconds"],
+      [{ anchor: "last_active_at", seconds: 3600 }, "output_expires_after.anchor"],
+      [{ anchor: "created_at", seconds: 3600, days: 1 }, "output_expires_after.days"],
+    ] as const) {
+      await expect(create(value)).rejects.toMatchObject({ status: 400, error: { param } });
+    }
+    const created = await create({ anchor: "created_at", seconds: 3600 });
+    const done = await waitForStatus(openai, created.id, ["completed", "failed"]);
+    expect(done.status).toBe("completed");
+    const output = await openai.files.retrieve(done.output_file_id!);
+    expect(output.expires_at).toBe(output.created_at + 3600);
+    // Without it, the platform's retention (30 days here).
+    const plain = await waitForStatus(openai, (await create(null)).id, ["completed", "failed"]);
+    const kept = await openai.files.retrieve(plain.output_file_id!);
+    expect(kept.expires_at).toBe(kept.created_at + 30 * 86_400);
+  }, 60_000);
+
   it("lists the account's batches newest first with a cursor; another account's key gets 404", async () => {
     const { key } = await platform.createKey();
     const openai = platform.openai(key);

@@ -20,6 +20,8 @@ export type BatchRow = {
   /** The model every line names, once validated (migration 074); null while validating, failed, or mixed. */
   model: string | null;
   status: BatchStatus;
+  /** OpenAI's output_expires_after.seconds (migration 078): its output and error files expire this long after they are written. */
+  output_expires_after_s: number | null;
   /** Validation attempts begun (migration 076). */
   validation_attempts: number;
   errors: BatchLineError[] | null;

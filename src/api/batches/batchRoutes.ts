@@ -80,8 +80,8 @@ export function batchRoutes(deps: AppDeps): Router {
     const expiresAt = new Date(createdAt.getTime() + deps.config.batches.completionWindowMs);
     const row = await withTransaction(deps.pool, async (client) => {
       const inserted = await client.query<BatchRow>(
-        `INSERT INTO batches (id, account_id, key_id, endpoint, input_file_id, completion_window, metadata, status, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 'validating', $8, $9) RETURNING *`,
+        `INSERT INTO batches (id, account_id, key_id, endpoint, input_file_id, completion_window, metadata, status, created_at, expires_at, output_expires_after_s)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'validating', $8, $9, $10) RETURNING *`,
         [
           id,
           principal.accountId,
@@ -92,6 +92,7 @@ export function batchRoutes(deps: AppDeps): Router {
           body.metadata ? JSON.stringify(body.metadata) : null,
           createdAt,
           expiresAt,
+          body.output_expires_after?.seconds ?? null,
         ],
       );
       await appendBatchEvent(

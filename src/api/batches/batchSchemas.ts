@@ -10,7 +10,13 @@ export const CreateBatchSchema = z
     endpoint: z.enum(BATCH_ENDPOINTS),
     completion_window: z.literal("24h"),
     metadata: MetadataSchema,
-    output_expires_after: z.unknown().optional(),
+    output_expires_after: z
+      .object({
+        anchor: z.literal("created_at"),
+        seconds: z.number().int().min(3600, "must be at least 3600 (1 hour)").max(2_592_000, "must be at most 2592000 (30 days)"),
+      })
+      .strict()
+      .nullish(),
   })
   .strict();
 export type CreateBatch = z.infer<typeof CreateBatchSchema>;

@@ -63,6 +63,7 @@ export async function finalizeBatch(pool: Pool, files: FileStore, batchId: strin
         content: outputLines(pool, batch.id, status),
         maxBytes: Number.MAX_SAFE_INTEGER,
         maxLines: Number.MAX_SAFE_INTEGER,
+        ...(batch.output_expires_after_s !== null ? { expiresAfterSeconds: batch.output_expires_after_s } : {}),
       });
       // Recorded at once, outside this transaction: it outlives this attempt if the process dies now.
       await pool.query("INSERT INTO batch_written_files (file_id, batch_id, account_id) VALUES ($1, $2, $3)", [file.id, batch.id, batch.account_id]);

@@ -31,6 +31,8 @@ export type NewFile = {
   /** Refuse (and store nothing) past this many bytes / lines: FileTooLargeError. */
   maxBytes: number;
   maxLines: number;
+  /** Expires this long after it is created (OpenAI's `expires_after`, anchor created_at), or with the retention if that comes first. */
+  expiresAfterSeconds?: number;
 };
 
 export interface FileStore {

@@ -80,7 +80,11 @@ export class PostgresFileStore implements FileStore {
   async create(file: NewFile): Promise<StoredFile> {
     const id = newFileId();
     const createdAt = this.clock.now();
-    const expiresAt = this.retentionDays > 0 ? new Date(createdAt.getTime() + this.retentionDays * 86_400_000) : null;
+    const expiries = [
+      ...(this.retentionDays > 0 ? [createdAt.getTime() + this.retentionDays * 86_400_000] : []),
+      ...(file.expiresAfterSeconds !== undefined ? [createdAt.getTime() + file.expiresAfterSeconds * 1000] : []),
+    ];
+    const expiresAt = expiries.length > 0 ? new Date(Math.min(...expiries)) : null;
     await this.pool.query(
       "INSERT INTO files (id, account_id, purpose, filename, status, created_at, expires_at) VALUES ($1, $2, $3, $4, 'uploading', $5, $6)",
       [id, file.accountId, file.purpose, file.filename, createdAt, expiresAt],
