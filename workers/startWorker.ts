@@ -20,6 +20,7 @@ import { CompletionWorker } from "./completion/completionWorker.ts";
 import { CoalescingWindow } from "./completion/coalescingWindow.ts";
 import { DeltaPublisher } from "./completion/deltaPublisher.ts";
 import { JobCancellations } from "./completion/jobCancellations.ts";
+import { ReplayFence } from "./completion/replayFence.ts";
 import { ReplayReader } from "./completion/replayReader.ts";
 import { TurnWriter } from "./completion/turnWriter.ts";
 import { UsageRecorder } from "./completion/usageRecorder.ts";
@@ -88,6 +89,7 @@ export async function startWorker({ config, pool, logger, metrics, localReplies 
   });
   const cancellations = new JobCancellations(config.redis, keys, { timeouts: config.redisTimeouts });
   const replay = new ReplayReader(redis, keys);
+  const replayFence = new ReplayFence(redis, keys, { ttlSeconds: config.completionRetentionSeconds, maxLen: config.deltaReplayMaxLen });
   const workers: CompletionWorker[] = [];
   const heartbeat = new WorkerHeartbeat({
     presence: new WorkerPresence(redis, keys),
@@ -105,14 +107,16 @@ export async function startWorker({ config, pool, logger, metrics, localReplies 
         model,
         engine,
         usage,
-        publisherFor: (job, firstSeq) =>
+        publisherFor: (job, firstSeq, fence) =>
           new DeltaPublisher(keys, job, {
             window,
             writer,
             replayTtlSeconds: config.completionRetentionSeconds,
             replayMaxLen: config.deltaReplayMaxLen,
             firstSeq,
+            ...fence,
           }),
+        fence: replayFence,
         replay,
         now: () => new Date(),
         logger: logger.child({ model: model.id }),

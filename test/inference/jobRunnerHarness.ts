@@ -34,7 +34,7 @@ export type JobRunnerHarness = {
   registry: ModelRegistry;
   accountId: string;
   /** A worker's publisher for the job, numbering from firstSeq; no coalescing: every delta is a message of its own. */
-  publisherFor: (job: { completionId: string; replyTo: string }, firstSeq: number) => DeltaPublisher;
+  publisherFor: (job: { completionId: string; replyTo: string }, firstSeq: number, fence?: { run?: number; onSuperseded?: () => void }) => DeltaPublisher;
   /** A new chat job of the account on the tiny chat model, its replies sent to the subscriber. */
   chatJob: (request: ChatRequest) => CompletionJob;
   close: () => Promise<void>;
@@ -76,13 +76,14 @@ export async function startJobRunnerHarness(dirPrefix: string): Promise<JobRunne
       engine,
       registry,
       accountId,
-      publisherFor: (job, firstSeq) =>
+      publisherFor: (job, firstSeq, fence) =>
         new DeltaPublisher(keys, job, {
           window: new CoalescingWindow(0),
           writer: new TurnWriter(writerRedis),
           replayTtlSeconds: 60,
           replayMaxLen: 1000,
           firstSeq,
+          ...fence,
         }),
       chatJob: (request) => ({
         completionId: `chatcmpl-${randomUUID().replaceAll("-", "")}`,

@@ -13,6 +13,7 @@ import { toJobError } from "./toJobError.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
 import type { JobCancellations, TrackedJob } from "./jobCancellations.ts";
 import type { ReplayReader } from "./replayReader.ts";
+import type { ReplayFence } from "./replayFence.ts";
 import {
   type Delivered,
   deliveredTokens,
@@ -34,8 +35,13 @@ export type CompletionJobRunnerDeps = {
   model: RegisteredModel;
   engine: Engine;
   usage: UsageRecorder;
-  /** The publisher of a job's messages, numbering them from `firstSeq`. */
-  publisherFor: (job: { completionId: string; replyTo: string }, firstSeq: number) => DeltaPublisher;
+  /**
+   * The publisher of a job's messages, numbering them from `firstSeq`, for run `fence.run` of the job
+   * (ReplayFence; none: unfenced); `fence.onSuperseded` is told when a later run claimed its stream.
+   */
+  publisherFor: (job: { completionId: string; replyTo: string }, firstSeq: number, fence?: { run?: number; onSuperseded?: () => void }) => DeltaPublisher;
+  /** Claims a job's replay stream for a run taking it over (ReplayFence); without it, runs are unfenced. */
+  fence?: Pick<ReplayFence, "claim">;
   /** What earlier runs of a job delivered (read for a job run again). */
   replay: Pick<ReplayReader, "read">;
   now: () => Date;
@@ -105,7 +111,10 @@ export class CompletionJobRunner {
    * or a failed or cancelled job's), or null when it charged nothing (its admission refused, nothing left
    * to do for a job run again).
    */
-  run(job: CompletionJob, signal: AbortSignal, mode: RunMode = "new"): Promise<Usage | null> {
+  /**
+   * `run`: which run of the job this is (ReplayFence: BullMQ's attemptsStarted; undefined: unfenced).
+   */
+  run(job: CompletionJob, signal: AbortSignal, mode: RunMode = "new", run?: number): Promise<Usage | null> {
     return context.with(contextOf(job.traceparent), () =>
       platformTracer().startActiveSpan(
         "RunCompletion",
@@ -124,7 +133,7 @@ export class CompletionJobRunner {
         async (span) => {
           const tracked = this.#deps.cancellations?.track(job.completionId);
           try {
-            return await this.#run(job, tracked ? AbortSignal.any([signal, tracked.signal]) : signal, tracked, mode);
+            return await this.#run(job, tracked ? AbortSignal.any([signal, tracked.signal]) : signal, tracked, mode, run);
           } catch (error) {
             span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
             throw error;
@@ -137,9 +146,23 @@ export class CompletionJobRunner {
     );
   }
 
-  async #run(job: CompletionJob, signal: AbortSignal, tracked: TrackedJob | undefined, mode: RunMode): Promise<Usage | null> {
+  async #run(job: CompletionJob, jobSignal: AbortSignal, tracked: TrackedJob | undefined, mode: RunMode, run: number | undefined): Promise<Usage | null> {
     const { engine, logger } = this.#deps;
-    const point = mode === "new" ? NEW_JOB : await this.#resume(job, mode);
+    // A run taking a job over claims its stream before it reads what was delivered (ReplayFence).
+    let writeRun = this.#deps.fence ? run : undefined;
+    if (mode !== "new" && writeRun !== undefined) {
+      const claim = await this.#deps.fence!.claim(job.completionId, writeRun);
+      if (claim === "superseded") {
+        logger.warn("job taken over by a later run already: nothing done", { completionId: job.completionId, model: job.model, run: writeRun });
+        return null;
+      }
+      if (claim === "unfenced") writeRun = undefined;
+    }
+    // Superseded while it runs (its worker taken for dead, a later run claimed the stream): the engine stops.
+    const supersede = new AbortController();
+    const signal = AbortSignal.any([jobSignal, supersede.signal]);
+    const fence = { ...(writeRun === undefined ? {} : { run: writeRun }), onSuperseded: () => supersede.abort(new Error("superseded by a later run")) };
+    const point = mode === "new" ? NEW_JOB : await this.#resume(job, mode, fence);
     if (point === null) return null;
     // What was generated, for the charge of a run that fails: the token counts the deltas carry, the
     // text of those without one and the reasoning (counted with the tokenizer); of the content, only
@@ -163,7 +186,7 @@ export class CompletionJobRunner {
       if (delta.tokens !== undefined) generated.tokens += delta.tokens;
       else generated.uncounted += (delta.reasoning ?? "") + text;
     };
-    const publisher = this.#deps.publisherFor(job, point.nextSeq);
+    const publisher = this.#deps.publisherFor(job, point.nextSeq, fence);
     const startedAt = this.#deps.now();
     // `started` goes out once the engine call has been made (its request is on the wire first), and in
     // any case before the job's first other message.
@@ -211,8 +234,16 @@ export class CompletionJobRunner {
     } catch (error) {
       call?.failed(error);
       failure = toJobError(error);
-      if (failure.kind === "internal" && !tracked?.cancelled)
+      if (failure.kind === "internal" && !tracked?.cancelled && !supersede.signal.aborted)
         logger.error("engine failed", { completionId: job.completionId, model: job.model, error: error as Error });
+    }
+    // Whatever was written must be in the stream before anything is charged: a run superseded meanwhile
+    // (a later run continues the job from what this one delivered) records nothing.
+    await publisher.settled();
+    if (publisher.superseded) {
+      logger.warn("job taken over by a later run (this worker was taken for dead): nothing recorded", { completionId: job.completionId, model: job.model });
+      await publisher.close().catch(() => undefined);
+      return null;
     }
     if (tracked?.reason === "refused" || tracked?.reason === "expired") {
       // Its admission was refused (the API answered 429 / 402), or its batch expired while it ran (the line
@@ -358,7 +389,7 @@ export class CompletionJobRunner {
    * Where a job run again picks up (see resumption.ts), or null when nothing is left to do: its stream was
    * ended, or its usage was recorded (the stream is then ended here from the record).
    */
-  async #resume(job: CompletionJob, mode: RunMode): Promise<ResumePoint | null> {
+  async #resume(job: CompletionJob, mode: RunMode, fence: { run?: number; onSuperseded?: () => void }): Promise<ResumePoint | null> {
     const { replay, usage, engine, logger } = this.#deps;
     const [messages, recorded] = await Promise.all([replay.read(job.completionId), usage.recorded(job.completionId)]);
     const delivered = foldDelivered(messages);
@@ -368,7 +399,7 @@ export class CompletionJobRunner {
     if (plan.kind === "run") return { ...plan.point, replayed: messages };
     if (plan.kind === "unrecorded") await this.#recordEnding(job, delivered, plan.ending);
     if (plan.kind === "recorded") {
-      const publisher = this.#deps.publisherFor(job, delivered.lastSeq + 1);
+      const publisher = this.#deps.publisherFor(job, delivered.lastSeq + 1, fence);
       endFromRecord(publisher, job, delivered, plan.usage);
       await publisher.close();
     }

@@ -182,7 +182,7 @@ export class CompletionWorker {
     this.#tenantStarted(parsed.data);
     const metrics = this.#metrics;
     if (!metrics) {
-      const used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode).catch((error: unknown) => {
+      const used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode, runOf(job)).catch((error: unknown) => {
         this.#tenantEnded(parsed.data);
         throw error;
       });
@@ -200,7 +200,7 @@ export class CompletionWorker {
     metrics.slotsBusy.inc(model);
     let used: Usage | null = null;
     try {
-      used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode);
+      used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode, runOf(job));
       metrics.completed.inc(model);
     } catch (error) {
       metrics.failed.inc(model);
@@ -243,7 +243,8 @@ export class CompletionWorker {
     if (!parsed.success) return;
     this.#logger.error("a job's workers died too often: its stream is ended with an error", { model: this.modelId, jobId: job.id });
     this.#tenantEnded(parsed.data);
-    const ending = this.#runner.run(parsed.data, NEVER_ABORTED, "abandoned").then(
+    // After its last run: a run of its own, above every one BullMQ started.
+    const ending = this.#runner.run(parsed.data, NEVER_ABORTED, "abandoned", runOf(job) + 1).then(
       () => undefined,
       (failure: unknown) => {
         this.#logger.error("could not end the stream of an abandoned job", { model: this.modelId, jobId: job.id, error: failure as Error });
@@ -252,4 +253,9 @@ export class CompletionWorker {
     this.#abandoning.add(ending);
     void ending.finally(() => this.#abandoning.delete(ending));
   }
+}
+
+/** Which run of the job this is (ReplayFence): BullMQ counts every start of a job in Redis, atomically, as it hands it out. */
+function runOf(job: Job<CompletionJob, void>): number {
+  return Math.max(1, job.attemptsStarted);
 }

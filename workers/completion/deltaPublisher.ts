@@ -5,6 +5,7 @@ import type { CoalescingWindow, PendingFlush } from "./coalescingWindow.ts";
 import { mergeDeltas } from "./mergeDeltas.ts";
 import { SentDeltas, type SentOutput } from "./sentDeltas.ts";
 import type { TurnWriter } from "./turnWriter.ts";
+import { isSupersededWrite, replayEntryId } from "./replayFence.ts";
 
 export type DeltaPublisherOptions = {
   /** The coalescing window, shared by the worker's publishers (it widens under load). */
@@ -18,6 +19,13 @@ export type DeltaPublisherOptions = {
    * the job wrote, when this run picks up where a worker that died stopped.
    */
   firstSeq?: number;
+  /**
+   * The run of the job this publisher writes for (ReplayFence): its entries get the ids `<run>-<seq + 1>`,
+   * which Redis refuses once a later run claimed the stream. Undefined: Redis's ids (`*`), unfenced.
+   */
+  run?: number;
+  /** Called once, when a write was refused because a later run of the job claimed its stream. */
+  onSuperseded?: () => void;
   now?: () => number;
 };
 
@@ -42,7 +50,9 @@ export class DeltaPublisher implements PendingFlush {
   readonly #completionId: string;
   readonly #replyTo: string;
   readonly #stream: string;
-  readonly #options: Required<DeltaPublisherOptions>;
+  readonly #options: Required<Omit<DeltaPublisherOptions, "run" | "onSuperseded">>;
+  readonly #run: number | undefined;
+  readonly #onSuperseded: (() => void) | undefined;
   readonly #firstSeq: number;
   #seq: number;
   #lastWrite = Number.NEGATIVE_INFINITY;
@@ -57,8 +67,12 @@ export class DeltaPublisher implements PendingFlush {
   /** Settles once every message written so far has reached Redis (or failed). */
   #written: Promise<void> = Promise.resolve();
   #failure: Error | null = null;
+  #superseded = false;
   readonly #onFailure = (error: Error): void => {
     this.#failure ??= error;
+    if (this.#superseded || !isSupersededWrite(error)) return;
+    this.#superseded = true;
+    this.#onSuperseded?.();
   };
   #closed = false;
 
@@ -67,6 +81,8 @@ export class DeltaPublisher implements PendingFlush {
     this.#replyTo = job.replyTo;
     this.#stream = keys.replayStream(job.completionId);
     this.#options = { now: () => performance.now(), ...options, firstSeq: options.firstSeq ?? 0 };
+    this.#run = options.run;
+    this.#onSuperseded = options.onSuperseded;
     this.#firstSeq = this.#options.firstSeq;
     this.#seq = this.#firstSeq;
     options.window.opened();
@@ -129,6 +145,20 @@ export class DeltaPublisher implements PendingFlush {
     this.#write(message);
   }
 
+  /**
+   * A write was refused because a later run of the job claimed its stream (its worker took this run for
+   * dead): this run's messages reach nobody from then on, and it must record nothing.
+   */
+  get superseded(): boolean {
+    return this.#superseded;
+  }
+
+  /** Flushes and waits until every write so far settled (whether it failed: see `superseded`). */
+  async settled(): Promise<void> {
+    this.flush();
+    await this.#written;
+  }
+
   /** Flushes and waits until every write reached Redis; rejects when one failed. */
   async close(): Promise<void> {
     this.flush();
@@ -162,12 +192,15 @@ export class DeltaPublisher implements PendingFlush {
   }
 
   #append(sequenced: DeltaMessage): void {
+    // Superseded: whatever it writes would be refused too.
+    if (this.#superseded) return;
     if (sequenced.type === "delta") this.#sent.record(sequenced.seq, sequenced.delta, sequenced.tokens);
     // The expiry is (re)set on the first and last messages and now and then between, not on every delta.
     const last = sequenced.type === "usage" || sequenced.type === "error";
     const expire = sequenced.seq % 256 === 0 || sequenced.seq === this.#firstSeq || last ? this.#options.replayTtlSeconds : null;
     this.#written = this.#options.writer.write({
       stream: this.#stream,
+      id: this.#run === undefined ? "*" : replayEntryId(this.#run, sequenced.seq),
       maxLen: this.#options.replayMaxLen,
       expireSeconds: expire,
       replyTo: this.#replyTo,

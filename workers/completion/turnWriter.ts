@@ -12,6 +12,12 @@ export type WriteFailureListener = (error: Error) => void;
 /** One message for TurnWriter.write: where it is appended, where it is published, and who hears of a failure. */
 export type TurnMessage = {
   stream: string;
+  /**
+   * The entry's id in the replay stream: `*` (Redis's clock), or the run's own (`<run>-<n>`, see
+   * ReplayFence): Redis refuses an id at or below the stream's last, which is how a run superseded by a
+   * later one of the same job is kept out of it. Default `*`.
+   */
+  id?: string;
   maxLen: number;
   expireSeconds: number | null;
   replyTo: string;
@@ -23,7 +29,8 @@ export type TurnMessage = {
   onFailure: WriteFailureListener;
 };
 
-type Reply = { entries: string[]; listeners: WriteFailureListener[] };
+/** The turn's entries for a reply channel of another process, and the index in Turn.commands of each one's append. */
+type Reply = { entries: string[]; listeners: WriteFailureListener[]; appends: number[] };
 
 /** The turn's messages for a reply channel of this process, and the index in Turn.commands of each one's append. */
 type LocalReply = { handler: LocalReplyHandler; entries: ReplyEntry[]; appends: number[] };
@@ -33,7 +40,7 @@ type Turn = {
   corked: Socket | null;
   commands: Promise<unknown>[];
   /** Per command (same index): whom to tell when it fails. */
-  owners: (WriteFailureListener | WriteFailureListener[])[];
+  owners: WriteFailureListener[];
   /** Reply channel of another process -> the turn's entries for it (one PUBLISH). */
   replies: Map<string, Reply>;
   /** Reply channel of this process -> the turn's messages for it (handed over once appended). */
@@ -51,15 +58,16 @@ type Turn = {
  *   EXPIRE) when it is written;
  * - the turn's messages for one API process in another process (reply channel) become ONE PUBLISH,
  *   whatever the number of completions and tokens in it, so Redis and the API get one message per turn
- *   under load;
+ *   under load. It is sent once Redis acknowledged the turn's appends, with the messages whose append
+ *   succeeded only, as a local reply is handed over;
  * - the turn's messages for an API role of this process (its reply channel is in LocalReplyChannels) are
  *   handed to it as they are, in one call per turn, once Redis acknowledged their appends: no PUBLISH, no
  *   JSON decoding or validation on the API's side. A message whose append failed is not handed over (the
  *   API's feed refills it from the replay stream, or gives it up, as a missed PUBLISH), so the API never
  *   relays a message the replay stream does not hold (a resumed stream, or a worker continuing the
  *   completion after a crash, starts from what the stream holds). Turns are handed over in order;
- * - the connection's socket is corked from the turn's first write until its PUBLISHes are issued, so all
- *   of the turn's commands reach Redis in one socket write.
+ * - the connection's socket is corked from the turn's first write until its appends are issued, so all
+ *   of them reach Redis in one socket write; the PUBLISHes follow in one more (turns in order).
  *
  * Corking does what ioredis' auto-pipelining did here, without its per-turn pipeline objects and
  * per-command callbacks: in a measurement of 32 XADDs and a PUBLISH per turn, the auto-pipelined
@@ -96,10 +104,10 @@ export class TurnWriter {
     return context.with(suppressTracing(context.active()), () => this.#write(message));
   }
 
-  #write({ stream, maxLen, expireSeconds, replyTo, completionId, message, messageJson, onFailure }: TurnMessage): Promise<void> {
+  #write({ stream, id = "*", maxLen, expireSeconds, replyTo, completionId, message, messageJson, onFailure }: TurnMessage): Promise<void> {
     this.#turn ??= this.#begin();
     const turn = this.#turn;
-    const append = turn.commands.push(this.#redis.xadd(stream, "MAXLEN", "~", String(maxLen), "*", "m", messageJson)) - 1;
+    const append = turn.commands.push(this.#redis.xadd(stream, "MAXLEN", "~", String(maxLen), id, "m", messageJson)) - 1;
     turn.owners.push(onFailure);
     if (expireSeconds !== null) {
       turn.commands.push(this.#redis.expire(stream, expireSeconds));
@@ -115,11 +123,12 @@ export class TurnWriter {
     if (reply) {
       reply.entries.push(encodeReplyEntry(completionId, messageJson));
       reply.listeners.push(onFailure);
+      reply.appends.push(append);
       return turn.done;
     }
     const handler = this.#local?.handlerFor(replyTo);
     if (handler) turn.local.set(replyTo, { handler, entries: [{ completionId, message }], appends: [append] });
-    else turn.replies.set(replyTo, { entries: [encodeReplyEntry(completionId, messageJson)], listeners: [onFailure] });
+    else turn.replies.set(replyTo, { entries: [encodeReplyEntry(completionId, messageJson)], listeners: [onFailure], appends: [append] });
     return turn.done;
   }
 
@@ -139,10 +148,6 @@ export class TurnWriter {
   #flush(): void {
     const turn = this.#turn!;
     this.#turn = null;
-    for (const [channel, reply] of turn.replies) {
-      turn.commands.push(this.#redis.publish(channel, encodeReplyBatch(reply.entries)));
-      turn.owners.push(reply.listeners);
-    }
     turn.corked?.uncork();
     // null: every command succeeded (the common case, without a result object per command).
     const own = Promise.all(turn.commands).then(
@@ -151,8 +156,30 @@ export class TurnWriter {
     );
     this.#settled = Promise.all([this.#settled, own]).then(([, results]) => {
       if (turn.local.size) handOver(turn, results);
-      turn.resolve();
+      // Issued in turn order (one connection: Redis runs them in that order), not awaited by the next turn.
+      if (turn.replies.size) void this.#publish(turn, results).then(turn.resolve);
+      else turn.resolve();
     });
+  }
+
+  /**
+   * The turn's replies for API processes elsewhere, once their appends are acknowledged: one PUBLISH per
+   * reply channel, with the messages whose append succeeded (a message whose append failed, or was
+   * refused to a superseded run, never reaches a client). A failed PUBLISH is reported to its messages'
+   * owners (the API's feed refills from the replay stream). Resolves once they settled.
+   */
+  async #publish(turn: Turn, results: PromiseSettledResult<unknown>[] | null): Promise<void> {
+    const publishes: Promise<unknown>[] = [];
+    for (const [channel, reply] of turn.replies) {
+      const entries = results === null ? reply.entries : reply.entries.filter((_, i) => results[reply.appends[i]!]!.status === "fulfilled");
+      if (!entries.length) continue;
+      publishes.push(
+        this.#redis.publish(channel, encodeReplyBatch(entries)).catch((error: unknown) => {
+          for (const listener of reply.listeners) listener(error as Error);
+        }),
+      );
+    }
+    await Promise.all(publishes);
   }
 }
 
@@ -161,8 +188,7 @@ async function reportFailures(turn: Turn): Promise<PromiseSettledResult<unknown>
   const results = await Promise.allSettled(turn.commands);
   results.forEach((result, i) => {
     if (result.status === "fulfilled") return;
-    const owner = turn.owners[i]!;
-    for (const listener of Array.isArray(owner) ? owner : [owner]) listener(result.reason as Error);
+    turn.owners[i]!(result.reason as Error);
   });
   return results;
 }

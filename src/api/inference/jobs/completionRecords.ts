@@ -85,16 +85,12 @@ export class CompletionRecords {
 
   /** The last message of the completion's replay stream (undefined when it has none yet). */
   async lastMessage(completionId: string): Promise<DeltaMessage | undefined> {
-    const entries = await this.#redis.xrevrange(this.#keys.replayStream(completionId), "+", "-", "COUNT", 1);
-    const fields = entries[0]?.[1];
-    return fields ? decodeReplayEntry(fields) : undefined;
+    return firstDecoded(await this.#redis.xrevrange(this.#keys.replayStream(completionId), "+", "-", "COUNT", ENTRIES_READ));
   }
 
   /** The first message of the completion's replay stream (its seq is 0 unless its start was lost with Redis). */
   async firstMessage(completionId: string): Promise<DeltaMessage | undefined> {
-    const entries = await this.#redis.xrange(this.#keys.replayStream(completionId), "-", "+", "COUNT", 1);
-    const fields = entries[0]?.[1];
-    return fields ? decodeReplayEntry(fields) : undefined;
+    return firstDecoded(await this.#redis.xrange(this.#keys.replayStream(completionId), "-", "+", "COUNT", ENTRIES_READ));
   }
 
   /** Drops the completion's replay stream: its job is run again afresh under the same id (a batch line whose run was lost). */
@@ -116,4 +112,19 @@ export class CompletionRecords {
       .publish(record.replyTo, encodeReplyBatch([encodeReplyEntry(record.completionId, json)]))
       .exec();
   }
+}
+
+/**
+ * Entries read to find a first or last message: a replay stream also holds the claims of the runs that
+ * took its job over (ReplayFence, not messages), one per run, and a job runs at most a few times.
+ */
+const ENTRIES_READ = 4;
+
+/** The first entry of `entries` that is a message. */
+function firstDecoded(entries: [string, string[]][]): DeltaMessage | undefined {
+  for (const [, fields] of entries) {
+    const message = decodeReplayEntry(fields);
+    if (message) return message;
+  }
+  return undefined;
 }
