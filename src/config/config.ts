@@ -47,6 +47,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     auditPublicKeyPath: e.AUDIT_PUBLIC_KEY_PATH || undefined,
     jobStartTimeoutMs: e.JOB_START_TIMEOUT_MS,
     jobIdleTimeoutMs: e.JOB_IDLE_TIMEOUT_MS,
+    clientFollowsPerAccount: e.CLIENT_FOLLOWS_PER_ACCOUNT,
     jobStartTimeoutStreamMs: e.JOB_START_TIMEOUT_STREAM_MS,
     queueMaxWaiting: e.QUEUE_MAX_WAITING,
     completionAbandonGraceMs: e.COMPLETION_ABANDON_GRACE_MS,

@@ -51,6 +51,8 @@ export type Config = {
   idempotencyTtlSeconds: number;
   /** How long a started job may stay silent (no delta) before the API gives up on it with api_error. */
   jobIdleTimeoutMs: number;
+  /** Reads of stored completions and responses (GETs of running ones, resumes, attaches) an account may hold open at once, per API process. */
+  clientFollowsPerAccount: number;
   /** Model ids this worker serves; undefined = every model of the registry. */
   workerModels: string[] | undefined;
   /** Worker heartbeat period; a worker counts as live for three periods after its last beat. */

@@ -113,6 +113,7 @@ export const EnvSchema = z.object({
   AUDIT_PUBLIC_KEY_PATH: z.string().optional(),
   JOB_START_TIMEOUT_MS: intFromEnv(10_000).refine((n) => n > 0, "must be positive"),
   JOB_IDLE_TIMEOUT_MS: intFromEnv(300_000).refine((n) => n > 0, "must be positive"),
+  CLIENT_FOLLOWS_PER_ACCOUNT: intFromEnv(64).refine((n) => n > 0, "must be positive"),
   JOB_START_TIMEOUT_STREAM_MS: intFromEnv(600_000).refine((n) => n > 0, "must be positive"),
   QUEUE_MAX_WAITING: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
   COMPLETION_ABANDON_GRACE_MS: intFromEnv(60_000).refine((n) => n >= 0, "must not be negative"),

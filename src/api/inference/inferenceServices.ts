@@ -13,6 +13,8 @@ import type { Logger } from "../../observability/logger.ts";
 import { AbandonmentWatch } from "./jobs/abandonmentWatch.ts";
 import { CompletionRecords } from "./jobs/completionRecords.ts";
 import { IdempotencyKeys } from "./jobs/idempotencyKeys.ts";
+import { ClientFollowers } from "./jobs/clientFollowers.ts";
+import type { RunningJob } from "./jobs/runningJob.ts";
 import { ReplayFollower } from "./jobs/replayFollower.ts";
 import type { PlatformMetrics } from "../../observability/metrics.ts";
 import { readQueueDepth } from "./jobs/queueDepth.ts";
@@ -43,6 +45,8 @@ export type InferenceServices = {
   idempotency: IdempotencyKeys;
   /** A completion's messages from its replay stream, after a sequence number, then live (resume, attach). */
   follow(completionId: string, afterSeq: number, options?: FollowOptions): ReplayFollower;
+  /** follow() for a client's request, counted against its account's open follows (ClientFollowers: 429 past the limit). */
+  followForClient(accountId: string, completionId: string, afterSeq: number, options?: FollowOptions): RunningJob;
   /** The limits of this API process's inference requests. */
   limits: InferenceLimits;
   /**
@@ -133,6 +137,9 @@ export function createInferenceServices(
   });
   const follow = (completionId: string, afterSeq: number, options: FollowOptions = {}) =>
     new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs, ...options });
+  const clientFollowers = new ClientFollowers(config.clientFollowsPerAccount);
+  const followForClient = (accountId: string, completionId: string, afterSeq: number, options: FollowOptions = {}) =>
+    clientFollowers.take(accountId, () => follow(completionId, afterSeq, options));
   const responses = new ResponseKeeper({
     store: new ResponseStore(holdPool, { retentionMs: config.responsesRetentionDays * 86_400_000, leaseMs: RESPONSE_LEASE_MS }),
     records,
@@ -154,6 +161,7 @@ export function createInferenceServices(
     schemas: new JsonSchemaValidator(),
     tenants,
     follow,
+    followForClient,
     limits,
     holdPool,
     speculation,

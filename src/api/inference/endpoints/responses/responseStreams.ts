@@ -66,7 +66,7 @@ function messagesOf(stored: StoredResponse): DeltaMessage[] {
 export async function streamStoredResponse(inference: InferenceServices, ctx: Context, stored: StoredResponse, afterSeq: number): Promise<void> {
   const builder = new ResponseEventBuilder(stored, nowSeconds);
   // With the job's `started`: a queued response's stream says `response.queued` until its job starts.
-  const follower = inference.follow(stored.id, -1, { started: true });
+  const follower = inference.followForClient(stored.accountId, stored.id, -1, { started: true });
   const sse = new SseResponse(ctx, () => follower.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
   sse.open();
   const write = eventWriter(sse, afterSeq);

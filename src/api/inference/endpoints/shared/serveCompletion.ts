@@ -126,7 +126,9 @@ export async function serveExistingCompletion(
 ): Promise<void> {
   ctx.set(COMPLETION_ID_HEADER, record.completionId);
   await inference.records.attach(record.completionId);
-  const job = listening(inference.follow(record.completionId, options.afterSeq), () => inference.abandonment.detached(record));
+  const job = listening(inference.followForClient(principalOf(ctx).accountId, record.completionId, options.afterSeq), () =>
+    inference.abandonment.detached(record),
+  );
   const head: CompletionHead = { id: record.completionId, created: record.created, model: record.model, reasoning: record.reasoning };
   if (!options.stream) {
     await collectInto(ctx, job, head, options.shape, { partialWhenCancelled: true });
