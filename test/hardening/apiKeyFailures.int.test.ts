@@ -72,6 +72,12 @@ describe("unknown API keys", () => {
     expect((await models(app, cachedKey.key, attacker)).status).toBe(200);
     expect((await models(app, coldKey.key, newAddress())).status).toBe(200);
     expectError(await models(app, newApiKeySecret(), newAddress()), 403, "Forbidden");
+
+    // A colleague's key that authenticated before (here, from another address) and is in no process's
+    // cache any more (another API process, or two seconds later) is looked up from the blocked address too.
+    app.deps.keyAuth.cache.clear();
+    expect((await models(app, coldKey.key, attacker)).status).toBe(200);
+    expectError(await models(app, newApiKeySecret(), attacker), 429, "rate_limit_exceeded");
   });
 
   it("limits one refused key sent again and again from an address, and only that key: the address's valid keys go on", async () => {

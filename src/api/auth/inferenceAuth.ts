@@ -6,6 +6,7 @@ import type { AuthRefusalReason } from "../../observability/metrics.ts";
 import { AttemptLimiter, TooManyAttemptsError } from "../http/rateLimits.ts";
 import { apiKeyHash, isWellFormedApiKey } from "../keys/apiKeySecret.ts";
 import { type Principal, stateOf } from "../http/requestState.ts";
+import { RecentlyValidKeys } from "./recentlyValidKeys.ts";
 
 /** Who an inference request acts for; set by inferenceAuth, read with principalOf. */
 export type { Principal };
@@ -27,13 +28,16 @@ function tooManyFailures(retryAfterSeconds: number): TooManyAttemptsError {
  * refused key sent again and again from an address (a stale CI job) is answered 429 after that many,
  * and only that key: the other keys of the address (an office behind one NAT) go on being looked up
  * and served. Different refused keys from one address (someone trying made-up keys) count once each;
- * past the limit the address's keys that are not already known valid (in the cache) get 429 without a
- * lookup, which bounds the queries made-up keys cost. Records the key's use in the last-used batch.
+ * past the limit the address's keys that are not known valid get 429 without a lookup, which bounds the
+ * queries made-up keys cost; known valid are the keys in this process's cache and those that
+ * authenticated in the last days anywhere (RecentlyValidKeys), so the colleagues of someone trying
+ * made-up keys behind the same address go on being served. Records the key's use in the last-used batch.
  */
 export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics" | "redis" | "config">) {
   const limit = deps.config.rateLimits.apiKeyFailuresPerAddress;
   const keysRefused = new AttemptLimiter(deps.redis, `${deps.config.redisPrefix}:rl:api-key-failures:address`, limit);
   const keyRefused = new AttemptLimiter(deps.redis, `${deps.config.redisPrefix}:rl:api-key-failures:address-key`, limit);
+  const recentlyValid = new RecentlyValidKeys(deps.redis, `${deps.config.redisPrefix}:auth:recently-valid`);
   const refuse = (reason: AuthRefusalReason, error: ApiError): never => {
     deps.metrics.auth.refusals.inc({ reason });
     throw error;
@@ -46,10 +50,13 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
     // A part of the key's hash: enough to tell an address's keys apart, never the key.
     const addressKey = () => `${ctx.ip}:${apiKeyHash(secret).slice(0, 24)}`;
     if (!cached) {
-      const blocked = (await keyRefused.blockedFor(addressKey())) ?? (await keysRefused.blockedFor(ctx.ip));
-      if (blocked !== null) return refuse("too_many_invalid_api_keys", tooManyFailures(blocked));
+      const sameKeyBlocked = await keyRefused.blockedFor(addressKey());
+      if (sameKeyBlocked !== null) return refuse("too_many_invalid_api_keys", tooManyFailures(sameKeyBlocked));
+      const blocked = await keysRefused.blockedFor(ctx.ip);
+      if (blocked !== null && !(await recentlyValid.has(secret))) return refuse("too_many_invalid_api_keys", tooManyFailures(blocked));
     }
     const result = cached ?? (await deps.keyAuth.authenticate(secret));
+    if (!cached && result.outcome === "authorized") recentlyValid.mark(secret);
     if (result.outcome === "forbidden") {
       const sameKey = await keyRefused.count(addressKey());
       // A key counts once against its address, however often it is sent again.
