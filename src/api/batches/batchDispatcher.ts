@@ -21,6 +21,9 @@ import { validateNextBatch } from "./validateBatch.ts";
 /** How often a line that follows its job from the replay stream checks that the job still exists (lost with Redis). */
 const LOST_CHECK_MS = 1_000;
 
+/** Batches whose lines are claimed in one tick (see #dispatch for their order). */
+const DISPATCH_BATCHES = 100;
+
 /**
  * The Batch API's durable dispatcher, a background loop of each API process. All state is in PostgreSQL,
  * so several API processes cooperate and a restart loses nothing: batches are validated under a row lock;
@@ -209,10 +212,19 @@ export class BatchDispatcher {
     );
   }
 
+  /**
+   * Claims lines of the batches in progress, up to DISPATCH_BATCHES batches a tick: every account's
+   * oldest batch first, then every account's second, and so on, so an account with many batches never
+   * keeps another's out of the ticks (their lines then share the queue fairly, by account).
+   */
   async #dispatch(): Promise<void> {
     const batches = await this.#pool.query<ActiveBatch>(
-      `SELECT b.id, b.account_id, b.key_id, b.endpoint, a.rate_limits FROM batches b LEFT JOIN rm_accounts a ON a.account_id::text = b.account_id
-       WHERE b.status = 'in_progress' AND b.final_status IS NULL AND a.subscription_status = 'active' ORDER BY b.seq LIMIT 100`,
+      `SELECT id, account_id, key_id, endpoint, rate_limits FROM (
+         SELECT b.id, b.account_id, b.key_id, b.endpoint, a.rate_limits, b.seq,
+                row_number() OVER (PARTITION BY b.account_id ORDER BY b.seq) AS account_rank
+           FROM batches b JOIN rm_accounts a ON a.account_id::text = b.account_id
+          WHERE b.status = 'in_progress' AND b.final_status IS NULL AND a.subscription_status = 'active') ranked
+        ORDER BY account_rank, seq LIMIT ${DISPATCH_BATCHES}`,
     );
     for (const batch of batches.rows) {
       if (this.#stopped) return;

@@ -86,7 +86,13 @@ export async function validateNextBatch(pool: Pool, files: FileStore, now: () =>
  * counted on another connection (kept whatever the transaction's fate); null when none is free.
  */
 async function pickBatch(pool: Pool, client: PoolClient): Promise<BatchRow | null> {
-  const candidates = await client.query<{ id: string }>("SELECT id FROM batches WHERE status = 'validating' ORDER BY validation_attempts, seq LIMIT 8");
+  // Fewest attempts first, then every account's oldest batch before any account's second.
+  const candidates = await client.query<{ id: string }>(
+    `SELECT id FROM (
+       SELECT id, seq, validation_attempts, row_number() OVER (PARTITION BY account_id ORDER BY seq) AS account_rank
+         FROM batches WHERE status = 'validating') ranked
+      ORDER BY validation_attempts, account_rank, seq LIMIT 8`,
+  );
   for (const { id } of candidates.rows) {
     const locked = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok", [`batch-validation:${id}`]);
     if (!locked.rows[0]?.ok) continue;
