@@ -6,6 +6,7 @@ import { loadConfig } from "../../src/config/config.ts";
 import { createPool, poolTimeouts } from "../../src/db/createPool.ts";
 import { migrate } from "../../src/db/migrate.ts";
 import { checkpointPublicKey, generateCheckpointKeyPair } from "../../src/ledger/audit/checkpointSignature.ts";
+import { parseAuditTime } from "./auditTime.ts";
 import { formatAuditReport } from "./formatAuditReport.ts";
 import { SignedHeadsFileSchema, writeSignedHeads } from "./signedHeads.ts";
 import { verifyAudit } from "./verifyAudit.ts";
@@ -15,18 +16,22 @@ const USAGE = `usage: npm run audit -- verify [--account ID] [--from ISO-TIME] [
   Walks the hash chains, checkpoints and their signatures, recomputes every charge from the price table
   versions and the read models from the log; with --heads, names every stream whose head signed in a
   checkpoint you kept is gone or rewritten. Exits 1 naming each stream and version that differs, 0 when
-  all agree. The public key defaults to AUDIT_PUBLIC_KEY_PATH.
+  all agree. The public key defaults to AUDIT_PUBLIC_KEY_PATH. --from/--to: ISO 8601 with Z or an offset
+  (2026-01-31T00:00:00Z, 2026-01-31T01:00:00+01:00); a time without one is refused.
        npm run audit -- keygen --out DIR
   Writes a new Ed25519 key pair: DIR/audit-signing-key.pem (private, for AUDIT_SIGNING_KEY_PATH of the
   projector only) and DIR/audit-public-key.pem (for auditors).
        npm run audit -- heads --out FILE [--since CHECKPOINT]
   Writes the signed checkpoints (after CHECKPOINT) for an auditor to keep outside the database.`;
 
+/** `--from`/`--to`: a time with Z or an offset (parseAuditTime), never one read in the host's time zone. */
 function parseTime(name: string, value: string | undefined): Date | undefined {
   if (value === undefined) return undefined;
-  const time = new Date(value);
-  if (Number.isNaN(time.getTime())) throw new UsageError(`--${name} is not a time: ${value}`);
-  return time;
+  try {
+    return parseAuditTime(value);
+  } catch (error) {
+    throw new UsageError(`--${name}: ${(error as Error).message}`);
+  }
 }
 
 class UsageError extends Error {}
@@ -78,6 +83,12 @@ async function main(argv: string[]): Promise<number> {
   const command = positionals[0];
   if (positionals.length !== 1 || !["verify", "keygen", "heads"].includes(command!)) throw new UsageError(USAGE);
   if (command === "keygen") return keygen(values.out);
+  // Checked before anything is opened: a bad time is a usage error, whatever the database.
+  const scope = {
+    ...(values.account ? { accountId: values.account } : {}),
+    ...(values.from ? { from: parseTime("from", values.from)! } : {}),
+    ...(values.to ? { to: parseTime("to", values.to)! } : {}),
+  };
   const config = loadConfig(process.env);
   // An operator tool: no statement limit, and no idle-in-transaction limit (it holds one snapshot open
   // across a whole log while a second connection or the process itself works).
@@ -99,11 +110,6 @@ async function main(argv: string[]): Promise<number> {
       );
       return counts.checkpoints ? 0 : 1;
     }
-    const scope = {
-      ...(values.account ? { accountId: values.account } : {}),
-      ...(values.from ? { from: parseTime("from", values.from)! } : {}),
-      ...(values.to ? { to: parseTime("to", values.to)! } : {}),
-    };
     const keyFiles = values["public-key"] ?? (config.auditPublicKeyPath ? [config.auditPublicKeyPath] : []);
     const publicKeys = keyFiles.map((file) => checkpointPublicKey(readFileSync(file, "utf8")));
     const signedHeads = await Promise.all((values.heads ?? []).map(async (file) => SignedHeadsFileSchema.parse(JSON.parse(await readFile(file, "utf8")))));

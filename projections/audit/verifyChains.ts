@@ -37,8 +37,9 @@ type StreamWalk = {
  * hashes at a time) and checks, for each event: its stored hash is the hash of its content and its
  * stored previous hash; the previous hash is the hash of the event before it (or the stream's legacy
  * seal, or none for version 1); versions run 1, 2, 3 ... with no gap; and the stream row's version and
- * head hash are those of the last event. `onEvent` sees every event (the charge check uses it).
- * `streamFilter`: only these streams (null: all).
+ * head hash are those of the last event; and that no stream row with a version has lost every event
+ * (the walk, which follows es_events, never meets such a stream). `onEvent` sees every event (the
+ * charge check uses it). `streamFilter`: only these streams (null: all).
  */
 export async function verifyChains(
   db: Queryable,
@@ -48,6 +49,7 @@ export async function verifyChains(
   batchSize = 5000,
 ): Promise<ChainStats> {
   const stats = await walkChains(db, { streamFilter, checkpoints: "exclude" }, report, onEvent, batchSize);
+  await reportEmptiedStreams(db, streamFilter, report);
   // Checkpoint events are large (each lists up to 10,000 stream heads): one at a time, so a batch never
   // holds many of them and memory stays bounded whatever the size of the log.
   if (streamFilter && !streamFilter.includes(AUDIT_CHECKPOINT_STREAM)) return stats;
@@ -57,6 +59,29 @@ export async function verifyChains(
     streams: stats.streams + checkpoints.streams,
     preChainEvents: stats.preChainEvents + checkpoints.preChainEvents,
   };
+}
+
+/**
+ * Stream rows at a version above 0 with no event left (every event removed, the row kept: a completion
+ * stream has one event): a stream-head finding each, of the streams in `streamFilter` (null: all).
+ */
+async function reportEmptiedStreams(db: Queryable, streamFilter: string[] | null, report: (finding: AuditFinding) => void): Promise<void> {
+  const rows = await db.query<{ stream_id: string; version: string }>(
+    `SELECT s.stream_id, s.version FROM es_streams s
+      WHERE s.version > 0 AND NOT EXISTS (SELECT 1 FROM es_events e WHERE e.stream_id = s.stream_id)
+            ${streamFilter ? "AND s.stream_id = ANY($1::text[])" : ""}
+      ORDER BY s.stream_id`,
+    streamFilter ? [streamFilter] : [],
+  );
+  for (const row of rows.rows) {
+    const version = Number(row.version);
+    report({
+      kind: "stream-head",
+      streamId: row.stream_id,
+      version,
+      message: `the stream is at version ${version} but has no event left (events removed)`,
+    });
+  }
 }
 
 async function walkChains(

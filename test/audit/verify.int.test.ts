@@ -8,6 +8,8 @@ import { eventuallyTrue } from "../support/eventually.ts";
 import { operatorEdit } from "../support/operatorEdit.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { appendToStream } from "../../src/ledger/eventStore/appendToStream.ts";
+import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
+import { usageEvent } from "../usage/usageFixtures.ts";
 import { rewriteCheckpoint } from "./rewriteCheckpoint.ts";
 import { buildAuditedLog, uncoveredEvents, type AuditedAccount } from "./auditFixtures.ts";
 
@@ -88,6 +90,23 @@ describe("audit verify", () => {
     const report = await findings();
     expect(report.findings).toContainEqual(expect.objectContaining({ streamId: stream, version: head, message: expect.stringContaining("events removed") }));
     expect(report.findings).toContainEqual(expect.objectContaining({ kind: "checkpoint", streamId: stream, version: head }));
+  });
+
+  it("names a stream whose only event, recorded after the last checkpoint, was removed while its stream row stays", async () => {
+    const account = accounts[0]!;
+    const completionId = randomUUID();
+    const recorded = await new UsageRecorder(db.pool).record(
+      usageEvent({ accountId: account.accountId, keyId: account.keyIds[0]!, completionId, priceTableVersion: "audit-2" }).data,
+      {},
+    );
+    expect(recorded).toBe("recorded");
+    expect(await uncoveredEvents(db.pool)).toBe(1);
+    const stream = completionStreamId(completionId);
+    await operatorEdit(db.pool, (c) => c.query("DELETE FROM es_events WHERE stream_id = $1", [stream]));
+    const report = await verifyAudit(db.pool, { readModels: false });
+    expect(report.findings).toEqual([
+      expect.objectContaining({ kind: "stream-head", streamId: stream, version: 1, message: expect.stringContaining("events removed") }),
+    ]);
   });
 
   it("names a whole stream removed (events and stream row) through the checkpoint that committed to it", async () => {

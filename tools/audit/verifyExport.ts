@@ -188,10 +188,32 @@ function rootFromPath(leaf: unknown, path: ["L" | "R", string][]): string {
   return node.toString("hex");
 }
 
-/** Whether an entry is one of the account's: its `account-<id>` stream, or data naming it (as the export selects them). */
-function belongsTo(entry: Entry, accountId: string): boolean {
-  const data = entry.data as { accountId?: unknown } | null;
-  return entry.stream_id === `account-${accountId}` || (typeof data === "object" && data !== null && data.accountId === accountId);
+/** The `accountId` an entry's data names: a value, or `undefined` when its data has no such member. */
+function namedAccount(entry: Entry): unknown {
+  const data = entry.data;
+  return typeof data === "object" && data !== null && "accountId" in data ? (data as { accountId: unknown }).accountId : undefined;
+}
+
+/** Whether an entry names no account in its data, so that it is an account's through its stream only. */
+function namesNoAccount(entry: Entry): boolean {
+  const data = entry.data;
+  return !(typeof data === "object" && data !== null && "accountId" in data);
+}
+
+/**
+ * Which entries are the account's, as the export selects them: its `account-<id>` stream, data naming
+ * it, and an entry naming no account in a stream where an earlier version (in the export) names it (a
+ * batch's end events written before they carried `accountId`).
+ */
+function accountMembership(entries: { entry: Entry }[], accountId: string): (entry: Entry) => boolean {
+  const namedFrom = new Map<string, number>();
+  for (const { entry } of entries)
+    if (namedAccount(entry) === accountId) namedFrom.set(entry.stream_id, Math.min(namedFrom.get(entry.stream_id) ?? entry.version, entry.version));
+  return (entry) => {
+    if (entry.stream_id === `account-${accountId}` || namedAccount(entry) === accountId) return true;
+    const from = namedFrom.get(entry.stream_id);
+    return from !== undefined && from < entry.version && namesNoAccount(entry);
+  };
 }
 
 /**
@@ -202,7 +224,8 @@ function belongsTo(entry: Entry, accountId: string): boolean {
  * With an accounts root: the account's leaf ([accountId, heads]) leads to it, so its heads are every
  * stream of the account in the window; the export holds each of them, the line's head proofs are for
  * exactly those streams, and every entry that lies between two of the window's heads in the export (log
- * order) is one of those streams, at or before its head.
+ * order) is one of those streams, at or before its head (or names no account and is of a stream the
+ * window does not sign as the account's: a batch end event written before it carried accountId).
  */
 function checkCheckpoints(
   entries: { line: number; entry: Entry }[],
@@ -294,12 +317,15 @@ function checkCheckpoints(
     }
     for (const streamId of proven)
       if (!signed.has(streamId)) problems.push(`${where}: ${streamId}: has a head proof but is not one of the account's streams the checkpoint signed`);
-    // Log order: whatever lies between two of this window's events is in the window too.
+    // Log order: whatever lies between two of this window's events is in the window too. An entry that
+    // names no account (the account's through an earlier event of its stream) is signed as the account's
+    // only where an event of its stream in the window names the account: elsewhere nothing here signs it.
     const indices = c.account.heads.flatMap(([streamId, version]) => at.get(`${streamId}\u0000${version}`) ?? []);
     if (indices.length < 2) continue;
     for (let i = Math.min(...indices) + 1; i < Math.max(...indices); i++) {
       const { line: entryLine, entry } = entries[i]!;
       const version = signed.get(entry.stream_id);
+      if (version === undefined && namesNoAccount(entry) && entry.stream_id !== `account-${accountId}`) continue;
       if (version === undefined || entry.version > version)
         problems.push(
           `line ${entryLine}: ${entry.stream_id} v${entry.version}: lies inside the window of checkpoint ${c.checkpoint}, which does not sign it as one of the account's (added or reordered)`,
@@ -307,9 +333,9 @@ function checkCheckpoints(
     }
   }
   if (accountId !== null) {
+    const belongs = accountMembership(entries, accountId);
     for (const { line, entry } of entries)
-      if (!belongsTo(entry, accountId))
-        problems.push(`line ${line}: ${entry.stream_id} v${entry.version}: not an event of account ${accountId}, whom the checkpoints name`);
+      if (!belongs(entry)) problems.push(`line ${line}: ${entry.stream_id} v${entry.version}: not an event of account ${accountId}, whom the checkpoints name`);
   }
   return { keyIds: [...keyIds], withoutAccountsRoot };
 }

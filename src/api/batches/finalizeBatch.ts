@@ -82,7 +82,7 @@ export async function finalizeBatch(pool: Pool, files: FileStore, batchId: strin
     ]);
     const counts = { total: batch.total_lines, completed: batch.completed_lines, failed: batch.failed_lines };
     const type = final === "cancelled" ? "BatchCancelled" : final === "expired" ? "BatchExpired" : "BatchCompleted";
-    await appendBatchEvent(client, { type, data: { batchId: batch.id, counts } }, "api");
+    await appendBatchEvent(client, { type, data: { batchId: batch.id, accountId: batch.account_id, counts } }, "api");
     // Committed with the final status: these files are the batch's now.
     await client.query("DELETE FROM batch_written_files WHERE batch_id = $1", [batch.id]);
     return true;

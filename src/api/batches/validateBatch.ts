@@ -64,7 +64,7 @@ export async function validateNextBatch(pool: Pool, files: FileStore, now: () =>
       if (failed.rowCount === 0) return true;
       await appendBatchEvent(
         client,
-        { type: "BatchFailed", data: { batchId: batch.id, errors: errors.length, counts: { total: 0, completed: 0, failed: 0 } } },
+        { type: "BatchFailed", data: { batchId: batch.id, accountId: batch.account_id, errors: errors.length, counts: { total: 0, completed: 0, failed: 0 } } },
         "api",
       );
       return true;

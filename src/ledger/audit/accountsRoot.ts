@@ -11,8 +11,11 @@ const ACCOUNT_STREAM_PREFIX = accountStreamId("");
 /**
  * Which account each stream with an event in (after, upTo] belongs to, as [accountId, streamId] pairs:
  * an event belongs to account A when it is in A's `account-<A>` stream or its data has `accountId` A
- * (what an account's export holds: readAuditLog, readAccountCheckpointProofs). A stream belongs to every
- * account one of its events in the window belongs to (the checkpoint stream's events belong to none).
+ * (readAccountCheckpointProofs takes the same). A stream belongs to every account one of its events in
+ * the window belongs to (the checkpoint stream's events belong to none), and its head, its last event
+ * in the window, is in A's leaf whichever event it is: A's export (readAuditLog) also holds the events
+ * naming no account of a stream an earlier event of which names A (batch end events written before they
+ * carried `accountId`). Signed windows depend on this rule: it cannot change without failing them.
  * Same bounds as streamHeadsIn (one window scan).
  */
 export async function streamAccountsIn(db: Queryable, after: LogPosition, upTo: LogPosition): Promise<[accountId: string, streamId: string][]> {

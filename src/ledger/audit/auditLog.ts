@@ -39,20 +39,43 @@ type Row = {
 
 /**
  * The account's history in log order after `after`: every event of its account stream (registration,
- * subscription, budget, key lifecycle) and every event naming it in its data (UsageRecorded). Only
- * transactions older than every one still open are read (as readAll), so a later page never misses an
- * event that commits behind the cursor. `next` is the cursor of the following page, null at the end.
+ * subscription, budget, key lifecycle), every event naming it in its data (`accountId`: UsageRecorded,
+ * the batch lifecycle), and every event that names no account in a stream where an earlier event names
+ * it (a batch's end events written before they carried `accountId`): a checkpoint signs a stream's last
+ * event in its window as the head of the account's stream, whichever event it is. Only transactions
+ * older than every one still open are read (as readAll), so a later page never misses an event that
+ * commits behind the cursor. `next` is the cursor of the following page, null at the end.
+ *
+ * Cost: every page reads the account's BatchCreated events again (one index probe each, for later events
+ * of its batch's stream: the only streams with events that name no account), since an earlier page may
+ * hold the event that names a stream; its usages (one stream each) are not probed.
  */
 export async function readAuditLog(db: Queryable, accountId: string, after: LogPosition | null, limit: number): Promise<AuditLogPage> {
   const rows = await db.query<Row>(
-    `SELECT stream_id, stream_version, event_id, event_type, schema_version, recorded_at, data, metadata,
-            encode(prev_hash, 'hex') AS prev_hash, encode(hash, 'hex') AS hash, transaction_id::text AS tx, global_position::text AS gp
-       FROM es_events
-      WHERE (stream_id = $2 OR (data ? 'accountId' AND data->>'accountId' = $1))
-        AND (transaction_id, global_position) > ($3::xid8, $4::bigint)
-        AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-      ORDER BY transaction_id, global_position
-      LIMIT $5`,
+    `WITH page AS (
+       (SELECT transaction_id, global_position FROM es_events
+         WHERE stream_id = $2 AND (transaction_id, global_position) > ($3::xid8, $4::bigint) AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+         ORDER BY transaction_id, global_position LIMIT $5)
+       UNION
+       (SELECT transaction_id, global_position FROM es_events
+         WHERE data ? 'accountId' AND data->>'accountId' = $1
+           AND (transaction_id, global_position) > ($3::xid8, $4::bigint) AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+         ORDER BY transaction_id, global_position LIMIT $5)
+       UNION
+       (SELECT later.transaction_id, later.global_position FROM es_events naming
+          CROSS JOIN LATERAL (
+            SELECT e.transaction_id, e.global_position FROM es_events e
+             WHERE e.stream_id = naming.stream_id AND e.stream_version > naming.stream_version AND NOT e.data ? 'accountId'
+               AND (e.transaction_id, e.global_position) > ($3::xid8, $4::bigint) AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+             ORDER BY e.stream_version LIMIT $5) later
+         WHERE naming.data ? 'accountId' AND naming.data->>'accountId' = $1 AND naming.event_type = 'BatchCreated'
+         ORDER BY 1, 2 LIMIT $5)
+       ORDER BY 1, 2 LIMIT $5
+     )
+     SELECT e.stream_id, e.stream_version, e.event_id, e.event_type, e.schema_version, e.recorded_at, e.data, e.metadata,
+            encode(e.prev_hash, 'hex') AS prev_hash, encode(e.hash, 'hex') AS hash, e.transaction_id::text AS tx, e.global_position::text AS gp
+       FROM page p JOIN es_events e ON e.global_position = p.global_position
+      ORDER BY p.transaction_id, p.global_position`,
     [accountId, accountStreamId(accountId), after?.transactionId ?? "0", after?.globalPosition ?? "0", limit + 1],
   );
   const more = rows.rows.length > limit;
