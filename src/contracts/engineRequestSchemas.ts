@@ -51,6 +51,16 @@ export const ResponseFormatSchema = z.discriminatedUnion("type", [
   }),
 ]);
 
+/** Stop sequences a request may set (OpenAI's 4). */
+export const MAX_STOP_SEQUENCES = 4;
+/**
+ * Characters (UTF-16 code units) of one stop sequence, at most. OpenAI documents no bound; the embedded
+ * engine's stop detector (node-llama-cpp) keeps a map per character of each sequence, so a sequence of a
+ * megabyte cost seconds of blocking and hundreds of megabytes per job. A stop sequence is a marker, a few
+ * characters to a line: 256 leaves room for any of them.
+ */
+export const MAX_STOP_SEQUENCE_CHARS = 256;
+
 export const SamplingParamsSchema = z.object({
   /** Upper bound on generated tokens (answer + reasoning), already resolved from max_tokens / max_completion_tokens. */
   maxTokens: z.number().int().positive(),
@@ -58,8 +68,8 @@ export const SamplingParamsSchema = z.object({
   temperature: z.number().optional(),
   topP: z.number().optional(),
   seed: z.number().int().optional(),
-  /** Stop sequences; never included in the output. */
-  stop: z.array(z.string()).optional(),
+  /** Stop sequences; never included in the output. Bounded as the API bounds them (a job that is not is refused: invalid job data). */
+  stop: z.array(z.string().min(1).max(MAX_STOP_SEQUENCE_CHARS)).max(MAX_STOP_SEQUENCES).optional(),
   presencePenalty: z.number().optional(),
   frequencyPenalty: z.number().optional(),
   logprobs: z.boolean().optional(),

@@ -48,7 +48,9 @@ function tooLong(endpoint: Endpoint, param: string, contextLength: number, limit
  * tokenizes it (an engine tokenizes synchronously: a megabyte prompt would stall the process that runs
  * it). Chat and completions count all the text of the request (messages, tools, response format);
  * embeddings count each input on its own (each is embedded separately). The engine still refuses a
- * prompt under this bound whose tokens do not fit.
+ * prompt under this bound whose tokens do not fit. Stop sequences are not counted: they take no room in
+ * the context, and their own bound (4 of at most MAX_STOP_SEQUENCE_CHARS characters, samplingSchemas.ts)
+ * keeps them small.
  */
 export function assertPromptFits(endpoint: Endpoint, work: CompletionWork, contextLength: number): void {
   const limit = maxPromptChars(contextLength);

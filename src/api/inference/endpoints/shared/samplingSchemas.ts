@@ -1,6 +1,19 @@
 import { z } from "zod";
+import { MAX_STOP_SEQUENCE_CHARS, MAX_STOP_SEQUENCES } from "../../../../contracts/engineRequestSchemas.ts";
 import type { SamplingDefaults } from "../../../../models/modelRegistrySchema.ts";
+import { parseWith } from "../../../http/validate.ts";
 import type { ParameterTable } from "./requestParameters.ts";
+
+/**
+ * One stop sequence. The embedded engine's stop detector costs a map per character of each sequence: a
+ * longer one is refused here, where the union names it (`stop`, `stop[1]`) with this message.
+ */
+const stopSequence = z
+  .string()
+  .min(1)
+  .max(MAX_STOP_SEQUENCE_CHARS, {
+    error: (issue) => `a stop sequence is at most ${MAX_STOP_SEQUENCE_CHARS} characters long (this one has ${String(issue.input).length}).`,
+  });
 
 /**
  * The parameters chat and text completions share, with the spec's ranges, in the order that opens both
@@ -17,8 +30,14 @@ export const SAMPLING_PARAMETERS = {
     schema: z.strictObject({ include_usage: z.boolean().optional(), include_obfuscation: z.boolean().nullish() }).nullish(),
     policy: "honoured",
   },
+  /** Up to 4 sequences of at most MAX_STOP_SEQUENCE_CHARS characters each; a longer one is a 400 naming it (`stop`, `stop[1]`). */
   stop: {
-    schema: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)], "expected a non-empty string or an array of up to 4 non-empty strings").nullish(),
+    schema: z
+      .union(
+        [stopSequence, z.array(stopSequence).max(MAX_STOP_SEQUENCES)],
+        `expected a non-empty string or an array of up to ${MAX_STOP_SEQUENCES} non-empty strings`,
+      )
+      .nullish(),
     policy: "honoured",
   },
   presence_penalty: { schema: z.number().min(-2).max(2).nullish(), policy: "honoured" },
@@ -52,6 +71,17 @@ export function stopList(stop: string | string[] | null | undefined): string[] |
   return list.length ? list : undefined;
 }
 
+const StopSchema = z.object({ stop: SAMPLING_PARAMETERS.stop.schema });
+
+/**
+ * The stop sequences, checked again here: the Responses API takes chat's sampling fields as they come
+ * (beyond its own parameters, unchecked by its schema), so this is where its `stop` meets the bound (a
+ * 400 naming `stop` or `stop[i]`). Chat and completions checked it already (4 short strings at most).
+ */
+function checkedStop(stop: unknown): string | string[] | null | undefined {
+  return parseWith(StopSchema, { stop }).stop;
+}
+
 type SamplingBody = {
   logit_bias?: Record<string, number> | null;
   temperature?: number | null;
@@ -68,7 +98,7 @@ type SamplingBody = {
  * embedded engine's OpenAI defaults).
  */
 export function samplingParams(body: SamplingBody, defaults: SamplingDefaults = {}) {
-  const stop = stopList(body.stop);
+  const stop = stopList(checkedStop(body.stop));
   const temperature = body.temperature ?? defaults.temperature;
   const topP = body.top_p ?? defaults.top_p;
   const presencePenalty = body.presence_penalty ?? defaults.presence_penalty;
