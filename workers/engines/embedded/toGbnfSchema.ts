@@ -41,14 +41,20 @@ export class ValueRules {
     return this.#rules.size;
   }
 
-  /** The grammar text with each placeholder's rule replaced; throws when one is not found. */
+  /**
+   * The grammar text with each placeholder's rule replaced; throws when one is not found. One pass over
+   * the text, whatever the number of placeholders (a schema may hold thousands): each line that defines a
+   * placeholder's rule is looked up by its name (the first such line of each name is replaced, the others
+   * are left as they are).
+   */
   apply(grammar: string): string {
-    let text = grammar;
-    for (const [name, rule] of this.#rules) {
-      const line = new RegExp(`^([A-Za-z0-9-]+) ::= "\\\\"${name}\\\\""$`, "m");
-      if (!line.test(text)) throw new EngineError("internal", "The JSON schema's grammar could not be built");
-      text = text.replace(line, (_match, ruleName: string) => `${ruleName} ::= ${rule}`);
-    }
+    const pending = new Set(this.#rules.keys());
+    const line = new RegExp(`^([A-Za-z0-9-]+) ::= "\\\\"(gbnfvalue${this.#nonce}n[0-9]+)\\\\""$`, "gm");
+    const text = grammar.replace(line, (match: string, ruleName: string, name: string) => {
+      if (!pending.delete(name)) return match;
+      return `${ruleName} ::= ${this.#rules.get(name)}`;
+    });
+    if (pending.size > 0) throw new EngineError("internal", "The JSON schema's grammar could not be built");
     return text;
   }
 }
