@@ -165,6 +165,23 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(badName).toMatchObject({ status: 400, param: "input[0].name" });
   });
 
+  it("checks chat's own sampling fields as chat does: a bad seed, penalty or logit_bias is a 400 naming it; good ones are honoured", async () => {
+    for (const [field, value] of [
+      ["seed", "abc"],
+      ["presence_penalty", 99],
+      ["frequency_penalty", -3],
+      ["logit_bias", { x: 1 }],
+      ["user", 7],
+    ] as const) {
+      const refused = await openai.responses.create({ ...base, max_output_tokens: 4, [field]: value } as never, { maxRetries: 0 }).catch((e: unknown) => e);
+      expect([field, refused]).toMatchObject([field, { status: 400, param: expect.stringMatching(new RegExp(`^${field}`)) }]);
+    }
+    const seeded = { ...base, temperature: 1, max_output_tokens: 8, seed: 42, presence_penalty: 0.5 } as never;
+    const [first, second] = [await openai.responses.create(seeded), await openai.responses.create(seeded)];
+    expect(first.status).not.toBe("failed");
+    expect(second.output_text).toBe(first.output_text);
+  });
+
   it("refuses OpenAI's conversations, stored prompts and context compaction with a 400 naming each, and takes them null", async () => {
     for (const [param, value] of [
       ["conversation", "conv_123"],

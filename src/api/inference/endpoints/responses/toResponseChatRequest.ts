@@ -1,6 +1,9 @@
+import { z } from "zod";
 import type { EngineChatRequest } from "../../../../contracts/engineRequestSchemas.ts";
 import type { RegisteredModel } from "../../../../models/modelRegistry.ts";
 import { InvalidRequestError } from "../../../http/errors.ts";
+import { parseWith } from "../../../http/validate.ts";
+import { CHAT_PARAMETERS } from "../chat/chatParameters.ts";
 import type { ChatCompletionRequest } from "../chat/chatCompletionRequestSchema.ts";
 import { toEngineChatRequest } from "../chat/toEngineChatRequest.ts";
 import { checkRequestSchemas } from "../shared/jsonSchemas/checkRequestSchemas.ts";
@@ -92,7 +95,7 @@ export function toResponseChatRequest(body: ResponseRequest, context: StoredItem
     throw new InvalidRequestError("Invalid 'input': it holds no message for the model to answer.", { param: "input", code: "invalid_value" });
   }
   const format = body.text?.format;
-  const extra = Object.fromEntries(Object.entries(body).filter(([name]) => !RESPONSE_REQUEST_FIELDS.has(name)));
+  const extra = chatOwnFieldsChecked(Object.fromEntries(Object.entries(body).filter(([name]) => !RESPONSE_REQUEST_FIELDS.has(name))));
   const logprobs = (body.include ?? []).includes(LOGPROBS_INCLUDE) || (body.top_logprobs ?? 0) > 0;
   const chat: ChatCompletionRequest = {
     ...extra,
@@ -144,6 +147,18 @@ export function toResponseChatRequest(body: ResponseRequest, context: StoredItem
   } catch (error) {
     throw renamed(error);
   }
+}
+
+/**
+ * The fields of a Responses request that are not the Responses API's own: chat's own fields among them
+ * (`seed`, `stop`, `presence_penalty`, `logit_bias`, ...: honoured as for chat) checked with chat's
+ * schemas (a 400 naming the field, as chat gives), the rest (backend parameters) as they are.
+ */
+function chatOwnFieldsChecked(extra: Record<string, unknown>): Record<string, unknown> {
+  const own = Object.keys(extra).filter((name) => Object.hasOwn(CHAT_PARAMETERS, name)) as (keyof typeof CHAT_PARAMETERS)[];
+  if (own.length === 0) return extra;
+  const schema = z.object(Object.fromEntries(own.map((name) => [name, CHAT_PARAMETERS[name].schema])));
+  return { ...extra, ...parseWith(schema, Object.fromEntries(own.map((name) => [name, extra[name]]))) };
 }
 
 /** A chat parameter named in a 400 is given its Responses name. */
