@@ -21,6 +21,11 @@ function derive(password: string, salt: Buffer, params: ScryptParams, keyLength:
   });
 }
 
+/** scrypt's work for the parameters, relative. */
+function cost(params: ScryptParams): number {
+  return params.N * params.r * params.p;
+}
+
 function decode(encoded: string): { params: ScryptParams; salt: Buffer; hash: Buffer } | null {
   const m = ENCODED.exec(encoded);
   if (!m) return null;
@@ -60,6 +65,11 @@ export const passwordHasher = {
       return false;
     }
     const key = await derive(password, decoded.salt, decoded.params, decoded.hash.length);
-    return timingSafeEqual(key, decoded.hash);
+    const matches = timingSafeEqual(key, decoded.hash);
+    // A wrong password against a hash cheaper than the defaults (an older one, re-hashed only on a
+    // successful login) costs a default derivation too: never less than an unknown account's, so the
+    // answer's time does not tell that the account exists.
+    if (!matches && cost(decoded.params) < cost(DEFAULT_SCRYPT_PARAMS)) await derive(password, decoded.salt, DEFAULT_SCRYPT_PARAMS, KEY_LENGTH);
+    return matches;
   },
 };
