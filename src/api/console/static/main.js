@@ -8,6 +8,7 @@ import { UsagePage } from "./usagePage.js";
 import { ModelsPage } from "./modelsPage.js";
 import { PlaygroundPage } from "./playgroundPage.js";
 import { BatchesPage } from "./batchesPage.js";
+import { ErrorMessage } from "./widgets.js";
 
 const PAGES = [
   { path: "/account", title: "API keys", component: AccountPage },
@@ -18,7 +19,7 @@ const PAGES = [
 ];
 const PUBLIC_PATHS = ["/login", "/signup"];
 
-function Header({ account, path, navigate, onLogout }) {
+function Header({ account, path, navigate, onLogout, logoutError }) {
   return html`
     <header class="top">
       <a class="skip" href="#main">Skip to content</a>
@@ -42,6 +43,7 @@ function Header({ account, path, navigate, onLogout }) {
       </nav>
       <span class="who">${account.email}</span>
       <button type="button" onClick=${onLogout}>Log out</button>
+      <${ErrorMessage} error=${logoutError} />
     </header>
   `;
 }
@@ -49,6 +51,7 @@ function Header({ account, path, navigate, onLogout }) {
 function App({ api }) {
   const [path, setPath] = useState(location.pathname);
   const [session, setSession] = useState(undefined); // undefined: not known yet; null: logged out
+  const [logoutError, setLogoutError] = useState(null);
   // A key created in this page stays in memory (never stored) so the playground can use it.
   const [playgroundKey, setPlaygroundKey] = useState("");
 
@@ -103,7 +106,18 @@ function App({ api }) {
   }
   if (!page) return null;
   const logout = async () => {
-    await api.del("/console/session").catch(() => undefined);
+    try {
+      await api.del("/console/session");
+    } catch (error) {
+      // Not logged out (the server did not end the session: its cookie would open it again), unless the
+      // session had ended already (401). The session is read again (a fresh CSRF token) for the retry.
+      if (error?.status !== 401) {
+        await loadSession();
+        setLogoutError(new Error(`Logging out failed: ${error.message} You are still logged in; try again.`));
+        return;
+      }
+    }
+    setLogoutError(null);
     api.setCsrfToken(null);
     setPlaygroundKey("");
     setSession(null);
@@ -111,7 +125,7 @@ function App({ api }) {
   };
   const Page = page.component;
   return html`
-    <${Header} account=${session.account} path=${path} navigate=${navigate} onLogout=${logout} />
+    <${Header} account=${session.account} path=${path} navigate=${navigate} onLogout=${logout} logoutError=${logoutError} />
     <main id="main" tabindex="-1">
       <${Page}
         api=${api}
