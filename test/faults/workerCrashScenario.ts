@@ -155,9 +155,10 @@ export async function runWorkerCrashScenario(scenario: WorkerCrashScenario): Pro
 
 /**
  * The worker role as its own OS process, on the platform's database, Redis prefix and registry; a short lock.
- * `main` and `args`: another entry point (a test's worker with a wrapped engine) and its arguments.
+ * `main` and `args`: another entry point (a test's worker with a wrapped engine) and its arguments;
+ * `env`: variables set over these (another REDIS_URL: a proxy in front of Redis).
  */
-export function spawnWorker(platform: TestPlatform, logs: string[], main = WORKER_MAIN, args: string[] = []): ChildProcess {
+export function spawnWorker(platform: TestPlatform, logs: string[], main = WORKER_MAIN, args: string[] = [], env: Record<string, string> = {}): ChildProcess {
   const child = spawn(process.execPath, [main, ...args], {
     env: {
       PATH: process.env.PATH,
@@ -169,6 +170,7 @@ export function spawnWorker(platform: TestPlatform, logs: string[], main = WORKE
       WORKER_LOCK_MS: "2000",
       WORKER_STALLED_CHECK_MS: "500",
       LOG_LEVEL: "error",
+      ...env,
     },
     stdio: ["ignore", "ignore", "pipe"],
   });

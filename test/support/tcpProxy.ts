@@ -10,8 +10,10 @@ import net, { type AddressInfo } from "node:net";
  * - `deaf`: the answers are lost: open connections forward what the client sends but drop what the
  *   server answers (so a statement runs, and commits, without its client hearing of it); new
  *   connections as in `blackhole`.
+ * - `hold`: a network partition that heals: what either side sends is held (new connections too), and
+ *   delivered in order once the mode is `pass` again, as TCP retransmits after a partition.
  */
-export type ProxyMode = "pass" | "refuse" | "blackhole" | "deaf";
+export type ProxyMode = "pass" | "refuse" | "blackhole" | "deaf" | "hold";
 
 export type TcpProxy = {
   port: number;
@@ -31,6 +33,17 @@ export type TcpProxy = {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let mode: ProxyMode = "pass";
+  /** What `hold` keeps, per direction of each connection, and how to deliver it. */
+  const held: { to: net.Socket; chunks: Buffer[] }[] = [];
+  const forward = (to: net.Socket, chunk: Buffer) => {
+    if (mode !== "hold") {
+      to.write(chunk);
+      return;
+    }
+    let queue = held.find((q) => q.to === to);
+    if (!queue) held.push((queue = { to, chunks: [] }));
+    queue.chunks.push(chunk);
+  };
   const track = (socket: net.Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
@@ -38,18 +51,18 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   };
   const server = net.createServer((client) => {
     track(client);
-    if (mode !== "pass") {
+    if (mode !== "pass" && mode !== "hold") {
       // Accepted, never forwarded.
       client.on("data", () => undefined);
       return;
     }
     const upstream = net.connect(target.port, target.host);
     track(upstream);
-    client.on("data", (chunk) => {
-      if (mode === "pass" || mode === "deaf") upstream.write(chunk);
+    client.on("data", (chunk: Buffer) => {
+      if (mode === "pass" || mode === "deaf" || mode === "hold") forward(upstream, chunk);
     });
-    upstream.on("data", (chunk) => {
-      if (mode === "pass") client.write(chunk);
+    upstream.on("data", (chunk: Buffer) => {
+      if (mode === "pass" || mode === "hold") forward(client, chunk);
     });
     client.on("close", () => upstream.destroy());
     upstream.on("close", () => client.destroy());
@@ -83,6 +96,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       if (next === mode) return;
       const previous = mode;
       mode = next;
+      // A partition heals: what was held is delivered, in order, before anything new.
+      if (previous === "hold") for (const { to, chunks } of held.splice(0)) for (const chunk of chunks) if (!to.destroyed) to.write(chunk);
       if (next === "refuse") {
         const closed = stopListening();
         destroyAll();
