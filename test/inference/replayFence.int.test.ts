@@ -93,10 +93,13 @@ describe("a job's runs fenced in its replay stream", () => {
     await earlier.settled();
     expect(earlier.superseded).toBe(true);
     expect(superseded).toBe(1);
-    await expect(earlier.close()).rejects.toThrow(/top item/);
+    await expect(earlier.close()).rejects.toThrow(/later run/);
     expect(await feed.next(300)).toBeUndefined();
     feed.close();
     expect(await replayed(job.completionId)).toEqual([{ seq: 0, type: "started" }]);
+
+    // A claim sent again after a reconnection (applied the first time) is the run's own.
+    expect(await fence.claim(job.completionId, 3)).toBe("claimed");
 
     // A stream with entries of Redis's clock (the API ended the job before it started): later runs write unfenced.
     const ended = harness.chatJob({ ...greedy, maxTokens: 4, messages: [{ role: "user", content: "Hi" }] });
@@ -107,5 +110,22 @@ describe("a job's runs fenced in its replay stream", () => {
       JSON.stringify({ seq: 0, type: "error", error: { kind: "cancelled", message: "x", param: null } }),
     );
     expect(await fence.claim(ended.completionId, 2)).toBe("unfenced");
+  }, 30_000);
+
+  it("an append sent again after a reconnection, applied the first time, stands: the run is not taken as superseded", async () => {
+    const job = harness.chatJob({ ...greedy, maxTokens: 4, messages: [{ role: "user", content: "Hi" }] });
+    const stream = harness.keys.replayStream(job.completionId);
+    let superseded = 0;
+    const publisher = harness.publisherFor(job, 0, { run: 1, onSuperseded: () => superseded++ });
+    publisher.send({ type: "started" });
+    await publisher.settled();
+    // Redis applied the next append, and its reply was lost with the connection: ioredis sends it again.
+    await harness.testRedis.redis.xadd(stream, "1-2", "m", JSON.stringify({ seq: 1, type: "delta", delta: { content: "a" } }));
+    publisher.delta({ content: "a" });
+    publisher.send({ type: "finish", finishReason: "stop" });
+    await publisher.close();
+    expect(publisher.superseded).toBe(false);
+    expect(superseded).toBe(0);
+    expect((await replayed(job.completionId)).map((m) => m.seq)).toEqual([0, 1, 2]);
   }, 30_000);
 });

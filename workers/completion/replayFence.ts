@@ -26,9 +26,27 @@ export function replayEntryId(run: number, seq: number): string {
   return `${run}-${seq + 1}`;
 }
 
-/** Redis refused an XADD id not above the stream's last: a later run of the job claimed it. */
-export function isSupersededWrite(error: Error): boolean {
+/** Redis refused an XADD id not above the stream's last (a later run claimed it, or the append was re-sent). */
+export function isRefusedId(error: Error): boolean {
   return error.message.includes("equal or smaller than the target stream top item");
+}
+
+/** The run of an entry id (`<run>-<n>`; Redis's clock ids give milliseconds, above any run). */
+export function runOfId(id: string): number {
+  return Number(id.slice(0, id.indexOf("-")));
+}
+
+/** A write refused because a later run claimed the stream (SupersededError, reported to the writer's listeners). */
+export class SupersededError extends Error {
+  constructor(stream: string) {
+    super(`a later run of the job claimed ${stream}`);
+    this.name = "SupersededError";
+  }
+}
+
+/** Whether a write failed because a later run of its job claimed the stream. */
+export function isSupersededWrite(error: Error): boolean {
+  return error instanceof SupersededError;
 }
 
 /**
@@ -66,9 +84,11 @@ export class ReplayFence {
       .exec();
     const refused = results?.[0]?.[0];
     if (!refused) return "claimed";
-    if (!isSupersededWrite(refused)) throw refused;
+    if (!isRefusedId(refused)) throw refused;
     const top = (await this.#redis.xrevrange(stream, "+", "-", "COUNT", 1))[0]?.[0] ?? "0-0";
-    const topRun = Number(top.slice(0, top.indexOf("-")));
+    const topRun = runOfId(top);
+    // Its own claim, or an entry of its own: the claim was applied and its command sent again (a reconnection).
+    if (topRun === run) return "claimed";
     return topRun > run && topRun < CLOCK_IDS_FROM ? "superseded" : "unfenced";
   }
 }

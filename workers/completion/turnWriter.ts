@@ -5,6 +5,7 @@ import type { DeltaMessage } from "../../src/contracts/deltaMessage.ts";
 import type { LocalReplyChannels, LocalReplyHandler } from "../../src/contracts/localReplyChannels.ts";
 import { isCluster, type Redis } from "../../src/redis/createRedis.ts";
 import { encodeReplyBatch, encodeReplyEntry, type ReplyEntry } from "../../src/contracts/replyBatch.ts";
+import { isRefusedId, runOfId, SupersededError } from "./replayFence.ts";
 
 /** Told when a command carrying one of its messages failed. */
 export type WriteFailureListener = (error: Error) => void;
@@ -107,7 +108,8 @@ export class TurnWriter {
   #write({ stream, id = "*", maxLen, expireSeconds, replyTo, completionId, message, messageJson, onFailure }: TurnMessage): Promise<void> {
     this.#turn ??= this.#begin();
     const turn = this.#turn;
-    const append = turn.commands.push(this.#redis.xadd(stream, "MAXLEN", "~", String(maxLen), id, "m", messageJson)) - 1;
+    const appended = this.#redis.xadd(stream, "MAXLEN", "~", String(maxLen), id, "m", messageJson);
+    const append = turn.commands.push(id === "*" ? appended : appended.catch((error: Error) => this.#refused(stream, id, error))) - 1;
     turn.owners.push(onFailure);
     if (expireSeconds !== null) {
       turn.commands.push(this.#redis.expire(stream, expireSeconds));
@@ -130,6 +132,19 @@ export class TurnWriter {
     if (handler) turn.local.set(replyTo, { handler, entries: [{ completionId, message }], appends: [append] });
     else turn.replies.set(replyTo, { entries: [encodeReplyEntry(completionId, messageJson)], listeners: [onFailure], appends: [append] });
     return turn.done;
+  }
+
+  /**
+   * An append with its run's own id (ReplayFence) that Redis refused: the id is not above the stream's
+   * last. A later run claimed the stream (its last entry is of a later run, or of Redis's clock: the API
+   * ended the job): SupersededError. Otherwise the last entry is this run's own, and this append was one
+   * the connection sent again after a reconnection, applied the first time: it stands (resolved).
+   */
+  async #refused(stream: string, id: string, error: Error): Promise<string> {
+    if (!isRefusedId(error)) throw error;
+    const top = (await this.#redis.xrevrange(stream, "+", "-", "COUNT", 1))[0]?.[0];
+    if (top !== undefined && runOfId(top) === runOfId(id)) return id;
+    throw new SupersededError(stream);
   }
 
   #begin(): Turn {
