@@ -45,8 +45,11 @@ describe("open follows of stored completions, per account", () => {
     const first = new AbortController();
     expect((await follow(key, id, first.signal)).status).toBe(200);
     expect((await follow(key, id)).status).toBe(200);
+    const listening = await platform.inference.records.listeners(id);
     const refused = await follow(key, id);
     expect(refused.status).toBe(429);
+    // A refused follow counts no listener (the abandonment watch would never stop the job otherwise).
+    expect(await platform.inference.records.listeners(id)).toBe(listening);
     expect(refused.headers.get("retry-after")).toBe("1");
     expect(((await refused.json()) as { error: { code: string; type: string } }).error).toMatchObject({
       code: "too_many_open_streams",

@@ -125,10 +125,15 @@ export async function serveExistingCompletion(
   options: { afterSeq: number; stream: boolean; includeUsage: boolean; shape: ResponseShape },
 ): Promise<void> {
   ctx.set(COMPLETION_ID_HEADER, record.completionId);
-  await inference.records.attach(record.completionId);
-  const job = listening(inference.followForClient(principalOf(ctx).accountId, record.completionId, options.afterSeq), () =>
-    inference.abandonment.detached(record),
-  );
+  // Its place among the account's open follows first (a 429 counts no listener), then it listens.
+  const followed = inference.followForClient(principalOf(ctx).accountId, record.completionId, options.afterSeq);
+  try {
+    await inference.records.attach(record.completionId);
+  } catch (error) {
+    followed.release();
+    throw error;
+  }
+  const job = listening(followed, () => inference.abandonment.detached(record));
   const head: CompletionHead = { id: record.completionId, created: record.created, model: record.model, reasoning: record.reasoning };
   if (!options.stream) {
     await collectInto(ctx, job, head, options.shape, { partialWhenCancelled: true });
