@@ -36,6 +36,8 @@ export class ReplayFollower implements RunningJob {
   readonly #gapless: boolean;
   /** A message was missing (lost with Redis) before one read: the read ends with a 503. */
   #gap = false;
+  /** A message after the resume point was read: every next one must follow it. */
+  #lastRead = false;
 
   constructor(
     redis: Redis,
@@ -97,11 +99,14 @@ export class ReplayFollower implements RunningJob {
         const message = decodeReplayEntry(fields);
         if (message && message.seq <= this.#afterSeq && isTerminal(message)) this.#endedBefore = true;
         if (!message || message.seq <= this.#afterSeq) continue;
-        if (this.#gapless && message.seq !== this.#afterSeq + 1) {
+        // A message missing before this one (lost with Redis, which came back and took the job's next
+        // writes): the reply cannot go on whole. (A gapless follower, a batch line's, reads from the start.)
+        if (message.seq !== this.#afterSeq + 1 && (this.#gapless || this.#lastRead)) {
           this.#gap = true;
           return;
         }
         this.#afterSeq = message.seq;
+        this.#lastRead = true;
         if (message.type === "started" && !this.#started) continue;
         this.#buffer.push(message);
       }
