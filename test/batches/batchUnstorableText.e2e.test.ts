@@ -93,7 +93,7 @@ describe("text PostgreSQL cannot store", () => {
       lineWith(4, { messages: [{ role: "user", content: "x\ud800" }] }),
       lineWith(5, {}, { url: "/v1/chat/completions\u0000" }),
       JSON.stringify(chatLine(6, TINY_CHAT)).replace(/}$/, `,"extra":${deep}}`),
-      lineWith(7, { metadata: { ["k\u0000"]: "v" } }),
+      lineWith(7, { metadata: { "k\u0000": "v" } }),
     ]);
     const failing = await owner.batches.create({ input_file_id: poisoned, endpoint: "/v1/chat/completions", completion_window: "24h" });
 

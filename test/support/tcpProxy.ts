@@ -40,9 +40,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       to.write(chunk);
       return;
     }
-    let queue = held.find((q) => q.to === to);
-    if (!queue) held.push((queue = { to, chunks: [] }));
-    queue.chunks.push(chunk);
+    const queue = held.find((q) => q.to === to);
+    if (queue) queue.chunks.push(chunk);
+    else held.push({ to, chunks: [chunk] });
   };
   const track = (socket: net.Socket) => {
     sockets.add(socket);
