@@ -8,25 +8,15 @@ import { GEN_AI, genAiOperation } from "../../src/observability/genAiAttributes.
 import { platformTracer } from "../../src/observability/telemetry.ts";
 import { contextOf, traceIdOf } from "../../src/observability/traceContext.ts";
 import { EngineCallSpan } from "./engineCallSpan.ts";
-import type { ChatRequest, Engine, EngineDelta } from "../engines/engine.ts";
+import type { Engine, EngineDelta } from "../engines/engine.ts";
 import { toJobError } from "./toJobError.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
 import type { JobCancellations, TrackedJob } from "./jobCancellations.ts";
 import type { ReplayReader } from "./replayReader.ts";
-import type { ReplayFence } from "./replayFence.ts";
-import {
-  type Delivered,
-  deliveredTokens,
-  type Ending,
-  endFromRecord,
-  foldDelivered,
-  generateChat,
-  NEW_JOB,
-  planResumption,
-  type ResumePoint,
-  type RunMode,
-} from "./resumption.ts";
-import { type Generated, sentThrough, unchargedBatchFailure, usageOf } from "./runCharges.ts";
+import { type ReplayFence, runToWrite } from "./replayFence.ts";
+import type { Delivered, Ending, ResumePoint, RunMode } from "./resumption.ts";
+import { endFromRecord, foldDelivered, generateChat, NEW_JOB, planResumption } from "./resumption.ts";
+import { type Generated, NO_USAGE, sentThrough, unchargedBatchFailure, usageBeforeFailure, usageOf } from "./runCharges.ts";
 import { within } from "./settledWithin.ts";
 import type { RecordOutcome, UsageRecorder } from "./usageRecorder.ts";
 import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
@@ -67,8 +57,6 @@ const ADMISSION_DECIDED_WITHIN_MS = 30_000;
  * and long enough to ride out a failover. The worker role passes the configuration's (USAGE_WAIT_MS).
  */
 export const USAGE_WAIT_MS = 10_000;
-
-const NO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, reasoningTokens: 0 };
 
 const CANCELLED_MESSAGE = {
   user: "The completion was cancelled by its owner.",
@@ -148,15 +136,10 @@ export class CompletionJobRunner {
 
   async #run(job: CompletionJob, jobSignal: AbortSignal, tracked: TrackedJob | undefined, mode: RunMode, run: number | undefined): Promise<Usage | null> {
     const { engine, logger } = this.#deps;
-    // A run taking a job over claims its stream before it reads what was delivered (ReplayFence).
-    let writeRun = this.#deps.fence ? run : undefined;
-    if (mode !== "new" && writeRun !== undefined) {
-      const claim = await this.#deps.fence!.claim(job.completionId, writeRun);
-      if (claim === "superseded") {
-        logger.warn("job taken over by a later run already: nothing done", { completionId: job.completionId, model: job.model, run: writeRun });
-        return null;
-      }
-      if (claim === "unfenced") writeRun = undefined;
+    const writeRun = await runToWrite(this.#deps.fence, job.completionId, mode, run);
+    if (writeRun === null) {
+      logger.warn("job taken over by a later run already: nothing done", { completionId: job.completionId, model: job.model, run });
+      return null;
     }
     // Superseded while it runs (its worker taken for dead, a later run claimed the stream): the engine stops.
     const supersede = new AbortController();
@@ -280,9 +263,9 @@ export class CompletionJobRunner {
     }
     const charged =
       deliveredThrough !== null
-        ? await this.#usageBeforeFailure(job, sentThrough(point, publisher, deliveredThrough))
+        ? await usageBeforeFailure(this.#deps, job, sentThrough(point, publisher, deliveredThrough))
         : failure
-          ? await this.#usageBeforeFailure(job, generated)
+          ? await usageBeforeFailure(this.#deps, job, generated)
           : usage;
     const outcome = failure ? (failure.kind === "cancelled" ? "cancelled" : "failed") : finishReason === "length" ? "length" : "finished";
     const recording = this.#record(job, charged, outcome, startedAt, tracked);
@@ -376,7 +359,7 @@ export class CompletionJobRunner {
     }
     const charged =
       ending.usage ??
-      (await this.#usageBeforeFailure(job, {
+      (await usageBeforeFailure(this.#deps, job, {
         output: delivered.content !== "" || delivered.toolText !== "",
         reasoning: delivered.reasoning,
         tokens: delivered.tokens,
@@ -404,22 +387,5 @@ export class CompletionJobRunner {
       await publisher.close();
     }
     return null;
-  }
-
-  /**
-   * Tokens a failed chat job had generated (and its prompt), so they are charged; 0 when nothing came
-   * out. As counted when generated where the deltas carry counts, never more than `maxTokens`.
-   */
-  async #usageBeforeFailure(job: CompletionJob, generated: Generated): Promise<Usage> {
-    if (job.work.kind !== "chat" || (!generated.output && generated.reasoning === "" && generated.tokens === 0)) return NO_USAGE;
-    const request: ChatRequest = job.work.request;
-    try {
-      const { engine } = this.#deps;
-      const tokens = await deliveredTokens((text) => engine.countTokens(text), request.maxTokens, generated);
-      return { promptTokens: await engine.countChatTokens(request.messages, request.tools), ...tokens };
-    } catch (error) {
-      this.#deps.logger.warn("could not count the tokens of a failed job", { completionId: job.completionId, error: error as Error });
-      return NO_USAGE;
-    }
   }
 }

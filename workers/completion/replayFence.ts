@@ -92,3 +92,20 @@ export class ReplayFence {
     return topRun > run && topRun < CLOCK_IDS_FROM ? "superseded" : "unfenced";
   }
 }
+
+/**
+ * The run a job's run writes its entries as: its own (`run`), claimed first when it takes the job over
+ * (any mode but "new"); undefined: unfenced (no fence, no run, or a stream of Redis's clock ids); null:
+ * a later run has claimed the stream already, and this one must do nothing.
+ */
+export async function runToWrite(
+  fence: Pick<ReplayFence, "claim"> | undefined,
+  completionId: string,
+  mode: "new" | "redelivered" | "abandoned",
+  run: number | undefined,
+): Promise<number | undefined | null> {
+  if (!fence || run === undefined) return undefined;
+  if (mode === "new") return run;
+  const claim = await fence.claim(completionId, run);
+  return claim === "claimed" ? run : claim === "unfenced" ? undefined : null;
+}

@@ -1,12 +1,17 @@
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import type { JobError, Usage } from "../../src/contracts/deltaMessage.ts";
+import type { Logger } from "../../src/observability/logger.ts";
+import type { ChatRequest, Engine } from "../engines/engine.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
-import { foldDelivered, type ResumePoint } from "./resumption.ts";
+import { deliveredTokens, foldDelivered, type ResumePoint } from "./resumption.ts";
 import type { SentOutput } from "./sentDeltas.ts";
 import type { UsageRecorder } from "./usageRecorder.ts";
 
 // What CompletionJobRunner charges a run with: whether a failed run is charged at all, the usage already
 // recorded for its completion, and what the deltas sent up to a number held.
+
+/** Nothing charged. */
+export const NO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, reasoningTokens: 0 };
 
 /**
  * A batch line's job that ended for the platform's reason (the engine failed or went away, its workers
@@ -41,4 +46,20 @@ export function sentThrough(point: ResumePoint, publisher: DeltaPublisher, seq: 
     tokens: earlier.tokens + sent.tokens,
     uncounted: earlier.uncounted + sent.uncounted,
   };
+}
+
+/**
+ * Tokens a failed chat job had generated (and its prompt), so they are charged; 0 when nothing came
+ * out. As counted when generated where the deltas carry counts, never more than `maxTokens`.
+ */
+export async function usageBeforeFailure(deps: { engine: Engine; logger: Logger }, job: CompletionJob, generated: Generated): Promise<Usage> {
+  if (job.work.kind !== "chat" || (!generated.output && generated.reasoning === "" && generated.tokens === 0)) return NO_USAGE;
+  const request: ChatRequest = job.work.request;
+  try {
+    const tokens = await deliveredTokens((text) => deps.engine.countTokens(text), request.maxTokens, generated);
+    return { promptTokens: await deps.engine.countChatTokens(request.messages, request.tools), ...tokens };
+  } catch (error) {
+    deps.logger.warn("could not count the tokens of a failed job", { completionId: job.completionId, error: error as Error });
+    return NO_USAGE;
+  }
 }

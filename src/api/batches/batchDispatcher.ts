@@ -7,12 +7,11 @@ import type { AppDeps } from "../appDeps.ts";
 import type { FileStore } from "../files/fileStore.ts";
 import { toApiError } from "../http/errorHandler.ts";
 import { storableJson } from "../http/jsonValueCheck.ts";
-import { type ApiError, errorBody } from "../http/errors.ts";
-import { TenantRateLimitError } from "../inference/admission/tenantAdmission.ts";
+import { errorBody } from "../http/errors.ts";
 import type { InferenceServices } from "../inference/inferenceServices.ts";
 import { ReplayFollower } from "../inference/jobs/replayFollower.ts";
 import type { JobCaller } from "../inference/jobs/completionJobs.ts";
-import { type ActiveBatch, type ClaimedLine, EXPIRED_LINE, type InFlight } from "./batchLines.ts";
+import { type ActiveBatch, type ClaimedLine, EXPIRED_LINE, type InFlight, lineRetryDelay } from "./batchLines.ts";
 import { batchLineEndpoint, type LineRunContext, startBatchJob } from "./batchLineEndpoints.ts";
 import { finalizeBatch } from "./finalizeBatch.ts";
 import { readOpenBatchLines } from "./openBatchLines.ts";
@@ -302,7 +301,7 @@ export class BatchDispatcher {
           return;
         }
         const api = toApiError(error);
-        const retryInMs = this.#retryDelay(api, line.attempts);
+        const retryInMs = lineRetryDelay(api, line.attempts);
         if (retryInMs !== null && api.status >= 500) {
           this.#logger.warn("batch line failed for the platform's reason: run again", {
             batchId: line.batch_id,
@@ -339,17 +338,6 @@ export class BatchDispatcher {
     if (state !== "completed" && state !== "failed" && state !== "unknown") return true;
     if (removeLeftover) await job.remove().catch(() => undefined);
     return false;
-  }
-
-  /**
-   * A refusal or a failure of the platform's, waited out and run again without limit until the batch's
-   * window ends (null: the line's own failure, for the error file: its 4xx, a budget refusal, its model
-   * gone). A platform-side failure (Redis lost, a job lost, a worker died: 5xx) is never the line's.
-   */
-  #retryDelay(error: ApiError, attempts: number): number | null {
-    if (error instanceof TenantRateLimitError) return Math.max(1, Number(error.headers["retry-after"] ?? 1)) * 1000;
-    if (error.status >= 500) return Math.min(error.status === 503 ? 30_000 : 5_000, 500 * 2 ** Math.min(attempts, 6));
-    return null;
   }
 
   async #retryLater(line: ClaimedLine, delayMs: number): Promise<void> {

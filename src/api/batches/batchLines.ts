@@ -1,3 +1,5 @@
+import type { ApiError } from "../http/errors.ts";
+import { TenantRateLimitError } from "../inference/admission/tenantAdmission.ts";
 import type { RunningJob } from "../inference/jobs/runningJob.ts";
 import type { BatchEndpoint } from "./batchObject.ts";
 
@@ -27,3 +29,15 @@ export const EXPIRED_LINE = {
   error: { code: "batch_expired", message: "This request could not be executed before the completion window expired." },
   usage: null,
 };
+
+/**
+ * A line's refusal or a failure of the platform's, waited out and run again without limit until the
+ * batch's window ends: the milliseconds to wait (null: the line's own failure, for the error file: its
+ * 4xx, a budget refusal, its model gone). A platform-side failure (Redis lost, a job lost, a worker
+ * died: 5xx) is never the line's.
+ */
+export function lineRetryDelay(error: ApiError, attempts: number): number | null {
+  if (error instanceof TenantRateLimitError) return Math.max(1, Number(error.headers["retry-after"] ?? 1)) * 1000;
+  if (error.status >= 500) return Math.min(error.status === 503 ? 30_000 : 5_000, 500 * 2 ** Math.min(attempts, 6));
+  return null;
+}
