@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Engine } from "../../workers/engines/engine.ts";
+import { withChat } from "../inference/withChat.ts";
 import { eventually } from "../support/eventually.ts";
 import { TINY_CHAT } from "../support/testPlatform.ts";
 import { BatchTestPlatform } from "./batchTestPlatform.ts";
@@ -7,21 +8,12 @@ import { chatLine, uploadBatchFile } from "./batchSteps.ts";
 
 /** The tiny model, but a prompt with "hold" is answered only once `released` (its job keeps its slot meanwhile). */
 function holdingEngine(inner: Engine, released: Promise<void>): Engine {
-  return {
-    ...inner,
-    capabilities: () => inner.capabilities(),
-    countChatTokens: (messages, tools) => inner.countChatTokens(messages, tools),
-    countTokens: (text) => inner.countTokens(text),
-    maxConcurrency: () => inner.maxConcurrency(),
-    embed: (texts, signal) => inner.embed(texts, signal),
-    close: () => inner.close(),
-    async chat(request, onDelta, signal, options) {
-      if (JSON.stringify(request.messages).includes("hold")) {
-        await Promise.race([released, new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))]);
-      }
-      return inner.chat(request, onDelta, signal, options);
-    },
-  };
+  return withChat(inner, async (request, onDelta, signal, options) => {
+    if (JSON.stringify(request.messages).includes("hold")) {
+      await Promise.race([released, new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))]);
+    }
+    return inner.chat(request, onDelta, signal, options);
+  });
 }
 
 /**

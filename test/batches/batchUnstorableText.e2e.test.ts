@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
 import type { FileStore } from "../../src/api/files/fileStore.ts";
 import type { Engine } from "../../workers/engines/engine.ts";
+import { withChat } from "../inference/withChat.ts";
 import { TINY_CHAT, startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
 import { type BatchLine, chatLine, readJsonl, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
 
@@ -10,31 +11,18 @@ const EMIT_UNSTORABLE = "emit-unstorable";
 
 /** The tiny model, but its reply to EMIT_UNSTORABLE begins with what PostgreSQL's jsonb refuses. */
 function unstorableReplyEngine(inner: Engine): Engine {
-  return {
-    ...inner,
-    capabilities: () => inner.capabilities(),
-    countChatTokens: (messages, tools) => inner.countChatTokens(messages, tools),
-    countTokens: (text) => inner.countTokens(text),
-    maxConcurrency: () => inner.maxConcurrency(),
-    embed: (texts, signal) => inner.embed(texts, signal),
-    close: () => inner.close(),
-    chat(request, onDelta, signal, options) {
-      let first = JSON.stringify(request.messages).includes(EMIT_UNSTORABLE);
-      return inner.chat(
-        request,
-        (delta) => {
-          if (first && delta.content !== undefined) {
-            first = false;
-            onDelta({ ...delta, content: `a\u0000b\ud800${delta.content}` });
-            return;
-          }
-          onDelta(delta);
-        },
-        signal,
-        options,
-      );
-    },
-  };
+  return withChat(inner, (request, onDelta, signal, options) => {
+    let first = JSON.stringify(request.messages).includes(EMIT_UNSTORABLE);
+    const forward: typeof onDelta = (delta) => {
+      if (first && delta.content !== undefined) {
+        first = false;
+        onDelta({ ...delta, content: `a\u0000b\ud800${delta.content}` });
+        return;
+      }
+      onDelta(delta);
+    };
+    return inner.chat(request, forward, signal, options);
+  });
 }
 
 /** The platform's file store, but reading one chosen file slowly (a long validation, made deterministic). */

@@ -1,29 +1,21 @@
 import type { Engine } from "../../workers/engines/engine.ts";
+import { withChat } from "./withChat.ts";
 
 /**
  * Wraps a real engine so its chat deltas are held back: the real generation runs first, then delta i is
  * passed on only once `gate.allowed` exceeds i (the test raises it); an abort ends the wait with its reason.
  */
 export function gatedEngine(inner: Engine, gate: { allowed: number }): Engine {
-  return {
-    ...inner,
-    capabilities: () => inner.capabilities(),
-    countChatTokens: (messages, tools) => inner.countChatTokens(messages, tools),
-    countTokens: (text) => inner.countTokens(text),
-    maxConcurrency: () => inner.maxConcurrency(),
-    embed: (texts, signal) => inner.embed(texts, signal),
-    close: () => inner.close(),
-    async chat(request, onDelta, signal, options) {
-      const deltas: Parameters<typeof onDelta>[0][] = [];
-      const result = await inner.chat(request, (delta) => deltas.push(delta), signal, options);
-      for (const [index, delta] of deltas.entries()) {
-        while (index >= gate.allowed) {
-          if (signal.aborted) throw signal.reason;
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-        onDelta(delta);
+  return withChat(inner, async (request, onDelta, signal, options) => {
+    const deltas: Parameters<typeof onDelta>[0][] = [];
+    const result = await inner.chat(request, (delta) => deltas.push(delta), signal, options);
+    for (const [index, delta] of deltas.entries()) {
+      while (index >= gate.allowed) {
+        if (signal.aborted) throw signal.reason;
+        await new Promise((resolve) => setTimeout(resolve, 10));
       }
-      return result;
-    },
-  };
+      onDelta(delta);
+    }
+    return result;
+  });
 }
