@@ -65,6 +65,12 @@ async function subscribe(accountId: string): Promise<void> {
 
 async function batchCreated(accountId: string): Promise<string> {
   const batchId = `batch_${randomUUID().replaceAll("-", "")}`;
+  // Its row, as POST /v1/batches writes it with its BatchCreated.
+  await db.pool.query(
+    `INSERT INTO batches (id, account_id, key_id, endpoint, input_file_id, completion_window, status, created_at, expires_at)
+     VALUES ($1, $2, 'key', '/v1/chat/completions', 'file-x', '24h', 'validating', now(), now() + interval '1 day')`,
+    [batchId, accountId],
+  );
   await appendBatchEvent(
     db.pool,
     {

@@ -46,9 +46,10 @@ type Row = {
  * older than every one still open are read (as readAll), so a later page never misses an event that
  * commits behind the cursor. `next` is the cursor of the following page, null at the end.
  *
- * Cost: every page reads the account's BatchCreated events again (one index probe each, for later events
- * of its batch's stream: the only streams with events that name no account), since an earlier page may
- * hold the event that names a stream; its usages (one stream each) are not probed.
+ * Cost: the account's batches are found by its rows of `batches` (a batch stream's first event, its
+ * BatchCreated, names the account the row has), one index probe each for the events of its stream that
+ * name no account, on every page (an earlier page may hold the event that names a stream); its usages
+ * are not read again, so a page costs the same whatever the account's history.
  */
 export async function readAuditLog(db: Queryable, accountId: string, after: LogPosition | null, limit: number): Promise<AuditLogPage> {
   const rows = await db.query<Row>(
@@ -62,13 +63,13 @@ export async function readAuditLog(db: Queryable, accountId: string, after: LogP
            AND (transaction_id, global_position) > ($3::xid8, $4::bigint) AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
          ORDER BY transaction_id, global_position LIMIT $5)
        UNION
-       (SELECT later.transaction_id, later.global_position FROM es_events naming
+       (SELECT later.transaction_id, later.global_position FROM batches b
           CROSS JOIN LATERAL (
             SELECT e.transaction_id, e.global_position FROM es_events e
-             WHERE e.stream_id = naming.stream_id AND e.stream_version > naming.stream_version AND NOT e.data ? 'accountId'
+             WHERE e.stream_id = 'batch-' || b.id AND NOT e.data ? 'accountId'
                AND (e.transaction_id, e.global_position) > ($3::xid8, $4::bigint) AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
              ORDER BY e.stream_version LIMIT $5) later
-         WHERE naming.data ? 'accountId' AND naming.data->>'accountId' = $1 AND naming.event_type = 'BatchCreated'
+         WHERE b.account_id = $1
          ORDER BY 1, 2 LIMIT $5)
        ORDER BY 1, 2 LIMIT $5
      )
