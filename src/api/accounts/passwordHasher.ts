@@ -26,6 +26,17 @@ function cost(params: ScryptParams): number {
   return params.N * params.r * params.p;
 }
 
+/** Derivations adding up to about `work` (scrypt's N·r·p), of halving N at the default r and p: none when it is not positive. */
+async function padTo(work: number, password: string, salt: Buffer): Promise<void> {
+  const { r, p } = DEFAULT_SCRYPT_PARAMS;
+  let left = work;
+  for (let N = DEFAULT_SCRYPT_PARAMS.N; N >= 2 && left > 0; N /= 2) {
+    if (N * r * p > left) continue;
+    await derive(password, salt, { N, r, p }, KEY_LENGTH);
+    left -= N * r * p;
+  }
+}
+
 function decode(encoded: string): { params: ScryptParams; salt: Buffer; hash: Buffer } | null {
   const m = ENCODED.exec(encoded);
   if (!m) return null;
@@ -67,9 +78,9 @@ export const passwordHasher = {
     const key = await derive(password, decoded.salt, decoded.params, decoded.hash.length);
     const matches = timingSafeEqual(key, decoded.hash);
     // A wrong password against a hash cheaper than the defaults (an older one, re-hashed only on a
-    // successful login) costs a default derivation too: never less than an unknown account's, so the
+    // successful login) costs what an unknown account's does: the difference is made up, so the
     // answer's time does not tell that the account exists.
-    if (!matches && cost(decoded.params) < cost(DEFAULT_SCRYPT_PARAMS)) await derive(password, decoded.salt, DEFAULT_SCRYPT_PARAMS, KEY_LENGTH);
+    if (!matches) await padTo(cost(DEFAULT_SCRYPT_PARAMS) - cost(decoded.params), password, decoded.salt);
     return matches;
   },
 };
