@@ -32,9 +32,10 @@ const INSERT_BYTES = 4 * 1024 * 1024;
  *
  * One process validates a batch at a time (a transaction-scoped advisory lock, not the batch's row: its
  * owner can cancel it meanwhile, and the validation then keeps nothing). Each attempt is counted apart
- * from the transaction: the batches tried fewest times go first, so one whose validation fails (a
- * database error on its content, a timeout) never holds up another account's, and after
- * MAX_VALIDATION_ATTEMPTS it fails. Returns false when no batch waited.
+ * from the transaction, and after MAX_VALIDATION_ATTEMPTS a batch whose validation keeps failing (a
+ * database error on its content, a timeout) fails, so it holds up the others for a few ticks at most.
+ * The accounts with the fewest batches waiting go first: one account's many never keep another's few
+ * waiting. Returns false when no batch waited.
  */
 export async function validateNextBatch(pool: Pool, files: FileStore, now: () => Date): Promise<boolean> {
   return withTransaction(pool, async (client) => {
@@ -86,12 +87,14 @@ export async function validateNextBatch(pool: Pool, files: FileStore, now: () =>
  * counted on another connection (kept whatever the transaction's fate); null when none is free.
  */
 async function pickBatch(pool: Pool, client: PoolClient): Promise<BatchRow | null> {
-  // Fewest attempts first, then every account's oldest batch before any account's second.
+  // The accounts with fewest batches waiting first, each account's oldest first: one account's many never
+  // keep another's few waiting (an account's next batch ranks first among its own once the one before is
+  // validated, so the count, not the rank, is what lets the others through).
   const candidates = await client.query<{ id: string }>(
     `SELECT id FROM (
-       SELECT id, seq, validation_attempts, row_number() OVER (PARTITION BY account_id ORDER BY seq) AS account_rank
+       SELECT id, seq, count(*) OVER (PARTITION BY account_id) AS account_waiting
          FROM batches WHERE status = 'validating') ranked
-      ORDER BY validation_attempts, account_rank, seq LIMIT 8`,
+      ORDER BY account_waiting, seq LIMIT 8`,
   );
   for (const { id } of candidates.rows) {
     const locked = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok", [`batch-validation:${id}`]);
