@@ -418,16 +418,15 @@ describe("web console in Chromium against the real service (API, worker, project
     expect(overflow).toBeLessThanOrEqual(0);
     await screenshot("console-phone.png");
     const oldCookie = await cookieHeader();
-    // A log out the server did not do (it answered 503): the page says so and stays logged in.
-    const failDelete = (route: { request(): { method(): string }; fulfill(o: object): Promise<void>; continue(): Promise<void> }) =>
-      route.request().method() === "DELETE"
-        ? route.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { message: "The database is unavailable." } }) })
-        : route.continue();
-    await page.route("**/console/session", failDelete);
+    // A log out the server did not do (it answered 503, and so does the session's read: PostgreSQL away):
+    // the page says so and stays logged in.
+    const failSession = (route: { request(): { method(): string }; fulfill(o: object): Promise<void>; continue(): Promise<void> }) =>
+      route.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { message: "The database is unavailable." } }) });
+    await page.route("**/console/session", failSession);
     await page.getByRole("button", { name: "Log out" }).click();
     await page.getByRole("alert").filter({ hasText: "Logging out failed" }).waitFor();
     expect(await page.getByRole("heading", { name: "Log in" }).count()).toBe(0);
-    await page.unroute("**/console/session", failDelete);
+    await page.unroute("**/console/session", failSession);
     await page.getByRole("button", { name: "Log out" }).click();
     await page.getByRole("heading", { name: "Log in" }).waitFor();
     expect((await context.cookies()).find((c) => c.name === "console_session")).toBeUndefined();

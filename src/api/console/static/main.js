@@ -110,11 +110,20 @@ function App({ api }) {
       await api.del("/console/session");
     } catch (error) {
       // Not logged out (the server did not end the session: its cookie would open it again), unless the
-      // session had ended already (401). The session is read again (a fresh CSRF token) for the retry.
+      // session had ended already (401). The page stays logged in; the session is read again for a fresh
+      // CSRF token, and dropped only if the server says it has ended (a failing read keeps it).
       if (error?.status !== 401) {
-        await loadSession();
-        setLogoutError(new Error(`Logging out failed: ${error.message} You are still logged in; try again.`));
-        return;
+        const ended = await api.get("/console/session").then(
+          (current) => {
+            api.setCsrfToken(current.csrf_token);
+            return false;
+          },
+          (failure) => failure?.status === 401,
+        );
+        if (!ended) {
+          setLogoutError(new Error(`Logging out failed: ${error.message} You are still logged in; try again.`));
+          return;
+        }
       }
     }
     setLogoutError(null);
