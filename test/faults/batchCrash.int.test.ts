@@ -7,14 +7,13 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
-import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { batchCharges, expectEveryCustomIdOnce, readJsonl, uploadBatchFile, waitForStatus } from "../batches/batchSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { freePort } from "../support/freePort.ts";
 import { createTestAccount, type TestAccount } from "../support/testAccounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
-import { countingReply, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
+import { countingReply, type CountingUpstream, startCountingUpstream, countingModel } from "./countingUpstream.ts";
 
 /**
  * A batch through a worker killed with SIGKILL and its API process killed with SIGKILL in the middle of
@@ -44,14 +43,7 @@ beforeAll(async () => {
   redis = await createTestRedis();
   upstream = await startCountingUpstream({ totalTokens: TOKENS, tokenDelayMs: 40, promptTokens: PROMPT_TOKENS });
   dir = await mkdtemp(path.join(tmpdir(), "batch-crash-"));
-  const model: ModelEntry = {
-    id: MODEL,
-    owned_by: "test-lab",
-    engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "counting", continueFinalMessage: true, maxConcurrency: 4 },
-    capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
-    context_length: 8192,
-    pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
-  };
+  const model = countingModel(upstream, { id: MODEL, maxConcurrency: 4, continueFinalMessage: true });
   const registry = path.join(dir, "registry.json");
   await writeFile(registry, JSON.stringify({ price_table_version: "test-1", models: [model] }));
   env = {

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
-import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
-import { type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
+import { type CountingUpstream, startCountingUpstream, countingModel } from "./countingUpstream.ts";
 import { startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
 import { readJsonl, uploadBatchFile, waitForStatus } from "../batches/batchSteps.ts";
 
@@ -22,14 +21,7 @@ let dispatcher: BatchDispatcher | null = null;
 
 beforeAll(async () => {
   upstream = await startCountingUpstream({ totalTokens: TOKENS, tokenDelayMs: 300, promptTokens: 20 });
-  const model: ModelEntry = {
-    id: MODEL,
-    owned_by: "test-lab",
-    engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "counting", continueFinalMessage: true, maxConcurrency: 2 },
-    capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
-    context_length: 8192,
-    pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
-  };
+  const model = countingModel(upstream, { id: MODEL, maxConcurrency: 2, continueFinalMessage: true });
   platform = await startTestPlatform({
     models: () => [model],
     env: { BATCH_POLL_MS: "50", BATCH_MAX_IN_FLIGHT: "4", BATCH_COMPLETION_WINDOW_MS: "5000" },

@@ -5,12 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { WorkerPresence } from "../../src/contracts/workerPresence.ts";
-import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { batchCharges, expectEveryCustomIdOnce, readJsonl, uploadBatchFile, waitForStatus } from "../batches/batchSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
 import { startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
-import { countingReply, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
+import { countingReply, type CountingUpstream, startCountingUpstream, countingModel } from "./countingUpstream.ts";
 
 /**
  * A batch whose queue entries and job messages are lost with Redis: a private redis-server stopped with
@@ -35,14 +34,7 @@ const logs: string[] = [];
 
 beforeAll(async () => {
   upstream = await startCountingUpstream({ totalTokens: TOKENS, tokenDelayMs: 200, promptTokens: 20 });
-  const model: ModelEntry = {
-    id: MODEL,
-    owned_by: "test-lab",
-    engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "counting", continueFinalMessage: true, maxConcurrency: 4 },
-    capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
-    context_length: 8192,
-    pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
-  };
+  const model = countingModel(upstream, { id: MODEL, maxConcurrency: 4, continueFinalMessage: true });
   redis = await startRedisServer();
   platform = await startTestPlatform({
     redisUrl: redis.url,

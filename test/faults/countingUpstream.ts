@@ -1,3 +1,4 @@
+import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -22,6 +23,27 @@ export type CountingUpstream = {
 
 export function countingToken(k: number, tokenBytes = 3): string {
   return `${k.toString(36).padStart(tokenBytes - 1, "0")} `;
+}
+
+/**
+ * A registry entry of a model served by the counting stand-in (upstream engine), at CHF 1 / 2 per million
+ * input / output tokens; `continueFinalMessage`: it continues a final assistant message (a worker's death).
+ */
+export function countingModel(upstream: { baseUrl: string }, options: { id: string; maxConcurrency: number; continueFinalMessage?: boolean }): ModelEntry {
+  return {
+    id: options.id,
+    owned_by: "test-lab",
+    engine: {
+      type: "upstream",
+      baseUrl: upstream.baseUrl,
+      model: "counting",
+      ...(options.continueFinalMessage ? { continueFinalMessage: true } : {}),
+      maxConcurrency: options.maxConcurrency,
+    },
+    capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
+    context_length: 8192,
+    pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
+  };
 }
 
 export function countingReply(totalTokens: number, tokenBytes = 3): string {

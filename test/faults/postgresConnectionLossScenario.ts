@@ -6,7 +6,6 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { expect } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
-import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { parseSse } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { freePort } from "../support/freePort.ts";
@@ -15,7 +14,7 @@ import { ADMIN_DATABASE_URL } from "../support/templateDatabase.ts";
 import { createTestAccount, type TestAccount } from "../support/testAccounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
-import { countingReply, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
+import { countingReply, type CountingUpstream, startCountingUpstream, countingModel } from "./countingUpstream.ts";
 
 /**
  * PostgreSQL connections lost under load, against every role as its own OS process (the production
@@ -117,14 +116,7 @@ export async function startConnectionLossPlatform(
   const children: { role: string; child: ChildProcess }[] = [];
   const logs: string[] = [];
   const apis: string[] = [];
-  const model: ModelEntry = {
-    id: MODEL,
-    owned_by: "test-lab",
-    engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "counting", maxConcurrency: 64 },
-    capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
-    context_length: 8192,
-    pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
-  };
+  const model = countingModel(upstream, { id: MODEL, maxConcurrency: 64 });
   const registry = path.join(dir, "registry.json");
   await writeFile(registry, JSON.stringify({ price_table_version: "test-1", models: [model] }));
   const env = {

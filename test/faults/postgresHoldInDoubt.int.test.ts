@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { eventually } from "../support/eventually.ts";
 import { ADMIN_DATABASE_URL } from "../support/templateDatabase.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcpProxy.ts";
 import { startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
-import { type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
+import { type CountingUpstream, startCountingUpstream, countingModel } from "./countingUpstream.ts";
 import { timed } from "./faultSteps.ts";
 
 /**
@@ -22,14 +21,7 @@ beforeAll(async () => {
   const admin = new URL(ADMIN_DATABASE_URL);
   proxy = await startTcpProxy({ host: admin.hostname, port: Number(admin.port || 5432) });
   upstream = await startCountingUpstream({ totalTokens: 4, tokenDelayMs: 5, promptTokens: 20 });
-  const model: ModelEntry = {
-    id: MODEL,
-    owned_by: "test-lab",
-    engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "counting", maxConcurrency: 4 },
-    capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
-    context_length: 8192,
-    pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
-  };
+  const model = countingModel(upstream, { id: MODEL, maxConcurrency: 4 });
   platform = await startTestPlatform({ models: () => [model], databaseUrl: (url) => proxy.rewrite(url) });
 }, 120_000);
 afterAll(async () => {

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
 import { type SseItem, SseReader } from "../inference/sseReader.ts";
 import { eventually } from "../support/eventually.ts";
 import { startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
-import { type CountingUpstream, countingReply, startCountingUpstream } from "./countingUpstream.ts";
+import { type CountingUpstream, countingReply, startCountingUpstream, countingModel } from "./countingUpstream.ts";
 
 /**
  * The issue's reconnect scenario at full length (`npm run chaos`): a client drops a 120-token stream at
@@ -21,14 +20,7 @@ let key: string;
 
 beforeAll(async () => {
   upstream = await startCountingUpstream({ totalTokens: TOKENS, tokenDelayMs: DELAY_MS, promptTokens: 20 });
-  const model: ModelEntry = {
-    id: MODEL,
-    owned_by: "test-lab",
-    engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "counting", maxConcurrency: 8 },
-    capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
-    context_length: 8192,
-    pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
-  };
+  const model = countingModel(upstream, { id: MODEL, maxConcurrency: 8 });
   platform = await startTestPlatform({ models: () => [model], env: { DELTA_COALESCE_MS: "0" } });
   key = (await platform.createKey()).key;
 });

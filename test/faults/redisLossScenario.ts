@@ -5,11 +5,10 @@ import { expect } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { WorkerPresence } from "../../src/contracts/workerPresence.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
-import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { eventually } from "../support/eventually.ts";
 import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
 import { startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
-import { startCountingUpstream } from "./countingUpstream.ts";
+import { startCountingUpstream, countingModel } from "./countingUpstream.ts";
 
 const WORKER_MAIN = fileURLToPath(new URL("../../workers/main.ts", import.meta.url));
 const MODEL = "counting-model";
@@ -60,14 +59,7 @@ type Client = {
  */
 export async function runRedisLossScenario(scenario: RedisLossScenario): Promise<void> {
   const upstream = await startCountingUpstream({ totalTokens: scenario.tokens, tokenDelayMs: scenario.tokenDelayMs, promptTokens: PROMPT_TOKENS });
-  const model: ModelEntry = {
-    id: MODEL,
-    owned_by: "test-lab",
-    engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "counting", continueFinalMessage: true, maxConcurrency: 256 },
-    capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
-    context_length: 8192,
-    pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
-  };
+  const model = countingModel(upstream, { id: MODEL, maxConcurrency: 256, continueFinalMessage: true });
   let redis: RedisServer | null = null;
   let platform: TestPlatform | null = null;
   let worker: ChildProcess | null = null;

@@ -4,13 +4,12 @@ import { describe, expect, it } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { WorkerPresence } from "../../src/contracts/workerPresence.ts";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
-import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
 import { SseReader } from "../inference/sseReader.ts";
 import { eventually } from "../support/eventually.ts";
 import { startTestPlatform } from "../support/testPlatform.ts";
 import { openHolds } from "../usage/usageFixtures.ts";
-import { countingReply, startCountingUpstream } from "./countingUpstream.ts";
+import { countingReply, startCountingUpstream, countingModel } from "./countingUpstream.ts";
 import { exited, spawnWorker } from "./workerCrashScenario.ts";
 
 const MODEL = "counting-model";
@@ -37,14 +36,7 @@ const textOf = (events: Event[]) =>
 describe("a background response whose worker is killed mid-generation", () => {
   it("completes as one coherent output, charged once", async () => {
     const upstream = await startCountingUpstream({ totalTokens: TOKENS, tokenDelayMs: 60, promptTokens: PROMPT_TOKENS });
-    const model: ModelEntry = {
-      id: MODEL,
-      owned_by: "test-lab",
-      engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "counting", continueFinalMessage: true, maxConcurrency: 8 },
-      capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
-      context_length: 8192,
-      pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
-    };
+    const model = countingModel(upstream, { id: MODEL, maxConcurrency: 8, continueFinalMessage: true });
     const platform = await startTestPlatform({ startWorker: false, models: () => [model], env: { JOB_IDLE_TIMEOUT_MS: "45000", DELTA_COALESCE_MS: "0" } });
     const workers: ChildProcess[] = [];
     const logs: string[] = [];

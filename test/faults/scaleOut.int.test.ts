@@ -7,7 +7,6 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
-import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { createKey } from "../keys/keySteps.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
 import { expectedUsage, liveUsage } from "../projections/usageExpectations.ts";
@@ -15,7 +14,7 @@ import { eventually } from "../support/eventually.ts";
 import { createTestAccount, type TestAccount } from "../support/testAccounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
-import { countingReply, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
+import { countingReply, type CountingUpstream, startCountingUpstream, countingModel } from "./countingUpstream.ts";
 import { type ChatResult, chatThrough, requestVia } from "./processChat.ts";
 
 /**
@@ -46,14 +45,7 @@ beforeAll(async () => {
   redis = await createTestRedis();
   upstream = await startCountingUpstream({ totalTokens: TOKENS, tokenDelayMs: 15, promptTokens: PROMPT_TOKENS });
   dir = await mkdtemp(path.join(tmpdir(), "scale-out-"));
-  const model: ModelEntry = {
-    id: MODEL,
-    owned_by: "test-lab",
-    engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "counting", maxConcurrency: 4 },
-    capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
-    context_length: 8192,
-    pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
-  };
+  const model = countingModel(upstream, { id: MODEL, maxConcurrency: 4 });
   const registry = path.join(dir, "registry.json");
   await writeFile(registry, JSON.stringify({ price_table_version: "test-1", models: [model] }));
   const env = {

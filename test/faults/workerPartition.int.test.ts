@@ -3,13 +3,12 @@ import type { ChildProcess } from "node:child_process";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { decodeReplayEntries } from "../../src/contracts/replyBatch.ts";
 import { WorkerPresence } from "../../src/contracts/workerPresence.ts";
-import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcpProxy.ts";
 import { TEST_REDIS_URL } from "../support/testRedis.ts";
 import { startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
-import { type CountingUpstream, countingReply, startCountingUpstream } from "./countingUpstream.ts";
+import { type CountingUpstream, countingReply, startCountingUpstream, countingModel } from "./countingUpstream.ts";
 import { exited, spawnWorker } from "./workerCrashScenario.ts";
 
 const MODEL = "counting-model";
@@ -32,14 +31,7 @@ describe("a worker partitioned from Redis and taken for dead", () => {
 
   beforeAll(async () => {
     upstream = await startCountingUpstream({ totalTokens: TOKENS, tokenDelayMs: 50, promptTokens: PROMPT_TOKENS });
-    const model: ModelEntry = {
-      id: MODEL,
-      owned_by: "test-lab",
-      engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "counting", continueFinalMessage: true, maxConcurrency: 8 },
-      capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
-      context_length: 8192,
-      pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
-    };
+    const model = countingModel(upstream, { id: MODEL, maxConcurrency: 8, continueFinalMessage: true });
     platform = await startTestPlatform({ startWorker: false, models: () => [model], env: { JOB_IDLE_TIMEOUT_MS: "45000" } });
     const redis = new URL(TEST_REDIS_URL);
     proxy = await startTcpProxy({ host: redis.hostname, port: Number(redis.port || 6379) });

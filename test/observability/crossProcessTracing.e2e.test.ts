@@ -6,8 +6,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { WorkerPresence } from "../../src/contracts/workerPresence.ts";
-import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
-import { type CountingUpstream, startCountingUpstream } from "../faults/countingUpstream.ts";
+import { type CountingUpstream, startCountingUpstream, countingModel } from "../faults/countingUpstream.ts";
 import { eventually } from "../support/eventually.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "../support/otlpReceiver.ts";
 import { TEST_REDIS_URL } from "../support/testRedis.ts";
@@ -43,14 +42,7 @@ function spawnRole(main: string, env: Record<string, string | undefined>): Child
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
   upstream = await startCountingUpstream({ totalTokens: 6, tokenDelayMs: 5, promptTokens: 9 });
-  const model: ModelEntry = {
-    id: MODEL,
-    owned_by: "test-lab",
-    engine: { type: "upstream", baseUrl: upstream.baseUrl, model: "counting", continueFinalMessage: true, maxConcurrency: 4 },
-    capabilities: { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false },
-    context_length: 8192,
-    pricing: { input_per_million_chf: 1, output_per_million_chf: 2 },
-  };
+  const model = countingModel(upstream, { id: MODEL, maxConcurrency: 4, continueFinalMessage: true });
   platform = await startTestPlatform({ startWorker: false, models: () => [model] });
   const env = {
     PATH: process.env.PATH,
