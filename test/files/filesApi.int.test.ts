@@ -232,6 +232,73 @@ describe("Files API with the official openai SDK", () => {
     expect(await fileRows()).toEqual(before);
   });
 
+  it("honours `expires_after` (anchor created_at, 3600 to 2592000 s), after the file or before it; a bad one is a 400 naming it and stores nothing", async () => {
+    const owner = await createKey(app);
+    const openai = client(app, owner.key);
+    // The SDK sends the file first, then purpose and expires_after[anchor] / expires_after[seconds].
+    const hour = await openai.files.create({
+      file: await toFile(jsonl(2), "a.jsonl"),
+      purpose: "batch",
+      expires_after: { anchor: "created_at", seconds: 3600 },
+    });
+    expect(hour.expires_at).toBe(hour.created_at + 3600);
+    expect((await openai.files.retrieve(hour.id)).expires_at).toBe(hour.created_at + 3600);
+    const { rows } = await app.deps.pool.query<{ expires_at: Date; created_at: Date }>("SELECT created_at, expires_at FROM files WHERE id = $1", [hour.id]);
+    expect(rows[0]!.expires_at.getTime() - rows[0]!.created_at.getTime()).toBe(3600_000);
+    // Before the file; longer than the retention (30 days by default): the retention comes first.
+    const form = new FormData();
+    form.append("purpose", "batch");
+    form.append("expires_after[anchor]", "created_at");
+    form.append("expires_after[seconds]", "2592000");
+    form.append("file", new File([jsonl(2)], "b.jsonl"));
+    const early = await fetch(`${app.baseUrl}/v1/files`, { method: "POST", headers: { authorization: `Bearer ${owner.key}` }, body: form });
+    expect(early.status).toBe(200);
+    const month = (await early.json()) as { created_at: number; expires_at: number };
+    expect(month.expires_at).toBe(month.created_at + 30 * 86400);
+
+    const before = await fileRows();
+    await expectApiError(
+      openai.files.create({ file: await toFile(jsonl(2), "c.jsonl"), purpose: "batch", expires_after: { anchor: "created_at", seconds: 3599 } }),
+      400,
+      "expires_after.seconds",
+    );
+    await expectApiError(
+      openai.files.create({ file: await toFile(jsonl(2), "c.jsonl"), purpose: "batch", expires_after: { anchor: "created_at", seconds: 2_592_001 } }),
+      400,
+      "expires_after.seconds",
+    );
+    await expectApiError(
+      openai.files.create({
+        file: await toFile(jsonl(2), "c.jsonl"),
+        purpose: "batch",
+        expires_after: { anchor: "last_active_at" as "created_at", seconds: 3600 },
+      }),
+      400,
+      "expires_after.anchor",
+    );
+    for (const seconds of ["3600.5", "1e4", "-3600", " 3600", "99999999999", ""]) {
+      const bad = new FormData();
+      bad.append("file", new File([jsonl(2)], "d.jsonl"));
+      bad.append("purpose", "batch");
+      bad.append("expires_after[anchor]", "created_at");
+      bad.append("expires_after[seconds]", seconds);
+      const answer = await fetch(`${app.baseUrl}/v1/files`, { method: "POST", headers: { authorization: `Bearer ${owner.key}` }, body: bad });
+      expect(answer.status, seconds).toBe(400);
+      expect(((await answer.json()) as { error: { param: string } }).error.param).toBe("expires_after.seconds");
+    }
+    const anchorOnly = new FormData();
+    anchorOnly.append("file", new File([jsonl(2)], "e.jsonl"));
+    anchorOnly.append("purpose", "batch");
+    anchorOnly.append("expires_after[anchor]", "created_at");
+    const noSeconds = await fetch(`${app.baseUrl}/v1/files`, { method: "POST", headers: { authorization: `Bearer ${owner.key}` }, body: anchorOnly });
+    expect(noSeconds.status).toBe(400);
+    expect(((await noSeconds.json()) as { error: { param: string; code: string } }).error).toMatchObject({
+      param: "expires_after.seconds",
+      code: "missing_required_parameter",
+    });
+    expect(await fileRows()).toEqual(before);
+  });
+
   it("refuses too many lines or too many bytes with 400 and stores nothing", async () => {
     const owner = await createKey(limited);
     const openai = client(limited, owner.key);

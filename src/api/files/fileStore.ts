@@ -31,8 +31,12 @@ export type NewFile = {
   /** Refuse (and store nothing) past this many bytes / lines: FileTooLargeError. */
   maxBytes: number;
   maxLines: number;
-  /** Expires this long after it is created (OpenAI's `expires_after`, anchor created_at), or with the retention if that comes first. */
-  expiresAfterSeconds?: number;
+  /**
+   * Expires this long after it is created (OpenAI's `expires_after`, anchor created_at), or with the
+   * retention if that comes first. A function is asked once the content is read: an upload's form may
+   * carry the field after the file.
+   */
+  expiresAfterSeconds?: number | (() => number | undefined);
 };
 
 export interface FileStore {

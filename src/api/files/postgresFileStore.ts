@@ -80,20 +80,18 @@ export class PostgresFileStore implements FileStore {
   async create(file: NewFile): Promise<StoredFile> {
     const id = newFileId();
     const createdAt = this.clock.now();
-    const expiries = [
-      ...(this.retentionDays > 0 ? [createdAt.getTime() + this.retentionDays * 86_400_000] : []),
-      ...(file.expiresAfterSeconds !== undefined ? [createdAt.getTime() + file.expiresAfterSeconds * 1000] : []),
-    ];
-    const expiresAt = expiries.length > 0 ? new Date(Math.min(...expiries)) : null;
+    const retainedUntil = this.retentionDays > 0 ? new Date(createdAt.getTime() + this.retentionDays * 86_400_000) : null;
     await this.pool.query(
       "INSERT INTO files (id, account_id, purpose, filename, status, created_at, expires_at) VALUES ($1, $2, $3, $4, 'uploading', $5, $6)",
-      [id, file.accountId, file.purpose, file.filename, createdAt, expiresAt],
+      [id, file.accountId, file.purpose, file.filename, createdAt, retainedUntil],
     );
     try {
       const { bytes, lines } = await this.writeContent(id, file);
+      const expiresAfter = typeof file.expiresAfterSeconds === "function" ? file.expiresAfterSeconds() : file.expiresAfterSeconds;
+      const expiresAt = earliest(retainedUntil, expiresAfter === undefined ? null : new Date(createdAt.getTime() + expiresAfter * 1000));
       const { rows } = await this.pool.query<FileRow>(
-        `UPDATE files SET bytes = $2, lines = $3, status = 'processed' WHERE id = $1 AND status = 'uploading' RETURNING ${COLUMNS}`,
-        [id, bytes, lines],
+        `UPDATE files SET bytes = $2, lines = $3, status = 'processed', expires_at = $4 WHERE id = $1 AND status = 'uploading' RETURNING ${COLUMNS}`,
+        [id, bytes, lines, expiresAt],
       );
       const row = rows[0];
       if (!row) throw new Error(`file ${id} vanished while it was uploaded`);
@@ -263,4 +261,11 @@ export class PostgresFileStore implements FileStore {
       await this.pool.query("DELETE FROM files WHERE id = $1", [fileId]);
     }
   }
+}
+
+/** The earlier of two expiries (null: none). */
+function earliest(a: Date | null, b: Date | null): Date | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return a.getTime() <= b.getTime() ? a : b;
 }

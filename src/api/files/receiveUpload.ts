@@ -38,10 +38,42 @@ async function readField(part: MultipartPart): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-async function skip(part: MultipartPart): Promise<void> {
+/** The form's fields besides the file: `purpose`, and OpenAI's `expires_after[anchor]` and `expires_after[seconds]`. */
+type FormFields = { purpose?: string; anchor?: string; seconds?: string };
+
+/** Reads a field of the form into `fields`; any other field OpenAI may send is read and ignored. */
+async function readFormField(part: MultipartPart, fields: FormFields): Promise<void> {
   if (part.name === "file") throw new InvalidRequestError("Send one file per upload.", { param: "file" });
-  // Other fields OpenAI knows (expires_after[...]) are read and ignored: retention is the platform's.
-  await readField(part);
+  const value = await readField(part);
+  if (part.name === "purpose") fields.purpose = value;
+  else if (part.name === "expires_after[anchor]") fields.anchor = value;
+  else if (part.name === "expires_after[seconds]") fields.seconds = value;
+}
+
+const MIN_EXPIRES_AFTER_S = 3600;
+const MAX_EXPIRES_AFTER_S = 2_592_000;
+
+/**
+ * OpenAI's `expires_after` of an upload ({anchor: "created_at", seconds: 3600 to 2592000}): the seconds
+ * after its creation when the file expires (with the platform's retention, whichever comes first);
+ * undefined when the form has none.
+ */
+function expiresAfterSeconds(fields: FormFields): number | undefined {
+  if (fields.anchor === undefined && fields.seconds === undefined) return undefined;
+  if (fields.anchor !== "created_at") {
+    throw new InvalidRequestError("Invalid 'expires_after.anchor': the only supported anchor is 'created_at'.", {
+      param: "expires_after.anchor",
+      code: fields.anchor === undefined ? "missing_required_parameter" : "invalid_value",
+    });
+  }
+  const seconds = fields.seconds === undefined || !/^[0-9]{1,10}$/.test(fields.seconds) ? Number.NaN : Number(fields.seconds);
+  if (!(seconds >= MIN_EXPIRES_AFTER_S && seconds <= MAX_EXPIRES_AFTER_S)) {
+    throw new InvalidRequestError(
+      `Invalid 'expires_after.seconds': an integer between ${MIN_EXPIRES_AFTER_S} (1 hour) and ${MAX_EXPIRES_AFTER_S} (30 days) is required.`,
+      { param: "expires_after.seconds", code: fields.seconds === undefined ? "missing_required_parameter" : "invalid_value" },
+    );
+  }
+  return seconds;
 }
 
 /**
@@ -83,30 +115,28 @@ export async function receiveUpload(ctx: Context, store: FileStore, upload: { ac
   if (declared !== undefined && declared > maxFormBytes) throw midBody(new FileTooLargeError("bytes", upload.maxBytes));
   const parts = multipartParts(requestPieces(ctx, maxFormBytes), boundary, LIMITS);
   try {
-    let purpose: string | undefined;
+    const fields: FormFields = {};
     for (;;) {
       const next = await parts.next();
       if (next.done) break;
       const part = next.value;
-      if (part.name === "purpose") {
-        purpose = await readField(part);
-        checkPurpose(purpose);
-        continue;
-      }
       if (part.name !== "file" || part.filename === null) {
-        await skip(part);
+        await readFormField(part, fields);
+        // Checked at once when it comes before the file: nothing is stored for a wrong one.
+        if (part.name === "purpose") checkPurpose(fields.purpose);
         continue;
       }
+      let expiresAfter: number | undefined;
       const content = (async function* () {
         yield* part.body;
         // The rest of the form, before the content counts as complete.
         for (;;) {
           const after = await parts.next();
           if (after.done) break;
-          if (after.value.name === "purpose") purpose = await readField(after.value);
-          else await skip(after.value);
+          await readFormField(after.value, fields);
         }
-        checkPurpose(purpose);
+        checkPurpose(fields.purpose);
+        expiresAfter = expiresAfterSeconds(fields);
       })();
       return await store.create({
         accountId: upload.accountId,
@@ -115,9 +145,11 @@ export async function receiveUpload(ctx: Context, store: FileStore, upload: { ac
         content,
         maxBytes: upload.maxBytes,
         maxLines: upload.maxLines,
+        expiresAfterSeconds: () => expiresAfter,
       });
     }
-    checkPurpose(purpose);
+    checkPurpose(fields.purpose);
+    expiresAfterSeconds(fields);
     throw new InvalidRequestError("Missing required parameter: 'file'.", { param: "file", code: "missing_required_parameter" });
   } catch (error) {
     if (error instanceof MultipartError)
