@@ -111,6 +111,35 @@ describe("console session: HttpOnly SameSite=Strict cookie with CSRF protection"
     expect(after.body.error.code).toBe("invalid_session");
   });
 
+  it("over HTTPS behind a trusted proxy names the cookie __Host-, Secure, no Domain; there a plain-named cookie (planted by a sibling site) is no session", async () => {
+    const proxied = await startTestApp({ shareWith: app, env: { TRUST_PROXY_HOPS: "1" } });
+    try {
+      const https = { "x-forwarded-proto": "https", "x-forwarded-for": "203.0.113.7" };
+      const email = newEmail("host");
+      await register(app, email);
+      const res = await proxied.request("POST", "/console/session", { body: { email, password: PASSWORD }, headers: https });
+      expect(res.status, res.text).toBe(200);
+      const setCookie = res.headers.get("set-cookie") ?? "";
+      expect(setCookie).toMatch(/^__Host-console_session=sess_/);
+      expect(setCookie).toMatch(/;\s*secure/i);
+      expect(setCookie).toMatch(/;\s*path=\/(;|$)/i);
+      expect(setCookie).not.toMatch(/domain=/i);
+      const token = /^__Host-console_session=([^;]+)/.exec(setCookie)![1]!;
+      const hostCookie = { ...https, cookie: `__Host-console_session=${token}` };
+      expect((await proxied.request("GET", "/console/session", { headers: hostCookie })).body.account.email).toBe(email);
+      // The same token under the plain name is not read over HTTPS; under the __Host- name not over plain HTTP.
+      const planted = await proxied.request("GET", "/console/session", { headers: { ...https, cookie: `console_session=${token}` } });
+      expect(planted.status).toBe(401);
+      expect((await proxied.request("GET", "/console/session", { headers: { cookie: `__Host-console_session=${token}` } })).status).toBe(401);
+      const out = await proxied.request("DELETE", "/console/session", { headers: { ...hostCookie, "x-csrf-token": res.body.csrf_token } });
+      expect(out.status).toBe(204);
+      expect(out.headers.get("set-cookie")).toMatch(/^__Host-console_session=;.*expires=Thu, 01 Jan 1970.*secure/i);
+      expect((await proxied.request("GET", "/console/session", { headers: hostCookie })).status).toBe(401);
+    } finally {
+      await proxied.close();
+    }
+  });
+
   it("answers wrong credentials with 401 and no cookie; a malformed cookie is no session", async () => {
     const email = newEmail("wrong");
     await register(app, email);
