@@ -34,6 +34,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     adminToken: e.ADMIN_TOKEN === "" ? undefined : e.ADMIN_TOKEN,
     modelsConfigPath: e.MODELS_CONFIG ?? DEFAULT_MODELS_CONFIG,
     sessionTtlMs: e.SESSION_TTL_HOURS * 3600_000,
+    sessionIdleMs: e.SESSION_IDLE_HOURS * 3600_000,
     logLevel: e.LOG_LEVEL,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
     traceMessageContent: e.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT === "true",

@@ -16,6 +16,8 @@ export type Config = {
   adminToken: string | undefined;
   modelsConfigPath: string;
   sessionTtlMs: number;
+  /** A session unused this long ends (SESSION_IDLE_HOURS; 0: only its lifetime ends it). */
+  sessionIdleMs: number;
   logLevel: "debug" | "info" | "warn" | "error";
   /** OTLP/HTTP endpoint of the trace exporter; undefined = tracing off. */
   otlpEndpoint: string | undefined;

@@ -100,6 +100,7 @@ export const EnvSchema = z.object({
     .refine((v) => v === undefined || v === "" || v.length >= 16, "must be at least 16 characters"),
   MODELS_CONFIG: z.string().optional(),
   SESSION_TTL_HOURS: intFromEnv(24 * 7).refine((n) => n > 0, "must be positive"),
+  SESSION_IDLE_HOURS: intFromEnv(24).refine((n) => n >= 0, "must be 0 (off) or positive"),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).optional().default("info"),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: z.enum(["true", "false", ""]).optional(),

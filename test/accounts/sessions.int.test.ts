@@ -106,12 +106,72 @@ describe("sessions end", () => {
     const email = newEmail("expiry");
     await register(app, email);
     const token = await login(app, email);
-    now = new Date(now.getTime() + SEVEN_DAYS_MS - 1000);
+    const loggedInAt = now.getTime();
+    // Used every 23 hours (SESSION_IDLE_HOURS is 24 by default), it lasts its 7 days.
+    for (let use = 1; use <= 7; use++) {
+      now = new Date(loggedInAt + use * 23 * 3600_000);
+      expect((await app.request("GET", "/api/v1/accounts/user/", { token })).status).toBe(200);
+      await lastSeenReaches(token, now);
+    }
+    now = new Date(loggedInAt + SEVEN_DAYS_MS - 1000);
     expect((await app.request("GET", "/api/v1/accounts/user/", { token })).status).toBe(200);
     now = new Date(now.getTime() + 1000);
     expectApiError(await app.request("GET", "/api/v1/accounts/user/", { token }), 401, "authentication_error", { code: "invalid_session" });
     // A new login works again.
     expect((await app.request("GET", "/api/v1/accounts/user/", { token: await login(app, email) })).status).toBe(200);
+  });
+});
+
+/** Waits until the session's last use is noted as `at` (the note is written without the request waiting for it). */
+async function lastSeenReaches(token: string, at: Date): Promise<void> {
+  const hash = createHash("sha256").update(token).digest("hex");
+  for (let i = 0; i < 100; i++) {
+    const { rows } = await app.db.pool.query<{ last_seen_at: Date | null }>("SELECT last_seen_at FROM sessions WHERE token_hash = $1", [hash]);
+    if (rows[0]?.last_seen_at?.getTime() === at.getTime()) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error("the session's last use was not noted");
+}
+
+describe("idle sessions", () => {
+  it("ends a session unused for SESSION_IDLE_HOURS (24 by default); each use keeps it alive; noted at most once a minute", async () => {
+    const email = newEmail("idle");
+    await register(app, email);
+    const token = await login(app, email);
+    const hash = createHash("sha256").update(token).digest("hex");
+    const lastSeen = async () =>
+      (await app.db.pool.query<{ last_seen_at: Date | null }>("SELECT last_seen_at FROM sessions WHERE token_hash = $1", [hash])).rows[0]?.last_seen_at ?? null;
+    // Used within its first minute: nothing written.
+    now = new Date(now.getTime() + 30_000);
+    expect((await app.request("GET", "/api/v1/accounts/user/", { token })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await lastSeen()).toBeNull();
+    // Nearly a day later: still alive, and the use is noted.
+    now = new Date(now.getTime() + 24 * 3600_000 - 60_000);
+    expect((await app.request("GET", "/api/v1/accounts/user/", { token })).status).toBe(200);
+    await lastSeenReaches(token, now);
+    // Nearly a day after that use: alive (counted from the use, not from the login).
+    const usedAt = now.getTime();
+    now = new Date(usedAt + 24 * 3600_000 - 1000);
+    expect((await app.request("GET", "/api/v1/accounts/user/", { token })).status).toBe(200);
+    await lastSeenReaches(token, now);
+    // A day and a second without use: over; the cookie's route says the same.
+    now = new Date(now.getTime() + 24 * 3600_000 + 1000);
+    expectApiError(await app.request("GET", "/api/v1/accounts/user/", { token }), 401, "authentication_error", { code: "invalid_session" });
+    expect((await app.request("GET", "/api/v1/accounts/user/api-keys", { token })).status).toBe(401);
+  });
+
+  it("SESSION_IDLE_HOURS=0 ends sessions only at their lifetime", async () => {
+    const patient = await startTestApp({ clock, shareWith: app, env: { SESSION_IDLE_HOURS: "0" } });
+    try {
+      const email = newEmail("noidle");
+      await register(patient, email);
+      const token = await login(patient, email);
+      now = new Date(now.getTime() + SEVEN_DAYS_MS - 1000);
+      expect((await patient.request("GET", "/api/v1/accounts/user/", { token })).status).toBe(200);
+    } finally {
+      await patient.close();
+    }
   });
 });
 

@@ -20,14 +20,14 @@ export class CsrfTokenError extends ApiError {
  * console's HttpOnly session cookie, which on state-changing methods also needs the CSRF header. Sets
  * the session (read with sessionOf); 401 authentication_error without a valid session.
  */
-export function sessionAuth(deps: Pick<AppDeps, "pool" | "clock">) {
+export function sessionAuth(deps: Pick<AppDeps, "pool" | "clock" | "config">) {
   return async function requireSession(ctx: Context, next: Next): Promise<void> {
     const bearer = bearerToken(ctx);
     const token = bearer ?? readSessionCookie(ctx);
     if (!token) throw new AuthenticationError("Missing session token: send `Authorization: Bearer <SESSION_TOKEN>`.", "missing_session");
     const via = bearer ? "bearer" : "cookie";
     if (via === "cookie" && !csrfTokenAccepted(ctx, token)) throw new CsrfTokenError();
-    const session = await findSession(deps.pool, token, deps.clock.now());
+    const session = await findSession(deps.pool, token, deps.clock.now(), deps.config.sessionIdleMs);
     if (!session) throw new AuthenticationError("Invalid or expired session token. Log in again.", "invalid_session");
     stateOf(ctx).session = { accountId: session.accountId, sessionToken: token, via } satisfies SessionState;
     await next();
