@@ -42,6 +42,8 @@ describe("POST /api/v1/accounts/register", () => {
     for (const candidate of [email, email.toUpperCase(), ` ${email.replace("taken", "TAKEN")}`]) {
       const res = await app.request("POST", "/api/v1/accounts/register", { body: { email: candidate, password: "another password!" } });
       expectApiError(res, 409, "invalid_request_error", { code: "email_taken", param: "email" });
+      // Final: the SDKs retry a 409 unless told not to.
+      expect(res.headers.get("x-should-retry")).toBe("false");
     }
     expect(await totalEvents(app)).toBe(before);
     const accounts = await app.db.pool.query("SELECT 1 FROM rm_accounts WHERE email = $1", [email]);

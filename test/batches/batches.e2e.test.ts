@@ -1,3 +1,4 @@
+import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { eventually } from "../support/eventually.ts";
@@ -233,7 +234,7 @@ describe("the Batch API", () => {
     expect(charges.size).toBeLessThan(80);
   }, 120_000);
 
-  it("honours output_expires_after: the output file expires that many seconds after its creation; a bad value is a 400 naming it", async () => {
+  it("honours output_expires_after: the output file expires that many seconds after its creation; a bad value is a 400 naming it; a completed batch cannot be cancelled (final, not retried)", async () => {
     const { key } = await platform.createKey();
     const openai = platform.openai(key);
     const inputFileId = await uploadBatchFile(openai, [chatLine(1, TINY_CHAT)]);
@@ -252,6 +253,25 @@ describe("the Batch API", () => {
     expect(done.status).toBe("completed");
     const output = await openai.files.retrieve(done.output_file_id!);
     expect(output.expires_at).toBe(output.created_at + 3600);
+    // Cancelling a completed batch is final: 409 with x-should-retry: false, which the SDK obeys with retries on.
+    let requests = 0;
+    const retrying = new OpenAI({
+      baseURL: `${platform.baseUrl}/v1`,
+      apiKey: key,
+      maxRetries: 2,
+      fetch: (url, init) => {
+        requests++;
+        return fetch(url, init);
+      },
+    });
+    const refused = await retrying.batches.cancel(done.id).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(OpenAI.ConflictError);
+    expect((refused as InstanceType<typeof OpenAI.ConflictError>).headers.get("x-should-retry")).toBe("false");
+    expect((refused as InstanceType<typeof OpenAI.ConflictError>).code).toBe("batch_not_cancellable");
+    expect(requests).toBe(1);
     // Without it, the platform's retention (30 days here).
     const plain = await waitForStatus(openai, (await create(null)).id, ["completed", "failed"]);
     const kept = await openai.files.retrieve(plain.output_file_id!);

@@ -11,7 +11,7 @@ export type RegisteredAccount = { accountId: string; email: string; createdAt: D
 
 export class EmailTakenError extends ConflictError {
   constructor() {
-    super("An account with this email address already exists.", { code: "email_taken", param: "email" });
+    super("An account with this email address already exists.", { code: "email_taken", param: "email", final: true });
   }
 }
 

@@ -148,7 +148,7 @@ export function batchRoutes(deps: AppDeps): Router {
     // after it), or ended.
     const row = updated.rows[0] ?? (await deps.pool.query<BatchRow>("SELECT * FROM batches WHERE id = $1", [batch.id])).rows[0] ?? batch;
     if (row.status !== "cancelling" && row.status !== "cancelled") {
-      throw new ConflictError(`The batch ${batch.id} is ${row.status}: it can no longer be cancelled.`, { code: "batch_not_cancellable" });
+      throw new ConflictError(`The batch ${batch.id} is ${row.status}: it can no longer be cancelled.`, { code: "batch_not_cancellable", final: true });
     }
     // The lines running now stop (each charged what it generated); the dispatchers fail the rest unrun.
     if (deps.inference && updated.rows[0]) {

@@ -58,8 +58,18 @@ export class NotFoundError extends ApiError {
 }
 
 export class ConflictError extends ApiError {
-  constructor(message: string, options: { param?: string | null; code?: string | null } = {}) {
-    super(409, "invalid_request_error", message, { code: options.code ?? "conflict", param: options.param ?? null });
+  /**
+   * `final`: the same request can never succeed (a cancelled completion, a batch that has ended, a taken
+   * email): `x-should-retry: false`, for the official SDKs retry a 409 by default, and a retried POST of a
+   * cancelled completion would start and charge a new one. Without it, a retry may succeed (a concurrent
+   * change, a request still starting).
+   */
+  constructor(message: string, options: { param?: string | null; code?: string | null; final?: boolean } = {}) {
+    super(409, "invalid_request_error", message, {
+      code: options.code ?? "conflict",
+      param: options.param ?? null,
+      ...(options.final ? { headers: { "x-should-retry": "false" } } : {}),
+    });
   }
 }
 

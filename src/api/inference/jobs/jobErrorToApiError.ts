@@ -8,6 +8,6 @@ import type { JobError } from "../../../contracts/deltaMessage.ts";
 export function jobErrorToApiError(error: JobError): ApiError {
   if (error.kind === "invalid_request") return new InvalidRequestError(error.message, { param: error.param, code: "invalid_value" });
   if (error.kind === "unavailable") return new ModelUnavailableError(error.message);
-  if (error.kind === "cancelled") return new ConflictError(error.message, { code: "completion_cancelled" });
+  if (error.kind === "cancelled") return new ConflictError(error.message, { code: "completion_cancelled", final: true });
   return new InternalApiError(error.message);
 }
