@@ -28,6 +28,8 @@ export const JobErrorSchema = z.object({
   kind: z.enum(["invalid_request", "unavailable", "internal", "cancelled"]),
   message: z.string(),
   param: z.string().nullable(),
+  /** OpenAI's code for an invalid request, where the engine gave one (absent: `invalid_value`). */
+  code: z.string().max(64).nullish(),
 });
 
 /**

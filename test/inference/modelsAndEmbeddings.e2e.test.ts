@@ -147,6 +147,26 @@ describe("models, embeddings and auth through the openai SDK", () => {
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect(error.type).toBe("invalid_request_error");
     expect(error.param).toBe("input");
+    expect(error.code).toBe("context_length_exceeded");
+  });
+
+  it("names a prompt the engine finds too long in tokens (under the API's bound in characters) context_length_exceeded, by the endpoint's field", async () => {
+    // About 1,500 tokens in 7,500 characters: under the 8 characters a token of the API's check, over the 1,024-token context.
+    const long = "word ".repeat(1500);
+    const refusal = async (call: () => Promise<unknown>) => (await call().catch((e: unknown) => e)) as InstanceType<typeof OpenAI.BadRequestError>;
+    const chat = await refusal(() => openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: long }], max_tokens: 2 }));
+    const text = await refusal(() => openai.completions.create({ model: TINY_CHAT, prompt: long, max_tokens: 2 }));
+    const embedding = await refusal(() => openai.embeddings.create({ model: TINY_EMBED, input: ["short", long] }));
+    for (const [error, param] of [
+      [chat, "messages"],
+      [text, "prompt"],
+      [embedding, "input[1]"],
+    ] as const) {
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error.message).toMatch(/maximum context length is 1024 tokens/);
+      expect(error.code).toBe("context_length_exceeded");
+      expect(error.param).toBe(param);
+    }
   });
 
   it("answers 403 for an unknown or revoked key and 402 without a subscription, on every /v1 endpoint", async () => {

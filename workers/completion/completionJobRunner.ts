@@ -216,7 +216,7 @@ export class CompletionJobRunner {
       }
     } catch (error) {
       call?.failed(error);
-      failure = toJobError(error);
+      failure = toJobError(error, job.endpoint);
       if (failure.kind === "internal" && !tracked?.cancelled && !supersede.signal.aborted)
         logger.error("engine failed", { completionId: job.completionId, model: job.model, error: error as Error });
     }

@@ -1,10 +1,23 @@
+import type { Endpoint } from "../../src/contracts/completionJob.ts";
 import type { JobError } from "../../src/contracts/deltaMessage.ts";
 import { EngineError } from "../engines/engine.ts";
 
-/** What the client is told of an engine failure: an engine's own refusal as it said it, anything else as an internal failure. */
-export function toJobError(error: unknown): JobError {
+/** The request field that holds the prompt, where an engine (which sees every prompt as a chat) says `messages`. */
+const PROMPT_PARAM: Partial<Record<Endpoint, string>> = { completions: "prompt", responses: "input" };
+
+/**
+ * What the client is told of an engine failure: an engine's own refusal as it said it (the prompt named
+ * by the endpoint's field), anything else as an internal failure.
+ */
+export function toJobError(error: unknown, endpoint?: Endpoint): JobError {
   if (error instanceof EngineError) {
-    return { kind: error.kind, message: error.kind === "internal" ? "The model failed while generating." : error.message, param: error.param };
+    const promptParam = endpoint === undefined ? undefined : PROMPT_PARAM[endpoint];
+    return {
+      kind: error.kind,
+      message: error.kind === "internal" ? "The model failed while generating." : error.message,
+      param: promptParam !== undefined && error.param === "messages" ? promptParam : error.param,
+      ...(error.code === null ? {} : { code: error.code }),
+    };
   }
   return { kind: "internal", message: "The model failed while generating.", param: null };
 }

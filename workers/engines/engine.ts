@@ -112,10 +112,16 @@ export interface Engine {
 export class EngineError extends Error {
   readonly kind: "invalid_request" | "unavailable" | "internal";
   readonly param: string | null;
-  constructor(kind: EngineError["kind"], message: string, param: string | null = null) {
+  /** OpenAI's error code for the client, where one says more than the kind (`context_length_exceeded`). */
+  readonly code: string | null;
+  constructor(kind: EngineError["kind"], message: string, param: string | null = null, code: string | null = null) {
     super(message);
     this.name = "EngineError";
     this.kind = kind;
     this.param = param;
+    this.code = code;
   }
 }
+
+/** OpenAI's code of a prompt that does not fit the model's context. */
+export const CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded";

@@ -9,7 +9,7 @@ import type {
   LlamaGrammar,
   LlamaModel,
 } from "node-llama-cpp";
-import { EngineError } from "../engine.ts";
+import { CONTEXT_LENGTH_EXCEEDED, EngineError } from "../engine.ts";
 import type { ChatMessage, ChatOptions, ChatRequest, DeltaSink, EmbedResult, Engine, EngineCapabilities, EngineResult, ToolDefinition } from "../engine.ts";
 import { capabilitiesWhere, type ModelCapability } from "../../../src/models/modelCapabilities.ts";
 import { refuseUndeclaredChat, refuseUndeclaredEmbeddings } from "../refuseUndeclared.ts";
@@ -204,6 +204,7 @@ export class EmbeddedEngine implements Engine {
           "invalid_request",
           `This model's maximum context length is ${contextLength} tokens, however your messages resulted in ${promptTokens} tokens`,
           "messages",
+          CONTEXT_LENGTH_EXCEEDED,
         );
       }
       const deps = { ...loaded, thoughtBudget: this.#thoughtBudget(request) };
@@ -247,7 +248,7 @@ export class EmbeddedEngine implements Engine {
     if (error instanceof EngineError) return error;
     if (error instanceof Error && error.name === "AbortError") return error;
     const message = error instanceof Error ? error.message : String(error);
-    if (/context size|too small|context is full|exceeds/i.test(message)) return new EngineError("invalid_request", message, param);
+    if (/context size|too small|context is full|exceeds/i.test(message)) return new EngineError("invalid_request", message, param, CONTEXT_LENGTH_EXCEEDED);
     return new EngineError("internal", message);
   }
 }

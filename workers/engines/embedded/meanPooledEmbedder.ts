@@ -1,6 +1,6 @@
 import { readGgufFileInfo } from "node-llama-cpp";
 import type { LlamaEmbeddingContext, LlamaModel } from "node-llama-cpp";
-import { EngineError } from "../engine.ts";
+import { CONTEXT_LENGTH_EXCEEDED, EngineError } from "../engine.ts";
 import type { EmbedResult } from "../engine.ts";
 import { abortReason } from "./slotPool.ts";
 
@@ -31,7 +31,8 @@ export class MeanPooledEmbedder {
         throw new EngineError(
           "invalid_request",
           `input[${index}] has ${length} tokens; this model's maximum context length is ${this.#options.contextSize} tokens`,
-          "input",
+          texts.length === 1 ? "input" : `input[${index}]`,
+          CONTEXT_LENGTH_EXCEEDED,
         );
       }
       promptTokens += length;

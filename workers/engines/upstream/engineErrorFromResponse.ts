@@ -1,4 +1,4 @@
-import { EngineError } from "../engine.ts";
+import { CONTEXT_LENGTH_EXCEEDED, EngineError } from "../engine.ts";
 import { ErrorBodySchema } from "./upstreamWire.ts";
 
 type UpstreamErrorDetail = { message: string | null; param: string | null };
@@ -47,7 +47,9 @@ export function engineErrorFromResponse(status: number, text: string): EngineErr
     return new EngineError("unavailable", `upstream temporarily unavailable (${status})${suffix}`);
   }
   if (status >= 400 && status < 500) {
-    return new EngineError("invalid_request", detail.message ?? `upstream rejected the request (${status})`, detail.param);
+    // vLLM, llama.cpp's server and others say it in words ("maximum context length", exceed_context_size_error).
+    const overflow = /context.length|exceed_context_size/i.test(text) ? CONTEXT_LENGTH_EXCEEDED : null;
+    return new EngineError("invalid_request", detail.message ?? `upstream rejected the request (${status})`, detail.param, overflow);
   }
   return new EngineError("internal", `upstream failed (${status})${suffix}`);
 }
