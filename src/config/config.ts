@@ -53,6 +53,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     queueMaxWaiting: e.QUEUE_MAX_WAITING,
     completionAbandonGraceMs: e.COMPLETION_ABANDON_GRACE_MS,
     sseKeepAliveMs: e.SSE_KEEPALIVE_MS,
+    streamHeadersHoldMs: e.STREAM_HEADERS_HOLD_MS,
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_S,
     workerModels: parseList(e.WORKER_MODELS),
     workerHeartbeatMs: e.WORKER_HEARTBEAT_MS,

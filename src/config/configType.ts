@@ -49,6 +49,13 @@ export type Config = {
   completionAbandonGraceMs: number;
   /** An SSE stream with nothing to send writes a comment line this often, so proxies and clients do not time out. */
   sseKeepAliveMs: number;
+  /**
+   * How long a new chat or text completion stream keeps its headers back once admitted, unless its first
+   * chunk or its refusal comes first: a refusal the worker finds at the start (a prompt over the context
+   * in tokens, a logit_bias token outside the vocabulary) is then an HTTP 400, not an error event in a 200
+   * stream (STREAM_HEADERS_HOLD_MS; 0: the headers go out at admission).
+   */
+  streamHeadersHoldMs: number;
   /** How long an Idempotency-Key is remembered (per API key). */
   idempotencyTtlSeconds: number;
   /** How long a started job may stay silent (no delta) before the API gives up on it with api_error. */

@@ -157,12 +157,24 @@ describe("models, embeddings and auth through the openai SDK", () => {
     const chat = await refusal(() => openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: long }], max_tokens: 2 }));
     const text = await refusal(() => openai.completions.create({ model: TINY_CHAT, prompt: long, max_tokens: 2 }));
     const embedding = await refusal(() => openai.embeddings.create({ model: TINY_EMBED, input: ["short", long] }));
+    // Streamed: refused within the headers' hold (STREAM_HEADERS_HOLD_MS), so an HTTP 400 too, not an error event in a 200 stream.
+    const streamed = await refusal(async () => {
+      const stream = await openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: long }], max_tokens: 2, stream: true });
+      for await (const _ of stream);
+    });
+    const streamedText = await refusal(async () => {
+      const stream = await openai.completions.create({ model: TINY_CHAT, prompt: long, max_tokens: 2, stream: true });
+      for await (const _ of stream);
+    });
     for (const [error, param] of [
       [chat, "messages"],
+      [streamed, "messages"],
+      [streamedText, "prompt"],
       [text, "prompt"],
       [embedding, "input[1]"],
     ] as const) {
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error.status).toBe(400);
       expect(error.message).toMatch(/maximum context length is 1024 tokens/);
       expect(error.code).toBe("context_length_exceeded");
       expect(error.param).toBe(param);

@@ -280,7 +280,7 @@ describe("waiting in line (no worker at first)", () => {
       ...(signal ? { signal } : {}),
     });
 
-  it("a queued stream gets its headers, its completion id, its queue position and keep-alives at once; a too deep queue answers 503 at once; cancel ends a queued one uncharged", async () => {
+  it("a queued stream gets its headers, its completion id, its queue position and keep-alives within the headers' hold; a too deep queue answers 503 at once; cancel ends a queued one uncharged", async () => {
     const firstResponse = await stream();
     expect(firstResponse.status).toBe(200);
     const completionId = firstResponse.headers.get("x-completion-id")!;

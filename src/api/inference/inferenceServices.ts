@@ -73,7 +73,14 @@ export type FollowOptions = {
   gapless?: boolean;
 };
 
-export type InferenceLimits = { jobStartTimeoutMs: number; jobStartTimeoutStreamMs: number; jobIdleTimeoutMs: number; sseKeepAliveMs: number };
+export type InferenceLimits = {
+  jobStartTimeoutMs: number;
+  jobStartTimeoutStreamMs: number;
+  jobIdleTimeoutMs: number;
+  sseKeepAliveMs: number;
+  /** A new stream's headers wait this long after admission for its first chunk or refusal (Config.streamHeadersHoldMs). */
+  streamHeadersHoldMs: number;
+};
 
 export function createInferenceServices(
   deps: {
@@ -127,6 +134,7 @@ export function createInferenceServices(
     jobStartTimeoutStreamMs: config.jobStartTimeoutStreamMs,
     jobIdleTimeoutMs: config.jobIdleTimeoutMs,
     sseKeepAliveMs: config.sseKeepAliveMs,
+    streamHeadersHoldMs: config.streamHeadersHoldMs,
   };
   const jobs = new CompletionJobs({
     gateway,

@@ -19,6 +19,8 @@ export class SseResponse {
   /** Something was written since the keep-alive timer's last tick (a flag, not a clock read per event). */
   #wrote = false;
   #keepAlive: NodeJS.Timeout | null = null;
+  /** Comments that go out right after the headers, whenever the response opens (commentOnceOpen). */
+  #held: string[] = [];
 
   constructor(ctx: Context, onClientGone: () => void, options: { keepAliveMs: number }) {
     this.#ctx = ctx;
@@ -42,15 +44,19 @@ export class SseResponse {
 
   /** Sends the headers now (and the reconnect delay), before any event. */
   open(): void {
-    if (this.#open) return;
     this.#ensureOpen();
-    this.#write(`retry: ${RECONNECT_MS}\n\n`);
   }
 
   /** A comment line (`: text`), ignored by SSE clients: queue positions, keep-alives. */
   comment(text: string): void {
     this.open();
     this.#write(`: ${text}\n\n`);
+  }
+
+  /** A comment now if the response is open, else right after its headers once it opens (not at all if it never does). */
+  commentOnceOpen(text: string): void {
+    if (this.#open) this.comment(text);
+    else this.#held.push(text);
   }
 
   /** One event: `id:`, then `event:` when it is named (the Responses API's event types), then `data:`. */
@@ -94,7 +100,11 @@ export class SseResponse {
     ctx.res.setHeader("Cache-Control", "no-store, no-transform");
     ctx.res.setHeader("Connection", "keep-alive");
     ctx.res.setHeader("X-Accel-Buffering", "no");
-    // No flushHeaders(): the headers leave with the first write, in one packet.
+    // No flushHeaders(): the headers leave with the first write, in one packet: the reconnect delay,
+    // the comments held for the opening, then whatever opened it.
+    this.#write(`retry: ${RECONNECT_MS}\n\n`);
+    for (const text of this.#held) this.#write(`: ${text}\n\n`);
+    this.#held = [];
     // Checked twice a period: a tick that finds nothing written since the one before writes a
     // keep-alive, so no silence lasts longer than keepAliveMs.
     const half = this.#keepAliveMs / 2;

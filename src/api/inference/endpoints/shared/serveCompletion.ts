@@ -48,8 +48,9 @@ export const COMPLETION_ID_HEADER = "x-completion-id";
  * A new chat or text completion: admission, the job, then the answer (a stream or one body). With an
  * Idempotency-Key already used by this API key for the same body, the request attaches to that
  * completion instead (its stream from the start, or its result); with another body it is refused.
- * A stream gets its headers as soon as it is admitted and queued, a `: queued position=N` comment, and
- * keep-alive comments while it waits for a worker.
+ * A stream gets its headers with its first chunk, or once it has been admitted for streamHeadersHoldMs
+ * (then keep-alive comments while it waits for a worker), with a `: queued position=N` comment; a refusal
+ * the worker finds before any output, within that hold, is an ordinary HTTP error (a 400), as OpenAI's.
  */
 export async function serveNewCompletion(deps: AppDeps, inference: InferenceServices, ctx: Context, spec: NewCompletion): Promise<void> {
   const principal = principalOf(ctx);
@@ -90,27 +91,37 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
   let job: RunningJob | undefined;
   const sse = new SseResponse(ctx, () => job?.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
   const starting = inference.jobs.start(ctx, { ...jobSpec, stream: true, includeUsage: spec.includeUsage, tellPosition: true });
-  // Admitted: the headers go out; then the place in line, as a comment.
-  starting.admitted.then(() => sse.open(), ignore);
+  // Admitted: the headers go out with the first chunk, or once the hold has passed without one (a job
+  // waiting in line, a long prompt being read), so that a refusal found at the start is still a 400.
+  let hold: NodeJS.Timeout | undefined;
+  starting.admitted.then(() => {
+    const holdMs = inference.limits.streamHeadersHoldMs;
+    if (holdMs <= 0) return sse.open();
+    hold = setTimeout(() => sse.open(), holdMs);
+  }, ignore);
   starting.queued.then((position) => {
     // The expected wait (ms), once this process has seen jobs of the model start: `queued position=N wait_ms=W`.
     const waitMs = inference.jobs.expectedWaitMs(spec.model.id, position);
-    sse.comment(`queued position=${position}${waitMs === undefined ? "" : ` wait_ms=${waitMs}`}`);
+    sse.commentOnceOpen(`queued position=${position}${waitMs === undefined ? "" : ` wait_ms=${waitMs}`}`);
   }, ignore);
   try {
-    job = await starting.started;
-  } catch (error) {
-    await giveBack();
-    if (!sse.opened) throw error;
-    sse.event(0, errorBody(toApiError(error)));
-    sse.done();
-    return;
+    try {
+      job = await starting.started;
+    } catch (error) {
+      await giveBack();
+      if (!sse.opened) throw error;
+      sse.event(0, errorBody(toApiError(error)));
+      sse.done();
+      return;
+    }
+    if (sse.clientGone) {
+      job.release();
+      return;
+    }
+    await relayStream(job, sse, spec.shape.streamFormat({ ...head, includeUsage: spec.includeUsage }), spec.includeUsage);
+  } finally {
+    clearTimeout(hold);
   }
-  if (sse.clientGone) {
-    job.release();
-    return;
-  }
-  await relayStream(job, sse, spec.shape.streamFormat({ ...head, includeUsage: spec.includeUsage }), spec.includeUsage);
 }
 
 /**
