@@ -53,4 +53,17 @@ describe("the embedded engine with a JSON schema it cannot build a grammar for",
     );
     expect(['"yes"', '"no"']).toContain(out.text.trim());
   });
+
+  it.each([
+    ["a bounded integer", { type: "integer", minimum: 3, maximum: 7 }, (v: unknown) => Number.isInteger(v) && (v as number) >= 3 && (v as number) <= 7],
+    ["a bounded number", { type: "number", minimum: 0, maximum: 1 }, (v: unknown) => typeof v === "number" && v >= 0 && v <= 1],
+    ["a date", { type: "string", format: "date" }, (v: unknown) => typeof v === "string" && /^\d{4}-\d{2}-\d{2}$/.test(v)],
+    ["a uuid", { type: "string", format: "uuid" }, (v: unknown) => typeof v === "string" && /^[0-9a-f]{8}-[0-9a-f]{4}-/i.test(v)],
+  ])("answers a schema that is one bounded value at its root (%s), within its bounds", async (_name, schema, valid) => {
+    const out = await collectChat(
+      engine,
+      userChat("Hi", { maxTokens: 48, temperature: 0, responseFormat: { type: "json_schema", json_schema: { name: "x", schema } } }),
+    );
+    expect(valid(JSON.parse(out.text)), out.text).toBe(true);
+  });
 });

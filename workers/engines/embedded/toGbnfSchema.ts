@@ -45,7 +45,8 @@ export class ValueRules {
    * The grammar text with each placeholder's rule replaced; throws when one is not found. One pass over
    * the text, whatever the number of placeholders (a schema may hold thousands): each line that defines a
    * placeholder's rule is looked up by its name (the first such line of each name is replaced, the others
-   * are left as they are).
+   * are left as they are); a placeholder without such a line (the root's own value) is replaced where it
+   * stands, as a group.
    */
   apply(grammar: string): string {
     const pending = new Set(this.#rules.keys());
@@ -54,8 +55,16 @@ export class ValueRules {
       if (!pending.delete(name)) return match;
       return `${ruleName} ::= ${this.#rules.get(name)}`;
     });
+    if (pending.size === 0) return text;
+    // A schema that is one such value has no rule line of its own for it: it stands inside the root rule
+    // (`root ::= "\"gbnfvalue...\"" ...`), where it is replaced as a group.
+    const inline = new RegExp(`"\\\\"(gbnfvalue${this.#nonce}n[0-9]+)\\\\""`, "g");
+    const rest = text.replace(inline, (match: string, name: string) => {
+      if (!pending.delete(name)) return match;
+      return `(${this.#rules.get(name)})`;
+    });
     if (pending.size > 0) throw new EngineError("internal", "The JSON schema's grammar could not be built");
-    return text;
+    return rest;
   }
 }
 
