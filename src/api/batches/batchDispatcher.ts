@@ -2,6 +2,7 @@ import type { Config } from "../../config/config.ts";
 import type { Pool } from "../../db/createPool.ts";
 import { withTransaction } from "../../db/withTransaction.ts";
 import { NO_RATE_LIMITS, RateLimitsSchema } from "../../ledger/accounts/accountEvents.ts";
+import { releaseHolds } from "../../ledger/budget/releaseHold.ts";
 import type { Logger } from "../../observability/logger.ts";
 import type { AppDeps } from "../appDeps.ts";
 import type { FileStore } from "../files/fileStore.ts";
@@ -140,16 +141,19 @@ export class BatchDispatcher {
         batch.status === "cancelling"
           ? { code: "batch_cancelled", message: "This request was not run: the batch was cancelled." }
           : { code: "batch_expired", message: "This request could not be executed before the completion window expired." };
-      const ended = await this.#pool.query<{ model: string; n: number }>(
+      const ended = await this.#pool.query<{ model: string; n: number; completion_ids: string[] }>(
         `WITH ended AS (
            UPDATE batch_lines SET status = 'failed', error = $2::jsonb, status_code = NULL, claimed_until = NULL
-           WHERE batch_id = $1 AND (status = 'waiting' OR (status = 'running' AND claimed_until <= now())) RETURNING model),
+           WHERE batch_id = $1 AND (status = 'waiting' OR (status = 'running' AND claimed_until <= now())) RETURNING model, completion_id),
          counted AS (UPDATE batches SET failed_lines = failed_lines + (SELECT count(*) FROM ended) WHERE id = $1)
-         SELECT model, count(*)::int AS n FROM ended GROUP BY model`,
+         SELECT model, count(*)::int AS n, array_agg(completion_id) AS completion_ids FROM ended GROUP BY model`,
         [batch.id, JSON.stringify(error)],
       );
       const outcome = batch.status === "cancelling" ? "cancelled" : "expired";
       for (const { model, n } of ended.rows) this.#deps.metrics.batches.linesEnded.inc({ model, outcome }, n);
+      // A line that waited to run again after a run that failed for the platform's reason (which charged
+      // nothing) still holds its budget hold: it ends here without a run to settle it.
+      await releaseHolds(this.#pool, ended.rows.flatMap((row) => row.completion_ids));
     }
   }
 
@@ -379,7 +383,12 @@ export class BatchDispatcher {
         result.usage?.reasoningTokens ?? 0,
       ],
     );
-    if ((settled.rows[0]?.n ?? 0) > 0) this.#deps.metrics.batches.linesEnded.inc({ model: line.model, outcome: result.status });
+    if ((settled.rows[0]?.n ?? 0) === 0) return;
+    this.#deps.metrics.batches.linesEnded.inc({ model: line.model, outcome: result.status });
+    // A failed line's hold is settled by the run that recorded its usage; one left open (the line expired
+    // while it ran, or its last run charged nothing) is released, or it would keep the budget held until
+    // the sweeper finds it.
+    if (result.status === "failed") await releaseHolds(this.#pool, [line.completion_id]);
   }
 
   async #finalize(): Promise<void> {
