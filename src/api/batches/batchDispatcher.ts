@@ -153,7 +153,10 @@ export class BatchDispatcher {
       for (const { model, n } of ended.rows) this.#deps.metrics.batches.linesEnded.inc({ model, outcome }, n);
       // A line that waited to run again after a run that failed for the platform's reason (which charged
       // nothing) still holds its budget hold: it ends here without a run to settle it.
-      await releaseHolds(this.#pool, ended.rows.flatMap((row) => row.completion_ids));
+      await releaseHolds(
+        this.#pool,
+        ended.rows.flatMap((row) => row.completion_ids),
+      );
     }
   }
 
