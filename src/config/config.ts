@@ -75,6 +75,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     metrics: { port: e.METRICS_PORT === 0 ? undefined : e.METRICS_PORT, onApiPort: e.METRICS_ON_API_PORT === "true" },
     trustProxyHops: e.TRUST_PROXY_HOPS,
     maxRequestBodyBytes: e.MAX_REQUEST_BODY_BYTES,
+    bodyIdleTimeoutMs: e.BODY_IDLE_TIMEOUT_MS,
     rateLimits: {
       loginPerAccountAddress: { points: e.LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS, durationSeconds: 15 * 60 },
       loginPerAccount: { points: e.LOGIN_ATTEMPTS_PER_ACCOUNT, durationSeconds: 3600 },

@@ -118,6 +118,8 @@ export type Config = {
   trustProxyHops: number;
   /** A JSON body larger than this is refused with 413 request_too_large before it is parsed. */
   maxRequestBodyBytes: number;
+  /** A request body (JSON or an upload) that stops arriving for this long: 408, the connection closed (BODY_IDLE_TIMEOUT_MS). */
+  bodyIdleTimeoutMs: number;
   /** Attempts per window (windows are fixed: see docs/configuration.md); over a limit: 429 with Retry-After. */
   rateLimits: {
     loginPerAccountAddress: RateLimitSetting;

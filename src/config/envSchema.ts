@@ -145,6 +145,7 @@ export const EnvSchema = z.object({
   METRICS_ON_API_PORT: z.enum(["true", "false"], { message: 'expected "true" or "false"' }).optional().default("false"),
   TRUST_PROXY_HOPS: intFromEnv(0),
   MAX_REQUEST_BODY_BYTES: intFromEnv(4 * 1024 * 1024).refine((n) => n >= 1024, "must be at least 1024"),
+  BODY_IDLE_TIMEOUT_MS: intFromEnv(30_000).refine((n) => n >= 100 && n <= 600_000, "must be 100 to 600000"),
   LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: intFromEnv(10).refine((n) => n > 0, "must be positive"),
   LOGIN_ATTEMPTS_PER_ACCOUNT: intFromEnv(50).refine((n) => n > 0, "must be positive"),
   LOGIN_ATTEMPTS_PER_ADDRESS: intFromEnv(100).refine((n) => n > 0, "must be positive"),

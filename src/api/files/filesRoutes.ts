@@ -38,7 +38,7 @@ export function filesRoutes(deps: AppDeps): Router {
   const { maxBytes, maxLines } = deps.config.files;
 
   router.post("/v1/files", async (ctx) => {
-    const file = await receiveUpload(ctx, deps.files, { accountId: accountOf(ctx), maxBytes, maxLines });
+    const file = await receiveUpload(ctx, deps.files, { accountId: accountOf(ctx), maxBytes, maxLines, idleMs: deps.config.bodyIdleTimeoutMs });
     ctx.body = toFileObject(file);
   });
 

@@ -1,6 +1,7 @@
 import { toStorableText } from "../http/storableText.ts";
 import type { Context } from "koa";
 import { ApiError, InvalidRequestError } from "../http/errors.ts";
+import { bodyStalled } from "../http/requestBody.ts";
 import type { FileStore, StoredFile } from "./fileStore.ts";
 import { FileTooLargeError } from "./fileTooLargeError.ts";
 import { MultipartError, type MultipartPart, multipartBoundary, multipartParts } from "./multipartParts.ts";
@@ -76,17 +77,35 @@ function expiresAfterSeconds(fields: FormFields): number | undefined {
   return seconds;
 }
 
-/**
- * The request's body, piece by piece, refused past `maxBytes` (the form's bytes, whatever a part says).
- * Leaves the request readable when it stops early (its answer goes out on the same socket).
- */
-async function* requestPieces(ctx: Context, maxBytes: number): AsyncGenerator<Buffer> {
-  let received = 0;
+/** The iterator's next piece, or a 408 when none came within `idleMs` (a stalled client). */
+async function nextWithin(pieces: AsyncIterator<unknown>, idleMs: number): Promise<IteratorResult<unknown>> {
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(bodyStalled(idleMs)), idleMs);
+  });
   try {
-    for await (const piece of ctx.req.iterator({ destroyOnReturn: false })) {
-      received += (piece as Buffer).length;
+    return await Promise.race([pieces.next(), stalled]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The request's body, piece by piece, refused past `maxBytes` (the form's bytes, whatever a part says)
+ * or when nothing arrives for `idleMs`. Leaves the request readable when it stops early (its answer goes
+ * out on the same socket).
+ */
+async function* requestPieces(ctx: Context, maxBytes: number, idleMs: number): AsyncGenerator<Buffer> {
+  let received = 0;
+  const pieces = ctx.req.iterator({ destroyOnReturn: false });
+  try {
+    for (;;) {
+      const next = await nextWithin(pieces, idleMs);
+      if (next.done) break;
+      const piece = next.value as Buffer;
+      received += piece.length;
       if (received > maxBytes) throw new FileTooLargeError("bytes", maxBytes - FORM_OVERHEAD_BYTES);
-      yield piece as Buffer;
+      yield piece;
     }
   } catch (error) {
     if (error instanceof ApiError) throw error;
@@ -101,7 +120,11 @@ async function* requestPieces(ctx: Context, maxBytes: number): AsyncGenerator<Bu
  * it after): the content is then complete only once the rest of the form is read and the purpose is
  * valid, so a wrong or missing purpose leaves nothing stored either.
  */
-export async function receiveUpload(ctx: Context, store: FileStore, upload: { accountId: string; maxBytes: number; maxLines: number }): Promise<StoredFile> {
+export async function receiveUpload(
+  ctx: Context,
+  store: FileStore,
+  upload: { accountId: string; maxBytes: number; maxLines: number; idleMs: number },
+): Promise<StoredFile> {
   const boundary = multipartBoundary(ctx.get("content-type"));
   if (!boundary) {
     throw midBody(new InvalidRequestError("Upload the file as multipart/form-data with the fields 'file' and 'purpose'.", { code: "invalid_content_type" }));
@@ -113,7 +136,7 @@ export async function receiveUpload(ctx: Context, store: FileStore, upload: { ac
   const maxFormBytes = upload.maxBytes + FORM_OVERHEAD_BYTES;
   const declared = ctx.request.length;
   if (declared !== undefined && declared > maxFormBytes) throw midBody(new FileTooLargeError("bytes", upload.maxBytes));
-  const parts = multipartParts(requestPieces(ctx, maxFormBytes), boundary, LIMITS);
+  const parts = multipartParts(requestPieces(ctx, maxFormBytes, upload.idleMs), boundary, LIMITS);
   try {
     const fields: FormFields = {};
     for (;;) {

@@ -24,11 +24,11 @@ const DRAIN_MAX_MS = 2000;
  * of a body is dropped before the answer (bounded: DRAIN_MAX_MS, the body limit), else the answer closes
  * the connection, so nobody waits on a socket the server no longer reads.
  */
-export function requestBodies(options: { maxBytes: number }) {
+export function requestBodies(options: { maxBytes: number; idleMs: number }) {
   return async function installBodyReader(ctx: Context, next: Next): Promise<void> {
     const reader: BodyReader = {
       read(limits = {}) {
-        return readJsonBody(ctx, { maxBytes: Math.min(limits.maxBytes ?? options.maxBytes, options.maxBytes), shape: limits.shape });
+        return readJsonBody(ctx, { maxBytes: Math.min(limits.maxBytes ?? options.maxBytes, options.maxBytes), shape: limits.shape, idleMs: options.idleMs });
       },
     };
     stateOf(ctx).bodyReader = reader;
@@ -88,13 +88,23 @@ function tooLarge(maxBytes: number): ApiError {
   );
 }
 
+/** A body that stopped arriving (a stalled or slow-loris client): 408, and the connection closes after the answer. */
+export function bodyStalled(idleMs: number): ApiError {
+  return refusedMidBody(
+    new ApiError(408, "invalid_request_error", `The request body stopped arriving: nothing was received for ${idleMs} ms.`, { code: "request_timeout" }),
+  );
+}
+
 function invalidJson(): InvalidRequestError {
   return new InvalidRequestError("We could not parse the JSON body of your request. The body must be valid JSON (Content-Type: application/json).", {
     code: "invalid_json",
   });
 }
 
-async function readJsonBody(ctx: Context, { maxBytes, shape }: { maxBytes: number; shape: JsonShapeLimits | undefined }): Promise<unknown> {
+async function readJsonBody(
+  ctx: Context,
+  { maxBytes, shape, idleMs }: { maxBytes: number; shape: JsonShapeLimits | undefined; idleMs: number },
+): Promise<unknown> {
   if (!PARSED_METHODS.has(ctx.method) || !ctx.is(JSON_TYPES)) return undefined;
   const encoding = ctx.get("content-encoding").toLowerCase();
   if (encoding !== "" && encoding !== "identity") {
@@ -104,7 +114,7 @@ async function readJsonBody(ctx: Context, { maxBytes, shape }: { maxBytes: numbe
   }
   const declared = ctx.request.length;
   if (declared !== undefined && declared > maxBytes) throw tooLarge(maxBytes);
-  const { chunks, received } = await receive(ctx, maxBytes, new JsonShapeScanner(shape ?? DEFAULT_JSON_SHAPE_LIMITS));
+  const { chunks, received } = await receive(ctx, maxBytes, idleMs, new JsonShapeScanner(shape ?? DEFAULT_JSON_SHAPE_LIMITS));
   const text = Buffer.concat(chunks, received).toString("utf8");
   const first = text.trimStart()[0];
   if (first === undefined) return {};
@@ -118,14 +128,23 @@ async function readJsonBody(ctx: Context, { maxBytes, shape }: { maxBytes: numbe
 
 /**
  * The body's bytes, each chunk scanned as it arrives. Stops listening at the first refusal without
- * destroying the request (its answer still has to go out on that socket; `Connection: close` ends it).
+ * destroying the request (its answer still has to go out on that socket; `Connection: close` ends it),
+ * also when nothing arrived for `idleMs`.
  */
-function receive(ctx: Context, maxBytes: number, scanner: JsonShapeScanner): Promise<{ chunks: Buffer[]; received: number }> {
+function receive(ctx: Context, maxBytes: number, idleMs: number, scanner: JsonShapeScanner): Promise<{ chunks: Buffer[]; received: number }> {
   const req = ctx.req;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
+    // Checked twice a period (not a timer re-armed per chunk): three checks in a row with nothing new,
+    // a silence of idleMs to 1.5 idleMs, fail it.
+    let silentChecks = 0;
+    const idle = setInterval(() => {
+      silentChecks += 1;
+      if (silentChecks >= 3) fail(bodyStalled(idleMs));
+    }, idleMs / 2);
     const stop = () => {
+      clearInterval(idle);
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onError);
@@ -137,6 +156,7 @@ function receive(ctx: Context, maxBytes: number, scanner: JsonShapeScanner): Pro
       reject(error);
     };
     const onData = (chunk: Buffer) => {
+      silentChecks = 0;
       received += chunk.length;
       if (received > maxBytes) return fail(tooLarge(maxBytes));
       const problem = scanner.push(chunk);
