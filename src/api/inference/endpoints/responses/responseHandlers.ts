@@ -1,7 +1,7 @@
 import type { Context } from "koa";
 import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
-import { ConflictError, InvalidRequestError, NotFoundError } from "../../../http/errors.ts";
+import { ApiError, ConflictError, InvalidRequestError, NotFoundError } from "../../../http/errors.ts";
 import { validated } from "../../../http/validate.ts";
 import { checkJsonValue } from "../../../http/jsonValueCheck.ts";
 import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts";
@@ -12,11 +12,11 @@ import { resolveModel } from "../shared/resolveModel.ts";
 import { COMPLETION_ID_HEADER } from "../shared/serveCompletion.ts";
 import { SseResponse } from "../../streaming/sseResponse.ts";
 import { StillQueuedError } from "../../jobs/inferenceGateway.ts";
-import { newItemId, referencedItemIds, type StoredItem, toStoredItems } from "./responseItems.ts";
+import { checkCallOutputsAnswered, newItemId, referencedItemIds, type StoredItem, toStoredItems } from "./responseItems.ts";
 import { type ResponseHead, TERMINAL_STATUSES } from "./responseObject.ts";
 import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
 import type { StoredResponse } from "./responseStore.ts";
-import { currentObject, eventWriter, streamStoredResponse } from "./responseStreams.ts";
+import { currentObject, endedObject, eventWriter, streamStoredResponse } from "./responseStreams.ts";
 import { responseSettings, toResponseChatRequest } from "./toResponseChatRequest.ts";
 
 /** The caller's stored response, or 404 (another account's response does not exist for it). */
@@ -59,6 +59,62 @@ async function previousContext(inference: InferenceServices, accountId: string, 
   return [...previous.contextItems, ...previous.inputItems, ...previous.state.output];
 }
 
+const CLAIM_POLL_MS = 50;
+
+/**
+ * The stored response of the first request with the same Idempotency-Key (and body, so the same `store`):
+ * waited for while that request is still starting (claimed, its row not yet written; its job admitted,
+ * for one that stores nothing), at most jobStartTimeoutMs, as chat waits for the first request's record.
+ * Null once the first request failed and gave its claim back (this one then runs as a new request).
+ *
+ * A 409 with `x-should-retry: false` when retrying with this key cannot be answered: a `store: false`
+ * first request whose job was admitted keeps its claim for the key's lifetime (given back only when its
+ * job fails to start: refused, where the same body fails again, or a start timeout, long after the SDKs'
+ * retries) and never has a stored response to answer with; a stored one that has been deleted or has expired. A plain 409 with Retry-After when the
+ * first request is still not started after the wait (a retry may then find it).
+ */
+async function responseOfClaim(
+  inference: InferenceServices,
+  accountId: string,
+  responseId: string,
+  store: boolean,
+  stillClaimed: () => Promise<boolean>,
+): Promise<StoredResponse | null> {
+  let goneOnce = false;
+  for (let waited = 0; ; waited += CLAIM_POLL_MS) {
+    if (store) {
+      const stored = await inference.responses.store.find(accountId, responseId);
+      if (stored) return stored;
+    }
+    if (!(await stillClaimed())) return null;
+    // The job is admitted (its record written) only after the stored row is.
+    if (await inference.records.find(responseId)) {
+      if (!store) {
+        throw new ConflictError(
+          "The request with this Idempotency-Key was sent with store: false: its response is not kept, so it cannot be answered again. Send another Idempotency-Key to run it again.",
+          { code: "idempotency_response_not_stored", final: true },
+        );
+      }
+      // Admitted, claimed, and no row: deleted or expired, unless the first request is giving its claim
+      // back right now (it deletes its row, then releases the key): seen twice, a poll apart, it is gone.
+      if (goneOnce) {
+        throw new ConflictError(
+          "The response of the request with this Idempotency-Key was deleted or has expired. Send another Idempotency-Key to create a new one.",
+          { code: "idempotency_response_gone", final: true },
+        );
+      }
+      goneOnce = true;
+    }
+    if (waited >= inference.limits.jobStartTimeoutMs) {
+      throw new ApiError(409, "invalid_request_error", "The request with this Idempotency-Key has not started yet; retry later.", {
+        code: "conflict",
+        headers: { "retry-after": "1" },
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, CLAIM_POLL_MS));
+  }
+}
+
 /**
  * POST /v1/responses: a chat job like a chat completion's (the same admission, budget hold, rate limits,
  * lanes, idempotency and traces), answered as a Response object or its stream events. A background
@@ -75,6 +131,7 @@ export function createResponseHandler(deps: AppDeps) {
     const model = resolveModel(inference.registry, body.model, "chat");
     const contextItems = await previousContext(inference, principal.accountId, body.previous_response_id);
     const inputItems = toStoredItems(body.input, await inference.responses.store.findItems(principal.accountId, referencedItemIds(body.input)));
+    checkCallOutputsAnswered(contextItems, inputItems);
     const request = toResponseChatRequest(body, [...contextItems, ...inputItems], model, inference.schemas);
     const background = body.background === true;
     const stream = body.stream === true;
@@ -83,19 +140,24 @@ export function createResponseHandler(deps: AppDeps) {
     const idempotencyKey = parseIdempotencyKey(ctx.get("idempotency-key") || undefined);
     if (idempotencyKey) {
       const hash = requestHash("responses", body);
-      const claim = await inference.idempotency.claim(principal.keyId, idempotencyKey, hash, id);
-      if (!claim.won) {
+      for (;;) {
+        const claim = await inference.idempotency.claim(principal.keyId, idempotencyKey, hash, id);
+        if (claim.won) break;
         if (claim.bodyHash !== hash) {
           throw new InvalidRequestError("This Idempotency-Key was already used with a different request.", {
             param: "Idempotency-Key",
             code: "idempotency_key_reused",
           });
         }
-        const existing = await inference.responses.store.find(principal.accountId, claim.completionId);
-        if (!existing) throw new ConflictError("The request with this Idempotency-Key is not stored (store: false) or not started yet; retry later.");
+        const existing = await responseOfClaim(inference, principal.accountId, claim.completionId, store, () =>
+          inference.idempotency.stillClaimed(principal.keyId, idempotencyKey, claim.completionId),
+        );
+        if (!existing) continue; // the first request failed and gave its claim back: this one runs as a new request
         ctx.set(COMPLETION_ID_HEADER, existing.id);
         if (stream) return streamStoredResponse(inference, ctx, existing, -1);
-        ctx.body = await currentObject(inference, existing);
+        // As the first request answers: a background response as it stands, any other once it has ended.
+        ctx.set("cache-control", "no-store");
+        ctx.body = existing.background ? await currentObject(inference, existing) : await endedObject(inference, ctx, existing);
         return;
       }
     }
@@ -241,14 +303,17 @@ export function cancelResponseHandler(deps: AppDeps) {
   };
 }
 
-/** DELETE /v1/responses/{id}: deleted for real (a running one is stopped first). */
+/** DELETE /v1/responses/{id}: deleted for real (a running one is then stopped). */
 export function deleteResponseHandler(deps: AppDeps) {
   return async function deleteResponse(ctx: Context): Promise<void> {
     const inference = requireInference(deps);
-    const stored = await ownResponse(inference, ctx);
-    if (!TERMINAL_STATUSES.has(stored.state.status)) await stopJob(inference, stored);
-    await inference.responses.store.delete(stored.accountId, stored.id);
-    ctx.body = { id: stored.id, object: "response", deleted: true };
+    const id = String(ctx.params.responseId ?? "");
+    // One statement decides: of concurrent deletes, only the one whose DELETE removed the row answers 200
+    // (and stops the job of a running one); the others find nothing to delete, a 404.
+    const deleted = await inference.responses.store.delete(principalOf(ctx).accountId, id);
+    if (!deleted) throw new NotFoundError(`Response with id '${id}' not found.`, { param: "response_id", code: "not_found" });
+    if (!TERMINAL_STATUSES.has(deleted.state.status)) await stopJob(inference, deleted);
+    ctx.body = { id: deleted.id, object: "response", deleted: true };
   };
 }
 

@@ -100,6 +100,26 @@ export function toStoredItems(input: string | InputItem[], referenced: ReadonlyM
 }
 
 /**
+ * Each function_call_output answers a function call before it, of the previous responses' chain or of
+ * this input: the rule of chat, whose tool message must answer a tool call of an earlier assistant message
+ * (and toChatMessages makes one of each). An orphan output is a 400 naming its input item, before anything
+ * is claimed, stored or charged (or naming previous_response_id, for one stored in the chain).
+ */
+export function checkCallOutputsAnswered(context: StoredItem[], input: StoredItem[]): void {
+  const calls = new Set<string>();
+  for (const [index, item] of [...context, ...input].entries()) {
+    if (item.type === "function_call") calls.add(item.call_id);
+    if (item.type !== "function_call_output" || calls.has(item.call_id)) continue;
+    const at = index - context.length;
+    const param = at < 0 ? "previous_response_id" : `input[${at}].call_id`;
+    throw new InvalidRequestError(
+      `Invalid '${param}': the function_call_output with call_id '${item.call_id}' answers no function call before it (in this input or the previous response).`,
+      { param, code: "invalid_value" },
+    );
+  }
+}
+
+/**
  * The chat messages the model is given for a response: its instructions (as a system message), then the
  * items of the previous responses' chain and of this input, in order. A function call joins the assistant
  * message right before it (one message with several tool_calls); reasoning items are not given again.

@@ -151,9 +151,14 @@ export class ResponseStore {
     return (rowCount ?? 0) > 0;
   }
 
-  async delete(accountId: string, id: string): Promise<boolean> {
-    const { rowCount } = await this.#pool.query("DELETE FROM responses WHERE id = $1 AND account_id = $2", [id, accountId]);
-    return (rowCount ?? 0) > 0;
+  /**
+   * Deletes the account's response; returns what was deleted (null: none, another account's, expired, or
+   * deleted already: of concurrent deletes, only one gets it back).
+   */
+  async delete(accountId: string, id: string): Promise<StoredResponse | null> {
+    if (!isStorableText(id)) return null;
+    const { rows } = await this.#pool.query<Row>("DELETE FROM responses WHERE id = $1 AND account_id = $2 AND expires_at > now() RETURNING *", [id, accountId]);
+    return rows[0] ? fromRow(rows[0]) : null;
   }
 
   /** Extends the lease of a response this process follows. */

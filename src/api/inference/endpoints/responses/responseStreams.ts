@@ -108,3 +108,37 @@ export async function currentObject(inference: InferenceServices, stored: Stored
   }
   return builder.object();
 }
+
+/**
+ * The Response object of a stored response once it has ended, as its own create answers when not
+ * streamed nor in the background (a duplicate with its Idempotency-Key waits for it likewise): the run
+ * of this process, or else its replay stream, followed to its end; what it shows then if that stream
+ * falls silent or `ctx`'s client goes away first.
+ */
+export async function endedObject(inference: InferenceServices, ctx: Context, stored: StoredResponse): Promise<ResponseObject> {
+  if (TERMINAL_STATUSES.has(stored.state.status)) return responseObject(stored, stored.state);
+  const run = inference.responses.run(stored.id);
+  if (run) {
+    await Promise.race([run.ended, new Promise((resolve) => ctx.res.once("close", resolve))]);
+    return run.builder.object();
+  }
+  const builder = new ResponseEventBuilder(stored, nowSeconds);
+  const follower = inference.followForClient(stored.accountId, stored.id, -1, { started: true });
+  const release = () => follower.release();
+  ctx.res.once("close", release);
+  try {
+    builder.begin();
+    for (;;) {
+      const message = await follower.next();
+      if (message.type === "started") builder.start();
+      else builder.take(message);
+      if (builder.ended) return builder.object();
+    }
+  } catch {
+    const current = await inference.responses.store.find(stored.accountId, stored.id);
+    return currentObject(inference, current ?? stored);
+  } finally {
+    ctx.res.off("close", release);
+    follower.release();
+  }
+}
