@@ -83,6 +83,31 @@ describe("models, embeddings and auth through the openai SDK", () => {
     expect(events[0]!.data.accountId).toBe(accountId);
   });
 
+  it("answers a retry with the same Idempotency-Key with the first request's embeddings, charged once, also when sent at once; another body is a 400", async () => {
+    const { key: ownKey, keyId: ownKeyId } = await platform.createKey();
+    const client = platform.openai(ownKey);
+    const body = { model: TINY_EMBED, input: ["Idempotent", "embeddings"], encoding_format: "float" as const };
+    const headers = { "Idempotency-Key": "embed-retry-1" };
+    const first = await client.embeddings.create(body, { headers });
+    const again = await client.embeddings.create(body, { headers });
+    const together = await Promise.all(Array.from({ length: 10 }, () => client.embeddings.create(body, { headers: { "Idempotency-Key": "embed-retry-2" } })));
+    for (const answer of [again, ...together]) {
+      expect(answer.data.map((d) => d.embedding)).toEqual(first.data.map((d) => d.embedding));
+      expect(answer.usage).toEqual(first.usage);
+    }
+    const { rows } = await platform.deps.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'keyId' = $1",
+      [ownKeyId],
+    );
+    // One for each key's first request, none for the eleven that attached.
+    expect(rows[0]!.n).toBe(2);
+    const reused = (await client.embeddings.create({ ...body, input: "another text" }, { headers }).catch((e: unknown) => e)) as InstanceType<
+      typeof OpenAI.BadRequestError
+    >;
+    expect(reused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(reused.code).toBe("idempotency_key_reused");
+  });
+
   it("returns base64 float32 embeddings equal to the float ones (and the SDK's default decodes them)", async () => {
     const floats = await openai.embeddings.create({ model: TINY_EMBED, input: "Base64 please", encoding_format: "float" });
     const raw = await platform.request("POST", "/v1/embeddings", {

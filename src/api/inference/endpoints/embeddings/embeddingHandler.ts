@@ -12,10 +12,13 @@ import { newCompletionId } from "../../jobs/completionId.ts";
 import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
 import { type EmbeddingRequest, EmbeddingRequestSchema } from "./embeddingRequestSchema.ts";
 import { validated } from "../../../http/validate.ts";
+import { claimIdempotencyKey, followExistingCompletion } from "../shared/serveCompletion.ts";
 
 /**
  * POST /v1/embeddings: through the same queue; `encoding_format: "base64"` gives little-endian float32;
- * `dimensions` (models with truncatable_embeddings only) shortens each vector and renormalises it.
+ * `dimensions` (models with truncatable_embeddings only) shortens each vector and renormalises it. With
+ * an Idempotency-Key used before by this API key for the same body, the request answers that request's
+ * embeddings (charged once); with another body it is refused.
  */
 export function embeddingHandler(deps: AppDeps) {
   return async function createEmbeddings(ctx: Context): Promise<void> {
@@ -23,15 +26,23 @@ export function embeddingHandler(deps: AppDeps) {
     const inference = requireInference(deps);
     const { model, input } = embeddingWork(inference, body);
     const completionId = newCompletionId("embd");
+    const claim = await claimIdempotencyKey(inference, ctx, "embeddings", body, completionId);
     const created = Math.floor(deps.clock.now().getTime() / 1000);
-    const job = await inference.jobs.start(ctx, {
-      model,
-      endpoint: "embeddings",
-      completionId,
-      created,
-      work: { kind: "embeddings", input },
-      stream: false,
-    }).started;
+    const job = claim.existing
+      ? await followExistingCompletion(inference, ctx, claim.existing, -1)
+      : await inference.jobs
+          .start(ctx, {
+            model,
+            endpoint: "embeddings",
+            completionId,
+            created,
+            work: { kind: "embeddings", input },
+            stream: false,
+          })
+          .started.catch(async (error: unknown) => {
+            await claim.giveBack();
+            throw error;
+          });
     releaseOnDisconnect(ctx, job);
     const collected = await collectEmbeddings(job).catch(nullIfReleased);
     if (!collected) return;

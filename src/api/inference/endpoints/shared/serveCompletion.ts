@@ -53,29 +53,12 @@ export const COMPLETION_ID_HEADER = "x-completion-id";
  * the worker finds before any output, within that hold, is an ordinary HTTP error (a 400), as OpenAI's.
  */
 export async function serveNewCompletion(deps: AppDeps, inference: InferenceServices, ctx: Context, spec: NewCompletion): Promise<void> {
-  const principal = principalOf(ctx);
-  const idempotencyKey = parseIdempotencyKey(ctx.get("idempotency-key") || undefined);
   const completionId = newCompletionId(spec.idPrefix);
-  if (idempotencyKey) {
-    const hash = requestHash(spec.endpoint, spec.body);
-    const claim = await inference.idempotency.claim(principal.keyId, idempotencyKey, hash, completionId);
-    if (!claim.won) {
-      if (claim.bodyHash !== hash) {
-        throw new InvalidRequestError("This Idempotency-Key was already used with a different request.", {
-          param: "Idempotency-Key",
-          code: "idempotency_key_reused",
-        });
-      }
-      const record = await recordOfClaim(inference, claim.completionId, () =>
-        inference.idempotency.stillClaimed(principal.keyId, idempotencyKey, claim.completionId),
-      );
-      if (!record) return serveNewCompletion(deps, inference, ctx, spec); // the first request failed and gave its claim back
-      return serveExistingCompletion(inference, ctx, record, { afterSeq: -1, stream: spec.stream, includeUsage: spec.includeUsage, shape: spec.shape });
-    }
+  const claim = await claimIdempotencyKey(inference, ctx, spec.endpoint, spec.body, completionId);
+  if (claim.existing) {
+    return serveExistingCompletion(inference, ctx, claim.existing, { afterSeq: -1, stream: spec.stream, includeUsage: spec.includeUsage, shape: spec.shape });
   }
-  const giveBack = async () => {
-    if (idempotencyKey) await inference.idempotency.release(principal.keyId, idempotencyKey, completionId).catch(() => undefined);
-  };
+  const giveBack = claim.giveBack;
   const created = Math.floor(deps.clock.now().getTime() / 1000);
   const head: CompletionHead = { id: completionId, created, model: spec.model.id, reasoning: spec.model.capabilities.reasoning };
   const jobSpec = { model: spec.model, endpoint: spec.endpoint, completionId, created, work: spec.work };
@@ -125,6 +108,63 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
 }
 
 /**
+ * The request's Idempotency-Key, claimed for `completionId`: `existing` is the completion of an earlier
+ * request with the same key and body (waited for while that request is still being admitted; this one
+ * then attaches to it instead of running and charging again), null when this one runs (it won the claim,
+ * sent no key, or the earlier request failed and gave its claim back). The same key with another body is
+ * a 400. `giveBack` releases this request's claim (its job was never queued).
+ */
+export async function claimIdempotencyKey(
+  inference: InferenceServices,
+  ctx: Context,
+  endpoint: Endpoint,
+  body: unknown,
+  completionId: string,
+): Promise<{ existing: CompletionRecord | null; giveBack: () => Promise<void> }> {
+  const principal = principalOf(ctx);
+  const idempotencyKey = parseIdempotencyKey(ctx.get("idempotency-key") || undefined);
+  if (!idempotencyKey) return { existing: null, giveBack: async () => undefined };
+  const hash = requestHash(endpoint, body);
+  for (;;) {
+    const claim = await inference.idempotency.claim(principal.keyId, idempotencyKey, hash, completionId);
+    if (claim.won) {
+      return {
+        existing: null,
+        giveBack: () => inference.idempotency.release(principal.keyId, idempotencyKey, completionId).catch(() => undefined),
+      };
+    }
+    if (claim.bodyHash !== hash) {
+      throw new InvalidRequestError("This Idempotency-Key was already used with a different request.", {
+        param: "Idempotency-Key",
+        code: "idempotency_key_reused",
+      });
+    }
+    const record = await recordOfClaim(inference, claim.completionId, () =>
+      inference.idempotency.stillClaimed(principal.keyId, idempotencyKey, claim.completionId),
+    );
+    // Null: the first request failed and gave its claim back: this one claims again.
+    if (record) return { existing: record, giveBack: async () => undefined };
+  }
+}
+
+/**
+ * The running job of an existing completion of the caller's account, followed from after `afterSeq`: its
+ * place among the account's open follows first (a 429 counts no listener), then it listens; its release
+ * before the last message counts as the client going away.
+ */
+export async function followExistingCompletion(inference: InferenceServices, ctx: Context, record: CompletionRecord, afterSeq: number): Promise<RunningJob> {
+  ctx.set(COMPLETION_ID_HEADER, record.completionId);
+  const followed = inference.followForClient(principalOf(ctx).accountId, record.completionId, afterSeq);
+  try {
+    await inference.records.attach(record.completionId);
+  } catch (error) {
+    followed.release();
+    throw error;
+  }
+  return listening(followed, () => inference.abandonment.detached(record));
+}
+
+/**
  * An existing completion of the caller's account, from its replay stream: streamed from after `afterSeq`
  * and then live (a resume with Last-Event-ID / starting_after, or an attach), or its whole result once it
  * ends (GET, or a non-streamed attach). The client counts as listening while it reads.
@@ -135,16 +175,7 @@ export async function serveExistingCompletion(
   record: CompletionRecord,
   options: { afterSeq: number; stream: boolean; includeUsage: boolean; shape: ResponseShape },
 ): Promise<void> {
-  ctx.set(COMPLETION_ID_HEADER, record.completionId);
-  // Its place among the account's open follows first (a 429 counts no listener), then it listens.
-  const followed = inference.followForClient(principalOf(ctx).accountId, record.completionId, options.afterSeq);
-  try {
-    await inference.records.attach(record.completionId);
-  } catch (error) {
-    followed.release();
-    throw error;
-  }
-  const job = listening(followed, () => inference.abandonment.detached(record));
+  const job = await followExistingCompletion(inference, ctx, record, options.afterSeq);
   const head: CompletionHead = { id: record.completionId, created: record.created, model: record.model, reasoning: record.reasoning };
   if (!options.stream) {
     await collectInto(ctx, job, head, options.shape, { partialWhenCancelled: true });
