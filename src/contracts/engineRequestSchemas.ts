@@ -83,6 +83,13 @@ export const SamplingParamsSchema = z.object({
    * held money for (the model's context length).
    */
   maxTokensDefault: z.boolean().optional(),
+  /**
+   * The client set the bound itself (max_tokens, max_completion_tokens, max_output_tokens): a prompt that
+   * leaves less room than that in the model's context is refused, as OpenAI refuses it (400
+   * context_length_exceeded), rather than answered shorter than asked. Without it (the API's default
+   * bound), the reply stops where the context ends.
+   */
+  maxTokensGiven: z.boolean().optional(),
 });
 
 export const EngineChatRequestSchema = SamplingParamsSchema.extend({

@@ -83,6 +83,24 @@ describe("models, embeddings and auth through the openai SDK", () => {
     expect(events[0]!.data.accountId).toBe(accountId);
   });
 
+  it("refuses a max_tokens the context cannot hold after the prompt (400 context_length_exceeded), but not the default bound", async () => {
+    const prompt = "word ".repeat(100);
+    const messages = [{ role: "user" as const, content: prompt }];
+    const promptTokens = (await openai.chat.completions.create({ model: TINY_CHAT, messages, max_tokens: 1 })).usage!.prompt_tokens;
+    const room = 1024 - promptTokens;
+    const refusal = async (call: () => Promise<unknown>) => (await call().catch((e: unknown) => e)) as InstanceType<typeof OpenAI.BadRequestError>;
+    const tooMuch = await refusal(() => openai.chat.completions.create({ model: TINY_CHAT, messages, max_tokens: room + 1 }));
+    expect(tooMuch).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(tooMuch.code).toBe("context_length_exceeded");
+    expect(tooMuch.message).toContain(`you requested ${1024 + 1} tokens (${promptTokens} in the messages, ${room + 1} in the completion)`);
+    const asCompletion = await refusal(() => openai.completions.create({ model: TINY_CHAT, prompt, max_tokens: 1000 }));
+    expect(asCompletion).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(asCompletion.param).toBe("prompt");
+    // Exactly the room left, and no bound at all (the default, cut where the context ends), are answered.
+    expect((await openai.chat.completions.create({ model: TINY_CHAT, messages, max_tokens: room })).choices).toHaveLength(1);
+    expect((await openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "word ".repeat(320) }] })).choices).toHaveLength(1);
+  });
+
   it("answers a retry with the same Idempotency-Key with the first request's embeddings, charged once, also when sent at once; another body is a 400", async () => {
     const { key: ownKey, keyId: ownKeyId } = await platform.createKey();
     const client = platform.openai(ownKey);

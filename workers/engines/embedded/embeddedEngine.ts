@@ -207,6 +207,16 @@ export class EmbeddedEngine implements Engine {
           CONTEXT_LENGTH_EXCEEDED,
         );
       }
+      // A bound the client set that the context cannot hold after this prompt: refused at the start, as
+      // OpenAI does (never for a continued run, whose prompt holds the reply delivered so far).
+      if (continueFrom === undefined && request.maxTokensGiven === true && promptTokens + request.maxTokens > contextLength) {
+        throw new EngineError(
+          "invalid_request",
+          `This model's maximum context length is ${contextLength} tokens. However, you requested ${promptTokens + request.maxTokens} tokens (${promptTokens} in the messages, ${request.maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+          "messages",
+          CONTEXT_LENGTH_EXCEEDED,
+        );
+      }
       const deps = { ...loaded, thoughtBudget: this.#thoughtBudget(request) };
       // The sequence that already holds the longest start of this prompt (a shared system prompt, earlier turns):
       // LlamaChat keeps the tokens a sequence shares with the new prompt and evaluates only the rest.

@@ -44,6 +44,7 @@ export function toEngineChatRequest(body: ChatCompletionRequest, model: Register
     messages: body.messages.map(toEngineMessage),
     maxTokens,
     ...(backendDefault ? { maxTokensDefault: true } : {}),
+    ...(clientMax != null ? { maxTokensGiven: true } : {}),
     ...samplingParams(body, model.defaults),
     ...(body.logprobs === true ? { logprobs: true, ...(body.top_logprobs != null ? { topLogprobs: body.top_logprobs } : {}) } : {}),
     ...(hasTools ? { tools: body.tools!.map((t) => ({ type: "function" as const, function: withoutNulls(t.function) })) } : {}),

@@ -66,6 +66,7 @@ export function completionRequests(body: CompletionRequest, model: RegisteredMod
   return prompts.map((prompt) => ({
     messages: [{ role: "user", content: prompt }],
     maxTokens,
+    ...(body.max_tokens != null ? { maxTokensGiven: true } : {}),
     ...samplingParams(body, model.defaults),
     ...(extra ? { extra } : {}),
   }));
