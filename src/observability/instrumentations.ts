@@ -1,3 +1,5 @@
+import { IncomingMessage } from "node:http";
+import type { Span } from "@opentelemetry/api";
 import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
 import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
@@ -14,14 +16,28 @@ const PROBES = new Set(["/healthz", "/readyz", "/metrics"]);
  * What they record is bounded so that no prompt, completion or secret reaches a span: SQL text only
  * (parameters, which carry event data, are left out: pg's `enhancedDatabaseReporting` stays off);
  * the Redis command name only (a job's data, a delta's text and key hashes travel as arguments); no
- * header is captured. pg and ioredis spans are made only inside a trace, so the projector's polling
- * and the queue's blocking reads do not each start one.
+ * header is captured; an incoming request's query keeps its parameter names only (a value may be an
+ * email, a pagination cursor, or a credential a client put in its URL). pg and ioredis spans are made only
+ * inside a trace, so the projector's polling and the queue's blocking reads do not each start one.
  */
 export function platformInstrumentations(): Instrumentation[] {
   return [
-    new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => PROBES.has((request.url ?? "").split("?")[0]!) }),
+    new HttpInstrumentation({
+      ignoreIncomingRequestHook: (request) => PROBES.has((request.url ?? "").split("?")[0]!),
+      requestHook: (span, request) => {
+        if (request instanceof IncomingMessage) redactQuery(span, request.url ?? "");
+      },
+    }),
     new KoaInstrumentation({ ignoreLayersType: [KoaLayerType.MIDDLEWARE] }),
     new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
     new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
   ];
+}
+
+/** Overwrites a server span's `url.query` with its parameter names, every value `REDACTED`. */
+function redactQuery(span: Span, url: string): void {
+  const start = url.indexOf("?");
+  if (start < 0) return;
+  const names = [...new URLSearchParams(url.slice(start + 1)).keys()].slice(0, 32);
+  span.setAttribute("url.query", names.map((name) => `${encodeURIComponent(name).slice(0, 64)}=REDACTED`).join("&"));
 }

@@ -104,6 +104,12 @@ describe("tracing across processes", () => {
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
 
     expect((await fetch(`${apiUrl}/healthz`)).status).toBe(200);
+    // A query's values (an email, a credential a client put in its URL) never reach a span: only the names.
+    const queried = await fetch(`${apiUrl}/v1/models?api_key=${encodeURIComponent(key)}&email=ada%40example.com&limit=5`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(queried.status).toBe(200);
+    const queriedTrace = queried.headers.get("x-trace-id");
     // The processes flush their spans when they stop (SIGTERM: the SDK's shutdown exports the batch).
     for (const child of children) {
       child.kill("SIGTERM");
@@ -111,6 +117,11 @@ describe("tracing across processes", () => {
       expect(child.exitCode, childLog.join("")).toBe(0);
     }
 
+    const queriedServer = receiver.spans.find((s) => s.traceId === queriedTrace && s.kind === OTLP_KIND.server);
+    expect(queriedServer?.attributes["url.query"]).toBe("api_key=REDACTED&email=REDACTED&limit=REDACTED");
+    const exported = JSON.stringify(receiver.spans.map((s) => s.attributes));
+    expect(exported).not.toContain(key.slice(3, 20));
+    expect(exported).not.toContain("ada%40example.com");
     const all = receiver.spans.filter((s) => s.traceId === traceId);
     expect(new Set(all.map((s) => s.service))).toEqual(new Set([API, WORKER]));
     const one = (service: string, name: string) => {
