@@ -1,3 +1,4 @@
+import { request as httpRequest } from "node:http";
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/observability/logger.ts";
@@ -93,6 +94,30 @@ describe("access log", () => {
       inputTokens: usage.prompt_tokens,
       outputTokens: usage.completion_tokens,
     });
+  });
+
+  it("logs 499 for a client that left before its answer began (not Koa's placeholder 404, nor a 200 nobody got)", async () => {
+    const { port } = new URL(platform.baseUrl);
+    for (const [requestId, body] of [
+      ["left-non-streamed", { max_tokens: 400 }],
+      ["left-streamed", { max_tokens: 400, stream: true }],
+    ] as const) {
+      const payload = JSON.stringify({ model: TINY_CHAT, messages: [{ role: "user", content: "Say hi, wombat-cobalt" }], ...body });
+      await new Promise<void>((resolve) => {
+        const request = httpRequest({
+          host: "127.0.0.1",
+          port: Number(port),
+          path: "/v1/chat/completions",
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-request-id": requestId },
+        });
+        request.on("error", () => resolve());
+        request.on("close", () => resolve());
+        request.end(payload, () => setTimeout(() => request.destroy(), 5));
+      });
+      const line = await eventually(async () => accessLines().find((l) => l.requestId === requestId));
+      expect(line, requestId).toMatchObject({ route: "/v1/chat/completions", status: 499 });
+    }
   });
 
   it("logs route templates and refusals, never a raw path, a key, a session token or a header", async () => {

@@ -1,4 +1,5 @@
 import type { Context, Next } from "koa";
+import { statusSent } from "./clientClosed.ts";
 import type { Logger } from "../../observability/logger.ts";
 import { type AccessLogInference, stateOf } from "./requestState.ts";
 import { type RouteTemplates, servedRoute } from "./routeTemplate.ts";
@@ -29,7 +30,7 @@ export function accessLog(logger: Logger, routes: RouteTemplates, now: () => num
       logger.info("request", {
         method: ctx.method,
         route: servedRoute(routes, ctx) ?? null,
-        status: ctx.respond === false ? ctx.res.statusCode : ctx.status,
+        status: statusSent(ctx),
         durationMs: Math.round((now() - started) * 10) / 10,
         requestId: requestId ?? null,
         traceId: traceId ?? null,

@@ -2,7 +2,7 @@ import type { Context, Next } from "koa";
 import type { PlatformMetrics } from "../../observability/metrics.ts";
 import { type RouteTemplates, servedRoute, UNMATCHED_ROUTE } from "./routeTemplate.ts";
 
-const CLIENT_CLOSED_REQUEST = "499";
+import { CLIENT_CLOSED_REQUEST, markClientClosed } from "./clientClosed.ts";
 
 /**
  * Counts every request by method, route template and final status, and observes its duration until
@@ -17,11 +17,12 @@ export function httpMetrics(metrics: PlatformMetrics, routes: RouteTemplates) {
       if (recorded) return;
       recorded = true;
       // A client that left before the response began has no status yet (Koa's placeholder is 404): 499, as nginx logs it.
-      const status = ctx.res.headersSent ? String(ctx.status) : CLIENT_CLOSED_REQUEST;
+      const status = ctx.res.headersSent ? String(ctx.status) : String(CLIENT_CLOSED_REQUEST);
       const labels = { method: ctx.method, route: servedRoute(routes, ctx) ?? UNMATCHED_ROUTE, status };
       metrics.http.requests.inc(labels);
       metrics.http.duration.observe(labels, Number(process.hrtime.bigint() - startedAt) / 1e9);
     };
+    markClientClosed(ctx);
     ctx.res.once("finish", record);
     ctx.res.once("close", record);
     await next();

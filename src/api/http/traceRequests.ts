@@ -1,4 +1,5 @@
 import { context, type Span, SpanKind, SpanStatusCode, propagation, trace } from "@opentelemetry/api";
+import { statusSent } from "./clientClosed.ts";
 import { getRPCMetadata, RPCType } from "@opentelemetry/core";
 import type { Context, Next } from "koa";
 import { platformTracer } from "../../observability/telemetry.ts";
@@ -41,7 +42,7 @@ export function traceRequests(routes: RouteTemplates) {
         exposeTrace(ctx, span);
         try {
           await next();
-          const status = ctx.respond === false ? ctx.res.statusCode : ctx.status;
+          const status = statusSent(ctx);
           span.setAttribute("http.response.status_code", status);
           if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
         } catch (error) {
