@@ -45,7 +45,14 @@ const reconnectDelay = (attempt: number): number => Math.min(attempt * 100, 1000
 
 /** The ioredis options of a kind (also for `duplicate()` of a connection of another kind). */
 export function redisOptions(kind: RedisKind, timeouts: RedisTimeouts = DEFAULT_REDIS_TIMEOUTS): RedisOptions {
-  const common: RedisOptions = { enableReadyCheck: true, connectTimeout: timeouts.connectTimeoutMs, retryStrategy: reconnectDelay };
+  // No CLIENT SETINFO on connect: Redis before 7.2 refuses it (an error span on every connection a
+  // follower opens), and it is a round trip more before a connection is ready.
+  const common: RedisOptions = {
+    enableReadyCheck: true,
+    connectTimeout: timeouts.connectTimeoutMs,
+    retryStrategy: reconnectDelay,
+    disableClientInfo: true,
+  };
   if (kind === "fail-fast") {
     return { ...common, maxRetriesPerRequest: 0, enableOfflineQueue: true, commandTimeout: timeouts.commandTimeoutMs, autoResendUnfulfilledCommands: false };
   }
