@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { throttledWarning } from "../observability/throttledWarning.ts";
 import { duplicateAs, isCluster, type Redis } from "../redis/createRedis.ts";
 import type { Logger } from "../observability/logger.ts";
 
@@ -56,7 +57,8 @@ export class AuthInvalidationSubscriber {
     const sharded = isCluster(redis);
     const connection = duplicateAs(redis, "subscriber", { shardedSubscribers: sharded });
     this.#connection = connection;
-    connection.on("error", (error: Error) => logger.warn("auth invalidation subscriber error", { error: error.message }));
+    const warn = throttledWarning(logger, "auth invalidation subscriber error");
+    connection.on("error", (error: Error) => warn({ error: error.message }));
     connection.on("ready", () => onResync());
     if (sharded) connection.on("+subscriber", () => onResync());
     connection.on(sharded ? "smessage" : "message", (from: string, raw: string) => {

@@ -1,4 +1,5 @@
 import { Worker, type Job } from "bullmq";
+import { throttledWarning } from "../../src/observability/throttledWarning.ts";
 import { CompletionJobSchema, type CompletionJob } from "../../src/contracts/completionJob.ts";
 import type { Redis } from "../../src/redis/createRedis.ts";
 import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
@@ -133,7 +134,9 @@ export class CompletionWorker {
       // Its close is bounded when Redis was away a moment before (boundedCloseBackend.ts).
       boundedCloseBackend(() => this.#closing),
     );
-    worker.on("error", (error) => this.#logger.warn("queue worker error", { model: this.modelId, error }));
+    // While Redis is away BullMQ reports each failed fetch, several a second per model: a few lines instead.
+    const warn = throttledWarning(this.#logger, "queue worker error");
+    worker.on("error", (error) => warn({ model: this.modelId, error }));
     worker.on("lockRenewalFailed", (jobIds) => this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }));
     worker.on("stalled", (jobId) => {
       this.#metrics?.stalled.inc({ model: this.modelId });
