@@ -1,4 +1,6 @@
 import type { Config } from "../../config/config.ts";
+import { SpanKind } from "@opentelemetry/api";
+import { platformTracer } from "../../observability/telemetry.ts";
 import type { Pool } from "../../db/createPool.ts";
 import { withTransaction } from "../../db/withTransaction.ts";
 import { NO_RATE_LIMITS, RateLimitsSchema } from "../../ledger/accounts/accountEvents.ts";
@@ -290,7 +292,14 @@ export class BatchDispatcher {
       },
     };
     const endpoint = batchLineEndpoint(batch.endpoint);
-    void (async () => {
+    // One trace per run of a line: its enqueue, the worker's run and its relay under a span naming the batch and line.
+    const runLine = () =>
+      platformTracer().startActiveSpan(
+        "batch line",
+        { kind: SpanKind.INTERNAL, attributes: { "batch.id": line.batch_id, "batch.line": line.line_no, "batch.attempt": line.attempts } },
+        (span) => runIt().finally(() => span.end()),
+      );
+    const runIt = async () => {
       try {
         if (!endpoint) throw new Error(`no line runner for ${batch.endpoint}`);
         const result = await endpoint.run(context, line.body);
@@ -320,7 +329,8 @@ export class BatchDispatcher {
         if (retryInMs !== null) await this.#retryLater(line, retryInMs);
         else await this.#settle(line, { status: "failed", statusCode: api.status, response: null, error: errorBody(api), usage: null });
       }
-    })()
+    };
+    void runLine()
       .catch((error: unknown) => this.#logger.warn("batch line not recorded (its lease ends, it runs again)", { error: error as Error }))
       .finally(() => this.#inFlight.delete(key));
   }
