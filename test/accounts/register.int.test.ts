@@ -110,5 +110,10 @@ describe("POST /api/v1/accounts/register", () => {
     expect((await accountEvents(app, traced.body.id))[0]!.metadata.correlationId).toBe("lb-req-0001-abcdef");
     const junk = await app.request("POST", "/api/v1/accounts/register", { body: { email: "x" }, headers: { "x-request-id": "has spaces <and> junk" } });
     expect(junk.headers.get("x-request-id")).toMatch(UUID);
+    // Secret-shaped ids (a key or session token a client sent by mistake) are never kept: they would be logged, traced and stored.
+    for (const secret of ["sk-AbCdEf0123456789AbCdEf0123456789AbCdEf0123456789", "sess_AbCdEf0123456789AbCdEf0123456789"]) {
+      const sent = await app.request("POST", "/api/v1/accounts/register", { body: { email: "x" }, headers: { "x-request-id": secret } });
+      expect(sent.headers.get("x-request-id")).toMatch(UUID);
+    }
   });
 });
