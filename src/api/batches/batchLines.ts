@@ -31,13 +31,23 @@ export const EXPIRED_LINE = {
 };
 
 /**
- * A line's refusal or a failure of the platform's, waited out and run again without limit until the
- * batch's window ends: the milliseconds to wait (null: the line's own failure, for the error file: its
- * 4xx, a budget refusal, its model gone). A platform-side failure (Redis lost, a job lost, a worker
- * died: 5xx) is never the line's.
+ * Runs of a line that may end in an internal error (500: the engine failed, the model stopped answering)
+ * before the line fails with it: such a failure may follow from the line itself (a request the engine
+ * cannot serve), and running it again every few seconds until the window ends would take a slot of the
+ * model each time for a day.
+ */
+export const MAX_INTERNAL_FAILURE_ATTEMPTS = 10;
+
+/**
+ * A line's refusal or a failure of the platform's, waited out and run again until the batch's window
+ * ends: the milliseconds to wait (null: the line's own failure, for the error file: its 4xx, a budget
+ * refusal, its model gone). An unavailable platform (503: Redis or the model away, and other gateway
+ * errors) is never the line's; an internal error (500) is run again up to MAX_INTERNAL_FAILURE_ATTEMPTS
+ * runs in all, then the line fails with it.
  */
 export function lineRetryDelay(error: ApiError, attempts: number): number | null {
   if (error instanceof TenantRateLimitError) return Math.max(1, Number(error.headers["retry-after"] ?? 1)) * 1000;
+  if (error.status === 500 && attempts >= MAX_INTERNAL_FAILURE_ATTEMPTS) return null;
   if (error.status >= 500) return Math.min(error.status === 503 ? 30_000 : 5_000, 500 * 2 ** Math.min(attempts, 6));
   return null;
 }
