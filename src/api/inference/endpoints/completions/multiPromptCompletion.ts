@@ -10,14 +10,18 @@ import { COMPLETION_ID_HEADER } from "../shared/serveCompletion.ts";
 import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
 import { multiPromptCompletionBody } from "./completionFormat.ts";
 import { assertPromptFits } from "../../admission/promptLengthLimit.ts";
+import { ApiError } from "../../../http/errors.ts";
+import { releaseHolds } from "../../../../ledger/budget/releaseHold.ts";
 
 /**
  * A non-streamed text completion of several prompts (OpenAI semantics: one choice per prompt, `index`
  * the prompt's position, usage summed). Each prompt is its own job and completion, with its own budget
  * hold and usage record (so each is charged exactly once, for what it generated); the answer carries the
  * first one's id. The prompts after the first wait for a worker as long as a stream does (they queue
- * behind the earlier ones of the same request). If any job cannot start or fails, the others are cancelled (charged for what they had
- * generated, like any cancelled completion) and the request fails with that error.
+ * behind the earlier ones of the same request). If any job cannot start or fails, the request fails with
+ * that error and the others are stopped as refused: nobody receives their replies, so what they generated
+ * is not charged (their holds are released). A prompt that had already finished was charged: the error
+ * names those completions, which GET /v1/completions/{id} answers.
  */
 export async function serveMultiPromptCompletion(
   deps: AppDeps,
@@ -31,13 +35,17 @@ export async function serveMultiPromptCompletion(
   const created = Math.floor(deps.clock.now().getTime() / 1000);
   const ids = spec.requests.map(() => newCompletionId("cmpl"));
   ctx.set(COMPLETION_ID_HEADER, ids[0]!);
-  const cancelAll = (jobs: readonly (RunningJob | null)[]) =>
-    Promise.all(
+  // Stops the jobs not finished as refused (their workers record nothing) and releases their holds.
+  const refuseUnfinished = async (jobs: readonly (RunningJob | null)[], finished: ReadonlySet<number> = new Set()) => {
+    const unfinished = ids.filter((_id, index) => !finished.has(index));
+    await Promise.all(
       jobs.map(async (job, index) => {
         job?.release();
-        await inference.queues.cancel(model.id, ids[index]!, "user").catch(() => undefined);
+        if (!finished.has(index)) await inference.queues.cancel(model.id, ids[index]!, "refused").catch(() => undefined);
       }),
     );
+    await releaseHolds(deps.pool, unfinished).catch(() => undefined);
+  };
 
   const started = await Promise.allSettled(
     spec.requests.map(
@@ -56,7 +64,7 @@ export async function serveMultiPromptCompletion(
   const jobs = started.map((result) => (result.status === "fulfilled" ? result.value : null));
   const refused = started.find((result) => result.status === "rejected");
   if (refused) {
-    await cancelAll(jobs);
+    await refuseUnfinished(jobs);
     throw refused.reason;
   }
   for (const job of jobs) releaseOnDisconnect(ctx, job!);
@@ -65,10 +73,25 @@ export async function serveMultiPromptCompletion(
   if (failed) {
     // The client went away: not a cancel (the jobs run on; abandonment stops them after the grace period).
     if (failed.reason instanceof JobReleasedError) return;
-    await cancelAll(jobs);
-    throw failed.reason;
+    const finished = new Set(collected.flatMap((result, index) => (result.status === "fulfilled" ? [index] : [])));
+    await refuseUnfinished(jobs, finished);
+    throw withFinishedNamed(
+      failed.reason,
+      [...finished].map((index) => ids[index]!),
+    );
   }
   const replies = collected.map((result) => (result as PromiseFulfilledResult<CollectedReply>).value);
   ctx.set("cache-control", "no-store");
   ctx.body = multiPromptCompletionBody({ id: ids[0]!, created, model: model.id }, replies);
+}
+
+/** The request's error, naming the completions of its prompts that had finished (and were charged) before it failed. */
+function withFinishedNamed(error: unknown, finished: string[]): unknown {
+  if (finished.length === 0 || !(error instanceof ApiError)) return error;
+  return new ApiError(
+    error.status,
+    error.type,
+    `${error.message} The prompts answered before this one were charged; read them with GET /v1/completions/{id}: ${finished.join(", ")}.`,
+    { code: error.code, param: error.param, headers: error.headers },
+  );
 }
