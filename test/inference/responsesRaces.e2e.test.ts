@@ -129,6 +129,23 @@ describe("POST/DELETE /v1/responses: races and orphan function outputs (openai S
     expect((again as { headers: Headers }).headers.get("x-should-retry")).toBe("false");
   });
 
+  it("a cancel that comes as the job ends whole: the response ends as its job ended it (completed, as streamed and charged); stopped by it: cancelled", async () => {
+    const done = await openai.responses.create({ ...base, background: false });
+    expect(ended).toContain(done.status);
+    const fresh = await store.find(accountId, done.id);
+    // The race, step by step: the owner's cancel marks the running response, then the job writes its result.
+    const race = async (result: "completed" | "incomplete" | "cancelled" | "failed") => {
+      await platform.deps.pool.query("UPDATE responses SET status = 'in_progress', completed_at = NULL WHERE id = $1", [done.id]);
+      expect(await store.cancel(accountId, done.id, new Date())).toBe(true);
+      await store.finish(done.id, { ...fresh!.state, status: result });
+      return (await openai.responses.retrieve(done.id)).status;
+    };
+    expect(await race("completed")).toBe("completed");
+    expect(await race("incomplete")).toBe("incomplete");
+    expect(await race("cancelled")).toBe("cancelled");
+    expect(await race("failed")).toBe("cancelled");
+  });
+
   it("a function_call_output that answers no function call is a 400 naming the input item: nothing stored, nothing counted", async () => {
     const responsesBefore = await storedResponses();
     const chargedBefore = await usageRecorded();

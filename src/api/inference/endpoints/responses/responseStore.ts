@@ -122,12 +122,15 @@ export class ResponseStore {
   }
 
   /**
-   * Writes the result of the job: its output, usage, error, and status (a response cancelled by its owner
-   * stays cancelled, whatever its job did after the cancel).
+   * Writes the result of the job: its output, usage, error, and status. A response its owner cancelled
+   * stays cancelled when its job stopped or failed; a job that ended whole before the cancel reached it
+   * (completed, or incomplete at its token bound) leaves it as the job ended it: as its stream ended and
+   * as it was charged.
    */
   async finish(id: string, state: ResponseState): Promise<void> {
     await this.#pool.query(
-      `UPDATE responses SET status = CASE WHEN status = 'cancelled' THEN status ELSE $2 END, output_items = $3, usage = $4, error = $5,
+      `UPDATE responses SET status = CASE WHEN status = 'cancelled' AND $2 NOT IN ('completed', 'incomplete') THEN status ELSE $2 END,
+         output_items = $3, usage = $4, error = $5,
          incomplete_details = $6, completed_at = COALESCE(completed_at, $7)
        WHERE id = $1`,
       [
