@@ -232,6 +232,13 @@ describe("the Batch API", () => {
     const charges = await batchCharges(platform.deps.pool, account.accountId);
     for (const events of charges.values()) expect(events).toHaveLength(1);
     expect(charges.size).toBeLessThan(80);
+    // The batch's usage holds every token charged, those of the lines its cancel stopped while they ran too.
+    const charged = await platform.deps.pool.query<{ prompt: number; completion: number }>(
+      `SELECT coalesce(sum((data->>'promptTokens')::int), 0)::int AS prompt, coalesce(sum((data->>'completionTokens')::int), 0)::int AS completion
+       FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'accountId' = $1`,
+      [account.accountId],
+    );
+    expect(cancelled.usage).toMatchObject({ input_tokens: charged.rows[0]!.prompt, output_tokens: charged.rows[0]!.completion });
   }, 120_000);
 
   it("honours output_expires_after: the output file expires that many seconds after its creation; a bad value is a 400 naming it; a completed batch cannot be cancelled (final, not retried)", async () => {

@@ -1,4 +1,5 @@
 import type { Config } from "../../config/config.ts";
+import { CompletionCancelledError } from "../inference/jobs/jobErrorToApiError.ts";
 import { SpanKind } from "@opentelemetry/api";
 import { platformTracer } from "../../observability/telemetry.ts";
 import type { Pool } from "../../db/createPool.ts";
@@ -327,7 +328,11 @@ export class BatchDispatcher {
           });
         }
         if (retryInMs !== null) await this.#retryLater(line, retryInMs);
-        else await this.#settle(line, { status: "failed", statusCode: api.status, response: null, error: errorBody(api), usage: null });
+        else {
+          // A line stopped by its batch's cancel while it ran was charged what it generated: the line says so.
+          const charged = api instanceof CompletionCancelledError ? api.charged : null;
+          await this.#settle(line, { status: "failed", statusCode: api.status, response: null, error: errorBody(api), usage: charged });
+        }
       }
     };
     void runLine()

@@ -146,7 +146,7 @@ const responses: BatchLineEndpoint = {
     try {
       for (;;) {
         const message = await job.next();
-        if (message.type === "error") throw jobErrorToApiError(message.error);
+        if (message.type === "error") throw jobErrorToApiError(message.error, message.usage);
         builder.take(message);
         if (message.type === "usage") return { body: builder.object(), usage: message.usage };
       }

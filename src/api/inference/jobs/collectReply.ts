@@ -27,7 +27,7 @@ export async function collectReply(job: RunningJob, options: { partialWhenCancel
       else if (message.type === "error") {
         if (options.partialWhenCancelled && message.error.kind === "cancelled" && message.usage)
           return { reply, finishReason: finishReason ?? "length", usage: message.usage, cancelled: true };
-        throw jobErrorToApiError(message.error);
+        throw jobErrorToApiError(message.error, message.usage);
       } else if (message.type === "usage") {
         if (!finishReason) throw new InternalApiError("The worker ended the job without a finish reason.");
         return { reply, finishReason, usage: message.usage };
@@ -45,7 +45,7 @@ export async function collectEmbeddings(job: RunningJob): Promise<CollectedEmbed
     for (;;) {
       const message = await job.next();
       if (message.type === "embeddings") embeddings = message.embeddings;
-      else if (message.type === "error") throw jobErrorToApiError(message.error);
+      else if (message.type === "error") throw jobErrorToApiError(message.error, message.usage);
       else if (message.type === "usage") {
         if (!embeddings) throw new InternalApiError("The worker ended the job without embeddings.");
         return { embeddings, usage: message.usage };

@@ -1,13 +1,23 @@
 import { ConflictError, InternalApiError, InvalidRequestError, ModelUnavailableError, type ApiError } from "../../http/errors.ts";
-import type { JobError } from "../../../contracts/deltaMessage.ts";
+import type { JobError, Usage } from "../../../contracts/deltaMessage.ts";
+
+/** A cancelled completion: 409 completion_cancelled, final, with what its worker charged for it (when it said). */
+export class CompletionCancelledError extends ConflictError {
+  readonly charged: Usage | null;
+  constructor(message: string, charged: Usage | null) {
+    super(message, { code: "completion_cancelled", final: true });
+    this.charged = charged;
+  }
+}
 
 /**
  * A worker's error message as the API's error: engine refusals are 400, unavailability 503, a cancelled
- * completion 409 completion_cancelled (as a streamed error event once output was sent), the rest 500.
+ * completion 409 completion_cancelled (as a streamed error event once output was sent; `charged`: the
+ * usage the message carries, what was charged), the rest 500.
  */
-export function jobErrorToApiError(error: JobError): ApiError {
+export function jobErrorToApiError(error: JobError, charged?: Usage): ApiError {
   if (error.kind === "invalid_request") return new InvalidRequestError(error.message, { param: error.param, code: error.code ?? "invalid_value" });
   if (error.kind === "unavailable") return new ModelUnavailableError(error.message);
-  if (error.kind === "cancelled") return new ConflictError(error.message, { code: "completion_cancelled", final: true });
+  if (error.kind === "cancelled") return new CompletionCancelledError(error.message, charged ?? null);
   return new InternalApiError(error.message);
 }
