@@ -209,7 +209,13 @@ describe("models, embeddings and auth through the openai SDK", () => {
       const stream = await openai.completions.create({ model: TINY_CHAT, prompt: long, max_tokens: 2, stream: true });
       for await (const _ of stream);
     });
+    const storedBefore = await platform.deps.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM responses WHERE account_id = $1", [accountId]);
+    const response = await refusal(() => openai.responses.create({ model: TINY_CHAT, input: long, max_output_tokens: 16 }));
+    // Not kept: the request never was a response.
+    const storedAfter = await platform.deps.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM responses WHERE account_id = $1", [accountId]);
+    expect(storedAfter.rows[0]!.n).toBe(storedBefore.rows[0]!.n);
     for (const [error, param] of [
+      [response, "input"],
       [chat, "messages"],
       [streamed, "messages"],
       [streamedText, "prompt"],

@@ -1,4 +1,4 @@
-import type { DeltaMessage, EngineDeltaMessage } from "../../../../contracts/deltaMessage.ts";
+import type { DeltaMessage, EngineDeltaMessage, JobError } from "../../../../contracts/deltaMessage.ts";
 import type { FunctionCallItem, MessageItem, OutputText, ReasoningItem, StoredItem } from "./responseItems.ts";
 import { type ResponseHead, type ResponseObject, responseObject, type ResponseState, responseUsage } from "./responseObject.ts";
 
@@ -33,6 +33,7 @@ export class ResponseEventBuilder {
   #finish: "stop" | "length" | "tool_calls" | null = null;
   #begun = false;
   #started = false;
+  #refusal: JobError | null = null;
 
   /** `now`: Unix seconds, the completed_at of a response that ends. */
   constructor(head: ResponseHead, now: () => number) {
@@ -40,6 +41,11 @@ export class ResponseEventBuilder {
     this.#now = now;
     this.#idSuffix = head.id.replace(/^resp_/, "");
     this.#state = { status: head.background ? "queued" : "in_progress", output: [], usage: null, error: null, incomplete_details: null, completed_at: null };
+  }
+
+  /** The engine's refusal of the request, when it ended the response before any output (else null). */
+  get refusal(): JobError | null {
+    return this.#refusal;
   }
 
   get state(): ResponseState {
@@ -102,6 +108,7 @@ export class ResponseEventBuilder {
         break;
       }
       case "error": {
+        if (message.error.kind === "invalid_request" && this.#state.output.length === 0 && this.#open === null) this.#refusal = message.error;
         events.push(...this.#close("incomplete"));
         const cancelled = message.error.kind === "cancelled";
         this.#end(cancelled ? "cancelled" : "failed", {

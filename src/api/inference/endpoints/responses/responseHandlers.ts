@@ -1,4 +1,5 @@
 import type { Context } from "koa";
+import { jobErrorToApiError } from "../../jobs/jobErrorToApiError.ts";
 import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
 import { ApiError, ConflictError, InvalidRequestError, NotFoundError } from "../../../http/errors.ts";
@@ -263,6 +264,13 @@ export function createResponseHandler(deps: AppDeps) {
         if (!ctx.res.writableFinished) run.releaseListener();
       });
       await run.ended;
+      // Refused by the engine before any output (a prompt over the context in tokens): an HTTP 400, as
+      // OpenAI answers it, and no response is kept (the request never was one).
+      const refusal = run.builder.refusal;
+      if (refusal) {
+        await undo();
+        throw jobErrorToApiError(refusal);
+      }
     }
     ctx.set("cache-control", "no-store");
     ctx.body = run.builder.object();
