@@ -1,4 +1,5 @@
 import type { Config } from "../../config/config.ts";
+import { endIdleLines, type LineResult, retryLineLater, settleLine } from "./batchLineRows.ts";
 import { CompletionCancelledError } from "../inference/jobs/jobErrorToApiError.ts";
 import { SpanKind } from "@opentelemetry/api";
 import { platformTracer } from "../../observability/telemetry.ts";
@@ -10,7 +11,6 @@ import type { Logger } from "../../observability/logger.ts";
 import type { AppDeps } from "../appDeps.ts";
 import type { FileStore } from "../files/fileStore.ts";
 import { toApiError } from "../http/errorHandler.ts";
-import { storableJson } from "../http/jsonValueCheck.ts";
 import { errorBody } from "../http/errors.ts";
 import type { InferenceServices } from "../inference/inferenceServices.ts";
 import { ReplayFollower } from "../inference/jobs/replayFollower.ts";
@@ -144,21 +144,14 @@ export class BatchDispatcher {
         batch.status === "cancelling"
           ? { code: "batch_cancelled", message: "This request was not run: the batch was cancelled." }
           : { code: "batch_expired", message: "This request could not be executed before the completion window expired." };
-      const ended = await this.#pool.query<{ model: string; n: number; completion_ids: string[] }>(
-        `WITH ended AS (
-           UPDATE batch_lines SET status = 'failed', error = $2::jsonb, status_code = NULL, claimed_until = NULL
-           WHERE batch_id = $1 AND (status = 'waiting' OR (status = 'running' AND claimed_until <= now())) RETURNING model, completion_id),
-         counted AS (UPDATE batches SET failed_lines = failed_lines + (SELECT count(*) FROM ended) WHERE id = $1)
-         SELECT model, count(*)::int AS n, array_agg(completion_id) AS completion_ids FROM ended GROUP BY model`,
-        [batch.id, JSON.stringify(error)],
-      );
+      const ended = await endIdleLines(this.#pool, batch.id, error);
       const outcome = batch.status === "cancelling" ? "cancelled" : "expired";
-      for (const { model, n } of ended.rows) this.#deps.metrics.batches.linesEnded.inc({ model, outcome }, n);
+      for (const { model, n } of ended) this.#deps.metrics.batches.linesEnded.inc({ model, outcome }, n);
       // A line that waited to run again after a run that failed for the platform's reason (which charged
       // nothing) still holds its budget hold: it ends here without a run to settle it.
       await releaseHolds(
         this.#pool,
-        ended.rows.flatMap((row) => row.completion_ids),
+        ended.flatMap((row) => row.completion_ids),
       );
     }
   }
@@ -363,45 +356,11 @@ export class BatchDispatcher {
   }
 
   async #retryLater(line: ClaimedLine, delayMs: number): Promise<void> {
-    await this.#pool.query(
-      `UPDATE batch_lines SET status = 'waiting', claimed_until = NULL, not_before = now() + make_interval(secs => $3::double precision / 1000)
-       WHERE batch_id = $1 AND line_no = $2 AND status = 'running'`,
-      [line.batch_id, line.line_no, delayMs],
-    );
+    await retryLineLater(this.#pool, line, delayMs);
   }
 
-  async #settle(
-    line: ClaimedLine,
-    result: {
-      status: "done" | "failed";
-      /** null: a line that never answered (expired, cancelled): the error file carries its error alone. */
-      statusCode: number | null;
-      response: unknown;
-      error: unknown;
-      usage: { promptTokens: number; completionTokens: number; reasoningTokens: number } | null;
-    },
-  ): Promise<void> {
-    const settled = await this.#pool.query<{ n: number }>(
-      `WITH settled AS (
-         UPDATE batch_lines SET status = $3, status_code = $4, response = $5::jsonb, error = $6::jsonb, claimed_until = NULL,
-           prompt_tokens = $7, completion_tokens = $8, reasoning_tokens = $9
-         WHERE batch_id = $1 AND line_no = $2 AND status = 'running' RETURNING status)
-       UPDATE batches SET completed_lines = completed_lines + (SELECT count(*) FROM settled WHERE status = 'done'),
-         failed_lines = failed_lines + (SELECT count(*) FROM settled WHERE status = 'failed')
-       WHERE id = $1 RETURNING (SELECT count(*) FROM settled)::int AS n`,
-      [
-        line.batch_id,
-        line.line_no,
-        result.status,
-        result.statusCode,
-        result.response === null ? null : storableJson(result.response),
-        result.error === null ? null : storableJson(result.error),
-        result.usage?.promptTokens ?? 0,
-        result.usage?.completionTokens ?? 0,
-        result.usage?.reasoningTokens ?? 0,
-      ],
-    );
-    if ((settled.rows[0]?.n ?? 0) === 0) return;
+  async #settle(line: ClaimedLine, result: LineResult): Promise<void> {
+    if (!(await settleLine(this.#pool, line, result))) return;
     this.#deps.metrics.batches.linesEnded.inc({ model: line.model, outcome: result.status });
     // A failed line's hold is settled by the run that recorded its usage; one left open (the line expired
     // while it ran, or its last run charged nothing) is released, or it would keep the budget held until
