@@ -54,7 +54,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     completionAbandonGraceMs: e.COMPLETION_ABANDON_GRACE_MS,
     sseKeepAliveMs: e.SSE_KEEPALIVE_MS,
     streamHeadersHoldMs: e.STREAM_HEADERS_HOLD_MS,
-    streamHeadersAfterStartMs: e.STREAM_HEADERS_AFTER_START_MS,
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_S,
     workerModels: parseList(e.WORKER_MODELS),
     workerHeartbeatMs: e.WORKER_HEARTBEAT_MS,

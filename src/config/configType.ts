@@ -56,12 +56,6 @@ export type Config = {
    * stream (STREAM_HEADERS_HOLD_MS; 0: the headers go out at admission).
    */
   streamHeadersHoldMs: number;
-  /**
-   * Of that hold, at most this long once a worker started the job (an engine checks the prompt as it
-   * starts): the headers then go out ahead of the first chunk, read by the client while the model
-   * computes it (STREAM_HEADERS_AFTER_START_MS).
-   */
-  streamHeadersAfterStartMs: number;
   /** How long an Idempotency-Key is remembered (per API key). */
   idempotencyTtlSeconds: number;
   /** How long a started job may stay silent (no delta) before the API gives up on it with api_error. */

@@ -124,7 +124,6 @@ export const EnvSchema = z.object({
   BATCH_LINE_LEASE_MS: intFromEnv(60_000).refine((n) => n >= 1_000, "must be at least 1000"),
   SSE_KEEPALIVE_MS: intFromEnv(15_000).refine((n) => n >= 100, "must be at least 100"),
   STREAM_HEADERS_HOLD_MS: intFromEnv(500).refine((n) => n >= 0 && n <= 10_000, "must be 0 to 10000"),
-  STREAM_HEADERS_AFTER_START_MS: intFromEnv(10).refine((n) => n >= 0 && n <= 10_000, "must be 0 to 10000"),
   IDEMPOTENCY_TTL_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   WORKER_MODELS: z.string().optional(),
   WORKER_HEARTBEAT_MS: intFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),

@@ -10,9 +10,7 @@ describe("models, embeddings and auth through the openai SDK", () => {
   let keyId: string;
   let key: string;
   beforeAll(async () => {
-    // A stream's headers wait for the engine's check of the prompt as long as it takes here (on a loaded
-    // machine it may take more than the default 10 ms after the job started).
-    platform = await startTestPlatform({ env: { STREAM_HEADERS_AFTER_START_MS: "5000", STREAM_HEADERS_HOLD_MS: "10000" } });
+    platform = await startTestPlatform();
     const created = await platform.createKey();
     key = created.key;
     openai = platform.openai(created.key);
@@ -202,7 +200,7 @@ describe("models, embeddings and auth through the openai SDK", () => {
     const chat = await refusal(() => openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: long }], max_tokens: 2 }));
     const text = await refusal(() => openai.completions.create({ model: TINY_CHAT, prompt: long, max_tokens: 2 }));
     const embedding = await refusal(() => openai.embeddings.create({ model: TINY_EMBED, input: ["short", long] }));
-    // Streamed: refused within the headers' hold (STREAM_HEADERS_AFTER_START_MS), so an HTTP 400 too, not an error event in a 200 stream.
+    // Streamed: refused within the headers' hold (STREAM_HEADERS_HOLD_MS), so an HTTP 400 too, not an error event in a 200 stream.
     const streamed = await refusal(async () => {
       const stream = await openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: long }], max_tokens: 2, stream: true });
       for await (const _ of stream);

@@ -80,8 +80,6 @@ export type InferenceLimits = {
   sseKeepAliveMs: number;
   /** A new stream's headers wait this long after admission for its first chunk or refusal (Config.streamHeadersHoldMs). */
   streamHeadersHoldMs: number;
-  /** Of that hold, at most this long once a worker started the job (Config.streamHeadersAfterStartMs). */
-  streamHeadersAfterStartMs: number;
 };
 
 export function createInferenceServices(
@@ -137,7 +135,6 @@ export function createInferenceServices(
     jobIdleTimeoutMs: config.jobIdleTimeoutMs,
     sseKeepAliveMs: config.sseKeepAliveMs,
     streamHeadersHoldMs: config.streamHeadersHoldMs,
-    streamHeadersAfterStartMs: config.streamHeadersAfterStartMs,
   };
   const jobs = new CompletionJobs({
     gateway,

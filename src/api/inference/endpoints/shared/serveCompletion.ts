@@ -48,10 +48,9 @@ export const COMPLETION_ID_HEADER = "x-completion-id";
  * A new chat or text completion: admission, the job, then the answer (a stream or one body). With an
  * Idempotency-Key already used by this API key for the same body, the request attaches to that
  * completion instead (its stream from the start, or its result); with another body it is refused.
- * A stream gets its headers with its first chunk, streamHeadersAfterStartMs after a worker started its job, or
- * once it has been admitted for streamHeadersHoldMs (then keep-alive comments while it waits for a
- * worker), with a `: queued position=N` comment; a refusal the worker finds before any output, within
- * that hold, is an ordinary HTTP error (a 400), as OpenAI's.
+ * A stream gets its headers with its first chunk, or once it has been admitted for streamHeadersHoldMs
+ * (then keep-alive comments while it waits for a worker), with a `: queued position=N` comment; a refusal
+ * the worker finds before any output, within that hold, is an ordinary HTTP error (a 400), as OpenAI's.
  */
 export async function serveNewCompletion(deps: AppDeps, inference: InferenceServices, ctx: Context, spec: NewCompletion): Promise<void> {
   const completionId = newCompletionId(spec.idPrefix);
@@ -101,12 +100,6 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
     if (sse.clientGone) {
       job.release();
       return;
-    }
-    // Started: the engine checks the prompt at once; the headers wait a moment more for that refusal, not
-    // for the first token, so that the client has read them while the model thinks.
-    if (!sse.opened && inference.limits.streamHeadersHoldMs > 0) {
-      clearTimeout(hold);
-      hold = setTimeout(() => sse.open(), Math.min(inference.limits.streamHeadersAfterStartMs, inference.limits.streamHeadersHoldMs));
     }
     await relayStream(job, sse, spec.shape.streamFormat({ ...head, includeUsage: spec.includeUsage }), spec.includeUsage);
   } finally {
