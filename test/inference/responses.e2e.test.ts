@@ -412,6 +412,36 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(second.usage!.input_tokens).toBeGreaterThan(alone.usage!.input_tokens);
   });
 
+  it("continues a response whose function call the output cap cut short (incomplete, arguments a JSON prefix)", async () => {
+    const tools: OpenAI.Responses.FunctionTool[] = [
+      {
+        type: "function",
+        name: "get_weather",
+        parameters: { type: "object", properties: { city: { type: "string", enum: ["Bern", "Zurich"] } }, required: ["city"], additionalProperties: false },
+        strict: true,
+      },
+    ];
+    // The grammar lets the model choose its whitespace: a few caps find one that ends inside the arguments.
+    let cut: { first: OpenAI.Responses.Response; call: OpenAI.Responses.ResponseFunctionToolCall } | undefined;
+    for (const cap of [34, 36, 38, 40, 42, 44, 46, 48]) {
+      const first = await openai.responses.create({ model: TINY_CHAT, input: "Weather in Bern?", tools, tool_choice: "required", max_output_tokens: cap });
+      const call = first.output.find((item) => item.type === "function_call") as OpenAI.Responses.ResponseFunctionToolCall | undefined;
+      if (first.status !== "incomplete" || call === undefined || call.arguments === "" || isJson(call.arguments)) continue;
+      cut = { first, call };
+      break;
+    }
+    expect(cut).toBeDefined();
+    const { first, call } = cut!;
+    const second = await openai.responses.create({
+      model: TINY_CHAT,
+      previous_response_id: first.id,
+      input: [{ type: "function_call_output", call_id: call.call_id, output: "unknown city" }],
+      max_output_tokens: 3,
+    });
+    expect(["completed", "incomplete"]).toContain(second.status);
+    expect(second.output[0]!.type).toBe("message");
+  });
+
   it("returns JSON matching a text.format json_schema", async () => {
     const schema = {
       type: "object",
@@ -451,3 +481,12 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect((await openai.responses.retrieve(response.id)).status).toBe("incomplete");
   });
 });
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}

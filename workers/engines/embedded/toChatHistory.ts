@@ -16,7 +16,7 @@ export function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
     const text = message.content ?? "";
     if (message.role === "system") history.push({ type: "system", text });
     else if (message.role === "user") history.push({ type: "user", text });
-    else if (message.role === "assistant") history.push(toModelItem(message, text, callsById, index));
+    else if (message.role === "assistant") history.push(toModelItem(message, text, callsById));
     else {
       const call = message.tool_call_id === undefined ? undefined : callsById.get(message.tool_call_id);
       if (call === undefined) {
@@ -49,14 +49,14 @@ export function withContinuedResponse(history: ChatHistoryItem[], text: string):
   return [...history.slice(0, -1), { ...last, response }];
 }
 
-function toModelItem(message: ChatMessage, text: string, callsById: Map<string, ChatModelFunctionCall>, index: number): ChatModelResponse {
+function toModelItem(message: ChatMessage, text: string, callsById: Map<string, ChatModelFunctionCall>): ChatModelResponse {
   const response: ChatModelResponse["response"] = [];
   if (text !== "") response.push(text);
   for (const toolCall of message.tool_calls ?? []) {
     const call: ChatModelFunctionCall = {
       type: "functionCall",
       name: toolCall.function.name,
-      params: parseArguments(toolCall.function.arguments, index),
+      params: parseArguments(toolCall.function.arguments),
       result: null,
     };
     callsById.set(toolCall.id, call);
@@ -65,13 +65,14 @@ function toModelItem(message: ChatMessage, text: string, callsById: Map<string, 
   return { type: "model", response };
 }
 
-function parseArguments(text: string, index: number): unknown {
+/**
+ * A call's arguments as the model wrote them: parsed when they are JSON, else kept as text. OpenAI takes
+ * any string there, and a call cut short by the output cap (a response `incomplete`, continued with
+ * previous_response_id) holds a JSON prefix.
+ */
+function parseArguments(text: string): unknown {
   if (text.trim() === "") return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new EngineError("invalid_request", `messages[${index}]: tool call arguments are not valid JSON`, "messages");
-  }
+  return parseMaybeJson(text);
 }
 
 function parseMaybeJson(text: string): unknown {

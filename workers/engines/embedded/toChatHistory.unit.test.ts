@@ -30,6 +30,18 @@ describe("toChatHistory", () => {
     expect(history).toHaveLength(2);
   });
 
+  it("keeps a call's arguments as text when they are not JSON (a call cut short by the output cap)", () => {
+    const history = toChatHistory([
+      { role: "user", content: "Weather?" },
+      { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Be' } }] },
+      { role: "tool", content: "unknown", tool_call_id: "call_1" },
+    ]);
+    expect(history[1]).toEqual({
+      type: "model",
+      response: [{ type: "functionCall", name: "get_weather", params: '{"city":"Be', result: "unknown" }],
+    });
+  });
+
   it("rejects a tool message that answers no earlier call", () => {
     const convert = () => toChatHistory([{ role: "tool", content: "x", tool_call_id: "call_x" }]);
     expect(convert).toThrow(EngineError);
