@@ -87,7 +87,7 @@ export async function startWorker({ config, pool, logger, metrics, localReplies 
       if (attempt % 20 === 0) logger.warn("usage not recorded yet, retrying", { attempt, error: error as Error });
     },
   });
-  const cancellations = new JobCancellations(config.redis, keys, { timeouts: config.redisTimeouts });
+  const cancellations = new JobCancellations(config.redis, keys, { timeouts: config.redisTimeouts, commands: redis });
   const replay = new ReplayReader(redis, keys);
   const replayFence = new ReplayFence(redis, keys, { ttlSeconds: config.completionRetentionSeconds, maxLen: config.deltaReplayMaxLen });
   const workers: CompletionWorker[] = [];

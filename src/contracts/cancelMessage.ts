@@ -11,6 +11,9 @@ import { z } from "zod";
  * - expired: a Batch API line still running when its batch's completion window ended: nobody received
  *   its reply (the line ends in the error file as expired), so nothing is charged, as for `refused`.
  */
+/** How long a cancel's mark (InferenceKeys.cancelMark) is kept: longer than a job runs after a loss of Redis. */
+export const CANCEL_MARK_TTL_SECONDS = 3_600;
+
 export const CancelReasonSchema = z.enum(["refused", "user", "abandoned", "lost", "expired"]);
 export type CancelReason = z.infer<typeof CancelReasonSchema>;
 

@@ -41,6 +41,15 @@ export class InferenceKeys {
   }
 
   /**
+   * A cancel of a running job, as published on cancelChannel, kept for a while: a worker whose
+   * subscription was away when it was published (Redis restarted or the connection dropped) reads it
+   * once it is back, before it charges the job (JobCancellations).
+   */
+  cancelMark(completionId: string): string {
+    return `${this.prefix}:cancelled:${completionId}`;
+  }
+
+  /**
    * Hash of one completion, kept as long as its replay stream: `meta` (owner, model, endpoint, created:
    * CompletionRecord) written by the API at enqueue, `listeners` (clients attached now, for the grace
    * period of abandoned work).

@@ -223,6 +223,9 @@ export class CompletionJobRunner {
     // Whatever was written must be in the stream before anything is charged: a run superseded meanwhile
     // (a later run continues the job from what this one delivered) records nothing.
     await publisher.settled();
+    // A cancel published while this worker's subscription was away is read now (the reply may not have
+    // reached its client: the API then says what it got, and only that is charged).
+    await tracked?.caughtUp();
     if (publisher.superseded) {
       logger.warn("job taken over by a later run (this worker was taken for dead): nothing recorded", { completionId: job.completionId, model: job.model });
       await publisher.close().catch(() => undefined);

@@ -28,8 +28,23 @@ export type TrackedJob = {
   readonly cancelled: boolean;
   readonly reason: CancelReason | null;
   readonly deliveredThroughSeq: number | null;
+  /**
+   * Resolves at once when the subscription was up all along since the job was tracked. Otherwise (a
+   * cancel may have been published while it was away): once it is back, waits `graceMs` for the API to
+   * tell what its client got (it decides once its own connection is back), then reads the job's cancel
+   * mark; a cancel found aborts the signal. Bounded: gives up after `waitMs` without the subscription.
+   */
+  caughtUp(): Promise<void>;
   done(): void;
 };
+
+/** How long a job whose worker lost its subscription waits for it to come back before charging anyway. */
+const RESUBSCRIBE_WAIT_MS = 10_000;
+/**
+ * After a loss of the subscription, how long a finished job waits for a cancel before it is charged: the
+ * API, its own connection back, finds what its client missed (CompletionFeed) within about this long.
+ */
+const VERDICT_GRACE_MS = 1_500;
 
 /**
  * The worker process's one subscription to InferenceKeys.cancelChannel: the API publishes there the
@@ -40,14 +55,31 @@ export type TrackedJob = {
 export class JobCancellations {
   readonly ready: Promise<void>;
   readonly #subscriber: Redis;
+  /** Reads cancel marks (a subscribed connection cannot); none: marks are not read. */
+  readonly #commands: Redis | null;
+  readonly #keys: InferenceKeys;
+  readonly #graceMs: number;
+  /** How many times the subscription was (re)established. */
+  #subscriptions = 0;
   readonly #rememberMs: number;
   readonly #running = new Map<string, AbortController>();
   /** completion id -> the early cancel and when it expires (insertion order = age). */
   readonly #early = new Map<string, Cancel & { expires: number }>();
 
-  constructor(redis: RedisTarget | string, keys: InferenceKeys, options: { rememberMs?: number; timeouts?: RedisTimeouts } = {}) {
+  /** `commands`: a connection to read cancel marks with (see TrackedJob.caughtUp). */
+  constructor(
+    redis: RedisTarget | string,
+    keys: InferenceKeys,
+    options: { rememberMs?: number; timeouts?: RedisTimeouts; commands?: Redis; graceMs?: number } = {},
+  ) {
     this.#rememberMs = options.rememberMs ?? 60_000;
+    this.#commands = options.commands ?? null;
+    this.#keys = keys;
+    this.#graceMs = options.graceMs ?? VERDICT_GRACE_MS;
     this.#subscriber = createRedis(redis, { kind: "subscriber", ...(options.timeouts ? { timeouts: options.timeouts } : {}) });
+    this.#subscriber.on("ready", () => {
+      this.#subscriptions++;
+    });
     this.#subscriber.on("message", (_channel: string, text: string) => {
       const message = decodeCancelMessage(text);
       if (message) this.cancel(message.completionId, message.reason, message.deliveredThroughSeq ?? null);
@@ -73,6 +105,7 @@ export class JobCancellations {
 
   track(completionId: string): TrackedJob {
     const controller = new AbortController();
+    const subscribedAt = this.#subscribed() ? this.#subscriptions : -1;
     const early = this.#early.get(completionId);
     if (early) {
       this.#early.delete(completionId);
@@ -89,13 +122,46 @@ export class JobCancellations {
       get deliveredThroughSeq() {
         return controller.signal.aborted ? (controller.signal.reason as JobCancelledError).deliveredThroughSeq : null;
       },
+      caughtUp: () =>
+        subscribedAt >= 0 && this.#subscribed() && this.#subscriptions === subscribedAt ? Promise.resolve() : this.#catchUp(completionId, controller),
       done: () => {
         if (this.#running.get(completionId) === controller) this.#running.delete(completionId);
       },
     };
   }
 
+  /** Whether the subscription is up now. */
+  get subscribed(): boolean {
+    return this.#subscribed();
+  }
+
+  #subscribed(): boolean {
+    return this.#subscriber.status === "ready";
+  }
+
+  async #catchUp(completionId: string, controller: AbortController): Promise<void> {
+    if (this.#commands === null || controller.signal.aborted) return;
+    const giveUpAt = Date.now() + RESUBSCRIBE_WAIT_MS;
+    try {
+      while (!this.#subscribed() && Date.now() < giveUpAt) await sleep(100);
+      if (!this.#subscribed()) return;
+      // Answered once the connection has taken its subscribe again (a PING is allowed while subscribed).
+      await this.#subscriber.ping();
+      await sleep(this.#graceMs);
+      if (controller.signal.aborted) return;
+      const mark = await this.#commands.get(this.#keys.cancelMark(completionId));
+      const message = mark === null ? null : decodeCancelMessage(mark);
+      if (message && !controller.signal.aborted) controller.abort(new JobCancelledError(message.reason, message.deliveredThroughSeq ?? null));
+    } catch {
+      // Redis away again: the job is charged as it ended.
+    }
+  }
+
   close(): void {
     this.#subscriber.disconnect();
   }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -24,7 +24,9 @@ export const DEFAULT_FEED_RECOVERY: FeedRecovery = { retryMs: 250, windowMs: 5_0
  *   `windowMs`: the missed messages may have been the last ones (silence, no later message shows a gap),
  *   and a worker may write what it held while Redis was away only once its own connection is back;
  * - a gap that reads which succeeded could not fill for `windowMs` cannot be filled (its entries were
- *   lost with Redis): the feed is then `lost`, and its reader hears at once (next() resolves undefined).
+ *   lost with Redis): the feed is then `lost`, and its reader hears at once (next() resolves undefined);
+ * - so is a gap that a read finds behind a later message of the stream (what was written before that
+ *   message was lost), at once.
  */
 export class CompletionFeed {
   readonly completionId: string;
@@ -140,6 +142,7 @@ export class CompletionFeed {
     let unfilledSince: number | null = null;
     while (!this.#closed) {
       const read = await this.#fillGap();
+      if (this.#lost) return;
       const now = Date.now();
       if (!this.#outOfOrder.size) unfilledSince = null;
       else if (read) unfilledSince ??= now;
@@ -171,6 +174,11 @@ export class CompletionFeed {
     this.#filling ??= this.#refill(this.completionId)
       .then((messages) => {
         for (const message of messages) this.#accept(message);
+        // The stream holds a message after the gap but not the gap's: a worker appends a job's messages
+        // in order, so the missing ones were written before it and lost with Redis (restarted empty), or
+        // trimmed. Waiting cannot fill the gap: the feed is lost now, while its job may still run (its
+        // worker then charges only what the client was sent, not the reply it finishes meanwhile).
+        if (this.#outOfOrder.size && messages.some((message) => message.seq > this.#nextSeq)) this.#lost = true;
         this.#wakeReader();
         return true;
       })

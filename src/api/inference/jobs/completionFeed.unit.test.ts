@@ -72,6 +72,35 @@ describe("CompletionFeed after messages were missed", () => {
     expect(feed.closed).toBe(false);
   });
 
+  it("is lost at the first read that finds the gap behind a later message of the stream (no wait for the window)", async () => {
+    // Redis restarted empty: the stream holds what the worker wrote since, from 3 on; 1 and 2 are gone.
+    const { stream, refill } = replayStream([delta(3), delta(4)]);
+    const feed = new CompletionFeed("c", refill, () => undefined, { retryMs: 20, windowMs: IDLE_MS });
+    feed.push(delta(0));
+    expect(await feed.next(IDLE_MS)).toEqual(delta(0));
+    feed.push(delta(4));
+    expect(await within(2_000, feed.next(IDLE_MS))).toBeUndefined();
+    expect(feed.lost).toBe(true);
+    expect(stream.reads).toBe(1);
+  });
+
+  it("is not lost while the stream holds nothing after the gap: the worker may write the missing messages once it is back", async () => {
+    // Redis restarted empty and the worker is not back yet: the gap may still be filled.
+    const { stream, refill } = replayStream([]);
+    const feed = new CompletionFeed("c", refill, () => undefined, { retryMs: 20, windowMs: IDLE_MS });
+    feed.push(delta(0));
+    expect(await feed.next(IDLE_MS)).toEqual(delta(0));
+    feed.recover();
+    const next = feed.next(IDLE_MS);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(feed.lost).toBe(false);
+    stream.messages.push(delta(1), delta(2), usage(3));
+    expect(await within(2_000, next)).toEqual(delta(1));
+    expect(await feed.next(IDLE_MS)).toEqual(delta(2));
+    expect(await feed.next(IDLE_MS)).toEqual(usage(3));
+    feed.close();
+  });
+
   it("stops reading once the gap is filled and the reconnect window passed", async () => {
     const { stream, refill } = replayStream([delta(0), delta(1)]);
     const feed = new CompletionFeed("c", refill, () => undefined, RECOVERY);

@@ -1,5 +1,5 @@
 import { Queue } from "bullmq";
-import { type CancelReason, encodeCancelMessage } from "../../../contracts/cancelMessage.ts";
+import { CANCEL_MARK_TTL_SECONDS, type CancelReason, encodeCancelMessage } from "../../../contracts/cancelMessage.ts";
 import { RUN_COMPLETION, type CompletionJob } from "../../../contracts/completionJob.ts";
 import { redisAway, type Redis } from "../../../redis/createRedis.ts";
 import { writeTogetherThisTurn } from "../../../redis/writeTogether.ts";
@@ -100,16 +100,26 @@ export class CompletionQueues {
   }
 
   /**
-   * Stops a job: takes it off the queue (true: it never ran), or, when a worker already runs it, tells
-   * the workers (InferenceKeys.cancelChannel; the one running it aborts it: a refused admission is not
-   * charged, a user's or an abandoned job is charged for what it generated, a lost one for what its
-   * client received: `deliveredThroughSeq`) and answers false.
+   * Stops a job: takes it off the queue (answers true: it never ran, or the queue lost it with Redis),
+   * and tells the workers (InferenceKeys.cancelChannel, and the job's cancel mark; the one running it
+   * aborts it: a refused admission is not charged, a user's or an abandoned job is charged for what it
+   * generated, a lost one for what its client received: `deliveredThroughSeq`); false: a worker runs it.
    */
   async cancel(modelId: string, completionId: string, reason: CancelReason = "refused", deliveredThroughSeq?: number): Promise<boolean> {
-    if (await this.removeWaiting(modelId, completionId)) return true;
-    const message = { completionId, reason, ...(deliveredThroughSeq === undefined ? {} : { deliveredThroughSeq }) };
-    await this.#redis.publish(this.#keys.cancelChannel(), encodeCancelMessage(message));
-    return false;
+    const removed = await this.removeWaiting(modelId, completionId);
+    // Told to the workers even when the queue does not have the job: after Redis lost its data, a job a
+    // worker still runs is no longer in the queue (BullMQ answers a removal of a job it lacks as done).
+    const message = encodeCancelMessage({ completionId, reason, ...(deliveredThroughSeq === undefined ? {} : { deliveredThroughSeq }) });
+    // Kept beside the message: a worker whose subscription is away now misses the message, and reads
+    // the mark once it is back (JobCancellations). One transaction: the mark is there before the message.
+    const results = await this.#redis
+      .multi()
+      .set(this.#keys.cancelMark(completionId), message, "EX", CANCEL_MARK_TTL_SECONDS)
+      .publish(this.#keys.cancelChannel(), message)
+      .exec();
+    const failed = results?.find(([error]) => error !== null)?.[0];
+    if (failed) throw failed;
+    return removed;
   }
 
   async close(): Promise<void> {

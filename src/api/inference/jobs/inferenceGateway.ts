@@ -222,7 +222,7 @@ export class InferenceGateway {
       // of generating on for nobody, and its worker charges only what the client received. A batch
       // line's job runs on: its dispatcher follows it again or runs it again, and it is charged once, in
       // full, as the line's output will show (a partial charge would be the one kept).
-      if (job.lane !== "batch") void queues.cancel(job.model, job.completionId, "lost", relayedSeq).catch(() => undefined);
+      if (job.lane !== "batch") void cancelLost(queues, job, relayedSeq);
       throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
     };
     return {
@@ -261,6 +261,11 @@ export class InferenceGateway {
     if (first?.type === "started") return;
     if (first?.type === "error") throw jobErrorToApiError(first.error);
     if (first) throw new InternalApiError("The worker answered out of order.");
+    if (feed.lost) {
+      // Its start was lost with Redis (later messages show it runs): stopped, its client sent nothing.
+      if (job.lane !== "batch") void cancelLost(this.#queues, job, -1);
+      throw new ServiceUnavailableError("redis");
+    }
     // Not started yet (or this process stops listening): left in line, as asked (not after a loss of Redis's messages).
     if (keepQueued && !feed.lost) throw new StillQueuedError();
     if (await this.#queues.removeWaiting(job.model, job.completionId)) throw unavailable(job.model);
@@ -268,6 +273,26 @@ export class InferenceGateway {
     const late = await feed.next(this.#limits.jobIdleTimeoutMs);
     if (late?.type === "error") throw jobErrorToApiError(late.error);
     if (late?.type !== "started") throw silent("The worker did not start the job.");
+  }
+}
+
+/** How long the API keeps trying to tell a worker what a lost request's client got (Redis coming back). */
+const LOST_CANCEL_RETRY_MS = 10_000;
+
+/**
+ * Tells the job's worker that its request ended early and what its client was sent, so that only that
+ * is charged; tried again while Redis is not back yet (the request ended because of it), for a while.
+ */
+async function cancelLost(queues: CompletionQueues, job: CompletionJob, relayedSeq: number): Promise<void> {
+  const giveUpAt = Date.now() + LOST_CANCEL_RETRY_MS;
+  for (;;) {
+    try {
+      await queues.cancel(job.model, job.completionId, "lost", relayedSeq);
+      return;
+    } catch {
+      if (Date.now() >= giveUpAt) return;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
   }
 }
 
