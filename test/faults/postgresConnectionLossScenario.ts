@@ -166,7 +166,8 @@ export async function startConnectionLossPlatform(
   const key = ((await created.json()) as { key: string }).key;
 
   /** `giveUpMs`: a request still unanswered then is counted as hung (outcome "other"). */
-  const chat = async (api: string, index: number, stream: boolean, giveUpMs = 60_000): Promise<RequestResult> => {
+  /** `onAnswered`: called once the response's status and headers came (a stream: admitted, its job under way). */
+  const chat = async (api: string, index: number, stream: boolean, giveUpMs = 60_000, onAnswered?: () => void): Promise<RequestResult> => {
     const startedAt = Date.now();
     let usage: RequestResult["usage"] = null;
     const result = (status: number, outcome: Outcome, id: string | null, detail: string): RequestResult => ({
@@ -191,6 +192,7 @@ export async function startConnectionLossPlatform(
         }),
         signal: AbortSignal.timeout(giveUpMs),
       });
+      onAnswered?.();
       const raw = await response.text();
       const id = response.headers.get("x-completion-id");
       if (response.status === 503) {
@@ -330,8 +332,16 @@ export async function startConnectionLossPlatform(
     },
     async blackhole(s) {
       let index = 1_000_000;
-      const streams = Array.from({ length: s.streams }, (_, i) => chat(apis[i % apis.length]!, index++, true, s.endWithinMs + 5000));
+      let answered = 0;
+      const streams = Array.from({ length: s.streams }, (_, i) =>
+        chat(apis[i % apis.length]!, index++, true, s.endWithinMs + 5000, () => {
+          answered++;
+        }),
+      );
+      // The streams have begun (each admitted and answered 200) before the black hole, however loaded
+      // the machine (a stream still being admitted would rightly be refused with a 503).
       await new Promise((resolve) => setTimeout(resolve, s.beforeMs));
+      for (const until = Date.now() + 15_000; answered < s.streams && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
       await proxy.setMode("blackhole");
       const outageStarted = Date.now();
       const during = Array.from({ length: s.duringOutage }, (_, i) => chat(apis[i % apis.length]!, index++, i % 2 === 0, s.endWithinMs + 5000));
