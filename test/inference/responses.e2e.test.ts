@@ -1,7 +1,7 @@
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../support/eventually.ts";
-import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import { startTestPlatform, TINY_CHAT, TINY_EMBED, type TestPlatform } from "../support/testPlatform.ts";
 import { openHolds } from "../usage/usageFixtures.ts";
 import { completionEvents } from "./inferenceSteps.ts";
 import { pacedEngine } from "./pacedEngine.ts";
@@ -283,6 +283,12 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     const stored = await openai.responses.retrieve(id);
     expect(stored.output).toEqual(final.output);
     expect(await completionEvents(platform.deps.pool, id)).toHaveLength(1);
+    // An EventSource resumes with the Last-Event-ID header (the last `id:` it read): the same events follow.
+    const byHeader = await fetch(`${platform.baseUrl}/v1/responses/${id}?stream=true`, {
+      headers: { authorization: `Bearer ${key}`, "last-event-id": String(last) },
+    });
+    const fromHeader = await readRawStream(byHeader);
+    expect(fromHeader.events.map((e) => e.sequence_number)).toEqual(rest.map((e) => e.sequence_number));
   });
 
   it("a non-background response whose client disconnects still ends stored and retrievable", async () => {
@@ -392,10 +398,16 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(call.name).toBe("get_weather");
     expect(call.call_id).toBeTruthy();
     expect(["Bern", "Zurich"]).toContain(JSON.parse(call.arguments).city);
+    // Each call the response ended with is answered (the model may have made several): one left out is a 400.
+    const calls = first.output.filter((item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === "function_call");
+    const answers = calls.map((c) => ({ type: "function_call_output" as const, call_id: c.call_id, output: '{"celsius":21}' }));
+    await expect(
+      openai.responses.create({ model: TINY_CHAT, previous_response_id: first.id, input: "and then?", tools, max_output_tokens: 10 }),
+    ).rejects.toMatchObject({ status: 400, error: { param: "input", message: expect.stringMatching(/^No tool output found for function call call_/) } });
     const second = await openai.responses.create({
       model: TINY_CHAT,
       previous_response_id: first.id,
-      input: [{ type: "function_call_output", call_id: call.call_id, output: '{"celsius":21}' }],
+      input: answers,
       tools,
       tool_choice: "none",
       max_output_tokens: 10,
@@ -431,15 +443,27 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
       break;
     }
     expect(cut).toBeDefined();
-    const { first, call } = cut!;
+    const { first } = cut!;
     const second = await openai.responses.create({
       model: TINY_CHAT,
       previous_response_id: first.id,
-      input: [{ type: "function_call_output", call_id: call.call_id, output: "unknown city" }],
+      input: first.output
+        .filter((item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === "function_call")
+        .map((c) => ({ type: "function_call_output" as const, call_id: c.call_id, output: "unknown city" })),
       max_output_tokens: 3,
     });
     expect(["completed", "incomplete"]).toContain(second.status);
     expect(second.output[0]!.type).toBe("message");
+  });
+
+  it("refuses a model that does not chat, naming the endpoint called, and a chat-only field, naming it", async () => {
+    await expect(openai.responses.create({ model: TINY_EMBED, input: "x" })).rejects.toMatchObject({
+      status: 400,
+      error: { param: "model", message: `The model '${TINY_EMBED}' does not support /v1/responses.` },
+    });
+    await expect(
+      openai.responses.create({ ...base, response_format: { type: "json_object" } } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming),
+    ).rejects.toMatchObject({ status: 400, error: { param: "response_format", code: "unsupported_parameter" } });
   });
 
   it("returns JSON matching a text.format json_schema", async () => {

@@ -131,7 +131,7 @@ const responses: BatchLineEndpoint = {
   }),
   async run(context, raw) {
     const body = ResponseRequestSchema.parse(raw);
-    const model = resolveModel(context.inference.registry, body.model, "chat");
+    const model = resolveModel(context.inference.registry, body.model, "chat", "/v1/responses");
     const request = toResponseChatRequest(body, toStoredItems(body.input), model, context.inference.schemas);
     const { job, created } = await context.start({ model, endpoint: "responses", work: { kind: "chat", request } });
     const head: ResponseHead = {

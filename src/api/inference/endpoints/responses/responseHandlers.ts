@@ -3,7 +3,8 @@ import { jobErrorToApiError } from "../../jobs/jobErrorToApiError.ts";
 import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
 import { ApiError, ConflictError, InvalidRequestError, NotFoundError } from "../../../http/errors.ts";
-import { validated } from "../../../http/validate.ts";
+import { parseWith, validated } from "../../../http/validate.ts";
+import { LastEventIdSchema } from "../shared/storedCompletionQuerySchema.ts";
 import { checkJsonValue } from "../../../http/jsonValueCheck.ts";
 import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts";
 import type { InferenceServices } from "../shared/requireInference.ts";
@@ -129,7 +130,7 @@ export function createResponseHandler(deps: AppDeps) {
     const principal = principalOf(ctx);
     const store = body.store !== false;
     if (store) refuseUnstorable(body);
-    const model = resolveModel(inference.registry, body.model, "chat");
+    const model = resolveModel(inference.registry, body.model, "chat", "/v1/responses");
     const contextItems = await previousContext(inference, principal.accountId, body.previous_response_id);
     const inputItems = toStoredItems(body.input, await inference.responses.store.findItems(principal.accountId, referencedItemIds(body.input)));
     checkCallOutputsAnswered(contextItems, inputItems);
@@ -277,13 +278,18 @@ export function createResponseHandler(deps: AppDeps) {
   };
 }
 
-/** GET /v1/responses/{id}: the object as it stands; with stream=true its events after starting_after, then live. */
+/** GET /v1/responses/{id}: the object as it stands; with stream=true its events after starting_after (or Last-Event-ID), then live. */
 export function retrieveResponseHandler(deps: AppDeps) {
   return async function retrieveResponse(ctx: Context): Promise<void> {
     const inference = requireInference(deps);
     const query = validated(ctx, RetrieveResponseQuerySchema);
     const stored = await ownResponse(inference, ctx);
-    if (query.stream === true) return streamStoredResponse(inference, ctx, stored, query.starting_after ?? -1);
+    if (query.stream === true) {
+      // Resumed after starting_after, or after the Last-Event-ID an EventSource sends back (the `id:` of each event).
+      const lastEventId = ctx.get("last-event-id");
+      const after = query.starting_after ?? (lastEventId ? parseWith(LastEventIdSchema, lastEventId) : -1);
+      return streamStoredResponse(inference, ctx, stored, after);
+    }
     ctx.set("cache-control", "no-store");
     ctx.body = await currentObject(inference, stored);
   };

@@ -103,7 +103,8 @@ export function toStoredItems(input: string | InputItem[], referenced: ReadonlyM
  * Each function_call_output answers a function call before it, of the previous responses' chain or of
  * this input: the rule of chat, whose tool message must answer a tool call of an earlier assistant message
  * (and toChatMessages makes one of each). An orphan output is a 400 naming its input item, before anything
- * is claimed, stored or charged (or naming previous_response_id, for one stored in the chain).
+ * is claimed, stored or charged (or naming previous_response_id, for one stored in the chain). Each
+ * function call the previous response ended with must be answered by this input (a 400 naming `input`).
  */
 export function checkCallOutputsAnswered(context: StoredItem[], input: StoredItem[]): void {
   const calls = new Set<string>();
@@ -116,6 +117,17 @@ export function checkCallOutputsAnswered(context: StoredItem[], input: StoredIte
       `Invalid '${param}': the function_call_output with call_id '${item.call_id}' answers no function call before it (in this input or the previous response).`,
       { param, code: "invalid_value" },
     );
+  }
+  // The previous response ended with function calls: this input must answer each (as OpenAI requires),
+  // or the model would be asked to go on from calls whose results it never got.
+  const answered = new Set(input.filter((item) => item.type === "function_call_output").map((item) => item.call_id));
+  for (let index = context.length - 1; index >= 0; index--) {
+    const item = context[index]!;
+    if (item.type === "reasoning") continue;
+    if (item.type !== "function_call") break;
+    if (!answered.has(item.call_id)) {
+      throw new InvalidRequestError(`No tool output found for function call ${item.call_id}.`, { param: "input", code: "invalid_value" });
+    }
   }
 }
 

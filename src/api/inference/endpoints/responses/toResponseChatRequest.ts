@@ -95,7 +95,7 @@ export function toResponseChatRequest(body: ResponseRequest, context: StoredItem
     throw new InvalidRequestError("Invalid 'input': it holds no message for the model to answer.", { param: "input", code: "invalid_value" });
   }
   const format = body.text?.format;
-  const extra = chatOwnFieldsChecked(Object.fromEntries(Object.entries(body).filter(([name]) => !RESPONSE_REQUEST_FIELDS.has(name))));
+  const extra = chatOwnFieldsChecked(refuseChatOnlyFields(Object.fromEntries(Object.entries(body).filter(([name]) => !RESPONSE_REQUEST_FIELDS.has(name)))));
   const logprobs = (body.include ?? []).includes(LOGPROBS_INCLUDE) || (body.top_logprobs ?? 0) > 0;
   const chat: ChatCompletionRequest = {
     ...extra,
@@ -140,13 +140,55 @@ export function toResponseChatRequest(body: ResponseRequest, context: StoredItem
     ...(body.reasoning?.effort ? { reasoning_effort: body.reasoning.effort } : {}),
     ...(logprobs ? { logprobs: true, ...(body.top_logprobs != null ? { top_logprobs: body.top_logprobs } : {}) } : {}),
   };
-  checkRequestSchemas(chat, schemas, model.engine.type === "embedded");
+  try {
+    checkRequestSchemas(chat, schemas, model.engine.type === "embedded");
+  } catch (error) {
+    throw renamed(error);
+  }
   assertModelTakes(RESPONSE_PARAMETERS, body, model);
   try {
     return toEngineChatRequest(chat, model);
   } catch (error) {
     throw renamed(error);
   }
+}
+
+/**
+ * Chat fields the Responses API has a field of its own for (or none): refused, as OpenAI refuses them,
+ * rather than applied while the Response object echoes its own field (`response_format` over
+ * `text.format`) or dropped unseen (`messages`). Null is taken as not set.
+ */
+const CHAT_ONLY_FIELDS: Readonly<Record<string, string | null>> = {
+  messages: "input",
+  response_format: "text.format",
+  logprobs: "include",
+  max_tokens: "max_output_tokens",
+  max_completion_tokens: "max_output_tokens",
+  reasoning_effort: "reasoning.effort",
+  verbosity: "text.verbosity",
+  functions: "tools",
+  function_call: "tool_choice",
+  n: null,
+  prediction: null,
+  modalities: null,
+  audio: null,
+  web_search_options: null,
+};
+
+function refuseChatOnlyFields(extra: Record<string, unknown>): Record<string, unknown> {
+  const rest: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(extra)) {
+    if (!Object.hasOwn(CHAT_ONLY_FIELDS, name)) rest[name] = value;
+    if (value === null || value === undefined || !Object.hasOwn(CHAT_ONLY_FIELDS, name)) continue;
+    const moved = CHAT_ONLY_FIELDS[name];
+    throw new InvalidRequestError(
+      moved
+        ? `Unsupported parameter: '${name}'. In the Responses API, this parameter has moved to '${moved}'.`
+        : `Unsupported parameter: '${name}' is not supported with the Responses API.`,
+      { param: name, code: "unsupported_parameter" },
+    );
+  }
+  return rest;
 }
 
 /**
@@ -170,9 +212,19 @@ const RENAMED: Record<string, string> = {
   "response_format.json_schema.schema": "text.format.schema",
 };
 
+/** A place inside a chat field named in a 400, given its Responses place (`tools[0].function.parameters` -> `tools[0].parameters`). */
+function renamedPlace(param: string): string | null {
+  if (param in RENAMED) return RENAMED[param]!;
+  const tool = /^tools\[(\d+)\]\.function\.(.+)$/.exec(param);
+  if (tool) return `tools[${tool[1]}].${tool[2]}`;
+  if (param.startsWith("response_format.json_schema.schema")) return `text.format.schema${param.slice("response_format.json_schema.schema".length)}`;
+  return null;
+}
+
 function renamed(error: unknown): unknown {
-  if (!(error instanceof InvalidRequestError) || !error.param || !(error.param in RENAMED)) return error;
-  const to = RENAMED[error.param]!;
+  if (!(error instanceof InvalidRequestError) || !error.param) return error;
+  const to = renamedPlace(error.param);
+  if (to === null) return error;
   return new InvalidRequestError(error.message.replaceAll(error.param, to), { param: to, code: error.code ?? "invalid_value" });
 }
 

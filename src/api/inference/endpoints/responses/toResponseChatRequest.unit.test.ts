@@ -126,3 +126,32 @@ describe("responseSettings: what the Response object reports is what applied", (
     expect(settings("plain", {})).toMatchObject({ safety_identifier: null, prompt_cache_key: null });
   });
 });
+
+describe("toResponseChatRequest: chat fields the Responses API has its own field for", () => {
+  it.each([
+    ["response_format", { response_format: { type: "json_object" } }, "moved to 'text.format'"],
+    ["messages", { messages: [{ role: "user", content: "x" }] }, "moved to 'input'"],
+    ["logprobs", { logprobs: true }, "moved to 'include'"],
+    ["max_tokens", { max_tokens: 5 }, "moved to 'max_output_tokens'"],
+    ["max_completion_tokens", { max_completion_tokens: 5 }, "moved to 'max_output_tokens'"],
+    ["reasoning_effort", { reasoning_effort: "low" }, "moved to 'reasoning.effort'"],
+    ["n", { n: 2 }, "is not supported with the Responses API"],
+  ])("refuses %s (400 unsupported_parameter naming it), rather than applying or dropping it unseen", (name, fields, says) => {
+    expect(() => request("able", fields)).toThrow(
+      expect.objectContaining({ param: name, code: "unsupported_parameter", message: expect.stringContaining(says) }),
+    );
+  });
+
+  it("takes them as not set when null, and still honours chat's own sampling fields", () => {
+    expect(request("plain", { response_format: null, messages: null, seed: 7, stop: ["x"] })).toMatchObject({ seed: 7, stop: ["x"] });
+  });
+
+  it("names the Responses place of a JSON Schema problem (text.format.schema, tools[i].parameters)", () => {
+    expect(() => request("able", { text: { format: { type: "json_schema", name: "n", schema: { type: "nonsense" } } } })).toThrow(
+      expect.objectContaining({ param: expect.stringMatching(/^text\.format\.schema/) }),
+    );
+    expect(() => request("able", { tools: [{ ...tool, parameters: { type: "nonsense" } }] })).toThrow(
+      expect.objectContaining({ param: expect.stringMatching(/^tools\[0\]\.parameters/) }),
+    );
+  });
+});

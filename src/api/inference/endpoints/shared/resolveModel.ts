@@ -11,9 +11,10 @@ const ENDPOINT_OF: Record<ServedKind, string> = {
 
 /**
  * The registry entry of the requested model, which must serve this endpoint. An unknown model is an
- * invalid parameter (400, code model_not_found); a model without the capability -> 400 with param "model".
+ * invalid parameter (400, code model_not_found); a model without the capability -> 400 with param "model",
+ * naming `endpoint` (the one the client called: /v1/responses runs as chat).
  */
-export function resolveModel(registry: ModelRegistry, id: string, kind: ServedKind): RegisteredModel {
+export function resolveModel(registry: ModelRegistry, id: string, kind: ServedKind, endpoint: string = ENDPOINT_OF[kind]): RegisteredModel {
   const model = registry.get(id);
   if (!model) {
     throw new InvalidRequestError(`The model '${id}' does not exist. List the available models with GET /v1/models.`, {
@@ -22,7 +23,7 @@ export function resolveModel(registry: ModelRegistry, id: string, kind: ServedKi
     });
   }
   if (!model.capabilities[kind]) {
-    throw new InvalidRequestError(`The model '${id}' does not support ${ENDPOINT_OF[kind]}.`, { param: "model", code: "model_not_supported" });
+    throw new InvalidRequestError(`The model '${id}' does not support ${endpoint}.`, { param: "model", code: "model_not_supported" });
   }
   return model;
 }
