@@ -8,8 +8,9 @@ import { z } from "zod";
  * - lost: the API ended the request early for a reason of the platform's (part of the reply was lost
  *   with Redis, or the job stayed silent for the idle timeout): only what reached the client is charged,
  *   the deltas numbered up to `deliveredThroughSeq`;
- * - expired: a Batch API line still running when its batch's completion window ended: nobody received
- *   its reply (the line ends in the error file as expired), so nothing is charged, as for `refused`.
+ * - expired: a Batch API line still running when its batch's completion window ended, or its batch was
+ *   cancelled: nobody receives its partial reply (the line ends in the error file as expired or
+ *   cancelled), so nothing is charged, as for `refused`; its stream ends with a cancelled error.
  */
 /** How long a cancel's mark (InferenceKeys.cancelMark) is kept: longer than a job runs after a loss of Redis. */
 export const CANCEL_MARK_TTL_SECONDS = 3_600;

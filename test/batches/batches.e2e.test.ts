@@ -1,4 +1,4 @@
-import OpenAI from "openai";
+import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { eventually } from "../support/eventually.ts";
@@ -179,6 +179,22 @@ describe("the Batch API", () => {
     expect(kept.rowCount).toBe(0);
   }, 60_000);
 
+  it("fails a line that is not UTF-8 (never altered into U+FFFD), naming it; a byte order mark opening the file is taken", async () => {
+    const { key } = await platform.createKey();
+    const openai = platform.openai(key);
+    const text = (line: unknown) => Buffer.from(`${JSON.stringify(line)}\n`);
+    const bytes = Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      text(chatLine(1, TINY_CHAT)),
+      Buffer.from('{"custom_id":"id-\xff","method":"POST"}\n', "latin1"),
+      text(chatLine(3, TINY_CHAT)),
+    ]);
+    const file = await openai.files.create({ file: await toFile(bytes, "in.jsonl"), purpose: "batch" });
+    const created = await openai.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    const failed = await waitForStatus(openai, created.id, ["failed", "completed", "in_progress"]);
+    expect(failed.errors?.data?.map((e) => [e.line, e.code, e.message])).toEqual([[2, "invalid_json_line", "Line 2 is not valid UTF-8 text."]]);
+  }, 60_000);
+
   it("fails /v1/responses lines that need what a batch line does not have: background, previous_response_id, an item reference", async () => {
     const { key } = await platform.createKey();
     const openai = platform.openai(key);
@@ -232,13 +248,21 @@ describe("the Batch API", () => {
     const charges = await batchCharges(platform.deps.pool, account.accountId);
     for (const events of charges.values()) expect(events).toHaveLength(1);
     expect(charges.size).toBeLessThan(80);
-    // The batch's usage holds every token charged, those of the lines its cancel stopped while they ran too.
+    // The lines its cancel stopped while they ran are charged nothing (their partial replies reach nobody):
+    // they end as batch_cancelled, like those never run, and every token charged is in the output file.
+    expect(errors.map((e) => [e.response, e.error?.code])).toEqual(errors.map(() => [null, "batch_cancelled"]));
     const charged = await platform.deps.pool.query<{ prompt: number; completion: number }>(
       `SELECT coalesce(sum((data->>'promptTokens')::int), 0)::int AS prompt, coalesce(sum((data->>'completionTokens')::int), 0)::int AS completion
        FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'accountId' = $1`,
       [account.accountId],
     );
-    expect(cancelled.usage).toMatchObject({ input_tokens: charged.rows[0]!.prompt, output_tokens: charged.rows[0]!.completion });
+    const outputs = cancelled.output_file_id ? await readJsonl(openai, cancelled.output_file_id) : [];
+    const delivered = outputs.reduce(
+      (sum, o) => ({ prompt: sum.prompt + o.response.body.usage.prompt_tokens, completion: sum.completion + o.response.body.usage.completion_tokens }),
+      { prompt: 0, completion: 0 },
+    );
+    expect(charged.rows[0]).toEqual(delivered);
+    expect(cancelled.usage).toMatchObject({ input_tokens: delivered.prompt, output_tokens: delivered.completion });
   }, 120_000);
 
   it("honours output_expires_after: the output file expires that many seconds after its creation; a bad value is a 400 naming it; a completed batch cannot be cancelled (final, not retried)", async () => {

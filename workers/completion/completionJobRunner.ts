@@ -62,6 +62,7 @@ const CANCELLED_MESSAGE = {
   user: "The completion was cancelled by its owner.",
   abandoned: "The completion was stopped: no client was listening to it for the grace period.",
   lost: "The completion was stopped: its request ended before the reply could reach the client.",
+  expired: "The request was stopped before it finished: its batch expired or was cancelled. Nothing was charged for it.",
 } as const;
 
 /**
@@ -232,12 +233,17 @@ export class CompletionJobRunner {
       return null;
     }
     if (tracked?.reason === "refused" || tracked?.reason === "expired") {
-      // Its admission was refused (the API answered 429 / 402), or its batch expired while it ran (the line
-      // ends as expired): nobody listens any more and nobody received the reply; nothing is charged.
-      logger.info(`job cancelled: ${tracked.reason === "refused" ? "admission refused" : "batch expired"}`, {
+      // Its admission was refused (the API answered 429 / 402), or its batch expired or was cancelled while
+      // it ran (the line ends in the error file): nobody received the reply; nothing is charged. A batch
+      // line's stream ends with a cancelled error charging nothing (its dispatcher may be waiting for it).
+      logger.info(`job cancelled: ${tracked.reason === "refused" ? "admission refused" : "batch line withdrawn"}`, {
         completionId: job.completionId,
         model: job.model,
       });
+      if (tracked.reason === "expired") {
+        announce();
+        publisher.send({ type: "error", error: { kind: "cancelled", message: CANCELLED_MESSAGE.expired, param: null }, usage: NO_USAGE });
+      }
       await publisher.close();
       return null;
     }

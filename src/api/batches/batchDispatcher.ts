@@ -15,7 +15,7 @@ import { errorBody } from "../http/errors.ts";
 import type { InferenceServices } from "../inference/inferenceServices.ts";
 import { ReplayFollower } from "../inference/jobs/replayFollower.ts";
 import type { JobCaller } from "../inference/jobs/completionJobs.ts";
-import { type ActiveBatch, type ClaimedLine, EXPIRED_LINE, type InFlight, lineRetryDelay } from "./batchLines.ts";
+import { type ActiveBatch, CANCELLED_RUNNING_LINE, type ClaimedLine, EXPIRED_LINE, type InFlight, lineRetryDelay } from "./batchLines.ts";
 import { batchLineEndpoint, type LineRunContext, startBatchJob } from "./batchLineEndpoints.ts";
 import { finalizeBatch } from "./finalizeBatch.ts";
 import { readOpenBatchLines } from "./openBatchLines.ts";
@@ -157,9 +157,9 @@ export class BatchDispatcher {
   }
 
   /**
-   * The running lines of cancelling batches stop (charged what they generated, as a cancel); those of
-   * expired batches stop charging nothing (a cancel of reason `expired`: no reply was delivered), and end
-   * in the error file as expired.
+   * The running lines of cancelling and expired batches stop charging nothing (a cancel of reason
+   * `expired`: their partial replies reach nobody) and end in the error file as cancelled or expired; a
+   * cancelled batch's line whose job finished first ends with its answer (charged, in the output file).
    */
   async #cancelRunning(): Promise<void> {
     if (this.#inFlight.size === 0) return;
@@ -168,13 +168,14 @@ export class BatchDispatcher {
       "SELECT id, status FROM batches WHERE id = ANY($1) AND (status = 'cancelling' OR (status = 'in_progress' AND final_status = 'expired'))",
       [batchIds],
     );
-    const reasons = new Map(ending.rows.map((r) => [r.id, r.status === "cancelling" ? ("user" as const) : ("expired" as const)]));
+    const ends = new Map(ending.rows.map((r) => [r.id, r.status === "cancelling" ? ("cancelled" as const) : ("expired" as const)]));
     for (const entry of this.#inFlight.values()) {
-      const reason = reasons.get(entry.line.batch_id);
+      const reason = ends.get(entry.line.batch_id);
       if (!reason || entry.cancelled) continue;
       entry.cancelled = true;
       if (reason === "expired") entry.expired = true;
-      await this.#inference.queues.cancel(entry.line.model, entry.line.completion_id, reason).catch(() => (entry.cancelled = false));
+      else entry.batchCancelled = true;
+      await this.#inference.queues.cancel(entry.line.model, entry.line.completion_id, "expired").catch(() => (entry.cancelled = false));
       // Expired: the line ends now, whatever its job still sends (the job records nothing for it), also
       // when its job has not started yet (its start may wait in line a long time: the line is settled here,
       // and the runner's own settle later changes nothing).
@@ -253,7 +254,7 @@ export class BatchDispatcher {
   #run(batch: ActiveBatch, line: ClaimedLine): void {
     const key = `${line.batch_id}/${line.line_no}`;
     if (this.#inFlight.has(key)) return;
-    const entry: InFlight = { line, job: null, cancelled: false, following: false, checkedAt: Date.now(), lost: false, expired: false };
+    const entry: InFlight = { line, job: null, cancelled: false, following: false, checkedAt: Date.now(), lost: false, expired: false, batchCancelled: false };
     this.#inFlight.set(key, entry);
     const caller: JobCaller = {
       principal: { accountId: batch.account_id, keyId: batch.key_id, rateLimits: RateLimitsSchema.safeParse(batch.rate_limits).data ?? NO_RATE_LIMITS },
@@ -304,6 +305,10 @@ export class BatchDispatcher {
         if (this.#stopped) return;
         if (entry.expired) {
           await this.#settle(line, EXPIRED_LINE);
+          return;
+        }
+        if (entry.batchCancelled) {
+          await this.#settle(line, CANCELLED_RUNNING_LINE);
           return;
         }
         if (entry.lost) {

@@ -19,6 +19,11 @@ export type InFlight = {
   lost: boolean;
   /** The batch expired while it ran: its job was stopped, charging nothing, and the line ends as expired. */
   expired: boolean;
+  /**
+   * The batch was cancelled while it ran: its job was stopped, charging nothing, and the line ends as
+   * cancelled, unless its job had finished first (its answer, charged, goes to the output file).
+   */
+  batchCancelled: boolean;
 };
 
 /** How a line of an expired batch ends: the error file, no answer, nothing charged. */
@@ -27,6 +32,15 @@ export const EXPIRED_LINE = {
   statusCode: null,
   response: null,
   error: { code: "batch_expired", message: "This request could not be executed before the completion window expired." },
+  usage: null,
+};
+
+/** How a line that was running when its batch was cancelled ends: the error file, no answer, nothing charged. */
+export const CANCELLED_RUNNING_LINE = {
+  status: "failed" as const,
+  statusCode: null,
+  response: null,
+  error: { code: "batch_cancelled", message: "This request was stopped before it finished: the batch was cancelled. Nothing was charged for it." },
   usage: null,
 };
 

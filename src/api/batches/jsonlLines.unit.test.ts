@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { jsonlLines } from "./jsonlLines.ts";
 
-async function collect(chunks: string[], max = 100) {
+async function collect(chunks: (string | Buffer)[], max = 100) {
   const out = [];
   for await (const line of jsonlLines(
     (async function* () {
@@ -25,8 +25,24 @@ describe("jsonlLines", () => {
 
   it("gives a line longer than the limit as null without holding it, and goes on after it", async () => {
     expect(await collect(["x".repeat(8), "y".repeat(8), "\nok\n"], 10)).toEqual([
-      { line: 1, text: null },
+      { line: 1, text: null, problem: "too_long" },
       { line: 2, text: "ok" },
+    ]);
+  });
+
+  it("refuses a line that is not UTF-8 (not turned into U+FFFD), keeps a character split across chunks, and goes on", async () => {
+    const euro = Buffer.from('{"p":"\u20ac"}\n');
+    expect(await collect([Buffer.from('{"id":"a\xff"}\n', "latin1"), euro.subarray(0, 7), euro.subarray(7), Buffer.from([0x7b, 0xc3, 0x0a])])).toEqual([
+      { line: 1, text: null, problem: "not_utf8" },
+      { line: 2, text: '{"p":"\u20ac"}' },
+      { line: 3, text: null, problem: "not_utf8" },
+    ]);
+  });
+
+  it("drops a byte order mark opening the file, and keeps one anywhere else", async () => {
+    expect(await collect(["\uFEFF{}\n\uFEFF{}\n"])).toEqual([
+      { line: 1, text: "{}" },
+      { line: 2, text: "\uFEFF{}" },
     ]);
   });
 });

@@ -150,7 +150,11 @@ async function readLines(client: PoolClient, files: FileStore, batch: BatchRow):
         fail({ code: "duplicate_custom_id", message: `The custom_id '${row.customId}' is used by an earlier line.`, param: "custom_id", line: row.line });
     }
   };
-  for await (const { line, text } of jsonlLines(content, MAX_LINE_BYTES)) {
+  for await (const { line, text, problem: unreadable } of jsonlLines(content, MAX_LINE_BYTES)) {
+    if (unreadable === "not_utf8") {
+      fail({ code: "invalid_json_line", message: `Line ${line} is not valid UTF-8 text.`, param: null, line });
+      continue;
+    }
     if (text === null) {
       fail({ code: "line_too_long", message: `Line ${line} is longer than ${MAX_LINE_BYTES} bytes.`, param: null, line });
       continue;
