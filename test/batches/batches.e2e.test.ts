@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { eventually } from "../support/eventually.ts";
 import { assertOpenAiShape } from "../support/openaiSchemas/openaiSchemas.ts";
+import { setTestSubscription } from "../support/testAccounts.ts";
 import { TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
 import { BatchTestPlatform } from "./batchTestPlatform.ts";
 import { batchCharges, chatLine, expectEveryCustomIdOnce, readJsonl, uploadBatchFile, waitForStatus } from "./batchSteps.ts";
@@ -263,6 +264,31 @@ describe("the Batch API", () => {
     );
     expect(charged.rows[0]).toEqual(delivered);
     expect(cancelled.usage).toMatchObject({ input_tokens: delivered.prompt, output_tokens: delivered.completion });
+  }, 120_000);
+
+  it("without an active subscription: nothing new is made (402), but the account's batches and files are read and its batch cancelled", async () => {
+    const { key, account } = await platform.createKey();
+    const openai = platform.openai(key);
+    const inputFileId = await uploadBatchFile(
+      openai,
+      Array.from({ length: 40 }, (_, i) => chatLine(i, TINY_CHAT, 16)),
+    );
+    const created = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    await setTestSubscription(platform.deps.pool, account.accountId, "inactive");
+    await platform.deps.keyAuth.invalidateAccount(account.accountId);
+    await expect(openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" })).rejects.toMatchObject({
+      status: 402,
+    });
+    await expect(openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).rejects.toMatchObject({
+      status: 402,
+    });
+    await expect(openai.models.list()).rejects.toMatchObject({ status: 402 });
+    expect((await openai.batches.retrieve(created.id)).id).toBe(created.id);
+    expect((await openai.files.list()).data.map((f) => f.id)).toContain(inputFileId);
+    expect(await (await openai.files.content(inputFileId)).text()).toContain('"custom_id"');
+    const cancelling = await openai.batches.cancel(created.id);
+    expect(["cancelling", "cancelled"]).toContain(cancelling.status);
+    expect((await waitForStatus(openai, created.id, ["cancelled"])).status).toBe("cancelled");
   }, 120_000);
 
   it("honours output_expires_after: the output file expires that many seconds after its creation; a bad value is a 400 naming it; a completed batch cannot be cancelled (final, not retried)", async () => {

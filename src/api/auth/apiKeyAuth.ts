@@ -22,7 +22,14 @@ export type ApiKeyAuthOptions = {
   lastUsedFlushIntervalMs?: number;
 };
 
-export type ApiKeyAuthResult = { outcome: "authorized"; principal: CachedPrincipal } | { outcome: "forbidden" } | { outcome: "subscription_required" };
+/**
+ * `subscription_required`: the key is valid but its account has no active subscription; the principal
+ * is given for what needs none (reading, deleting and cancelling the account's own things).
+ */
+export type ApiKeyAuthResult =
+  | { outcome: "authorized"; principal: CachedPrincipal }
+  | { outcome: "forbidden" }
+  | { outcome: "subscription_required"; principal: CachedPrincipal };
 
 /**
  * Per-API-process key authentication: the cache, its Redis pub/sub invalidation and the last-used
@@ -92,8 +99,8 @@ export class ApiKeyAuth {
       this.refused.set(keyHash, refusedGeneration);
       return { outcome: "forbidden" };
     }
-    if (!found.subscriptionActive) return { outcome: "subscription_required" };
     const principal = { accountId: found.accountId, keyId: found.keyId, rateLimits: found.rateLimits };
+    if (!found.subscriptionActive) return { outcome: "subscription_required", principal };
     this.cache.set(keyHash, principal, generation);
     return { outcome: "authorized", principal };
   }

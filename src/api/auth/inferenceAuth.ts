@@ -21,7 +21,9 @@ function tooManyFailures(retryAfterSeconds: number): TooManyAttemptsError {
 
 /**
  * `Authorization: Bearer <API_KEY>` for the inference API. Missing, malformed (checksum), unknown or
- * revoked key -> 403 Forbidden; account without an active subscription -> 402 subscription_required.
+ * revoked key -> 403 Forbidden; account without an active subscription -> 402 subscription_required for
+ * the models and whatever makes something new (a POST other than a cancel); the account's reads, deletes
+ * and cancels of its own completions, responses, files and batches are served.
  * A malformed key never reaches the database; a refused one is remembered briefly (ApiKeyAuth).
  *
  * Refused keys are limited per client address, API_KEY_FAILURES_PER_ADDRESS a minute, two ways: one
@@ -64,10 +66,20 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
       if (wait !== null) return refuse("too_many_invalid_api_keys", tooManyFailures(wait));
       return refuse("unknown_or_revoked_api_key", new ForbiddenError());
     }
-    if (result.outcome === "subscription_required") return refuse("subscription_required", new SubscriptionRequiredError());
+    // Without an active subscription the inference endpoints answer 402 (a POST that makes something new:
+    // inference, a batch, an upload; and the models), but the account's own completions, responses, files
+    // and batches can still be read, deleted and cancelled (a batch that would run on once the
+    // subscription is back can be stopped, its results downloaded).
+    if (result.outcome === "subscription_required" && needsSubscription(ctx)) return refuse("subscription_required", new SubscriptionRequiredError());
     const { accountId, keyId, rateLimits } = result.principal;
     stateOf(ctx).principal = { accountId, keyId, rateLimits } satisfies Principal;
     deps.keyAuth.lastUsed.record(result.principal.keyId, deps.clock.now());
     await next();
   };
+}
+
+/** Whether a request needs an active subscription: inference and what makes something new, not the account's own things. */
+function needsSubscription(ctx: Context): boolean {
+  if (ctx.path === "/v1/models" || ctx.path.startsWith("/v1/models/")) return true;
+  return ctx.method === "POST" && !ctx.path.endsWith("/cancel");
 }
