@@ -97,8 +97,9 @@ export class CompletionJobRunner {
 
   /**
    * Runs the job; resolves with the usage its stream ended with (what was charged: the `usage` message's,
-   * or a failed or cancelled job's), or null when it charged nothing (its admission refused, nothing left
-   * to do for a job run again).
+   * or a failed or cancelled job's; zero when it was refused or withdrawn and charged nothing), or null
+   * when this run decided nothing about its charge (nothing left to do for a job run again, or a later
+   * run took it over).
    */
   /**
    * `run`: which run of the job this is (ReplayFence: BullMQ's attemptsStarted; undefined: unfenced).
@@ -245,7 +246,8 @@ export class CompletionJobRunner {
         publisher.send({ type: "error", error: { kind: "cancelled", message: CANCELLED_MESSAGE.expired, param: null }, usage: NO_USAGE });
       }
       await publisher.close();
-      return null;
+      // Charged nothing: every token counted at its admission goes back to the account's window.
+      return NO_USAGE;
     }
     // The API ended the request early for the platform's reason and said what its client was sent: that,
     // and no more, is charged, even when the engine finished meanwhile (the usage is not recorded yet).
@@ -291,7 +293,7 @@ export class CompletionJobRunner {
       if (recorded === "refused") {
         logger.info("admission refused while the job ran: nothing charged", { completionId: job.completionId, model: job.model });
         await publisher.close();
-        return null;
+        return NO_USAGE;
       }
       if (recorded === "already_recorded" && !failure && job.lane === "batch") {
         // A batch line run again (its first run's messages were lost with Redis): its usage was recorded
