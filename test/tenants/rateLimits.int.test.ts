@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../support/eventually.ts";
 import { type Tenant, TENANT_MODEL, TenantPlatform, tenantChat } from "./tenantPlatform.ts";
 
 /**
@@ -125,6 +126,26 @@ describe("rate limits per key and per account across two API processes", () => {
       next = await tenantChat(platform.apis[1]!, otherKey);
     }
     expect(next.status).toBe(200);
+  }, 60_000);
+
+  it("gives back the tokens of a multi-prompt completion refused at its last prompt (its other prompts ran for nobody, charged nothing)", async () => {
+    await awayFromWindowEnd();
+    const multi = await platform.tenant();
+    expect((await platform.setRateLimits(multi.accountId, { tokens_per_minute: 1000 })).status).toBe(200);
+    const refused = await fetch(`${platform.apis[0]!}/v1/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${multi.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: TENANT_MODEL, prompt: ["one", "two", "three"], max_tokens: 400 }),
+    });
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("tokens");
+    // Once the two prompts that were admitted have stopped, the window has its tokens again: a request
+    // counting more than what two prompts left (1000 - 2 x 400+) passes.
+    const fits = await eventually(async () => {
+      const answer = await tenantChat(platform.apis[1]!, multi.key, { maxTokens: 600 });
+      return answer.status === 200 ? answer : undefined;
+    }, 10_000);
+    expect(fits.status).toBe(200);
   }, 60_000);
 
   it("tells a client whose request alone is over the tokens limit not to retry it", async () => {
