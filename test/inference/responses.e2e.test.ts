@@ -353,6 +353,11 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     }, 10_000);
     expect(stored.status).toBe("cancelled");
     expect(stored.usage!.output_tokens).toBeLessThan(200);
+    // The cancel answered the final object (as OpenAI does): the output so far and the usage charged.
+    expect(cancelled.usage).toEqual(stored.usage);
+    expect(cancelled.output).toEqual(stored.output);
+    const [charge] = await completionEvents(platform.deps.pool, queued.id);
+    expect(cancelled.usage!.output_tokens).toBe(charge!.data.completionTokens);
   });
 
   it("deletes a response for real: retrieve then answers 404, and it cannot be a previous_response_id", async () => {

@@ -18,7 +18,7 @@ import { checkCallOutputsAnswered, newItemId, referencedItemIds, type StoredItem
 import { type ResponseHead, TERMINAL_STATUSES } from "./responseObject.ts";
 import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
 import type { StoredResponse } from "./responseStore.ts";
-import { currentObject, endedObject, eventWriter, streamStoredResponse } from "./responseStreams.ts";
+import { currentObject, endedObject, eventWriter, stoppedObject, streamStoredResponse } from "./responseStreams.ts";
 import { responseSettings, toResponseChatRequest } from "./toResponseChatRequest.ts";
 
 /** The caller's stored response, or 404 (another account's response does not exist for it). */
@@ -307,12 +307,26 @@ export function cancelResponseHandler(deps: AppDeps) {
     if (TERMINAL_STATUSES.has(status) && status !== "cancelled") {
       throw new InvalidRequestError(`Cannot cancel a response with status '${status}'.`, { param: "response_id", code: "invalid_value" });
     }
-    if (status !== "cancelled") {
-      await inference.responses.store.cancel(stored.accountId, stored.id, deps.clock.now());
-      await stopJob(inference, stored);
-    }
-    const object = await currentObject(inference, { ...stored, state: { ...stored.state, status: "cancelled" } });
     ctx.set("cache-control", "no-store");
+    if (status !== "cancelled") {
+      if (await inference.responses.store.cancel(stored.accountId, stored.id, deps.clock.now())) {
+        // Answered once its job has stopped: the output so far and the usage charged, as it stays (OpenAI
+        // answers the final object); or, when the job ended whole before the cancel reached it, as it ended.
+        if (!(await stopJob(inference, stored))) {
+          const stopped = await stoppedObject(inference, stored);
+          ctx.body = TERMINAL_STATUSES.has(stopped.status) ? stopped : { ...stopped, status: "cancelled" };
+          return;
+        }
+      } else {
+        // It ended meanwhile.
+        const ended = await inference.responses.store.find(stored.accountId, stored.id);
+        if (ended && TERMINAL_STATUSES.has(ended.state.status) && ended.state.status !== "cancelled") {
+          throw new InvalidRequestError(`Cannot cancel a response with status '${ended.state.status}'.`, { param: "response_id", code: "invalid_value" });
+        }
+      }
+    }
+    const now = (await inference.responses.store.find(stored.accountId, stored.id)) ?? stored;
+    const object = await currentObject(inference, { ...now, state: { ...now.state, status: "cancelled" } });
     ctx.body = { ...object, status: "cancelled" };
   };
 }
@@ -359,10 +373,10 @@ export function inputItemsHandler(deps: AppDeps) {
   };
 }
 
-/** Takes the response's job off the queue, or has its worker abort it. */
-async function stopJob(inference: InferenceServices, stored: StoredResponse): Promise<void> {
+/** Takes the response's job off the queue (true: it never ran), or has its worker abort it (false). */
+async function stopJob(inference: InferenceServices, stored: StoredResponse): Promise<boolean> {
   const removed = await inference.queues.cancel(stored.model, stored.id, "user");
-  if (!removed) return;
+  if (!removed) return false;
   const record = await inference.records.find(stored.id);
   if (record) {
     await inference.records.endUnstarted(record, {
@@ -371,4 +385,5 @@ async function stopJob(inference: InferenceServices, stored: StoredResponse): Pr
       error: { kind: "cancelled", message: "The response was cancelled by its owner before it started.", param: null },
     });
   }
+  return true;
 }

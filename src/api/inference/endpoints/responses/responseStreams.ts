@@ -1,5 +1,5 @@
 import type { Context } from "koa";
-import type { DeltaMessage } from "../../../../contracts/deltaMessage.ts";
+import { type DeltaMessage, isTerminal } from "../../../../contracts/deltaMessage.ts";
 import type { InferenceServices } from "../shared/requireInference.ts";
 import { SseResponse } from "../../streaming/sseResponse.ts";
 import { ResponseEventBuilder, type ResponseEvent } from "./responseEventBuilder.ts";
@@ -101,6 +101,37 @@ export async function currentObject(inference: InferenceServices, stored: Stored
   }
   const run = inference.responses.run(stored.id);
   if (run) return run.builder.object();
+  builder.begin();
+  for (const message of await inference.subscriber.replay(stored.id)) {
+    if (message.type === "started") builder.start();
+    else builder.take(message);
+  }
+  return builder.object();
+}
+
+/** How long a cancel waits for the response's job to stop before it answers (the object as it stands then). */
+const STOPPED_WITHIN_MS = 5_000;
+
+/**
+ * The Response object of a response whose job was just told to stop (its owner's cancel), once it has
+ * stopped: its output so far and the usage charged for it, and the status its stream ended with
+ * (`cancelled`; `completed` or `incomplete` when the job ended whole before the cancel reached it, as it
+ * is then stored and charged). Waits at most STOPPED_WITHIN_MS; the object as it stands then otherwise.
+ */
+export async function stoppedObject(inference: InferenceServices, stored: StoredResponse): Promise<ResponseObject> {
+  const run = inference.responses.run(stored.id);
+  if (run) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([run.ended, new Promise((resolve) => (timer = setTimeout(resolve, STOPPED_WITHIN_MS)))]);
+    clearTimeout(timer);
+    return run.builder.object();
+  }
+  for (const giveUpAt = Date.now() + STOPPED_WITHIN_MS; Date.now() < giveUpAt; ) {
+    const last = await inference.records.lastMessage(stored.id).catch(() => undefined);
+    if (last && isTerminal(last)) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const builder = new ResponseEventBuilder(stored, nowSeconds);
   builder.begin();
   for (const message of await inference.subscriber.replay(stored.id)) {
     if (message.type === "started") builder.start();
