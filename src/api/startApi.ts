@@ -12,6 +12,7 @@ import type { RoleContext, RunningRole } from "../runtime/role.ts";
 import { PostgresFileStore } from "./files/postgresFileStore.ts";
 import { FileRetentionSweeper } from "./files/fileRetentionSweeper.ts";
 import { BatchDispatcher } from "./batches/batchDispatcher.ts";
+import { answerClientErrors } from "./http/clientErrors.ts";
 
 export async function startApi({ config, pool, logger, metrics, localReplies }: RoleContext): Promise<RunningRole> {
   const redis = createRedis(config.redis, { kind: "fail-fast", timeouts: config.redisTimeouts });
@@ -34,6 +35,7 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
   batches.start();
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
+  answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());

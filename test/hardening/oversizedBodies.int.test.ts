@@ -106,4 +106,17 @@ describe("a body over the size limit", () => {
     expect(received).toMatch(/^HTTP\/1\.1 200 /);
     socket.destroy();
   });
+
+  it("headers too large, or a request that is not HTTP, get OpenAI's error shape (not a bare status line), and the connection closes", async () => {
+    const huge = await fetch(`${app.baseUrl}/v1/models`, { headers: { authorization: `Bearer ${key}`, "x-padding": "p".repeat(20_000) } });
+    expect(huge.status).toBe(431);
+    expect(await huge.json()).toEqual({
+      error: { message: expect.stringContaining("headers are too large"), type: "invalid_request_error", param: null, code: "request_header_fields_too_large" },
+    });
+    const garbled = await writeThenWait("NOT-HTTP\r\n\r\n", Buffer.alloc(0));
+    expect(garbled.received).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(garbled.received.slice(garbled.received.indexOf("\r\n\r\n") + 4))).toMatchObject({
+      error: { type: "invalid_request_error", code: "invalid_request" },
+    });
+  });
 });

@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp, type RouteFactory } from "../../src/api/app.ts";
+import { answerClientErrors } from "../../src/api/http/clientErrors.ts";
 import type { AppDeps } from "../../src/api/appDeps.ts";
 import { ApiKeyAuth, type ApiKeyAuthOptions } from "../../src/api/auth/apiKeyAuth.ts";
 import type { Clock } from "../../src/runtime/clock.ts";
@@ -95,6 +96,7 @@ export async function startTestApp(
   };
   const app = createApp(deps, options.routes ?? routeFactories);
   const server: Server = createServer(app.callback());
+  answerClientErrors(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

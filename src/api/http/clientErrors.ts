@@ -1,0 +1,36 @@
+import { STATUS_CODES, type Server } from "node:http";
+import type { Duplex } from "node:stream";
+
+/** What Node's HTTP parser refuses before the app sees a request, answered in OpenAI's error shape. */
+const ANSWERS: Record<string, { status: number; code: string; message: string }> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    code: "request_header_fields_too_large",
+    message: "The request's headers are too large (at most 16 KiB in all).",
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: "request_timeout", message: "The request's headers did not arrive in time." },
+};
+
+/**
+ * Answers a request the HTTP parser refused (headers too large, a malformed request line, headers too
+ * slow) with an OpenAI-shaped error body and closes the connection, where Node would write a bare status
+ * line. A connection already reset or half-written to is only closed.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const code = error.code ?? "";
+    if (error.code === "ECONNRESET" || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const answer = ANSWERS[code] ?? (code.startsWith("HPE_") ? { status: 400, code: "invalid_request", message: "The request is not valid HTTP." } : null);
+    if (!answer) {
+      socket.destroy();
+      return;
+    }
+    const body = JSON.stringify({ error: { message: answer.message, type: "invalid_request_error", param: null, code: answer.code } });
+    socket.end(
+      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
+}
