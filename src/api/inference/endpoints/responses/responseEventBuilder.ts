@@ -95,6 +95,9 @@ export class ResponseEventBuilder {
         break;
       case "finish":
         this.#finish = message.finishReason;
+        // A reply whose tokens all read as empty text is still a message (as chat answers content ""):
+        // not a response that charged output tokens and shows no output.
+        if (this.#state.output.length === 0 && this.#open === null) events.push(...this.#openMessage());
         events.push(...this.#close(message.finishReason === "length" ? "incomplete" : "completed"));
         break;
       case "usage": {
@@ -164,17 +167,11 @@ export class ResponseEventBuilder {
     }
     const logprobs = this.#head.settings.logprobs ? (delta.logprobs ?? []) : [];
     if (delta.content) {
-      let open = this.#open;
-      if (open?.kind !== "message") {
+      if (this.#open?.kind !== "message") {
         events.push(...this.#close("completed"));
-        const index = this.#state.output.length;
-        const item: MessageItem = { id: this.#itemId("msg", index), type: "message", role: "assistant", status: "in_progress", content: [] };
-        events.push(this.#add(item).event);
-        const part: OutputText = { type: "output_text", text: "", annotations: [], ...(this.#head.settings.logprobs ? { logprobs: [] } : {}) };
-        open = { kind: "message", index, item, part };
-        this.#open = open;
-        events.push(this.#event("response.content_part.added", { item_id: item.id, output_index: index, content_index: 0, part: structuredClone(part) }));
+        events.push(...this.#openMessage());
       }
+      const open = this.#open as Extract<Open, { kind: "message" }>;
       open.part.text += delta.content;
       if (open.part.logprobs) open.part.logprobs.push(...logprobs);
       events.push(
@@ -207,6 +204,16 @@ export class ResponseEventBuilder {
       }
     }
     return events;
+  }
+
+  /** Opens an assistant message item with an empty output_text part (output_item.added, content_part.added). */
+  #openMessage(): ResponseEvent[] {
+    const index = this.#state.output.length;
+    const item: MessageItem = { id: this.#itemId("msg", index), type: "message", role: "assistant", status: "in_progress", content: [] };
+    const added = this.#add(item).event;
+    const part: OutputText = { type: "output_text", text: "", annotations: [], ...(this.#head.settings.logprobs ? { logprobs: [] } : {}) };
+    this.#open = { kind: "message", index, item, part };
+    return [added, this.#event("response.content_part.added", { item_id: item.id, output_index: index, content_index: 0, part: structuredClone(part) })];
   }
 
   /** Closes the open output item (its content's done events, then output_item.done). */

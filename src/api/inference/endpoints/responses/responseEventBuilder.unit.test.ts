@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest";
+import { ResponseEventBuilder } from "./responseEventBuilder.ts";
+import type { ResponseSettings } from "./toResponseChatRequest.ts";
+
+const head = { id: "resp_abc", created_at: 1_700_000_000, model: "m", background: false, settings: { logprobs: false } as ResponseSettings };
+
+describe("ResponseEventBuilder", () => {
+  it("given a reply whose tokens all read as empty text, when it ends at its cap, then it is one empty message (not a response without output)", () => {
+    const builder = new ResponseEventBuilder(head, () => 1_700_000_001);
+    const events = [
+      ...builder.start(),
+      ...builder.take({ seq: 1, type: "finish", finishReason: "length" }),
+      ...builder.take({ seq: 2, type: "usage", usage: { promptTokens: 3, completionTokens: 5, reasoningTokens: 0 } }),
+    ];
+    expect(events.map((e) => e.type)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.done",
+      "response.content_part.done",
+      "response.output_item.done",
+      "response.incomplete",
+    ]);
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    const object = builder.object();
+    expect(object.status).toBe("incomplete");
+    expect(object.output).toEqual([
+      {
+        id: "msg_abc0",
+        type: "message",
+        role: "assistant",
+        status: "incomplete",
+        content: [{ type: "output_text", text: "", annotations: [] }],
+      },
+    ]);
+    expect(object.usage).toMatchObject({ output_tokens: 5 });
+  });
+
+  it("given text, then its message is the only output item", () => {
+    const builder = new ResponseEventBuilder(head, () => 1_700_000_001);
+    builder.start();
+    builder.take({ seq: 1, type: "delta", delta: { content: "Hi" } });
+    builder.take({ seq: 2, type: "finish", finishReason: "stop" });
+    builder.take({ seq: 3, type: "usage", usage: { promptTokens: 3, completionTokens: 1, reasoningTokens: 0 } });
+    expect(builder.object().output).toMatchObject([{ type: "message", status: "completed", content: [{ text: "Hi" }] }]);
+  });
+});
