@@ -132,6 +132,12 @@ describe("Files API with the official openai SDK", () => {
     const bad = await app.request("GET", "/v1/files?limit=0", { token: owner.key });
     expect(bad.status).toBe(400);
     expect(bad.body.error.param).toBe("limit");
+    // As /v1/batches answers: an empty cursor and an unknown parameter are 400s naming them.
+    const empty = await app.request("GET", "/v1/files?after=", { token: owner.key });
+    expect([empty.status, empty.body.error.param]).toEqual([400, "after"]);
+    const unknown = await app.request("GET", "/v1/files?foo=bar", { token: owner.key });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body.error)).toContain("foo");
   });
 
   it("deletes every file in the SDK's auto-pagination cleanup loop; a deleted file stays a cursor, in both orders, for its account only", async () => {

@@ -12,13 +12,16 @@ import { receiveUpload } from "./receiveUpload.ts";
 
 const PURPOSES: ReadonlySet<string> = new Set<FilePurpose>(["batch", "batch_output"]);
 
-const ListQuery = z.object({
-  /** Any purpose OpenAI knows may be asked for (a string, as in its API): one no file here has lists nothing. */
-  purpose: z.string().max(64).optional(),
-  limit: z.coerce.number().int().min(1).max(10_000).default(10_000),
-  after: z.string().max(128).optional(),
-  order: z.enum(["asc", "desc"]).default("desc"),
-});
+const ListQuery = z
+  .object({
+    /** Any purpose OpenAI knows may be asked for (a string, as in its API): one no file here has lists nothing. */
+    purpose: z.string().max(64).optional(),
+    limit: z.coerce.number().int().min(1).max(10_000).default(10_000),
+    after: z.string().min(1).max(128).optional(),
+    order: z.enum(["asc", "desc"]).default("desc"),
+  })
+  // An unknown parameter is a 400 naming it (as /v1/batches answers), not silently ignored.
+  .strict();
 
 function accountOf(ctx: Context): string {
   return requiredState(ctx, "principal").accountId;
