@@ -9,6 +9,7 @@ import { requiredState } from "../http/requestState.ts";
 import { toFileObject } from "./fileObject.ts";
 import type { FilePurpose } from "./fileStore.ts";
 import { receiveUpload } from "./receiveUpload.ts";
+import { attachmentDisposition } from "./attachmentDisposition.ts";
 
 const PURPOSES: ReadonlySet<string> = new Set<FilePurpose>(["batch", "batch_output"]);
 
@@ -70,7 +71,7 @@ export function filesRoutes(deps: AppDeps): Router {
     if (!file || !content) throw fileNotFound(id);
     ctx.type = "application/octet-stream";
     ctx.length = file.bytes;
-    ctx.set("content-disposition", `attachment; filename="${file.filename.replace(/[^\x20-\x7e]|["\\]/g, "_")}"`);
+    ctx.set("content-disposition", attachmentDisposition(file.filename));
     // One chunk read ahead at most: the next is fetched when the socket has taken this one.
     ctx.body = Readable.from(content, { objectMode: false, highWaterMark: 1 });
   });
