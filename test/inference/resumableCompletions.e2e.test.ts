@@ -107,7 +107,9 @@ describe("resumable completions (real worker, engine paced at 150 ms per delta, 
     expect(await unknown.json()).toMatchObject({ error: { type: "invalid_request_error", code: "completion_not_found" } });
     expect((await get(`/v1/completions/${id}`)).status).toBe(404);
     expect((await get(`/v1/chat/completions/${id}?starting_after=x`)).status).toBe(400);
-    expect((await get(`/v1/chat/completions/${id}?stream=true`, { headers: { "last-event-id": "abc" } })).status).toBe(400);
+    const badHeader = await get(`/v1/chat/completions/${id}?stream=true`, { headers: { "last-event-id": "abc" } });
+    expect(badHeader.status).toBe(400);
+    expect(await badHeader.json()).toMatchObject({ error: { param: "Last-Event-ID", message: expect.stringContaining("'Last-Event-ID' header") } });
   });
 
   it("resuming a finished completion at or after its last event ends at once with [DONE]; a non-streamed GET ignores Last-Event-ID", async () => {

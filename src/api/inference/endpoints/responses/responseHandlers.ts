@@ -3,8 +3,8 @@ import { jobErrorToApiError } from "../../jobs/jobErrorToApiError.ts";
 import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
 import { ApiError, ConflictError, InvalidRequestError, NotFoundError } from "../../../http/errors.ts";
-import { parseWith, validated } from "../../../http/validate.ts";
-import { LastEventIdSchema } from "../shared/storedCompletionQuerySchema.ts";
+import { validated } from "../../../http/validate.ts";
+import { resumePoint } from "../shared/storedCompletionQuerySchema.ts";
 import { checkJsonValue } from "../../../http/jsonValueCheck.ts";
 import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts";
 import type { InferenceServices } from "../shared/requireInference.ts";
@@ -287,7 +287,7 @@ export function retrieveResponseHandler(deps: AppDeps) {
     if (query.stream === true) {
       // Resumed after starting_after, or after the Last-Event-ID an EventSource sends back (the `id:` of each event).
       const lastEventId = ctx.get("last-event-id");
-      const after = query.starting_after ?? (lastEventId ? parseWith(LastEventIdSchema, lastEventId) : -1);
+      const after = resumePoint(query.starting_after, lastEventId);
       return streamStoredResponse(inference, ctx, stored, after);
     }
     ctx.set("cache-control", "no-store");

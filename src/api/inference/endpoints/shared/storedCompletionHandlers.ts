@@ -3,13 +3,13 @@ import type { Endpoint } from "../../../../contracts/completionJob.ts";
 import { isTerminal } from "../../../../contracts/deltaMessage.ts";
 import type { AppDeps } from "../../../appDeps.ts";
 import { NotFoundError } from "../../../http/errors.ts";
-import { parseWith, validated } from "../../../http/validate.ts";
+import { validated } from "../../../http/validate.ts";
 import type { CompletionRecord } from "../../jobs/completionRecords.ts";
 import type { InferenceServices } from "./requireInference.ts";
 import { principalOf } from "../../../auth/principalOf.ts";
 import { requireInference } from "./requireInference.ts";
 import { type ResponseShape, serveExistingCompletion } from "./serveCompletion.ts";
-import { LastEventIdSchema, StoredCompletionQuerySchema } from "./storedCompletionQuerySchema.ts";
+import { resumePoint, StoredCompletionQuerySchema } from "./storedCompletionQuerySchema.ts";
 
 /** The caller's completion of this endpoint, or 404 (another account's completion does not exist for it). */
 async function ownCompletion(inference: InferenceServices, ctx: Context, endpoint: Endpoint): Promise<CompletionRecord> {
@@ -37,7 +37,7 @@ export function getStoredCompletion(deps: AppDeps, endpoint: Endpoint, shape: Re
     const stream = query.stream === true;
     const lastEventId = ctx.get("last-event-id");
     // A resume point applies to a stream only: a non-streamed GET answers the whole completion.
-    const afterSeq = !stream ? -1 : (query.starting_after ?? (lastEventId ? parseWith(LastEventIdSchema, lastEventId) : -1));
+    const afterSeq = !stream ? -1 : resumePoint(query.starting_after, lastEventId);
     await serveExistingCompletion(inference, ctx, record, { afterSeq, stream, includeUsage: query.include_usage ?? record.includeUsage ?? false, shape });
   };
 }
