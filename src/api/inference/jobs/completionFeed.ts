@@ -26,7 +26,7 @@ export const DEFAULT_FEED_RECOVERY: FeedRecovery = { retryMs: 250, windowMs: 5_0
  * - a gap that reads which succeeded could not fill for `windowMs` cannot be filled (its entries were
  *   lost with Redis): the feed is then `lost`, and its reader hears at once (next() resolves undefined);
  * - so is a gap that a read finds behind a later message of the stream (what was written before that
- *   message was lost), at once.
+ *   message was lost), at once, once the feed has had messages of the job.
  */
 export class CompletionFeed {
   readonly completionId: string;
@@ -178,7 +178,9 @@ export class CompletionFeed {
         // in order, so the missing ones were written before it and lost with Redis (restarted empty), or
         // trimmed. Waiting cannot fill the gap: the feed is lost now, while its job may still run (its
         // worker then charges only what the client was sent, not the reply it finishes meanwhile).
-        if (this.#outOfOrder.size && messages.some((message) => message.seq > this.#nextSeq)) this.#lost = true;
+        // (Only once this run's messages were coming: a feed that has none yet may read what an earlier run
+        // under the same completion id left, a batch line's run again.)
+        if (this.#nextSeq > 0 && this.#outOfOrder.size && messages.some((message) => message.seq > this.#nextSeq)) this.#lost = true;
         this.#wakeReader();
         return true;
       })

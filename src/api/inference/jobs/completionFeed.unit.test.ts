@@ -84,6 +84,19 @@ describe("CompletionFeed after messages were missed", () => {
     expect(stream.reads).toBe(1);
   });
 
+  it("is not lost at once before its first message: the stream may hold what an earlier run under the same id left (a batch line run again)", async () => {
+    const { stream, refill } = replayStream([delta(3), delta(4)]);
+    const feed = new CompletionFeed("c", refill, () => undefined, { retryMs: 20, windowMs: IDLE_MS });
+    // Nothing came before the start timeout: one read of the stream, which holds an earlier run's tail.
+    expect(await feed.next(50)).toBeUndefined();
+    expect(stream.reads).toBe(1);
+    expect(feed.lost).toBe(false);
+    // This run's own messages then come, from 0.
+    feed.push({ seq: 0, type: "started" });
+    expect(await within(2_000, feed.next(IDLE_MS))).toEqual({ seq: 0, type: "started" });
+    feed.close();
+  });
+
   it("is not lost while the stream holds nothing after the gap: the worker may write the missing messages once it is back", async () => {
     // Redis restarted empty and the worker is not back yet: the gap may still be filled.
     const { stream, refill } = replayStream([]);
