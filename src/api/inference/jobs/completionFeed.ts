@@ -9,6 +9,12 @@ export type FeedRecovery = {
    * unfilled by reads that succeeded before the feed gives up on it (its entries were lost with Redis).
    */
   windowMs: number;
+  /**
+   * A gap a read finds behind a later message is lost at once (default true). A batch line's feed waits
+   * for the window instead: its line runs again under the same completion id while the earlier run may
+   * still write, and its dispatcher follows or runs it again.
+   */
+  lostAtOnce?: boolean;
 };
 
 export const DEFAULT_FEED_RECOVERY: FeedRecovery = { retryMs: 250, windowMs: 5_000 };
@@ -180,7 +186,8 @@ export class CompletionFeed {
         // worker then charges only what the client was sent, not the reply it finishes meanwhile).
         // (Only once this run's messages were coming: a feed that has none yet may read what an earlier run
         // under the same completion id left, a batch line's run again.)
-        if (this.#nextSeq > 0 && this.#outOfOrder.size && messages.some((message) => message.seq > this.#nextSeq)) this.#lost = true;
+        if (this.#recovery.lostAtOnce !== false && this.#nextSeq > 0 && this.#outOfOrder.size && messages.some((message) => message.seq > this.#nextSeq))
+          this.#lost = true;
         this.#wakeReader();
         return true;
       })

@@ -84,6 +84,20 @@ describe("CompletionFeed after messages were missed", () => {
     expect(stream.reads).toBe(1);
   });
 
+  it("with lostAtOnce false (a batch line's), waits the window out before it is lost", async () => {
+    const { stream, refill } = replayStream([delta(3), delta(4)]);
+    const feed = new CompletionFeed("c", refill, () => undefined, { retryMs: 20, windowMs: 300, lostAtOnce: false });
+    feed.push(delta(0));
+    expect(await feed.next(IDLE_MS)).toEqual(delta(0));
+    feed.push(delta(4));
+    // The first read shows the gap behind 3 and 4: not lost yet.
+    while (stream.reads === 0) await new Promise((r) => setTimeout(r, 5));
+    expect(feed.lost).toBe(false);
+    expect(await within(2_000, feed.next(IDLE_MS))).toBeUndefined();
+    expect(feed.lost).toBe(true);
+    expect(stream.reads).toBeGreaterThan(1);
+  });
+
   it("is not lost at once before its first message: the stream may hold what an earlier run under the same id left (a batch line run again)", async () => {
     const { stream, refill } = replayStream([delta(3), delta(4)]);
     const feed = new CompletionFeed("c", refill, () => undefined, { retryMs: 20, windowMs: IDLE_MS });

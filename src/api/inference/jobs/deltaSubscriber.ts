@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { duplicateAs, redisAway, type Redis } from "../../../redis/createRedis.ts";
-import { CompletionFeed } from "./completionFeed.ts";
+import { CompletionFeed, DEFAULT_FEED_RECOVERY } from "./completionFeed.ts";
 import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
 import type { LocalReplyChannels } from "../../../contracts/localReplyChannels.ts";
@@ -83,13 +83,14 @@ export class DeltaSubscriber {
   }
 
   /** Starts collecting a completion's messages (call before enqueueing its job, after `ready`). */
-  open(completionId: string): CompletionFeed {
+  open(completionId: string, options: { lostAtOnce?: boolean } = {}): CompletionFeed {
     const feed = new CompletionFeed(
       completionId,
       (id) => this.replay(id),
       () => {
         if (this.#feeds.get(completionId) === feed) this.#feeds.delete(completionId);
       },
+      options.lostAtOnce === false ? { ...DEFAULT_FEED_RECOVERY, lostAtOnce: false } : DEFAULT_FEED_RECOVERY,
     );
     this.#feeds.set(completionId, feed);
     return feed;

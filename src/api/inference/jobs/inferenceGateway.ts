@@ -137,7 +137,8 @@ export class InferenceGateway {
       replyTo: job.replyTo,
       ...(options.includeUsage ? { includeUsage: true } : {}),
     };
-    const feed = this.#subscriber.open(job.completionId);
+    // A batch line's feed keeps the recovery window (see FeedRecovery.lostAtOnce).
+    const feed = this.#subscriber.open(job.completionId, { lostAtOnce: job.lane !== "batch" });
     this.#waiting.set(job.completionId, { job, record });
     try {
       // The enqueue goes out first: it starts the way to the first token. The liveness check and the
@@ -261,9 +262,9 @@ export class InferenceGateway {
     if (first?.type === "started") return;
     if (first?.type === "error") throw jobErrorToApiError(first.error);
     if (first) throw new InternalApiError("The worker answered out of order.");
-    if (feed.lost) {
+    if (feed.lost && job.lane !== "batch") {
       // Its start was lost with Redis (later messages show it runs): stopped, its client sent nothing.
-      if (job.lane !== "batch") void cancelLost(this.#queues, job, -1);
+      void cancelLost(this.#queues, job, -1);
       throw new ServiceUnavailableError("redis");
     }
     // Not started yet (or this process stops listening): left in line, as asked (not after a loss of Redis's messages).
