@@ -225,8 +225,7 @@ export class CompletionJobRunner {
     // Whatever was written must be in the stream before anything is charged: a run superseded meanwhile
     // (a later run continues the job from what this one delivered) records nothing.
     await publisher.settled();
-    // A cancel published while this worker's subscription was away is read now (the reply may not have
-    // reached its client: the API then says what it got, and only that is charged).
+    // A cancel published while this worker's subscription was away is read now (the API says what its client got).
     await tracked?.caughtUp();
     if (publisher.superseded) {
       logger.warn("job taken over by a later run (this worker was taken for dead): nothing recorded", { completionId: job.completionId, model: job.model });
@@ -237,10 +236,8 @@ export class CompletionJobRunner {
       // Its admission was refused (the API answered 429 / 402), or its batch expired or was cancelled while
       // it ran (the line ends in the error file): nobody received the reply; nothing is charged. A batch
       // line's stream ends with a cancelled error charging nothing (its dispatcher may be waiting for it).
-      logger.info(`job cancelled: ${tracked.reason === "refused" ? "admission refused" : "batch line withdrawn"}`, {
-        completionId: job.completionId,
-        model: job.model,
-      });
+      const why = tracked.reason === "refused" ? "admission refused" : "batch line withdrawn";
+      logger.info(`job cancelled: ${why}`, { completionId: job.completionId, model: job.model });
       if (tracked.reason === "expired") {
         announce();
         publisher.send({ type: "error", error: { kind: "cancelled", message: CANCELLED_MESSAGE.expired, param: null }, usage: NO_USAGE });

@@ -26,23 +26,19 @@ export type InFlight = {
   batchCancelled: boolean;
 };
 
-/** How a line of an expired batch ends: the error file, no answer, nothing charged. */
-export const EXPIRED_LINE = {
-  status: "failed" as const,
-  statusCode: null,
-  response: null,
-  error: { code: "batch_expired", message: "This request could not be executed before the completion window expired." },
-  usage: null,
-};
+/** A line that ends in the error file with no answer and nothing charged: `error` says why. */
+function unansweredLine(code: string, message: string) {
+  return { status: "failed" as const, statusCode: null, response: null, error: { code, message }, usage: null };
+}
 
-/** How a line that was running when its batch was cancelled ends: the error file, no answer, nothing charged. */
-export const CANCELLED_RUNNING_LINE = {
-  status: "failed" as const,
-  statusCode: null,
-  response: null,
-  error: { code: "batch_cancelled", message: "This request was stopped before it finished: the batch was cancelled. Nothing was charged for it." },
-  usage: null,
-};
+/** How a line of an expired batch ends. */
+export const EXPIRED_LINE = unansweredLine("batch_expired", "This request could not be executed before the completion window expired.");
+
+/** How a line that was running when its batch was cancelled ends. */
+export const CANCELLED_RUNNING_LINE = unansweredLine(
+  "batch_cancelled",
+  "This request was stopped before it finished: the batch was cancelled. Nothing was charged for it.",
+);
 
 /**
  * Runs of a line that may end in an internal error (500: the engine failed, the model stopped answering)
