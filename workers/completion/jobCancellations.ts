@@ -1,6 +1,7 @@
 import { type CancelReason, decodeCancelMessage } from "../../src/contracts/cancelMessage.ts";
 import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { createRedis, type Redis, type RedisTimeouts } from "../../src/redis/createRedis.ts";
+import { within } from "./settledWithin.ts";
 import type { RedisTarget } from "../../src/redis/redisTarget.ts";
 
 /** A cancel as the worker heard it: why, and (for a request the API ended early) what its client was sent. */
@@ -32,7 +33,8 @@ export type TrackedJob = {
    * Resolves at once when the subscription was up all along since the job was tracked. Otherwise (a
    * cancel may have been published while it was away): once it is back, waits `graceMs` for the API to
    * tell what its client got (it decides once its own connection is back), then reads the job's cancel
-   * mark; a cancel found aborts the signal. Bounded: gives up after `waitMs` without the subscription.
+   * mark; a cancel found aborts the signal. Bounded: gives up after RESUBSCRIBE_WAIT_MS without the
+   * subscription, and after COMMAND_WAIT_MS without an answer.
    */
   caughtUp(): Promise<void>;
   done(): void;
@@ -40,6 +42,8 @@ export type TrackedJob = {
 
 /** How long a job whose worker lost its subscription waits for it to come back before charging anyway. */
 const RESUBSCRIBE_WAIT_MS = 10_000;
+/** How long each of the catch-up's commands may go unanswered. */
+const COMMAND_WAIT_MS = 2_000;
 /**
  * After a loss of the subscription, how long a finished job waits for a cancel before it is charged: the
  * API, its own connection back, finds what its client missed (CompletionFeed) within about this long.
@@ -146,10 +150,12 @@ export class JobCancellations {
       while (!this.#subscribed() && Date.now() < giveUpAt) await sleep(100);
       if (!this.#subscribed()) return;
       // Answered once the connection has taken its subscribe again (a PING is allowed while subscribed).
-      await this.#subscriber.ping();
+      // Each command is bounded: a silent Redis must not hold the job's charge (nor its slot) for ever.
+      if ((await within(this.#subscriber.ping(), COMMAND_WAIT_MS)).kind !== "resolved") return;
       await sleep(this.#graceMs);
       if (controller.signal.aborted) return;
-      const mark = await this.#commands.get(this.#keys.cancelMark(completionId));
+      const read = await within(this.#commands.get(this.#keys.cancelMark(completionId)), COMMAND_WAIT_MS);
+      const mark = read.kind === "resolved" ? read.value : null;
       const message = mark === null ? null : decodeCancelMessage(mark);
       if (message && !controller.signal.aborted) controller.abort(new JobCancelledError(message.reason, message.deliveredThroughSeq ?? null));
     } catch {
