@@ -150,14 +150,8 @@ export function batchRoutes(deps: AppDeps): Router {
     if (row.status !== "cancelling" && row.status !== "cancelled") {
       throw new ConflictError(`The batch ${batch.id} is ${row.status}: it can no longer be cancelled.`, { code: "batch_not_cancellable", final: true });
     }
-    // The lines running now stop (each charged what it generated); the dispatchers fail the rest unrun.
-    if (deps.inference && updated.rows[0]) {
-      const running = await deps.pool.query<{ model: string; completion_id: string }>(
-        "SELECT model, completion_id FROM batch_lines WHERE batch_id = $1 AND status = 'running'",
-        [batch.id],
-      );
-      for (const line of running.rows) await deps.inference.queues.cancel(line.model, line.completion_id, "user").catch(() => undefined);
-    }
+    // The dispatcher running each line stops it at its next pass (BATCH_POLL_MS), charged nothing (its
+    // partial reply reaches nobody), and fails the rest unrun.
     ctx.body = await batchObject(deps.pool, row);
   });
   return router;

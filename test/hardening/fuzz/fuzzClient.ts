@@ -79,7 +79,8 @@ export function expectWellFormed(request: FuzzRequest, answer: FuzzAnswer): void
 
 /** Whether a request path reaches the web console: one of its pages, or under /console/. */
 function isConsolePath(path: string): boolean {
-  const resolved = new URL(path, "http://fuzz.invalid").pathname.toLowerCase();
+  // Leading slashes collapse as the server takes them (`//` alone would read as a URL without a host).
+  const resolved = new URL(path.replace(/^\/+/, "/"), "http://fuzz.invalid").pathname.toLowerCase();
   const page = resolved.length > 1 ? resolved.replace(/\/$/, "") : resolved;
   return CONSOLE_PAGES.includes(page) || page.startsWith("/console/");
 }
