@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually } from "../support/eventually.ts";
 import { type Tenant, TENANT_MODEL, TenantPlatform, tenantChat } from "./tenantPlatform.ts";
 
 /**
@@ -128,24 +127,35 @@ describe("rate limits per key and per account across two API processes", () => {
     expect(next.status).toBe(200);
   }, 60_000);
 
-  it("gives back the tokens of a multi-prompt completion refused at its last prompt (its other prompts ran for nobody, charged nothing)", async () => {
+  it("refuses up front, and says not to retry, a multi-prompt completion whose prompts together can never pass", async () => {
     await awayFromWindowEnd();
     const multi = await platform.tenant();
-    expect((await platform.setRateLimits(multi.accountId, { tokens_per_minute: 1000 })).status).toBe(200);
-    const refused = await fetch(`${platform.apis[0]!}/v1/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${multi.key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: TENANT_MODEL, prompt: ["one", "two", "three"], max_tokens: 400 }),
-    });
-    expect(refused.status).toBe(429);
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("tokens");
-    // Once the two prompts that were admitted have stopped, the window has its tokens again: a request
-    // counting more than what two prompts left (1000 - 2 x 400+) passes.
-    const fits = await eventually(async () => {
-      const answer = await tenantChat(platform.apis[1]!, multi.key, { maxTokens: 600 });
-      return answer.status === 200 ? answer : undefined;
-    }, 10_000);
+    expect((await platform.setRateLimits(multi.accountId, { tokens_per_minute: 1000, concurrent_requests: 3 })).status).toBe(200);
+    const send = (prompt: string[], maxTokens: number) =>
+      fetch(`${platform.apis[0]!}/v1/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${multi.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: TENANT_MODEL, prompt, max_tokens: maxTokens }),
+      });
+    // Three prompts of 400+ tokens each: more than the window's 1000 together.
+    const tooManyTokens = await send(["one", "two", "three"], 400);
+    expect(tooManyTokens.status).toBe(429);
+    expect(tooManyTokens.headers.get("x-should-retry")).toBe("false");
+    const tokensError = ((await tooManyTokens.json()) as { error: { code: string; message: string } }).error;
+    expect(tokensError.code).toBe("tokens");
+    expect(tokensError.message).toContain("3 prompts");
+    // Four prompts, three may be in progress at once.
+    const tooMany = await send(["a", "b", "c", "d"], 5);
+    expect(tooMany.status).toBe(429);
+    expect(tooMany.headers.get("x-should-retry")).toBe("false");
+    expect(((await tooMany.json()) as { error: { code: string } }).error.code).toBe("concurrency");
+    // Nothing was counted for either: a request of 600 tokens fits the window at once, and three prompts run.
+    const fits = await tenantChat(platform.apis[1]!, multi.key, { maxTokens: 600 });
     expect(fits.status).toBe(200);
+    expect(Number(fits.headers.get("x-ratelimit-remaining-requests"))).toBe(Number(fits.headers.get("x-ratelimit-limit-requests")) - 1);
+    const three = await send(["a", "b", "c"], 5);
+    expect(three.status).toBe(200);
+    expect(((await three.json()) as { choices: unknown[] }).choices).toHaveLength(3);
   }, 60_000);
 
   it("tells a client whose request alone is over the tokens limit not to retry it", async () => {

@@ -1,7 +1,14 @@
 import type { Config } from "../../../config/config.ts";
 import type { Lane } from "../../../contracts/lanes.ts";
 import { jobPriority } from "../../../contracts/lanes.ts";
-import type { CountedTokens, RefusalReason, TenantCounters, TenantJob, TenantLimits } from "../../../contracts/tenantCounters.ts";
+import {
+  type CountedTokens,
+  RATE_WINDOW_MS,
+  type RefusalReason,
+  type TenantCounters,
+  type TenantJob,
+  type TenantLimits,
+} from "../../../contracts/tenantCounters.ts";
 import type { RateLimits } from "../../../ledger/accounts/accountEvents.ts";
 import { ApiError } from "../../http/errors.ts";
 import { promptTokensUpperBound } from "./promptTokensUpperBound.ts";
@@ -40,8 +47,8 @@ const MESSAGES: Record<RefusalReason, (limit: string) => string> = {
 /** 429 rate_limit_exceeded of a per-tenant limit: the SDKs may retry it (x-should-retry: true) after Retry-After. */
 export class TenantRateLimitError extends ApiError {
   readonly reason: RefusalReason;
-  constructor(reason: RefusalReason, limit: string, retryAfterMs: number, headers: Record<string, string>, retry = true) {
-    super(429, "rate_limit_exceeded", MESSAGES[reason](limit), {
+  constructor(reason: RefusalReason, limit: string, retryAfterMs: number, headers: Record<string, string>, retry = true, message = MESSAGES[reason](limit)) {
+    super(429, "rate_limit_exceeded", message, {
       code: reason,
       headers: { ...headers, "retry-after": String(Math.max(1, Math.ceil(retryAfterMs / 1000))), "x-should-retry": retry ? "true" : "false" },
     });
@@ -116,6 +123,30 @@ export class TenantAdmission {
     }
     const job: TenantJob = { completionId: input.completionId, accountId: input.accountId, keyId: input.keyId, model: input.model };
     return { priority: jobPriority(input.lane, result.inFlightBefore), lane: input.lane, counted: { window: result.window, tokens }, job };
+  }
+
+  /**
+   * A request of several jobs (a multi-prompt completion) that can never pass its limits, whatever the
+   * others do: more jobs than may run at once, or more tokens together than a window holds. Refused
+   * before any of them is counted, with a 429 of that limit and x-should-retry: false (retrying it, as
+   * the SDKs would after a plain 429, cannot help).
+   */
+  assertCanEverPass(input: { rateLimits: RateLimits; works: readonly HoldableWork[]; contextLength: number }): void {
+    const limits = this.#effective(input.rateLimits);
+    const concurrent = Math.min(limits.key.concurrentRequests, limits.account.concurrentRequests);
+    if (input.works.length > concurrent) {
+      this.#onRefusal("concurrency");
+      const limit = limitText("concurrency", limits, 0);
+      const message = `This request has ${input.works.length} prompts, more than may be in progress at once (${limit}); each prompt is a request in progress. Send fewer prompts per request.`;
+      throw new TenantRateLimitError("concurrency", limit, 1000, {}, false, message);
+    }
+    const tokens = input.works.reduce((sum, work) => sum + Math.max(0, Math.ceil(countedTokens(work, input.contextLength))), 0);
+    if (tokens > Math.min(limits.key.tokensPerMinute, limits.account.tokensPerMinute)) {
+      this.#onRefusal("tokens");
+      const limit = limitText("tokens", limits, tokens);
+      const message = `Rate limit reached for tokens per minute (${limit} over its ${input.works.length} prompts); each prompt counts its length and the most it may generate (max_tokens). Send fewer prompts per request, or ask for fewer tokens.`;
+      throw new TenantRateLimitError("tokens", limit, RATE_WINDOW_MS, {}, false, message);
+    }
   }
 
   /** The job never ran (or its start failed): out of the in-flight sets, its tokens given back. */

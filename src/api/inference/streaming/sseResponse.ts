@@ -21,6 +21,8 @@ export class SseResponse {
   #keepAlive: NodeJS.Timeout | null = null;
   /** Comments that go out right after the headers, whenever the response opens (commentOnceOpen). */
   #held: string[] = [];
+  /** What the opening writes (the reconnect delay, the held comments), sent with the first text written after it. */
+  #preamble = "";
 
   constructor(ctx: Context, onClientGone: () => void, options: { keepAliveMs: number }) {
     this.#ctx = ctx;
@@ -45,11 +47,12 @@ export class SseResponse {
   /** Sends the headers now (and the reconnect delay), before any event. */
   open(): void {
     this.#ensureOpen();
+    if (this.#preamble) this.#write("");
   }
 
   /** A comment line (`: text`), ignored by SSE clients: queue positions, keep-alives. */
   comment(text: string): void {
-    this.open();
+    this.#ensureOpen();
     this.#write(`: ${text}\n\n`);
   }
 
@@ -80,13 +83,24 @@ export class SseResponse {
     this.#stopKeepAlive();
     if (this.#clientGone || this.#ended) return;
     this.#ended = true;
-    this.#ctx.res.end(last);
+    this.#ctx.res.end(this.#takePreamble() + last);
   }
 
+  /**
+   * Writes `text` (after the preamble, if the opening's has not gone out yet). No cork: Node already sends
+   * the writes of one turn after the first in one writev (its socket's write completes on the next tick),
+   * and OutgoingMessage.uncork() of Node 24 writes a chunked response's parts one system call each.
+   */
   #write(text: string): void {
     if (this.#clientGone || this.#ended) return;
     this.#wrote = true;
-    this.#ctx.res.write(text);
+    this.#ctx.res.write(this.#takePreamble() + text);
+  }
+
+  #takePreamble(): string {
+    const preamble = this.#preamble;
+    this.#preamble = "";
+    return preamble;
   }
 
   #ensureOpen(): void {
@@ -100,10 +114,11 @@ export class SseResponse {
     ctx.res.setHeader("Cache-Control", "no-store, no-transform");
     ctx.res.setHeader("Connection", "keep-alive");
     ctx.res.setHeader("X-Accel-Buffering", "no");
-    // No flushHeaders(): the headers leave with the first write, in one packet: the reconnect delay,
-    // the comments held for the opening, then whatever opened it.
-    this.#write(`retry: ${RECONNECT_MS}\n\n`);
-    for (const text of this.#held) this.#write(`: ${text}\n\n`);
+    // No flushHeaders(): the headers leave with the first write, in one packet and one chunk: the
+    // reconnect delay, the comments held for the opening, then whatever opened it.
+    let preamble = `retry: ${RECONNECT_MS}\n\n`;
+    for (const text of this.#held) preamble += `: ${text}\n\n`;
+    this.#preamble = preamble;
     this.#held = [];
     // Checked twice a period: a tick that finds nothing written since the one before writes a
     // keep-alive, so no silence lasts longer than keepAliveMs.

@@ -11,6 +11,7 @@ import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
 import { multiPromptCompletionBody } from "./completionFormat.ts";
 import { assertPromptFits } from "../../admission/promptLengthLimit.ts";
 import { ApiError } from "../../../http/errors.ts";
+import { principalOf } from "../../../auth/principalOf.ts";
 import { releaseHolds } from "../../../../ledger/budget/releaseHold.ts";
 
 /**
@@ -32,6 +33,12 @@ export async function serveMultiPromptCompletion(
   const { model } = spec;
   // Every prompt that is too long is refused before any of them starts: a 400 never follows a charge.
   for (const request of spec.requests) assertPromptFits("completions", { kind: "chat", request }, model.context_length);
+  // Prompts that together can never pass the limits: one 429 that says not to retry, before any of them is counted.
+  inference.tenants.assertCanEverPass({
+    rateLimits: principalOf(ctx).rateLimits,
+    works: spec.requests.map((request) => ({ kind: "chat", request })),
+    contextLength: model.context_length,
+  });
   const created = Math.floor(deps.clock.now().getTime() / 1000);
   const ids = spec.requests.map(() => newCompletionId("cmpl"));
   ctx.set(COMPLETION_ID_HEADER, ids[0]!);
