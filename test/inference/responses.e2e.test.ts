@@ -2,7 +2,7 @@ import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../support/eventually.ts";
 import { startTestPlatform, TINY_CHAT, TINY_EMBED, type TestPlatform } from "../support/testPlatform.ts";
-import { openHolds } from "../usage/usageFixtures.ts";
+import { openHolds, setBudget } from "../usage/usageFixtures.ts";
 import { completionEvents } from "./inferenceSteps.ts";
 import { pacedEngine } from "./pacedEngine.ts";
 
@@ -105,6 +105,21 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(retrieved.status).toBe("completed");
     expect(retrieved.output_text).toBe(platform.tiny.greedyReply);
     expect(retrieved.usage).toEqual(response.usage);
+  });
+
+  it("answers a response refused before admission (the budget) with a plain 429 that names no response", async () => {
+    const poor = await platform.createKey();
+    await setBudget(platform.deps.pool, poor.account.accountId, 0);
+    for (const stream of [false, true]) {
+      const answer = await fetch(`${platform.baseUrl}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${poor.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ ...base, stream }),
+      });
+      expect(answer.status).toBe(429);
+      expect(answer.headers.get("x-completion-id")).toBeNull();
+      expect(((await answer.json()) as { error: { code: string } }).error.code).toBe("monthly_budget_exceeded");
+    }
   });
 
   it("stops at max_output_tokens as incomplete", async () => {

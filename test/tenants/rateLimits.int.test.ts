@@ -63,6 +63,8 @@ describe("rate limits per key and per account across two API processes", () => {
     expect(num(refused.headers, "retry-after")).toBeLessThanOrEqual(60);
     expect(refused.headers.get("x-should-retry")).toBe("true");
     expect(num(refused.headers, "x-ratelimit-remaining-requests")).toBe(0);
+    // Refused before admission: no completion to name (an answered one carries its id).
+    expect(refused.headers.get("x-completion-id")).toBeNull();
 
     // Tokens per minute of the account: 2000, each request counting its prompt bound + max_tokens at
     // admission, and given back what it did not use (usage: 20 prompt + 10 completion tokens) at its end.
@@ -117,6 +119,17 @@ describe("rate limits per key and per account across two API processes", () => {
     expect(refused.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "concurrency" });
     expect(refused.headers.get("retry-after")).toBe("1");
     expect(refused.headers.get("x-should-retry")).toBe("true");
+    expect(refused.headers.get("x-completion-id")).toBeNull();
+    // A refused stream is an ordinary 429 too, naming no completion.
+    const refusedStream = await fetch(`${platform.apis[1]}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${otherKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: TENANT_MODEL, messages: [{ role: "user", content: "Hi" }], max_tokens: 5, stream: true }),
+    });
+    expect(refusedStream.status).toBe(429);
+    expect(refusedStream.headers.get("x-completion-id")).toBeNull();
+    expect(((await refusedStream.json()) as { error: { code: string } }).error.code).toBe("concurrency");
+    expect(stream.headers.get("x-completion-id")).toMatch(/^chatcmpl-/);
     expect(await stream.text()).toContain("data: [DONE]");
     // Once it ended (the worker reports it), the next one is admitted.
     let next = await tenantChat(platform.apis[1]!, otherKey);
@@ -178,6 +191,7 @@ describe("rate limits per key and per account across two API processes", () => {
     expect(answer.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "monthly_budget_exceeded" });
     expect(answer.headers.get("x-should-retry")).toBe("false");
     expect(answer.headers.get("retry-after")).toBeNull();
+    expect(answer.headers.get("x-completion-id")).toBeNull();
     // A refused request gave its tokens back: the next one counts the same from the full limit.
     const again = await tenantChat(platform.apis[0]!, poor.key);
     expect(again.status).toBe(429);

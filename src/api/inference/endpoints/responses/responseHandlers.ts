@@ -187,6 +187,8 @@ export function createResponseHandler(deps: AppDeps) {
     /** Before admission a failure is an ordinary HTTP error, and the response never was. */
     const undo = async () => {
       run.stop();
+      // Its answer names no response: there is none to GET.
+      ctx.remove(COMPLETION_ID_HEADER);
       if (store) await inference.responses.store.delete(principal.accountId, id).catch(() => undefined);
       if (idempotencyKey) await inference.idempotency.release(principal.keyId, idempotencyKey, id).catch(() => undefined);
     };

@@ -16,6 +16,7 @@ import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
 import { type CollectedReply, collectReply } from "../../jobs/collectReply.ts";
 import { nullIfReleased, type RunningJob } from "../../jobs/runningJob.ts";
 import { relayStream } from "../../streaming/relayStream.ts";
+import type { JobHandle } from "../../jobs/completionJobs.ts";
 import type { StreamFormat } from "../../streaming/streamFormat.ts";
 
 const ignore = () => undefined;
@@ -64,8 +65,10 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
   const jobSpec = { model: spec.model, endpoint: spec.endpoint, completionId, created, work: spec.work };
   setHeader(ctx, COMPLETION_ID_HEADER, completionId);
   if (!spec.stream) {
-    const job = await inference.jobs.start(ctx, { ...jobSpec, stream: false }).started.catch(async (error: unknown) => {
+    const starting = inference.jobs.start(ctx, { ...jobSpec, stream: false });
+    const job = await starting.started.catch(async (error: unknown) => {
       await giveBack();
+      await forgetIdIfNeverAdmitted(ctx, starting);
       throw error;
     });
     await collectInto(ctx, job, head, spec.shape);
@@ -92,7 +95,10 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
       job = await starting.started;
     } catch (error) {
       await giveBack();
-      if (!sse.opened) throw error;
+      if (!sse.opened) {
+        await forgetIdIfNeverAdmitted(ctx, starting);
+        throw error;
+      }
       sse.event(0, errorBody(toApiError(error)));
       sse.done();
       return;
@@ -105,6 +111,15 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
   } finally {
     clearTimeout(hold);
   }
+}
+
+/** A request refused before admission (a rate limit, the budget, a full queue) never was a completion: its answer names none. */
+async function forgetIdIfNeverAdmitted(ctx: Context, starting: JobHandle): Promise<void> {
+  const admitted = await starting.admitted.then(
+    () => true,
+    () => false,
+  );
+  if (!admitted) ctx.remove(COMPLETION_ID_HEADER);
 }
 
 /**
