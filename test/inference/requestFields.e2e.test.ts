@@ -132,6 +132,7 @@ describe("OpenAI request fields and backend-specific parameters (real HTTP API; 
     [{ service_tier: "priority" }, "service_tier"],
     [{ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"])) }, "metadata"],
     [{ metadata: { k: 1 } }, "metadata.k"],
+    [{ metadata: { ["k".repeat(65)]: "v" } }, `metadata.${"k".repeat(65)}`],
     [{ logit_bias: { abc: 1 } }, "logit_bias.abc"],
     [{ logit_bias: { "5": 101 } }, "logit_bias.5"],
     [{ logit_bias: { "99999999": 5 } }, "logit_bias"],
@@ -140,6 +141,17 @@ describe("OpenAI request fields and backend-specific parameters (real HTTP API; 
     const response = await chat({ model: TINY_CHAT, max_tokens: 4, ...fields });
     expect(response.status).toBe(400);
     expect(response.body.error).toMatchObject({ type: "invalid_request_error", param });
+  });
+
+  it("says what is wrong with a metadata key: its length, or a character PostgreSQL cannot store", async () => {
+    const long = await chat({ model: TINY_CHAT, max_tokens: 4, metadata: { ["k".repeat(65)]: "v" } });
+    expect(long.status).toBe(400);
+    expect(long.body.error.message).toContain("a key is at most 64 characters (this one has 65)");
+    const nul = await chat({ model: TINY_CHAT, max_tokens: 4, metadata: { "a\u0000b": "v" } });
+    expect(nul.status).toBe(400);
+    expect(nul.body.error.message).toContain("must not contain NUL characters");
+    const fits = await chat({ model: TINY_CHAT, max_tokens: 4, metadata: { ["k".repeat(64)]: "v".repeat(512) } });
+    expect(fits.status, fits.text).toBe(200);
   });
 
   it.each([
