@@ -12,6 +12,10 @@ export type RedisServer = {
   stop(): Promise<void>;
   /** Stops it with SHUTDOWN NOSAVE (no persistence: it comes back empty) and waits for it to exit. */
   shutdownNosave(): Promise<void>;
+  /** Freezes it (SIGSTOP): connections stay open and nothing is answered, as in a stall. */
+  pause(): void;
+  /** Lets a frozen server go on (SIGCONT): it answers what it was sent meanwhile. */
+  resume(): void;
 };
 
 export async function startRedisServer(): Promise<RedisServer> {
@@ -34,6 +38,12 @@ export async function startRedisServer(): Promise<RedisServer> {
       const exited = new Promise<void>((resolve) => running.once("exit", () => resolve()));
       running.kill("SIGKILL");
       await exited;
+    },
+    pause() {
+      child?.kill("SIGSTOP");
+    },
+    resume() {
+      child?.kill("SIGCONT");
     },
     async shutdownNosave() {
       const running = child;

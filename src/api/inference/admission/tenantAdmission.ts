@@ -10,6 +10,7 @@ import {
   type TenantLimits,
 } from "../../../contracts/tenantCounters.ts";
 import type { RateLimits } from "../../../ledger/accounts/accountEvents.ts";
+import { retryWhileAway } from "../../../redis/retryWhileAway.ts";
 import { ApiError } from "../../http/errors.ts";
 import { promptTokensUpperBound } from "./promptTokensUpperBound.ts";
 import { rateLimitHeaders } from "./rateLimitHeaders.ts";
@@ -34,6 +35,9 @@ export type TenantAdmissionInput = TenantJob & {
  * worker gives back what it did not use when it reports the job's end; see CompletionWorker).
  */
 export type TenantAdmitted = { priority: number; lane: Lane; counted: CountedTokens; job: TenantJob };
+
+/** How long a release that Redis does not answer is tried again (a stall, a restart). */
+const RELEASE_RETRY_MS = 120_000;
 
 const MESSAGES: Record<RefusalReason, (limit: string) => string> = {
   requests: (limit) => `Rate limit reached for requests per minute (${limit}). Retry after the time in Retry-After.`,
@@ -97,20 +101,29 @@ export class TenantAdmission {
     const tokens = Math.max(0, Math.ceil(countedTokens(input.work, input.contextLength)));
     // The lane's waiting set (metrics only) goes out with the script, in its socket write, not waited for.
     const waitTtlMs = input.waitTtlMs + 5_000;
-    const result = await this.#counters.admit(
-      {
-        completionId: input.completionId,
-        accountId: input.accountId,
-        keyId: input.keyId,
-        model: input.model,
-        tokens,
-        countsAsRequest: input.countsAsRequest,
-        limits,
-        waitTtlMs,
-        runTtlMs: this.#settings.inFlightTtlMs,
-      },
-      { lane: input.lane, ttlMs: waitTtlMs },
-    );
+    const job: TenantJob = { completionId: input.completionId, accountId: input.accountId, keyId: input.keyId, model: input.model };
+    const result = await this.#counters
+      .admit(
+        {
+          completionId: input.completionId,
+          accountId: input.accountId,
+          keyId: input.keyId,
+          model: input.model,
+          tokens,
+          countsAsRequest: input.countsAsRequest,
+          limits,
+          waitTtlMs,
+          runTtlMs: this.#settings.inFlightTtlMs,
+        },
+        { lane: input.lane, ttlMs: waitTtlMs },
+      )
+      .catch((error: unknown) => {
+        // No answer (Redis stalled or away): the script may still run once Redis answers again, and count
+        // in flight a request that is answered 503 now, for the in-flight TTL (30 minutes). Its undo goes
+        // behind it, on the same connection.
+        void this.#releaseWhileAway(job, { lane: input.lane });
+        throw error;
+      });
     const headers = rateLimitHeaders(result);
     ctx.set(headers);
     if (result.refused) {
@@ -121,7 +134,6 @@ export class TenantAdmission {
       const hopeless = result.refused === "tokens" && tokens > Math.min(limits.key.tokensPerMinute, limits.account.tokensPerMinute);
       throw new TenantRateLimitError(result.refused, limit, result.retryAfterMs, headers, !hopeless);
     }
-    const job: TenantJob = { completionId: input.completionId, accountId: input.accountId, keyId: input.keyId, model: input.model };
     return { priority: jobPriority(input.lane, result.inFlightBefore), lane: input.lane, counted: { window: result.window, tokens }, job };
   }
 
@@ -149,12 +161,17 @@ export class TenantAdmission {
     }
   }
 
-  /** The job never ran (or its start failed): out of the in-flight sets, its tokens given back. */
-  async release(admitted: TenantAdmitted): Promise<void> {
-    await Promise.all([
-      this.#counters.release(admitted.job, admitted.counted),
-      this.#counters.laneLeft(admitted.job.model, admitted.lane, admitted.job.completionId),
-    ]);
+  /**
+   * The job never ran (or its start failed): out of the in-flight sets, its tokens given back; tried
+   * again while Redis does not answer (the start may have failed for that), for a while. Never rejects.
+   */
+  release(admitted: TenantAdmitted): Promise<boolean> {
+    return this.#releaseWhileAway(admitted.job, admitted);
+  }
+
+  #releaseWhileAway(job: TenantJob, admitted: { lane: Lane; counted?: CountedTokens }): Promise<boolean> {
+    const step = () => Promise.all([this.#counters.release(job, admitted.counted), this.#counters.laneLeft(job.model, admitted.lane, job.completionId)]);
+    return retryWhileAway(step, { forMs: RELEASE_RETRY_MS, intervalMs: 500 });
   }
 
   /** The limits of a subscription's rate limits (the key's principal carries them: worked out once per object). */

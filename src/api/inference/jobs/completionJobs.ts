@@ -210,7 +210,7 @@ export class CompletionJobs {
     const job = await starting.catch((error: unknown) => {
       enqueue.end(error);
       // Never started (or given up on): out of the account's in-flight counts, its tokens given back.
-      void tenants.release(tenant).catch(ignore);
+      void tenants.release(tenant);
       if (error instanceof ModelUnavailableError && error.code === "queue_full") metrics.admission.refusals.inc({ reason: "queue_full" });
       throw error;
     });

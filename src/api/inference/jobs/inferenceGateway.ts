@@ -10,6 +10,7 @@ import type { DeltaSubscriber } from "./deltaSubscriber.ts";
 import type { WorkerPresence } from "../../../contracts/workerPresence.ts";
 import { InternalApiError, ModelUnavailableError, ServiceUnavailableError } from "../../http/errors.ts";
 import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
+import { retryWhileAway } from "../../../redis/retryWhileAway.ts";
 import { SharedReads } from "./sharedReads.ts";
 
 /**
@@ -165,7 +166,12 @@ export class InferenceGateway {
       );
       const enqueuing = Promise.all([this.#queues.enqueue(job), this.#records.create(record)]);
       const [live, waiting, enqueued] = await Promise.allSettled([checks.then((c) => c.live), checks.then((c) => c.waiting), enqueuing]);
-      if (enqueued.status === "rejected") throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis") : enqueued.reason;
+      if (enqueued.status === "rejected") {
+        // No answer (Redis stalled or away): the enqueue may still run once Redis answers again, for a
+        // client answered 503 now. The job is taken back behind it (never charged: a refused job).
+        void retryWhileAway(() => this.#queues.cancel(job.model, job.completionId, "refused"), { forMs: LOST_CANCEL_RETRY_MS * 12, intervalMs: 500 });
+        throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis") : enqueued.reason;
+      }
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
       if (waiting.status === "fulfilled") {
         if (waiting.value > this.#limits.queueMaxWaiting && (await this.#queues.removeWaiting(job.model, job.completionId))) {
@@ -285,16 +291,7 @@ const LOST_CANCEL_RETRY_MS = 10_000;
  * is charged; tried again while Redis is not back yet (the request ended because of it), for a while.
  */
 async function cancelLost(queues: CompletionQueues, job: CompletionJob, relayedSeq: number): Promise<void> {
-  const giveUpAt = Date.now() + LOST_CANCEL_RETRY_MS;
-  for (;;) {
-    try {
-      await queues.cancel(job.model, job.completionId, "lost", relayedSeq);
-      return;
-    } catch {
-      if (Date.now() >= giveUpAt) return;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-  }
+  await retryWhileAway(() => queues.cancel(job.model, job.completionId, "lost", relayedSeq), { forMs: LOST_CANCEL_RETRY_MS, intervalMs: 250 });
 }
 
 /**

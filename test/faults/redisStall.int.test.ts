@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../support/eventually.ts";
+import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
+import { startTestPlatform, TINY_CHAT, TINY_EMBED, type TestPlatform } from "../support/testPlatform.ts";
+import { openHolds } from "../usage/usageFixtures.ts";
+
+/**
+ * The platform's private redis-server is frozen (SIGSTOP, by its PID) for a few seconds while requests
+ * arrive, then goes on (SIGCONT) and runs what it was sent meanwhile. The requests were answered 503
+ * already; none of them may stay counted in flight afterwards (an account with a limit of 3 requests at
+ * once would otherwise be refused for the in-flight TTL, 30 minutes), run, or be charged.
+ */
+let redis: RedisServer;
+let platform: TestPlatform;
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  platform = await startTestPlatform({ redisUrl: redis.url, env: { RATE_LIMIT_CONCURRENT_REQUESTS: "3" } });
+});
+afterAll(async () => {
+  redis?.resume();
+  await platform?.close();
+  await redis?.stop();
+});
+
+describe("a Redis stall", () => {
+  it("leaves no request it refused counted in flight, queued or charged once Redis answers again", async () => {
+    const { key, account } = await platform.createKey();
+    const request = (path: string, body: unknown) => platform.request("POST", path, { token: key, body });
+    const chat = (stream: boolean) =>
+      request("/v1/chat/completions", { model: TINY_CHAT, messages: [{ role: "user", content: "Hello" }], max_tokens: 3, stream });
+    expect((await chat(false)).status).toBe(200);
+
+    redis.pause();
+    let answers: { status: number; completionId: string | null }[];
+    try {
+      const stalled = await Promise.all([
+        chat(false),
+        chat(true),
+        request("/v1/completions", { model: TINY_CHAT, prompt: "Hi", max_tokens: 3 }),
+        request("/v1/embeddings", { model: TINY_EMBED, input: "Hi" }),
+      ]);
+      answers = stalled.map((answer) => ({ status: answer.status, completionId: answer.headers.get("x-completion-id") }));
+    } finally {
+      redis.resume();
+    }
+    for (const answer of answers) expect(answer.status).toBe(503);
+
+    // Three requests at once fit the account's limit of 3 again: nothing of the stall is counted.
+    const fits = await eventually(async () => {
+      const burst = await Promise.all([chat(false), chat(true), chat(false)]);
+      return burst.every((answer) => answer.status === 200) ? burst : undefined;
+    }, 15_000);
+    expect(fits).toHaveLength(3);
+    // A refused request names no completion; nothing refused ran or was charged: the account's usages
+    // are the four answered chats'; no hold stays open.
+    for (const answer of answers) expect(answer.completionId).toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const usages = await platform.deps.pool.query<{ n: string }>(
+      "SELECT count(*) AS n FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'accountId' = $1",
+      [account.accountId],
+    );
+    expect(Number(usages.rows[0]!.n)).toBe(4);
+    expect(await openHolds(platform.deps.pool, account.accountId)).toBe(0);
+  }, 60_000);
+});
