@@ -131,12 +131,45 @@ describe("availability and failures: 503 model_unavailable, 500 api_error, disco
       expect(platform.tiny.greedyReply.startsWith(text)).toBe(true);
       expect(text.length).toBeGreaterThan(0);
 
-      // Tokens generated before the failure are charged: both failed streams recorded their prompt and output.
+      // With include_usage, the usage chunk tells what was charged, right before the error; a GET of the
+      // completion answers the partial reply that was charged (not a 500), marked failed.
+      const withUsage = await fetch(`${platform.baseUrl}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          model: TINY_CHAT,
+          messages: [{ role: "user", content: "Hi" }],
+          temperature: 0,
+          stream: true,
+          stream_options: { include_usage: true },
+        }),
+      });
+      const failedId = withUsage.headers.get("x-completion-id")!;
+      const failedEvents = parseSse(await withUsage.text());
+      expect(JSON.parse(failedEvents.at(-2)!.data).error.type).toBe("api_error");
+      const usageChunk = JSON.parse(failedEvents.at(-3)!.data);
+      expect(usageChunk.choices).toEqual([]);
+      const recorded = await eventually(async () => {
+        const found = await completionEvents(platform.deps.pool, failedId);
+        return found.length ? found : undefined;
+      });
+      expect(recorded[0]!.data).toMatchObject({
+        outcome: "failed",
+        promptTokens: usageChunk.usage.prompt_tokens,
+        completionTokens: usageChunk.usage.completion_tokens,
+      });
+      const stored = await platform.request("GET", `/v1/chat/completions/${failedId}`, { token: key });
+      expect(stored.status, stored.text).toBe(200);
+      expect(stored.headers.get("x-completion-status")).toBe("failed");
+      expect(stored.body.usage.completion_tokens).toBe(usageChunk.usage.completion_tokens);
+      expect(platform.tiny.greedyReply.startsWith(stored.body.choices[0].message.content)).toBe(true);
+
+      // Tokens generated before the failure are charged: the three failed streams recorded their prompt and output.
       const charged = await eventually(async () => {
         const rows = await platform.deps.pool.query<{ data: { outcome: string; promptTokens: number; completionTokens: number; costMicroChf: number } }>(
           "SELECT data FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'outcome' = 'failed' AND (data->>'completionTokens')::int > 0",
         );
-        return rows.rows.length === 2 ? rows.rows : undefined;
+        return rows.rows.length === 3 ? rows.rows : undefined;
       });
       for (const { data } of charged) {
         expect(data.promptTokens).toBeGreaterThan(0);

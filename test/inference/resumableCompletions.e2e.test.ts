@@ -197,7 +197,7 @@ describe("resumable completions (real worker, engine paced at 150 ms per delta, 
     const response = await post(body({ stream: true, stream_options: { include_usage: true } }));
     const completionId = response.headers.get("x-completion-id")!;
     const reader = new SseReader(response);
-    await reader.nextEvent();
+    const first = await reader.nextEvent();
     const foreign = await fetch(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`, {
       method: "POST",
       headers: { authorization: `Bearer ${otherKey}` },
@@ -224,6 +224,21 @@ describe("resumable completions (real worker, engine paced at 150 ms per delta, 
     const usageChunk = JSON.parse(rest.at(-3)!.data!) as { choices: unknown[]; usage: { completion_tokens: number } };
     expect(usageChunk.choices).toEqual([]);
     expect(usageChunk.usage.completion_tokens).toBe(events[0]!.data.completionTokens);
+    // The usage chunk and the error come of one message: the error event carries its id, the usage
+    // chunk none. A client resuming after the error is told nothing again; one resuming before it gets both.
+    expect(rest.at(-3)!.id).toBeUndefined();
+    const errorId = rest.at(-2)!.id!;
+    const lastBefore = rest.slice(0, -3).findLast((item) => item.id !== undefined)?.id ?? first.event!.id!;
+    expect(Number(errorId)).toBeGreaterThan(Number(lastBefore));
+    const resume = async (lastEventId: string) =>
+      (await new SseReader(await get(`/v1/chat/completions/${completionId}?stream=true`, { headers: { "last-event-id": lastEventId } })).rest())
+        .filter((item) => item.data !== undefined)
+        .map((item) => item.data!);
+    expect(await resume(errorId)).toEqual(["[DONE]"]);
+    const before = await resume(lastBefore);
+    expect(before).toHaveLength(3);
+    expect(JSON.parse(before[0]!).usage.completion_tokens).toBe(events[0]!.data.completionTokens);
+    expect(JSON.parse(before[1]!)).toMatchObject({ error: { code: "completion_cancelled" } });
     // Cancelled it stays: a second cancel does not call it completed.
     const again = await fetch(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`, {
       method: "POST",

@@ -147,6 +147,8 @@ export class CompletionJobRunner {
     const supersede = new AbortController();
     const signal = AbortSignal.any([jobSignal, supersede.signal]);
     const fence = { ...(writeRun === undefined ? {} : { run: writeRun }), onSuperseded: () => supersede.abort(new Error("superseded by a later run")) };
+    // Run again after its worker died: a cancel sent meanwhile reached no worker; its mark tells it.
+    if (mode !== "new") await tracked?.checkMark().catch(() => undefined);
     const point = mode === "new" ? NEW_JOB : await this.#resume(job, mode, fence);
     if (point === null) return null;
     // What was generated, for the charge of a run that fails: the token counts the deltas carry, the
@@ -302,8 +304,10 @@ export class CompletionJobRunner {
       logger.warn("usage not recorded yet (PostgreSQL unreachable): the stream ends, the recording goes on", { completionId: job.completionId });
     }
     announce();
-    // A cancelled job's error carries what was charged (the client's usage chunk, the stored partial reply).
-    const chargedUsage = failure?.kind === "cancelled" && waited.kind !== "rejected" ? { usage: charged } : {};
+    // A cancelled job's error carries what was charged (the client's usage chunk, the stored partial
+    // reply), and so does a failed one that was charged (what it delivered before it failed).
+    const chargedSomething = charged.promptTokens + charged.completionTokens > 0;
+    const chargedUsage = failure && waited.kind !== "rejected" && (failure.kind === "cancelled" || chargedSomething) ? { usage: charged } : {};
     publisher.send(failure ? { type: "error", error: failure, ...chargedUsage } : { type: "usage", usage });
     await publisher.close();
     if (waited.kind === "pending") {

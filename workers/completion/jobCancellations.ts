@@ -37,6 +37,11 @@ export type TrackedJob = {
    * subscription, and after COMMAND_WAIT_MS without an answer.
    */
   caughtUp(): Promise<void>;
+  /**
+   * Reads the job's cancel mark now (bounded by COMMAND_WAIT_MS); a cancel found aborts the signal. For a
+   * job run again after its worker died: a cancel published while no worker ran it reached nobody.
+   */
+  checkMark(): Promise<void>;
   done(): void;
 };
 
@@ -128,6 +133,7 @@ export class JobCancellations {
       },
       caughtUp: () =>
         subscribedAt >= 0 && this.#subscribed() && this.#subscriptions === subscribedAt ? Promise.resolve() : this.#catchUp(completionId, controller),
+      checkMark: () => this.#readMark(completionId, controller),
       done: () => {
         if (this.#running.get(completionId) === controller) this.#running.delete(completionId);
       },
@@ -153,14 +159,18 @@ export class JobCancellations {
       // Each command is bounded: a silent Redis must not hold the job's charge (nor its slot) for ever.
       if ((await within(this.#subscriber.ping(), COMMAND_WAIT_MS)).kind !== "resolved") return;
       await sleep(this.#graceMs);
-      if (controller.signal.aborted) return;
-      const read = await within(this.#commands.get(this.#keys.cancelMark(completionId)), COMMAND_WAIT_MS);
-      const mark = read.kind === "resolved" ? read.value : null;
-      const message = mark === null ? null : decodeCancelMessage(mark);
-      if (message && !controller.signal.aborted) controller.abort(new JobCancelledError(message.reason, message.deliveredThroughSeq ?? null));
+      await this.#readMark(completionId, controller);
     } catch {
       // Redis away again: the job is charged as it ended.
     }
+  }
+
+  async #readMark(completionId: string, controller: AbortController): Promise<void> {
+    if (this.#commands === null || controller.signal.aborted) return;
+    const read = await within(this.#commands.get(this.#keys.cancelMark(completionId)), COMMAND_WAIT_MS);
+    const mark = read.kind === "resolved" ? read.value : null;
+    const message = mark === null ? null : decodeCancelMessage(mark);
+    if (message && !controller.signal.aborted) controller.abort(new JobCancelledError(message.reason, message.deliveredThroughSeq ?? null));
   }
 
   close(): void {

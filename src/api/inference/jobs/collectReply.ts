@@ -7,14 +7,18 @@ import { ReplyAccumulator } from "./replyAccumulator.ts";
 /** Why a generation stopped (OpenAI's finish_reason). */
 export type FinishReason = "stop" | "length" | "tool_calls";
 
-/** `cancelled`: the reply stops where a cancel (or nobody listening) stopped its job; `usage` is what was charged. */
-export type CollectedReply = { reply: ReplyAccumulator; finishReason: FinishReason; usage: Usage; cancelled?: boolean };
+/**
+ * `ended`: the reply stops where a cancel (or nobody listening) stopped its job, or where it failed after
+ * it was charged for what it had delivered; `usage` is what was charged.
+ */
+export type CollectedReply = { reply: ReplyAccumulator; finishReason: FinishReason; usage: Usage; ended?: "cancelled" | "failed" };
 export type CollectedEmbeddings = { embeddings: number[][]; usage: Usage };
 
 /**
  * Waits for the whole generated reply of a job (non-streaming answers). With `partialWhenCancelled` (a
  * GET of a stored completion), a job cancelled after it generated something answers the partial reply
- * that was charged (finish_reason `length`: it was cut off) instead of the 409.
+ * that was charged (finish_reason `length`: it was cut off) instead of the 409, and so does a job that
+ * failed after it was charged for what it delivered (instead of a 500).
  */
 export async function collectReply(job: RunningJob, options: { partialWhenCancelled?: boolean } = {}): Promise<CollectedReply> {
   const reply = new ReplyAccumulator();
@@ -25,8 +29,9 @@ export async function collectReply(job: RunningJob, options: { partialWhenCancel
       if (message.type === "delta") reply.add(message.delta);
       else if (message.type === "finish") finishReason = message.finishReason;
       else if (message.type === "error") {
-        if (options.partialWhenCancelled && message.error.kind === "cancelled" && message.usage)
-          return { reply, finishReason: finishReason ?? "length", usage: message.usage, cancelled: true };
+        if (options.partialWhenCancelled && message.usage && (message.error.kind === "cancelled" || message.error.kind === "internal")) {
+          return { reply, finishReason: finishReason ?? "length", usage: message.usage, ended: message.error.kind === "cancelled" ? "cancelled" : "failed" };
+        }
         throw jobErrorToApiError(message.error, message.usage);
       } else if (message.type === "usage") {
         if (!finishReason) throw new InternalApiError("The worker ended the job without a finish reason.");

@@ -45,8 +45,11 @@ export async function relayStream(
         case "error": {
           const error = jobErrorToApiError(message.error);
           if (!sse.opened) throw error;
-          // A cancelled stream still ends with its usage chunk (what was charged) when it was asked for.
-          if (includeUsage && message.usage) sse.event(message.seq, format.usage(message.usage));
+          // A cancelled stream (or one that failed after it was charged) still ends with its usage chunk
+          // (what was charged) when it was asked for. The two events come of one message: the usage chunk
+          // goes without an id, right before the error event that carries it (in the same write), so a
+          // client resuming after that id is told nothing again, and one that missed it gets both.
+          if (includeUsage && message.usage) sse.unnamedJson(JSON.stringify(format.usage(message.usage)));
           sse.event(message.seq, errorBody(error));
           sse.done();
           return;

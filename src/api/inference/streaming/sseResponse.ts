@@ -73,6 +73,12 @@ export class SseResponse {
     this.#write(`id: ${id}\n${name ? `event: ${name}\n` : ""}data: ${json}\n\n`);
   }
 
+  /** An event without an id (`data:` only): one a resume after the next event's id need not repeat. */
+  unnamedJson(json: string): void {
+    this.#ensureOpen();
+    this.#write(`data: ${json}\n\n`);
+  }
+
   done(): void {
     this.end("data: [DONE]\n\n");
   }

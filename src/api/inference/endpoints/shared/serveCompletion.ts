@@ -218,7 +218,7 @@ async function collectInto(
   const collected = await collectReply(job, options).catch(nullIfReleased);
   if (collected) {
     ctx.set("cache-control", "no-store");
-    if (collected.cancelled) ctx.set(COMPLETION_STATUS_HEADER, "cancelled");
+    if (collected.ended) ctx.set(COMPLETION_STATUS_HEADER, collected.ended);
     ctx.body = shape.body(head, collected);
   }
 }
