@@ -12,12 +12,15 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
   const model = { model: modelId };
   // Bound once: an observation through the histogram itself makes a closure per call besides its label work.
   const interTokenLatency = metrics.interTokenLatency.labels(model);
-  const generate = async (call: (onDelta: DeltaSink) => Promise<EngineResult>, onDelta: DeltaSink): Promise<EngineResult> => {
+  const generate = async (call: (onDelta: DeltaSink) => Promise<EngineResult>, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> => {
     const calledAt = performance.now();
     let firstAt: number | null = null;
     let lastAt = 0;
+    /** Tokens the deltas counted: what a call that fails (a cancel) generated. */
+    let generated = 0;
     const measured: DeltaSink = (delta) => {
       const now = performance.now();
+      if (delta.tokens !== undefined) generated += delta.tokens;
       if (firstAt === null) {
         firstAt = now;
         metrics.timeToFirstToken.observe(model, (now - calledAt) / 1000);
@@ -27,7 +30,10 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
       lastAt = now;
       onDelta(delta);
     };
-    const result = await counted(() => call(measured));
+    const result = await counted(() => call(measured), signal).catch((error: unknown) => {
+      if (generated > 0) metrics.outputTokens.inc(model, generated);
+      throw error;
+    });
     const { promptTokens, completionTokens } = result.usage;
     metrics.inputTokens.inc(model, promptTokens);
     metrics.outputTokens.inc(model, completionTokens);
@@ -35,23 +41,23 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
     if (completionTokens > 1 && decodeSeconds > 0) metrics.tokensPerSecond.observe(model, (completionTokens - 1) / decodeSeconds);
     return result;
   };
-  const counted = async <T>(call: () => Promise<T>): Promise<T> => {
+  const counted = async <T>(call: () => Promise<T>, signal: AbortSignal): Promise<T> => {
     try {
       return await call();
     } catch (error) {
-      metrics.engineErrors.inc({
-        ...model,
-        kind: error instanceof EngineError ? error.kind : (error as Error)?.name === "AbortError" ? "aborted" : "internal",
-      });
+      // A call its job stopped (a cancel, a refused admission, a superseded run) is aborted, whatever the
+      // engine threw for it (the signal's reason, a JobCancelledError, is not an AbortError).
+      const aborted = signal.aborted || (error as Error)?.name === "AbortError";
+      metrics.engineErrors.inc({ ...model, kind: aborted ? "aborted" : error instanceof EngineError ? error.kind : "internal" });
       throw error;
     }
   };
   return {
     capabilities: () => engine.capabilities(),
     chat: (request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options?: ChatOptions) =>
-      generate((sink) => engine.chat(request, sink, signal, options), onDelta),
+      generate((sink) => engine.chat(request, sink, signal, options), onDelta, signal),
     embed: async (texts: string[], signal: AbortSignal): Promise<EmbedResult> => {
-      const result = await counted(() => engine.embed(texts, signal));
+      const result = await counted(() => engine.embed(texts, signal), signal);
       metrics.inputTokens.inc(model, result.promptTokens);
       return result;
     },

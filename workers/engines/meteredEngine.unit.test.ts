@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import type { EngineChatRequest } from "../../src/contracts/engineRequestSchemas.ts";
+import { createMetrics } from "../../src/observability/metrics.ts";
+import { type Engine, EngineError } from "./engine.ts";
+import { meteredEngine } from "./meteredEngine.ts";
+
+/** An engine that sends two deltas of one token each, then ends as `end` says. */
+function twoTokensThen(end: (signal: AbortSignal) => Promise<never> | "finish"): Engine {
+  return {
+    capabilities: () => {
+      throw new Error("not used");
+    },
+    async chat(_request, onDelta, signal) {
+      onDelta({ content: "a", tokens: 1 });
+      onDelta({ content: "b", tokens: 1 });
+      const ending = end(signal);
+      if (ending === "finish") return { finishReason: "stop", usage: { promptTokens: 5, completionTokens: 2, reasoningTokens: 0 } };
+      return ending;
+    },
+    embed: async () => ({ embeddings: [], promptTokens: 0 }),
+    countChatTokens: async () => 0,
+    countTokens: async () => 0,
+    maxConcurrency: () => 1,
+    close: async () => undefined,
+  };
+}
+
+const request = {} as EngineChatRequest;
+
+async function metricText(metrics: ReturnType<typeof createMetrics>): Promise<string> {
+  return (await metrics.scrape()).body;
+}
+
+describe("meteredEngine", () => {
+  it("counts a call its job stopped as aborted (whatever the engine threw), with the tokens its deltas counted", async () => {
+    const metrics = createMetrics({ defaultMetrics: false });
+    class JobCancelledError extends Error {
+      override name = "JobCancelledError";
+    }
+    const engine = meteredEngine(
+      twoTokensThen((signal) => Promise.reject(signal.reason)),
+      "m",
+      metrics.inference,
+    );
+    const controller = new AbortController();
+    controller.abort(new JobCancelledError("cancelled by its owner"));
+    await expect(engine.chat(request, () => undefined, controller.signal)).rejects.toBeInstanceOf(JobCancelledError);
+    const text = await metricText(metrics);
+    expect(text).toContain('inference_engine_errors_total{model="m",kind="aborted"} 1');
+    expect(text).not.toContain('kind="internal"');
+    expect(text).toContain('inference_output_tokens_total{model="m"} 2');
+  });
+
+  it("counts an engine's own failure by its kind, and a plain error as internal", async () => {
+    const metrics = createMetrics({ defaultMetrics: false });
+    const refused = meteredEngine(
+      twoTokensThen(() => Promise.reject(new EngineError("invalid_request", "no"))),
+      "m",
+      metrics.inference,
+    );
+    await expect(refused.chat(request, () => undefined, new AbortController().signal)).rejects.toThrow("no");
+    const broken = meteredEngine(
+      twoTokensThen(() => Promise.reject(new Error("boom"))),
+      "m",
+      metrics.inference,
+    );
+    await expect(broken.chat(request, () => undefined, new AbortController().signal)).rejects.toThrow("boom");
+    const ok = meteredEngine(
+      twoTokensThen(() => "finish"),
+      "m",
+      metrics.inference,
+    );
+    await ok.chat(request, () => undefined, new AbortController().signal);
+    const text = await metricText(metrics);
+    expect(text).toContain('inference_engine_errors_total{model="m",kind="invalid_request"} 1');
+    expect(text).toContain('inference_engine_errors_total{model="m",kind="internal"} 1');
+    expect(text).toContain('inference_input_tokens_total{model="m"} 5');
+    expect(text).toContain('inference_output_tokens_total{model="m"} 6');
+  });
+});
