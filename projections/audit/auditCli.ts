@@ -36,6 +36,24 @@ function parseTime(name: string, value: string | undefined): Date | undefined {
 
 class UsageError extends Error {}
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** `--account`: an account id (a UUID), lower-cased as the log writes it. */
+function accountIdOf(value: string): string {
+  if (!UUID.test(value)) throw new UsageError(`--account: not an account id (a UUID): ${value}`);
+  return value.toLowerCase();
+}
+
+/** Reads an input file of the auditor's; one that is missing or not what it should be is a usage error, not a crash. */
+function readInput<T>(file: string, what: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError(`${file}: not a readable ${what} (${(error as Error).message.split("\n")[0]})`);
+  }
+}
+
 /** Writes a file that must not exist yet (a key is never overwritten). */
 async function writeNew(file: string, text: string, mode: number): Promise<void> {
   const handle = await open(file, "wx", mode);
@@ -85,10 +103,11 @@ async function main(argv: string[]): Promise<number> {
   if (command === "keygen") return keygen(values.out);
   // Checked before anything is opened: a bad time is a usage error, whatever the database.
   const scope = {
-    ...(values.account ? { accountId: values.account } : {}),
+    ...(values.account !== undefined ? { accountId: accountIdOf(values.account) } : {}),
     ...(values.from ? { from: parseTime("from", values.from)! } : {}),
     ...(values.to ? { to: parseTime("to", values.to)! } : {}),
   };
+  if (scope.from && scope.to && scope.from > scope.to) throw new UsageError("--from is after --to: the time range is empty");
   const config = loadConfig(process.env);
   // An operator tool: no statement limit, and no idle-in-transaction limit (it holds one snapshot open
   // across a whole log while a second connection or the process itself works).
@@ -111,8 +130,15 @@ async function main(argv: string[]): Promise<number> {
       return counts.checkpoints ? 0 : 1;
     }
     const keyFiles = values["public-key"] ?? (config.auditPublicKeyPath ? [config.auditPublicKeyPath] : []);
-    const publicKeys = keyFiles.map((file) => checkpointPublicKey(readFileSync(file, "utf8")));
-    const signedHeads = await Promise.all((values.heads ?? []).map(async (file) => SignedHeadsFileSchema.parse(JSON.parse(await readFile(file, "utf8")))));
+    const publicKeys = keyFiles.map((file) => readInput(file, "public key", () => checkpointPublicKey(readFileSync(file, "utf8"))));
+    const signedHeads = await Promise.all(
+      (values.heads ?? []).map(async (file) => {
+        const text = await readFile(file, "utf8").catch((error: unknown) => {
+          throw new UsageError(`--heads ${file}: cannot read it (${(error as Error).message})`);
+        });
+        return readInput(file, "signed heads file (npm run audit -- heads)", () => SignedHeadsFileSchema.parse(JSON.parse(text)));
+      }),
+    );
     const report = await verifyAudit(pool, {
       ...scope,
       readModels: !values["skip-read-models"],
@@ -120,6 +146,12 @@ async function main(argv: string[]): Promise<number> {
       ...(signedHeads.length ? { signedHeads } : {}),
     });
     process.stdout.write(formatAuditReport(report));
+    // A scope that holds nothing checked nothing: not a clean audit (an account id mistyped, say).
+    if (report.findingCount === 0 && report.chains.events === 0 && (scope.accountId || scope.from || scope.to)) {
+      throw new UsageError(
+        `nothing was verified: the log holds no event${scope.accountId ? ` of account ${scope.accountId}` : ""}${scope.from || scope.to ? " in that time range" : ""}`,
+      );
+    }
     return report.findingCount === 0 ? 0 : 1;
   } finally {
     await pool.end();

@@ -16,6 +16,11 @@ export type ChainRow = {
   recorded_at: string;
   prev_hash: string | null;
   hash: string | null;
+  /** Its place in the log (transaction id, global position), as text. */
+  tx: string;
+  gp: string;
+  /** Whether recorded_at has a fraction of a millisecond (the hash covers milliseconds only; the service stores none). */
+  sub_ms: boolean;
 };
 
 type StreamRow = { stream_id: string; version: string; head_hash: string | null; legacy_seal: string | null };
@@ -30,6 +35,9 @@ type StreamWalk = {
   lastHash: string | null;
   /** Version of each hash seen in this stream, to tell a reordered event from an edited one. */
   versionOfHash: Map<string, number>;
+  /** The log position of the stream's last event seen. */
+  lastTx: string | null;
+  lastGp: bigint;
 };
 
 /**
@@ -100,6 +108,7 @@ async function walkChains(
     db.query<ChainRow & { head_version: string | null; head_hash: string | null; legacy_seal: string | null }>(
       `SELECT e.stream_id, e.stream_version, e.event_id, e.event_type, e.schema_version, e.data, e.metadata,
               to_char(e.recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at,
+              e.transaction_id::text AS tx, e.global_position::text AS gp, e.recorded_at <> date_trunc('milliseconds', e.recorded_at) AS sub_ms,
               encode(e.prev_hash, 'hex') AS prev_hash, encode(e.hash, 'hex') AS hash,
               s.version AS head_version, encode(s.head_hash, 'hex') AS head_hash, encode(s.legacy_seal, 'hex') AS legacy_seal
          FROM es_events e LEFT JOIN es_streams s ON s.stream_id = e.stream_id AND s.stream_id >= $1
@@ -123,7 +132,7 @@ async function walkChains(
           row.head_version === null
             ? undefined
             : { stream_id: row.stream_id, version: row.head_version, head_hash: row.head_hash, legacy_seal: row.legacy_seal };
-        walk = { streamId: row.stream_id, head, lastVersion: 0, lastHash: null, versionOfHash: new Map() };
+        walk = { streamId: row.stream_id, head, lastVersion: 0, lastHash: null, versionOfHash: new Map(), lastTx: null, lastGp: 0n };
         stats.streams++;
       }
       stats.events++;
@@ -146,11 +155,21 @@ function checkEvent(walk: StreamWalk, row: ChainRow, report: (finding: AuditFind
       message: `version ${walk.lastVersion + 1}${missing > 1 ? `..${version - 1}` : ""} missing (the stream jumps from ${walk.lastVersion} to ${version})`,
     });
   }
+  // Events one transaction appends to a stream take log positions in version order: within a
+  // transaction, a later version never comes first in the log (across transactions the order of
+  // transaction ids need not follow versions; a checkpoint's count of its window covers those).
+  const gp = BigInt(row.gp);
+  if (walk.lastTx === row.tx && gp <= walk.lastGp) {
+    report({ ...at, message: `logged before version ${walk.lastVersion} of its stream in the same transaction (the log order was changed)` });
+  }
+  walk.lastTx = row.tx;
+  walk.lastGp = gp;
   if (row.hash === null) {
     if (walk.lastHash !== null) report({ ...at, message: "event has no hash after the chain began (inserted)" });
     walk.lastVersion = version;
     return;
   }
+  if (row.sub_ms) report({ ...at, message: "recorded_at has a fraction of a millisecond that no event is recorded with (recorded_at changed)" });
   const fields = {
     prevHash: row.prev_hash,
     streamId: row.stream_id,

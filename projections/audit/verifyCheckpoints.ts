@@ -1,4 +1,4 @@
-import { AUDIT_CHECKPOINT_STREAM, AuditCheckpointRecordedDataSchema, byStreamId, streamHeadsIn } from "../../src/ledger/audit/auditCheckpoint.ts";
+import { AUDIT_CHECKPOINT_STREAM, AuditCheckpointRecordedDataSchema, byStreamId, eventsIn, streamHeadsIn } from "../../src/ledger/audit/auditCheckpoint.ts";
 import { accountLeaves, accountsRoot, streamAccountsIn } from "../../src/ledger/audit/accountsRoot.ts";
 import { merkleRoot, type StreamHead } from "../../src/ledger/audit/merkleRoot.ts";
 import type { Queryable } from "../../src/ledger/eventStore/types.ts";
@@ -77,6 +77,16 @@ export async function verifyCheckpoints(
         report({
           ...at,
           message: `checkpoint ${version}: its accounts root is not that of the log's streams per account in its window (a stream removed or added, or an event's account changed)`,
+        });
+    }
+    if (!streamIds) {
+      // The window's events, counted in log order: an event moved into or out of it (its log position
+      // changed) shows here even where every stream head stayed the same.
+      const events = await eventsIn(db, checkpoint.after, checkpoint.upTo);
+      if (events !== checkpoint.eventCount)
+        report({
+          ...at,
+          message: `checkpoint ${version}: its window of the log holds ${events} events, the checkpoint counted ${checkpoint.eventCount} (events moved in the log order, added or removed)`,
         });
     }
     const current = new Map((await streamHeadsIn(db, checkpoint.after, checkpoint.upTo, streamIds)).map((h) => [h[0], h]));

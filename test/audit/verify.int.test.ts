@@ -147,6 +147,51 @@ describe("audit verify", () => {
     );
   });
 
+  it("names an event moved in the log order out of the checkpoint window that counted it", async () => {
+    const stream = `account-${accounts[0]!.accountId}`;
+    // Out of its window: the checkpoint that covered it counts one event less in its window now.
+    await operatorEdit(db.pool, (c) => c.query("UPDATE es_events SET transaction_id = '99999999'::xid8 WHERE stream_id = $1 AND stream_version = 2", [stream]));
+    const moved = await findings();
+    expect(moved.findings).toContainEqual(
+      expect.objectContaining({
+        kind: "checkpoint",
+        message: expect.stringMatching(/holds \d+ events, the checkpoint counted \d+ \(events moved in the log order/),
+      }),
+    );
+  });
+
+  it("names a later version logged before an earlier one of the same transaction, and a recorded_at moved by less than a millisecond", async () => {
+    const stream = `test-${randomUUID()}`;
+    await appendToStream(
+      db.pool,
+      stream,
+      "test",
+      [
+        { type: "Noted", data: { i: 1 } },
+        { type: "Noted", data: { i: 2 } },
+        { type: "Noted", data: { i: 3 } },
+      ],
+      "no_stream",
+    );
+    expect((await findings()).findings).toEqual([]);
+    await operatorEdit(db.pool, async (c) => {
+      await c.query("UPDATE es_events SET global_position = global_position + 1000000 WHERE stream_id = $1 AND stream_version = 2", [stream]);
+      await c.query("UPDATE es_events SET recorded_at = recorded_at + interval '999 microseconds' WHERE stream_id = $1 AND stream_version = 1", [stream]);
+    });
+    const report = await findings();
+    expect(report.findings).toContainEqual(
+      expect.objectContaining({
+        kind: "chain",
+        streamId: stream,
+        version: 3,
+        message: expect.stringContaining("logged before version 2 of its stream in the same transaction"),
+      }),
+    );
+    expect(report.findings).toContainEqual(
+      expect.objectContaining({ kind: "chain", streamId: stream, version: 1, message: expect.stringContaining("recorded_at has a fraction of a millisecond") }),
+    );
+  });
+
   it("names a checkpoint whose accounts root is not that of the log's streams per account", async () => {
     const last = await db.pool.query<{ v: string }>("SELECT version::text AS v FROM es_streams WHERE stream_id = 'audit-checkpoints'");
     const version = Number(last.rows[0]!.v);

@@ -148,6 +148,18 @@ export async function streamHeadsIn(db: Queryable, after: LogPosition, upTo: Log
   return heads.sort(byStreamId);
 }
 
+/** How many events (the checkpoint stream's aside) the log holds in the window (after, upTo]: a checkpoint's eventCount. */
+export async function eventsIn(db: Queryable, after: LogPosition, upTo: LogPosition): Promise<number> {
+  const rows = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM es_events e
+      WHERE (e.transaction_id, e.global_position) > ($1::xid8, $2::bigint)
+        AND (e.transaction_id, e.global_position) <= ($3::xid8, $4::bigint) AND e.stream_id <> $5
+        AND e.transaction_id BETWEEN $1::xid8 AND $3::xid8`,
+    [after.transactionId, after.globalPosition, upTo.transactionId, upTo.globalPosition, AUDIT_CHECKPOINT_STREAM],
+  );
+  return Number(rows.rows[0]!.n);
+}
+
 /** Stream ids in UTF-16 code unit order (JavaScript's string order), independent of any collation. */
 export function byStreamId(a: StreamHead, b: StreamHead): number {
   return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
