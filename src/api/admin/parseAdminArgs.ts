@@ -85,7 +85,9 @@ function parseFlags<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> 
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const flag = issue.path.length ? `--${String(issue.path[0])}: ` : "";
-  const message = issue.input === undefined && issue.path.length ? "is required" : issue.message;
+  // Missing only when the flag was not given (zod 4 does not report an issue's input by default).
+  const given = issue.path.length ? (input as Record<string, unknown>)[String(issue.path[0])] : undefined;
+  const message = given === undefined && issue.path.length ? "is required" : issue.message;
   throw new AdminUsageError(`${flag}${message}`);
 }
 

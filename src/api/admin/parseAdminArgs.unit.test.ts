@@ -48,6 +48,7 @@ describe("parseAdminArgs", () => {
     [["find-account", "--email", "a@b.ch", "--status", "active"], "find-account takes only"],
     [["find-account", "--email", "not-an-email"], "--email"],
     [["find-account", "--account-id", "42"], "--account-id"],
+    [["export", "--account-id", "not-a-uuid"], "--account-id"],
     [["find-account", "--email", "a@b.ch", "--verbose"], "--verbose"],
     [["find-account", "extra", "--email", "a@b.ch"], "unexpected argument: extra"],
     [["delete-everything", "--email", "a@b.ch"], "unknown command: delete-everything"],
@@ -57,6 +58,8 @@ describe("parseAdminArgs", () => {
   ])("refuses %j with a message naming the problem", (argv, mentions) => {
     expect(() => parseAdminArgs(argv)).toThrow(AdminUsageError);
     expect(() => parseAdminArgs(argv)).toThrow(mentions);
+    // A flag given with a bad value is not "required": the message says what is wrong with the value.
+    if (!mentions.endsWith("is required")) expect(() => parseAdminArgs(argv)).not.toThrow("is required");
   });
 });
 
