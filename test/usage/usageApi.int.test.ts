@@ -108,6 +108,7 @@ describe("GET /api/v1/accounts/user/usage", () => {
       prompt_tokens: 117,
       completion_tokens: 58,
       reasoning_tokens: 10,
+      total_tokens: 175,
       cost_chf: 0.12675,
       batch_requests: 1,
       batch_cost_chf: 0.00025,

@@ -43,6 +43,8 @@ export function usageRoutes(deps: AppDeps): Router {
       readAccountUsage(deps.pool, session.accountId, range, query.group_by),
     ]);
     const costMicro = groups.reduce((sum, g) => sum + g.costMicroChf, 0);
+    const promptTokens = groups.reduce((sum, g) => sum + g.promptTokens, 0);
+    const completionTokens = groups.reduce((sum, g) => sum + g.completionTokens, 0);
     ctx.set("cache-control", "no-store");
     ctx.body = {
       object: "list",
@@ -53,9 +55,10 @@ export function usageRoutes(deps: AppDeps): Router {
       data: groups.map((g) => groupView(query.group_by, g)),
       total: {
         requests: groups.reduce((sum, g) => sum + g.requests, 0),
-        prompt_tokens: groups.reduce((sum, g) => sum + g.promptTokens, 0),
-        completion_tokens: groups.reduce((sum, g) => sum + g.completionTokens, 0),
+        prompt_tokens: promptTokens,
+        completion_tokens: completionTokens,
         reasoning_tokens: groups.reduce((sum, g) => sum + g.reasoningTokens, 0),
+        total_tokens: promptTokens + completionTokens,
         cost_chf: microToChf(costMicro),
         batch_requests: groups.reduce((sum, g) => sum + g.batchRequests, 0),
         batch_cost_chf: microToChf(groups.reduce((sum, g) => sum + g.batchCostMicroChf, 0)),
