@@ -97,6 +97,8 @@ async function nextWithin(pieces: AsyncIterator<unknown>, idleMs: number): Promi
  */
 async function* requestPieces(ctx: Context, maxBytes: number, idleMs: number): AsyncGenerator<Buffer> {
   let received = 0;
+  // The client went away before the form was asked for: nothing more will arrive.
+  if (ctx.req.destroyed && !ctx.req.readableEnded) throw new InvalidRequestError("The request body was not received completely.", { code: "incomplete_body" });
   const pieces = ctx.req.iterator({ destroyOnReturn: false });
   try {
     for (;;) {

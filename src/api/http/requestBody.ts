@@ -133,6 +133,11 @@ async function readJsonBody(
  */
 function receive(ctx: Context, maxBytes: number, idleMs: number, scanner: JsonShapeScanner): Promise<{ chunks: Buffer[]; received: number }> {
   const req = ctx.req;
+  // The client went away before the body was asked for (a slow key check, say): its close came and went,
+  // and nothing more will arrive. Fail now, not after idleMs.
+  if (req.destroyed && !req.readableEnded) {
+    return Promise.reject(refusedMidBody(new InvalidRequestError("The request body was not received completely.", { code: "incomplete_body" })));
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
