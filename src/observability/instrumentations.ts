@@ -1,5 +1,6 @@
 import { IncomingMessage } from "node:http";
-import type { Span } from "@opentelemetry/api";
+import { context, type Span } from "@opentelemetry/api";
+import { getRPCMetadata, RPCType } from "@opentelemetry/core";
 import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
 import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
@@ -28,7 +29,16 @@ export function platformInstrumentations(): Instrumentation[] {
         if (request instanceof IncomingMessage) redactQuery(span, request.url ?? "");
       },
     }),
-    new KoaInstrumentation({ ignoreLayersType: [KoaLayerType.MIDDLEWARE] }),
+    new KoaInstrumentation({
+      ignoreLayersType: [KoaLayerType.MIDDLEWARE],
+      // Each router layer sets the request's route to its own path, a catch-all guard's too
+      // (`/v1{/*rest}`): the route the request was matched to (traceRequests' spanRoute) is put back.
+      requestHook: (_span, info) => {
+        const rpc = getRPCMetadata(context.active());
+        const route = (info.context.state as { spanRoute?: unknown } | undefined)?.spanRoute;
+        if (rpc?.type === RPCType.HTTP && typeof route === "string") rpc.route = route;
+      },
+    }),
     new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
     new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
   ];

@@ -30,6 +30,8 @@ export type RequestState = {
   traceId?: string;
   /** servedRoute: the matched route's template, matched once per request */
   routeTemplate?: string;
+  /** traceRequests: the route the server span is named after (read by the Koa instrumentation's hook, instrumentations.ts) */
+  spanRoute?: string;
   /** requestBodies */
   bodyReader?: BodyReader;
   /** validate: the parsed input of each schema it ran with */

@@ -25,14 +25,22 @@ export function traceRequests(routes: RouteTemplates) {
     const rpc = getRPCMetadata(context.active());
     if (rpc?.type === RPCType.HTTP) {
       exposeTrace(ctx, rpc.span);
-      try {
-        await next();
-      } finally {
+      // Named before the handler runs: the http instrumentation ends the span (named after `rpc.route`)
+      // as soon as the client goes away, which may come first (a client that leaves while its key is
+      // checked). The Koa instrumentation's layers keep it (instrumentations.ts).
+      const name = () => {
         const route = servedRoute(routes, ctx);
         if (route) {
           rpc.route = route;
+          stateOf(ctx).spanRoute = route;
           rpc.span.updateName(`${ctx.method} ${route}`);
         }
+      };
+      name();
+      try {
+        await next();
+      } finally {
+        name();
       }
       return;
     }
