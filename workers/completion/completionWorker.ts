@@ -93,6 +93,7 @@ export class CompletionWorker {
   #running: Promise<void> | null = null;
   #closing = false;
   readonly #abandoning = new Set<Promise<void>>();
+  readonly #warnQueueError: (error: Error) => void;
 
   constructor(options: CompletionWorkerOptions) {
     this.modelId = options.modelId;
@@ -101,6 +102,10 @@ export class CompletionWorker {
     this.#metrics = options.metrics;
     this.#concurrency = Math.max(1, options.concurrency);
     this.#tenants = options.tenants;
+    // While Redis is away BullMQ reports each failed fetch, several a second per fetch loop: a few lines
+    // per model instead, whichever of its loops reports.
+    const warn = throttledWarning(this.#logger, "queue worker error");
+    this.#warnQueueError = (error) => warn({ model: this.modelId, error });
     const loops = fetchLoopsFor(this.#concurrency);
     for (let i = 0; i < loops; i++) {
       // The slots split as evenly as they go (10 slots: 5 and 5; 20: 7, 7 and 6).
@@ -134,9 +139,7 @@ export class CompletionWorker {
       // Its close is bounded when Redis was away a moment before (boundedCloseBackend.ts).
       boundedCloseBackend(() => this.#closing),
     );
-    // While Redis is away BullMQ reports each failed fetch, several a second per model: a few lines instead.
-    const warn = throttledWarning(this.#logger, "queue worker error");
-    worker.on("error", (error) => warn({ model: this.modelId, error }));
+    worker.on("error", this.#warnQueueError);
     worker.on("lockRenewalFailed", (jobIds) => this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }));
     worker.on("stalled", (jobId) => {
       this.#metrics?.stalled.inc({ model: this.modelId });

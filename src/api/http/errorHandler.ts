@@ -4,6 +4,7 @@ import { ConcurrencyError } from "../../ledger/eventStore/concurrencyError.ts";
 import type { Logger } from "../../observability/logger.ts";
 import { isDatabaseUnavailable } from "../../db/databaseUnavailable.ts";
 import { isRedisUnavailable } from "../../redis/redisUnavailable.ts";
+import { stateOf } from "./requestState.ts";
 import { ApiError, ConflictError, errorBody, InternalApiError, InvalidRequestError, NotFoundError, ServiceUnavailableError } from "./errors.ts";
 
 /** Maps anything thrown below it to an ApiError. */
@@ -44,12 +45,17 @@ export function errorHandler(logger: Logger) {
     } catch (error) {
       const apiError = toApiError(error);
       if (apiError instanceof ServiceUnavailableError) {
-        // An outage fails every request alike: one line each, no stack.
+        // An outage fails every request alike: one line each, no stack; joined to the request's access
+        // line and trace by their ids; the cause underneath when the error carries one.
+        const { requestId, traceId } = stateOf(ctx);
+        const underneath = error instanceof ServiceUnavailableError && error.cause !== undefined ? error.cause : error;
         logger.warn("request failed: dependency unavailable", {
           method: ctx.method,
           path: ctx.path,
+          ...(requestId ? { requestId } : {}),
+          ...(traceId ? { traceId } : {}),
           dependency: apiError.dependency,
-          cause: (error as Error).message,
+          cause: (underneath as Error)?.message ?? String(underneath),
         });
       } else if (apiError.status >= 500) {
         logger.error("request failed", { method: ctx.method, path: ctx.path, error: error as Error });

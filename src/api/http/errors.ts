@@ -100,13 +100,15 @@ export const DEPENDENCY_RETRY_AFTER_SECONDS = 2;
  */
 export class ServiceUnavailableError extends ApiError {
   readonly dependency: Dependency;
-  constructor(dependency: Dependency) {
+  /** `cause`: the failure underneath (for the log, never the client). */
+  constructor(dependency: Dependency, cause?: unknown) {
     const what = dependency === "postgres" ? "The database" : "The job queue (Redis)";
     super(503, "service_unavailable", `${what} is temporarily unavailable. Retry after a short delay.`, {
       code: dependency === "postgres" ? "database_unavailable" : "redis_unavailable",
       headers: { "retry-after": String(DEPENDENCY_RETRY_AFTER_SECONDS) },
     });
     this.dependency = dependency;
+    if (cause !== undefined) this.cause = cause;
   }
 }
 

@@ -170,7 +170,7 @@ export class InferenceGateway {
         // No answer (Redis stalled or away): the enqueue may still run once Redis answers again, for a
         // client answered 503 now. The job is taken back behind it (never charged: a refused job).
         void retryWhileAway(() => this.#queues.cancel(job.model, job.completionId, "refused"), { forMs: LOST_CANCEL_RETRY_MS * 12, intervalMs: 500 });
-        throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis") : enqueued.reason;
+        throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis", enqueued.reason) : enqueued.reason;
       }
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
       if (waiting.status === "fulfilled") {
