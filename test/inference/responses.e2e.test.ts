@@ -178,6 +178,17 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
       .create({ ...base, input: [{ type: "function_call", call_id: "c1", name: "bad name!", arguments: "{}" }] })
       .catch((e: unknown) => e);
     expect(badName).toMatchObject({ status: 400, param: "input[0].name" });
+    // A message with an image or a file part: the content is what is not served.
+    for (const part of [
+      { type: "input_image", image_url: "https://example.com/a.png" },
+      { type: "input_file", file_id: "file-abc" },
+    ]) {
+      const refused = await openai.responses
+        .create({ ...base, input: [{ role: "user", content: [{ type: "input_text", text: "Look:" }, part] }] as never })
+        .catch((e: unknown) => e);
+      expect(refused).toMatchObject({ status: 400, param: "input[0]" });
+      expect((refused as Error).message).toContain("images, files and audio are not served");
+    }
   });
 
   it("checks chat's own sampling fields as chat does: a bad seed, penalty or logit_bias is a 400 naming it; good ones are honoured", async () => {

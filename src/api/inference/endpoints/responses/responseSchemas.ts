@@ -18,10 +18,13 @@ const ContentSchema = z.union([z.string(), z.array(TextPartSchema)], {
   error: () => 'expected a string or an array of text parts ({"type": "input_text", "text": "..."}); images, files and audio are not served.',
 });
 
+const ROLES = ["user", "system", "developer", "assistant"] as const;
+const MESSAGE_ROLES: ReadonlySet<string> = new Set(ROLES);
+
 const MessageItemSchema = z.looseObject({
   type: z.literal("message").optional(),
   id: z.string().optional(),
-  role: z.enum(["user", "system", "developer", "assistant"]),
+  role: z.enum(ROLES),
   content: ContentSchema,
 });
 const FunctionCallItemSchema = z.looseObject({
@@ -49,9 +52,22 @@ const ItemReferenceSchema = z.union([
   z.strictObject({ type: z.null().optional(), id: z.string().min(1).max(200) }).transform(({ id }) => ({ type: "item_reference" as const, id })),
 ]);
 
+const CONTENT_NOT_SERVED = 'a message\'s content is a string or text parts ({"type": "input_text", "text": "..."}); images, files and audio are not served.';
+
 export const InputItemSchema = z.union([MessageItemSchema, FunctionCallItemSchema, FunctionCallOutputItemSchema, ReasoningItemSchema, ItemReferenceSchema], {
-  error: () => "expected a message, function_call, function_call_output, reasoning or item_reference item (other item types are not served).",
+  // A message whose content has a part this service does not serve (input_image, input_file,
+  // input_audio) says so, not that the item is of no known type.
+  error: (issue) =>
+    isMessageLike(issue.input)
+      ? CONTENT_NOT_SERVED
+      : "expected a message, function_call, function_call_output, reasoning or item_reference item (other item types are not served).",
 });
+
+function isMessageLike(input: unknown): boolean {
+  if (input === null || typeof input !== "object") return false;
+  const item = input as { type?: unknown; role?: unknown };
+  return (item.type === undefined || item.type === "message") && MESSAGE_ROLES.has(item.role as string);
+}
 export type InputItem = z.infer<typeof InputItemSchema>;
 
 export const ResponseToolSchema = z.strictObject(
