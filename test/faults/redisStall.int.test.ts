@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 describe("a Redis stall", () => {
-  it("leaves no request it refused counted in flight, queued or charged once Redis answers again", async () => {
+  it("leaves no request it refused counted in flight, queued, charged or holding its Idempotency-Key once Redis answers again", async () => {
     const { key, account } = await platform.createKey();
     const request = (path: string, body: unknown) => platform.request("POST", path, { token: key, body });
     const chat = (stream: boolean) =>
@@ -35,6 +35,11 @@ describe("a Redis stall", () => {
     let answers: { status: number; completionId: string | null }[];
     try {
       const stalled = await Promise.all([
+        platform.request("POST", "/v1/chat/completions", {
+          token: key,
+          headers: { "idempotency-key": "stalled-retry-1" },
+          body: { model: TINY_CHAT, messages: [{ role: "user", content: "Hello" }], max_tokens: 3 },
+        }),
         chat(false),
         chat(true),
         request("/v1/completions", { model: TINY_CHAT, prompt: "Hi", max_tokens: 3 }),
@@ -52,15 +57,23 @@ describe("a Redis stall", () => {
       return burst.every((answer) => answer.status === 200) ? burst : undefined;
     }, 15_000);
     expect(fits).toHaveLength(3);
+    // The SDK's retry of the request with an Idempotency-Key (same key, same body) runs now, at once: the
+    // key was not left claimed for a completion that never was.
+    const retried = await platform.request("POST", "/v1/chat/completions", {
+      token: key,
+      headers: { "idempotency-key": "stalled-retry-1" },
+      body: { model: TINY_CHAT, messages: [{ role: "user", content: "Hello" }], max_tokens: 3 },
+    });
+    expect(retried.status, retried.text).toBe(200);
     // A refused request names no completion; nothing refused ran or was charged: the account's usages
-    // are the four answered chats'; no hold stays open.
+    // are the five answered chats'; no hold stays open.
     for (const answer of answers) expect(answer.completionId).toBeNull();
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const usages = await platform.deps.pool.query<{ n: string }>(
       "SELECT count(*) AS n FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'accountId' = $1",
       [account.accountId],
     );
-    expect(Number(usages.rows[0]!.n)).toBe(4);
+    expect(Number(usages.rows[0]!.n)).toBe(5);
     expect(await openHolds(platform.deps.pool, account.accountId)).toBe(0);
   }, 60_000);
 });

@@ -1,8 +1,12 @@
 import { createHash } from "node:crypto";
+import { retryWhileAway } from "../../../redis/retryWhileAway.ts";
 import { z } from "zod";
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
 import type { Redis } from "../../../redis/createRedis.ts";
 import { InvalidRequestError } from "../../http/errors.ts";
+
+/** How long giving back a claim that Redis did not answer is tried again (a stall, a restart). */
+const CLAIM_UNDO_RETRY_MS = 120_000;
 
 const ClaimSchema = z.object({ completionId: z.string(), bodyHash: z.string() });
 export type IdempotencyClaim = { won: true } | { won: false; completionId: string; bodyHash: string };
@@ -47,16 +51,24 @@ export class IdempotencyKeys {
 
   async claim(keyId: string, idempotencyKey: string, bodyHash: string, completionId: string): Promise<IdempotencyClaim> {
     const key = this.#recordKey(keyId, idempotencyKey);
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const set = await this.#redis.set(key, JSON.stringify({ completionId, bodyHash }), "EX", this.#ttlSeconds, "NX");
-      if (set === "OK") return { won: true };
-      const existing = await this.#redis.get(key);
-      if (existing === null) continue; // given back meanwhile: claim again
-      const parsed = ClaimSchema.safeParse(JSON.parse(existing));
-      if (parsed.success) return { won: false, ...parsed.data };
-      await this.#redis.del(key);
+    try {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const set = await this.#redis.set(key, JSON.stringify({ completionId, bodyHash }), "EX", this.#ttlSeconds, "NX");
+        if (set === "OK") return { won: true };
+        const existing = await this.#redis.get(key);
+        if (existing === null) continue; // given back meanwhile: claim again
+        const parsed = ClaimSchema.safeParse(JSON.parse(existing));
+        if (parsed.success) return { won: false, ...parsed.data };
+        await this.#redis.del(key);
+      }
+      throw new Error("could not claim an idempotency key");
+    } catch (error) {
+      // No answer (Redis stalled or away): the SET may still run once Redis answers again, and hold the
+      // key for a completion that never was: a retry with it (as the SDKs send after a 503) would wait
+      // for that completion to start. It is given back behind it, on the same connection.
+      void retryWhileAway(() => this.release(keyId, idempotencyKey, completionId), { forMs: CLAIM_UNDO_RETRY_MS, intervalMs: 500 });
+      throw error;
     }
-    throw new Error("could not claim an idempotency key");
   }
 
   /** Gives a claim back (its request failed before its job was queued). */
