@@ -6,7 +6,7 @@ import type { AuthRefusalReason } from "../../observability/metrics.ts";
 import { AttemptLimiter, TooManyAttemptsError } from "../http/rateLimits.ts";
 import { apiKeyHash, isWellFormedApiKey } from "../keys/apiKeySecret.ts";
 import { type Principal, stateOf } from "../http/requestState.ts";
-import { RecentlyValidKeys } from "./recentlyValidKeys.ts";
+import { recentlyValidKeysOf } from "../keys/recentlyValidKeys.ts";
 
 /** Who an inference request acts for; set by inferenceAuth, read with principalOf. */
 export type { Principal };
@@ -39,7 +39,7 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
   const limit = deps.config.rateLimits.apiKeyFailuresPerAddress;
   const keysRefused = new AttemptLimiter(deps.redis, `${deps.config.redisPrefix}:rl:api-key-failures:address`, limit);
   const keyRefused = new AttemptLimiter(deps.redis, `${deps.config.redisPrefix}:rl:api-key-failures:address-key`, limit);
-  const recentlyValid = new RecentlyValidKeys(deps.redis, `${deps.config.redisPrefix}:auth:recently-valid`);
+  const recentlyValid = recentlyValidKeysOf(deps);
   const refuse = (reason: AuthRefusalReason, error: ApiError): never => {
     deps.metrics.auth.refusals.inc({ reason });
     throw error;

@@ -1,3 +1,4 @@
+import { recentlyValidKeysOf } from "./recentlyValidKeys.ts";
 import { randomUUID } from "node:crypto";
 import Router from "@koa/router";
 import type { Context, Next } from "koa";
@@ -57,6 +58,7 @@ export function apiKeyRoutes(deps: AppDeps): Router {
     ctx.body = { object: "list", data: await keyViews(deps, accountOf(ctx)) };
   });
 
+  const recentlyValid = recentlyValidKeysOf(deps);
   router.post("/create", requireSession, validate(CreateKeyBodySchema), async (ctx) => {
     const accountId = accountOf(ctx);
     const { name } = validated(ctx, CreateKeyBodySchema);
@@ -68,6 +70,8 @@ export function apiKeyRoutes(deps: AppDeps): Router {
       { type: "CreateKey", keyId, name, keyHash: apiKeyHash(secret), last4: apiKeyLast4(secret), now: deps.clock.now() },
       requestMetadata(ctx, actorOf(accountId)),
     );
+    // Valid from its first request on, also from an address blocked for trying made-up keys.
+    recentlyValid.mark(secret);
     const { id, name: storedName, masked_key, ...rest } = await keyView(deps, accountId, keyId);
     ctx.status = 201;
     ctx.set("cache-control", "no-store");
