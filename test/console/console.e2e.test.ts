@@ -314,6 +314,26 @@ describe("web console in Chromium against the real service (API, worker, project
     await page.getByLabel("API", { exact: true }).selectOption({ label: "Chat Completions" });
   });
 
+  it("leaving the playground while a reply streams cancels its job, as Stop does", async () => {
+    paceMs = 300;
+    onTestFinished(() => {
+      paceMs = 0;
+    });
+    await page.getByLabel("API", { exact: true }).selectOption({ label: "Chat Completions" });
+    await page.getByLabel("Message").fill("Tell me a long story");
+    const answer = page.waitForResponse((response) => response.url().endsWith("/v1/chat/completions"));
+    const cancel = page.waitForRequest((request) => request.method() === "POST" && /\/v1\/chat\/completions\/[^/]+\/cancel$/.test(request.url()));
+    await page.getByRole("button", { name: "Send" }).click();
+    const completionId = (await answer).headers()["x-completion-id"];
+    // The reply streams (its id is known): the user goes to another section of the console.
+    await page.getByRole("link", { name: "Usage", exact: true }).click();
+    const request = await cancel;
+    expect(request.url()).toBe(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`);
+    expect((await request.response())?.status()).toBe(200);
+    const stored = await platform.request("GET", `/v1/chat/completions/${completionId}`, { token: fullKey });
+    expect(stored.headers.get("x-completion-status")).toBe("cancelled");
+  });
+
   it("uploads a JSONL file on the Batches page, creates a batch, shows its progress to completed and downloads its output", async () => {
     await page.getByRole("link", { name: "Batches" }).click();
     await page.getByRole("heading", { name: "New batch" }).waitFor();

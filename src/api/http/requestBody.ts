@@ -49,6 +49,7 @@ function drain(ctx: Context, maxBytes: number): Promise<boolean> {
     const finish = (ended: boolean) => {
       clearTimeout(timer);
       req.off("data", onData);
+      req.off("readable", onReadable);
       req.off("end", onEnd);
       req.off("close", onAbort);
       req.off("error", onAbort);
@@ -59,14 +60,21 @@ function drain(ctx: Context, maxBytes: number): Promise<boolean> {
       received += chunk.length;
       if (received > 2 * maxBytes) finish(false);
     };
+    // A reader that iterated the body (an upload's form) left it in paused mode with a 'readable'
+    // listener, where resume() does not make it flow: read what arrives (each read is a 'data' event).
+    const onReadable = () => {
+      while (req.read() !== null);
+    };
     const onEnd = () => finish(true);
     const onAbort = () => finish(false);
     const timer = setTimeout(onAbort, DRAIN_MAX_MS);
     req.on("data", onData);
+    req.on("readable", onReadable);
     req.on("end", onEnd);
     req.on("close", onAbort);
     req.on("error", onAbort);
     req.resume();
+    onReadable();
   });
 }
 

@@ -79,9 +79,11 @@ export async function streamChat({ apiKey, model, messages, signal, onText, onCo
  * a dropped connection is not a cancel. The tokens generated until then are charged.
  */
 export async function cancelChat({ apiKey, completionId }) {
+  // keepalive: the cancel goes out even when the page is being left.
   await fetch(`/v1/chat/completions/${encodeURIComponent(completionId)}/cancel`, {
     method: "POST",
     headers: { authorization: `Bearer ${apiKey}` },
+    keepalive: true,
   }).catch(() => undefined);
 }
 
@@ -127,5 +129,6 @@ export async function cancelResponse({ apiKey, completionId }) {
   await fetch(`/v1/responses/${encodeURIComponent(completionId)}/cancel`, {
     method: "POST",
     headers: { authorization: `Bearer ${apiKey}` },
+    keepalive: true,
   }).catch(() => undefined);
 }

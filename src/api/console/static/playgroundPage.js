@@ -22,8 +22,8 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
   const [streaming, setStreaming] = useState(null);
   const [error, setError] = useState(null);
   const abort = useRef(null);
-  /** The running completion's id and whether Stop was pressed before it was known. */
-  const running = useRef({ completionId: null, stopped: false, cancel: cancelChat });
+  /** The running completion's id, the key it runs with, and whether Stop was pressed before the id was known. */
+  const running = useRef({ completionId: null, stopped: false, cancel: cancelChat, apiKey: "" });
 
   useEffect(() => {
     api.get("/console/models").then((list) => {
@@ -31,7 +31,22 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
       setModels(chat);
       setModel((current) => current || (chat.find((m) => m.available) ?? chat[0])?.id || "");
     }, setError);
-    return () => abort.current?.abort();
+    // Leaving the page (another section, or the tab closed) stops a running reply as Stop does: closing
+    // the stream alone would let it run on (the service keeps a dropped stream's job for its client to
+    // come back), charged for text nobody reads.
+    const leave = () => {
+      const current = running.current;
+      if (abort.current && current.completionId && !current.stopped) {
+        current.stopped = true;
+        current.cancel({ apiKey: current.apiKey, completionId: current.completionId });
+      }
+      abort.current?.abort();
+    };
+    window.addEventListener("pagehide", leave);
+    return () => {
+      window.removeEventListener("pagehide", leave);
+      leave();
+    };
   }, [api]);
 
   async function send(event) {
@@ -43,7 +58,7 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
     setStreaming("");
     abort.current = new AbortController();
     const chosen = APIS[apiName];
-    running.current = { completionId: null, stopped: false, cancel: chosen.cancel };
+    running.current = { completionId: null, stopped: false, cancel: chosen.cancel, apiKey: playgroundKey };
     const onCompletionId = (completionId) => {
       running.current.completionId = completionId;
       if (running.current.stopped) {
