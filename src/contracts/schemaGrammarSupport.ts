@@ -95,6 +95,15 @@ export function unenforcedKeyword(schema: unknown, forced: boolean, at = "the sc
     }
     return `"${key}" at ${at}`;
   }
+  // Bounds that no value meets: the grammar would bound one side only, and the output break the schema.
+  for (const [low, high, what] of [
+    ["minLength", "maxLength", "string"],
+    ["minItems", "maxItems", "array"],
+  ] as const) {
+    const min = s[low];
+    const max = s[high];
+    if (typeof min === "number" && typeof max === "number" && min > max) return `"${low}" is above "${high}" at ${at}: no ${what} fits the bounds`;
+  }
   const properties = isObject(s.properties) ? s.properties : {};
   for (const name of Array.isArray(s.required) ? s.required : []) {
     if (typeof name === "string" && !(name in properties) && s.additionalProperties !== true)

@@ -7,6 +7,7 @@ describe("unenforcedKeyword", () => {
   it.each([
     [object({ type: "string", format: "email", pattern: "^.+@.+$" })],
     [object({ type: "integer", minimum: 0, maximum: 120 })],
+    [object({ type: "string", minLength: 2, maxLength: 2 })],
     [object({ anyOf: [{ type: "string", format: "uuid" }, { type: "null" }] })],
     [{ $defs: { a: { type: "string", maxLength: 3 } }, type: "array", items: { $ref: "#/$defs/a" }, minItems: 1, title: "x" }],
   ])("accepts what the grammar enforces: %j", (schema) => {
@@ -21,6 +22,8 @@ describe("unenforcedKeyword", () => {
     [object({ type: "number", exclusiveMinimum: 0, exclusiveMaximum: 1 }), /no integer/],
     [{ type: "object", properties: {}, required: ["gone"] }, /"required" names "gone"/],
     [{ type: "array", items: { not: { type: "string" } } }, /"not" at the schema.items/],
+    [{ type: "string", minLength: 5, maxLength: 2 }, /"minLength" is above "maxLength" at the schema: no string fits/],
+    [object({ type: "array", items: { type: "integer" }, minItems: 4, maxItems: 2 }), /"minItems" is above "maxItems" at the schema.properties.v/],
   ])("names what it does not: %j", (schema, message) => {
     expect(unenforcedKeyword(schema, true)).toMatch(message);
   });

@@ -75,6 +75,8 @@ describe("structured outputs: formats, numeric bounds, strict keywords and cut t
     ["multipleOf", { type: "integer", multipleOf: 5 }, /"multipleOf"/],
     ["an unknown format", { type: "string", format: "iri-reference" }, /"format"/],
     ["bounds holding no integer", { type: "number", minimum: 0.2, maximum: 0.7 }, /no integer/],
+    ["a string's length bounds that contradict", { type: "string", minLength: 5, maxLength: 2 }, /no string fits/],
+    ["an array's item bounds that contradict", { type: "array", items: { type: "integer" }, minItems: 4, maxItems: 2 }, /no array fits/],
   ])("strict: true with %s is a 400 naming the keyword, before anything is charged", async (_name, property, message) => {
     const before = await usageEvents();
     const schema = { type: "object", properties: { value: property }, required: ["value"], additionalProperties: false };
