@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import { inviteBodiesOnlyWhenRead } from "./http/expectContinue.ts";
 import { createApp } from "./app.ts";
 import type { AppDeps } from "./appDeps.ts";
 import { ApiKeyAuth } from "./auth/apiKeyAuth.ts";
@@ -33,7 +34,9 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
   // The Batch API's dispatcher runs in every API process (they share the work through PostgreSQL).
   const batches = new BatchDispatcher(deps, inference, files);
   batches.start();
-  const server: Server = createServer(app.callback());
+  const handle = app.callback();
+  const server: Server = createServer(handle);
+  inviteBodiesOnlyWhenRead(server, handle);
   server.keepAliveTimeout = 65_000;
   answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {

@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import { inviteBodiesOnlyWhenRead } from "../../src/api/http/expectContinue.ts";
 import type { AddressInfo } from "node:net";
 import { createApp, type RouteFactory } from "../../src/api/app.ts";
 import { answerClientErrors } from "../../src/api/http/clientErrors.ts";
@@ -95,7 +96,9 @@ export async function startTestApp(
     files: new PostgresFileStore({ pool, clock, retentionDays: config.files.retentionDays }),
   };
   const app = createApp(deps, options.routes ?? routeFactories);
-  const server: Server = createServer(app.callback());
+  const handle = app.callback();
+  const server: Server = createServer(handle);
+  inviteBodiesOnlyWhenRead(server, handle);
   answerClientErrors(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -2,6 +2,7 @@ import { toStorableText } from "../http/storableText.ts";
 import type { Context } from "koa";
 import { ApiError, InvalidRequestError } from "../http/errors.ts";
 import { bodyStalled } from "../http/requestBody.ts";
+import { inviteBody } from "../http/expectContinue.ts";
 import type { FileStore, StoredFile } from "./fileStore.ts";
 import { FileTooLargeError } from "./fileTooLargeError.ts";
 import { MultipartError, type MultipartPart, multipartBoundary, multipartParts } from "./multipartParts.ts";
@@ -97,6 +98,7 @@ async function nextWithin(pieces: AsyncIterator<unknown>, idleMs: number): Promi
  */
 async function* requestPieces(ctx: Context, maxBytes: number, idleMs: number): AsyncGenerator<Buffer> {
   let received = 0;
+  inviteBody(ctx);
   // The client went away before the form was asked for: nothing more will arrive.
   if (ctx.req.destroyed && !ctx.req.readableEnded) throw new InvalidRequestError("The request body was not received completely.", { code: "incomplete_body" });
   const pieces = ctx.req.iterator({ destroyOnReturn: false });

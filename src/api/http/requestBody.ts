@@ -1,5 +1,6 @@
 import type { Context, Next } from "koa";
 import { ApiError, InvalidRequestError } from "./errors.ts";
+import { bodyHeldBack, inviteBody } from "./expectContinue.ts";
 import { DEFAULT_JSON_SHAPE_LIMITS, type JsonShapeLimits, JsonShapeScanner } from "./jsonShapeBudget.ts";
 import { type BodyLimits, type BodyReader, stateOf } from "./requestState.ts";
 
@@ -35,7 +36,8 @@ export function requestBodies(options: { maxBytes: number; idleMs: number }) {
     try {
       await next();
     } finally {
-      if (!(await drain(ctx, options.maxBytes))) ctx.set("connection", "close");
+      // A client still waiting for `100 Continue` sends no body to drain: the connection closes instead.
+      if (bodyHeldBack(ctx) || !(await drain(ctx, options.maxBytes))) ctx.set("connection", "close");
     }
   };
 }
@@ -141,6 +143,7 @@ async function readJsonBody(
  */
 function receive(ctx: Context, maxBytes: number, idleMs: number, scanner: JsonShapeScanner): Promise<{ chunks: Buffer[]; received: number }> {
   const req = ctx.req;
+  inviteBody(ctx);
   // The client went away before the body was asked for (a slow key check, say): its close came and went,
   // and nothing more will arrive. Fail now, not after idleMs.
   if (req.destroyed && !req.readableEnded) {

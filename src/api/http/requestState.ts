@@ -34,6 +34,8 @@ export type RequestState = {
   spanRoute?: string;
   /** requestBodies */
   bodyReader?: BodyReader;
+  /** inviteBody: `100 Continue` was sent (the client waits for it before its body) */
+  bodyInvited?: boolean;
   /** validate: the parsed input of each schema it ran with */
   validated?: Map<z.ZodType, unknown>;
   /** inferenceAuth */
