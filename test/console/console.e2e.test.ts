@@ -429,13 +429,27 @@ describe("web console in Chromium against the real service (API, worker, project
   });
 
   it("works at phone width and logs out (the old cookie no longer opens a session)", async () => {
+    const overflowing = () =>
+      page.evaluate((): number => (globalThis as any).document.documentElement.scrollWidth - (globalThis as any).document.documentElement.clientWidth);
+    // A key named with the longest name there is, without a space: it wraps, at any width.
+    const longName = "x".repeat(100);
+    await page.getByLabel("Key name").fill(longName);
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.getByRole("button", { name: "I have saved it" }).click();
+    await keyRow(longName).waitFor();
+    expect(await overflowing()).toBeLessThanOrEqual(0);
     await page.setViewportSize({ width: 390, height: 844 });
     await page.reload();
     await keyRow("laptop (old)").waitFor();
-    const overflow = await page.evaluate(
-      (): number => (globalThis as any).document.documentElement.scrollWidth - (globalThis as any).document.documentElement.clientWidth,
+    expect(await overflowing()).toBeLessThanOrEqual(0);
+    // Every key's figures and buttons stay inside the page (its stacked card), the long one's too.
+    const rightmost = await page.evaluate(() =>
+      Math.max(...[...(globalThis as any).document.querySelectorAll("table.keys td")].map((cell: any) => cell.getBoundingClientRect().right)),
     );
-    expect(overflow).toBeLessThanOrEqual(0);
+    expect(rightmost).toBeLessThanOrEqual(390);
+    await keyRow(longName).getByRole("button", { name: "Revoke" }).click();
+    await keyRow(longName).getByRole("button", { name: "Revoke key" }).click();
+    await keyRow(longName).getByText("Revoked").waitFor();
     await screenshot("console-phone.png");
     const oldCookie = await cookieHeader();
     // A log out the server did not do (it answered 503, and so does the session's read: PostgreSQL away):
@@ -461,6 +475,19 @@ describe("web console in Chromium against the real service (API, worker, project
     await page.getByRole("alert").filter({ hasText: "Incorrect email address or password." }).waitFor();
     await page.getByLabel("Password").fill(PASSWORD);
     await page.getByRole("button", { name: "Log in" }).click();
+    await keyRow("laptop (old)").waitFor();
+  });
+
+  it("sends the console to the login page, saying why, when its session ended elsewhere", async () => {
+    const token = (await context.cookies()).find((c) => c.name === "console_session")!.value;
+    expect((await platform.request("POST", "/api/v1/accounts/logout", { token })).status).toBe(204);
+    await page.getByRole("link", { name: "Usage", exact: true }).click();
+    await page.getByRole("heading", { name: "Log in" }).waitFor();
+    await page.getByRole("status").filter({ hasText: "Your session has ended. Log in again." }).waitFor();
+    await page.getByLabel("Email address").fill(email);
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.getByRole("link", { name: "API keys", exact: true }).click();
     await keyRow("laptop (old)").waitFor();
   });
 

@@ -43,7 +43,13 @@ function open(): Promise<{ socket: Socket; received: () => string; next: (patter
           new Promise((done, fail) => {
             if (pattern.test(received)) return done(received);
             const timer = setTimeout(() => fail(new Error(`nothing matching ${pattern} in ${JSON.stringify(received)}`)), 5_000);
-            waiters.push({ pattern, done: (text) => (clearTimeout(timer), done(text)) });
+            waiters.push({
+              pattern,
+              done: (text) => {
+                clearTimeout(timer);
+                done(text);
+              },
+            });
           }),
       }),
     );

@@ -1,3 +1,6 @@
+/** How long a console call may go unanswered before it is given up with a message. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
 /** A failed API call, carrying the OpenAI-shape error the server answered. */
 export class ApiFailure extends Error {
   constructor(status, error) {
@@ -13,26 +16,46 @@ export class ApiFailure extends Error {
  * token (answered at login, kept only in this page's memory) goes in a header on state-changing calls.
  */
 export function createApi() {
-  const state = { csrfToken: null };
+  const state = { csrfToken: null, onSessionEnded: () => undefined };
   async function request(method, path, body) {
     const headers = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (method !== "GET" && state.csrfToken) headers["x-csrf-token"] = state.csrfToken;
-    const response = await fetch(path, {
-      method,
-      headers,
-      credentials: "same-origin",
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    let response;
+    try {
+      response = await fetch(path, {
+        method,
+        headers,
+        credentials: "same-origin",
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+    } catch (failure) {
+      // No answer at all: say what that means, not the browser's "Failed to fetch".
+      throw new ApiFailure(
+        0,
+        failure?.name === "TimeoutError"
+          ? { message: `The service did not answer within ${REQUEST_TIMEOUT_MS / 1000} s. Try again in a moment.` }
+          : { message: "The service cannot be reached. Check your connection, then try again in a moment." },
+      );
+    }
     if (response.status === 204) return null;
     const data = await response.json().catch(() => null);
-    if (!response.ok) throw new ApiFailure(response.status, data?.error);
+    if (!response.ok) {
+      // The session ended while the console was open (logged out elsewhere, expired): back to the login page.
+      if (response.status === 401 && state.csrfToken && !path.startsWith("/console/session")) state.onSessionEnded();
+      throw new ApiFailure(response.status, data?.error);
+    }
     return data;
   }
   return {
     request,
     setCsrfToken(token) {
       state.csrfToken = token;
+    },
+    /** What to do when a call finds the session ended (401). */
+    onSessionEnded(handler) {
+      state.onSessionEnded = handler;
     },
     get: (path) => request("GET", path),
     post: (path, body) => request("POST", path, body),

@@ -3,7 +3,7 @@ import { html } from "./html.js";
 import { ErrorMessage } from "./widgets.js";
 
 /** Log in (and sign up, which registers then logs in): the server sets the HttpOnly session cookie. */
-export function AuthPage({ api, mode, navigate, onLoggedIn }) {
+export function AuthPage({ api, mode, navigate, onLoggedIn, notice }) {
   const signup = mode === "signup";
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
@@ -29,6 +29,7 @@ export function AuthPage({ api, mode, navigate, onLoggedIn }) {
   return html`
     <main class="auth" id="main">
       <h1>${signup ? "Create your account" : "Log in"}</h1>
+      ${notice && html`<p class="notice" role="status">${notice}</p>`}
       <form onSubmit=${submit} class="card stack">
         <label for="email">Email address</label>
         <input id="email" name="email" type="email" autocomplete="email" required value=${email} onInput=${(e) => setEmail(e.currentTarget.value)} />

@@ -8,6 +8,8 @@ const ENDPOINTS = ["/v1/chat/completions", "/v1/completions", "/v1/embeddings", 
 /** Statuses after which a batch no longer changes. */
 const ENDED = new Set(["completed", "failed", "expired", "cancelled"]);
 const POLL_MS = 2_000;
+/** How long typing an API key pauses before the batches are listed with it. */
+const KEY_TYPING_PAUSE_MS = 400;
 
 const STATUS_BADGES = { completed: "ok", failed: "warn", expired: "warn", cancelled: "muted", cancelling: "muted" };
 const isoOf = (seconds) => (seconds ? new Date(seconds * 1000).toISOString() : null);
@@ -43,13 +45,18 @@ export function BatchesPage({ playgroundKey, setPlaygroundKey, navigate }) {
     if (!playgroundKey) return;
     try {
       setBatches(await listBatches(playgroundKey));
+      // A list that loads clears what an earlier refresh failed with (a key typed half-way, an outage).
+      setError((current) => (current?.fromRefresh ? null : current));
     } catch (failure) {
+      failure.fromRefresh = true;
       setError(failure);
     }
   }, [playgroundKey]);
 
+  // Listed once typing the key has paused, not at every keystroke (each half-typed key is a 403).
   useEffect(() => {
-    refresh();
+    const timer = setTimeout(refresh, KEY_TYPING_PAUSE_MS);
+    return () => clearTimeout(timer);
   }, [refresh]);
 
   // Poll while any listed batch may still change.

@@ -25,6 +25,12 @@ export function KeyRow({ apiKey, api, keysPath, onChanged }) {
     run(() => api.patch(`${keysPath}/${apiKey.id}/update`, { name: name.trim() }));
   };
   const revoke = () => run(() => api.post(`${keysPath}/${apiKey.id}/revoke`));
+  /** Back to the name as it is, without the abandoned text or its error. */
+  const cancelRename = () => {
+    setName(apiKey.name);
+    setError(null);
+    setMode("view");
+  };
 
   const nameCell =
     mode === "rename"
@@ -38,14 +44,11 @@ export function KeyRow({ apiKey, api, keysPath, onChanged }) {
             ref=${(el) => el?.focus()}
             onInput=${(e) => setName(e.currentTarget.value)}
             onKeyDown=${(e) => {
-              if (e.key === "Escape") {
-                setName(apiKey.name);
-                setMode("view");
-              }
+              if (e.key === "Escape") cancelRename();
             }}
           />
           <button type="submit" class="primary">Save</button>
-          <button type="button" onClick=${() => setMode("view")}>Cancel</button>
+          <button type="button" onClick=${cancelRename}>Cancel</button>
         </form>`
       : apiKey.name;
 

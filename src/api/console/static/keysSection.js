@@ -54,10 +54,13 @@ export function KeysSection({ api, onKeyCreated, navigate }) {
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
 
+  const [listFailed, setListFailed] = useState(false);
   const load = useCallback(async () => {
     try {
       setKeys((await api.get(KEYS_PATH)).data);
+      setListFailed(false);
     } catch (failure) {
+      setListFailed(true);
       setError(failure);
     }
   }, [api]);
@@ -91,7 +94,7 @@ export function KeysSection({ api, onKeyCreated, navigate }) {
         <button type="button" onClick=${load}>Refresh</button>
       </div>
       <p class="hint" id="key-limit">
-        ${active} of ${MAX_ACTIVE_KEYS} active keys in use. ${full ? "You have reached the limit: revoke a key you no longer use before creating another." : ""}
+        ${keys ? `${active} of ${MAX_ACTIVE_KEYS} active keys in use. ` : ""}${full ? "You have reached the limit: revoke a key you no longer use before creating another." : ""}
       </p>
       <form class="inline-form" onSubmit=${create}>
         <label for="new-key-name">Key name</label>
@@ -110,7 +113,9 @@ export function KeysSection({ api, onKeyCreated, navigate }) {
       ${created && html`<${NewKey} created=${created} onDone=${() => setCreated(null)} navigate=${navigate} />`}
       ${
         !keys
-          ? html`<p class="loading">Loading keys…</p>`
+          ? listFailed
+            ? html`<p>Your keys could not be loaded. <button type="button" onClick=${load}>Try again</button></p>`
+            : html`<p class="loading">Loading keys…</p>`
           : keys.length === 0
             ? html`<p>No keys yet. Create one to call the API.</p>`
             : html`

@@ -52,12 +52,17 @@ function App({ api }) {
   const [path, setPath] = useState(location.pathname);
   const [session, setSession] = useState(undefined); // undefined: not known yet; null: logged out
   const [logoutError, setLogoutError] = useState(null);
+  // The session could not be read (the service unreachable or answering 503): not a logout.
+  const [sessionError, setSessionError] = useState(null);
+  // Why the login page is shown to someone who was logged in (the session ended meanwhile).
+  const [authNotice, setAuthNotice] = useState("");
   // A key created in this page stays in memory (never stored) so the playground can use it.
   const [playgroundKey, setPlaygroundKey] = useState("");
 
   const navigate = useCallback((to) => {
     if (to !== location.pathname) history.pushState(null, "", to);
     setPath(to);
+    setLogoutError(null);
     window.scrollTo(0, 0);
     // Screen readers and keyboards start on the new page's content, not on the link just used.
     setTimeout(() => document.getElementById("main")?.focus({ preventScroll: true }), 0);
@@ -67,14 +72,24 @@ function App({ api }) {
     try {
       const current = await api.get("/console/session");
       api.setCsrfToken(current.csrf_token);
+      setSessionError(null);
       setSession(current);
-    } catch {
+    } catch (failure) {
       api.setCsrfToken(null);
-      setSession(null);
+      // Only a 401 means there is no session; anything else (503, no answer) leaves it unknown.
+      if (failure?.status === 401) {
+        setSessionError(null);
+        setSession(null);
+      } else setSessionError(failure);
     }
   }, [api]);
 
   useEffect(() => {
+    api.onSessionEnded(() => {
+      api.setCsrfToken(null);
+      setSession(null);
+      setAuthNotice("Your session has ended. Log in again.");
+    });
     loadSession();
     const onPop = () => setPath(location.pathname);
     window.addEventListener("popstate", onPop);
@@ -91,14 +106,23 @@ function App({ api }) {
     document.title = `${page ? page.title : path === "/signup" ? "Sign up" : "Log in"} · Inference Platform`;
   }, [page, path]);
 
+  if (session === undefined && sessionError) {
+    return html`<main class="auth" id="main">
+      <h1>The console cannot reach the service</h1>
+      <${ErrorMessage} error=${sessionError} />
+      <button type="button" class="primary" onClick=${loadSession}>Try again</button>
+    </main>`;
+  }
   if (session === undefined) return html`<p class="loading">Loading the console…</p>`;
   if (!session) {
     return html`<${AuthPage}
       api=${api}
       mode=${path === "/signup" ? "signup" : "login"}
       navigate=${navigate}
+      notice=${authNotice}
       onLoggedIn=${async (csrfToken) => {
         api.setCsrfToken(csrfToken);
+        setAuthNotice("");
         await loadSession();
         navigate("/account");
       }}
