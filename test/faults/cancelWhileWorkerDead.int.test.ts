@@ -5,6 +5,7 @@ import { WorkerPresence } from "../../src/contracts/workerPresence.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { startTestPlatform } from "../support/testPlatform.ts";
+import { SseReader } from "../inference/sseReader.ts";
 import { countingModel, countingReply, startCountingUpstream } from "./countingUpstream.ts";
 import { exited, spawnWorker } from "./workerCrashScenario.ts";
 
@@ -48,20 +49,12 @@ describe("a cancel sent while the job's worker is dead", () => {
       const completionId = response.headers.get("x-completion-id")!;
       const events: { id: number | null; data: string }[] = [];
       let text = "";
+      const reader = new SseReader(response);
       const reading = (async () => {
-        const decoder = new TextDecoder();
-        let buffer = "";
-        for await (const part of response.body!) {
-          buffer += decoder.decode(part, { stream: true });
-          for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-            const block = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const id = /^id: (\d+)$/m.exec(block)?.[1];
-            const data = /^data: (.*)$/m.exec(block)?.[1];
-            if (data === undefined) continue;
-            events.push({ id: id === undefined ? null : Number(id), data });
-            if (data !== "[DONE]") text += JSON.parse(data).choices?.[0]?.delta?.content ?? "";
-          }
+        for (let item = await reader.next(); item; item = await reader.next()) {
+          if (item.data === undefined) continue;
+          events.push({ id: item.id === undefined ? null : Number(item.id), data: item.data });
+          if (item.data !== "[DONE]") text += JSON.parse(item.data).choices?.[0]?.delta?.content ?? "";
         }
       })();
       await eventually(async () => (text.length >= 3 * 20 ? true : undefined), 30_000);

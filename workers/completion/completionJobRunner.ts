@@ -66,27 +66,25 @@ const CANCELLED_MESSAGE = {
 } as const;
 
 /**
- * Runs one RunCompletion job: `started`, the engine's deltas (coalesced) or embeddings, `finish`, then the
- * usage is recorded in PostgreSQL and `usage` closes the feed; an engine failure records a failed
- * outcome, charging the tokens generated before it (counted by the engine), and closes the feed with
- * `error`. A job the API cancels is aborted: when its speculative admission was refused it records
- * nothing; when its owner cancelled it or nobody listened for the grace period, it records a cancelled
- * outcome charging what was generated and ends with an `error` of kind cancelled; when the API ended its
- * request early for the platform's reason (reason `lost`), the cancelled outcome charges the prompt and
- * the tokens of the deltas the client was sent (numbered up to the cancel's `deliveredThroughSeq`), even
- * if the engine finished meanwhile. A cancel that comes once the usage is being recorded changes nothing
- * (UsageRecorded is written once), except a refusal that comes while a speculative job's usage still
- * waits for its admission: nothing is recorded then. A batch line's job that fails for the platform's
- * reason charges nothing: the line runs again, and that run is charged (unchargedBatchFailure). A
- * speculative job's usage waits for its hold (UsageRecorder). Each job runs in a `RunCompletion` span
- * continuing the request's trace.
+ * Runs one RunCompletion job: `started`, the engine's deltas (coalesced) or embeddings, `finish`, then the usage is
+ * recorded in PostgreSQL and `usage` closes the feed; an engine failure records a failed outcome, charging the
+ * tokens generated before it (counted by the engine), and closes the feed with `error`. A job the API cancels is
+ * aborted: when its speculative admission was refused it records nothing; when its owner cancelled it or nobody
+ * listened for the grace period, it records a cancelled outcome charging what was generated and ends with an `error`
+ * of kind cancelled; when the API ended its request early for the platform's reason (reason `lost`), the cancelled
+ * outcome charges the prompt and the tokens of the deltas the client was sent (numbered up to the cancel's
+ * `deliveredThroughSeq`), even if the engine finished meanwhile. A cancel that comes once the usage is being
+ * recorded changes nothing (UsageRecorded is written once), except a refusal that comes while a speculative job's
+ * usage still waits for its admission: nothing is recorded then. A batch line's job that fails for the platform's
+ * reason charges nothing: the line runs again, and that run is charged (unchargedBatchFailure). A speculative job's
+ * usage waits for its hold (UsageRecorder). Each job runs in a `RunCompletion` span continuing the request's trace.
  *
- * A job BullMQ hands out again because its worker died (RunMode "redelivered") picks up what that worker
- * delivered (resumption.ts): nothing when its stream was ended or its usage recorded (then the stream is
- * ended from the record); otherwise its messages go on numbered after the last one delivered, the
- * engine continuing the delivered reply (prompt + delivered text as the start of the assistant's turn)
- * where it can, or the stream ends with an error charging what was delivered. Usage is charged once
- * (UsageRecorder): the prompt once, the delivered tokens plus the new ones.
+ * A job BullMQ hands out again because its worker died (RunMode "redelivered") picks up what that worker delivered
+ * (resumption.ts): nothing when its stream was ended or its usage recorded (then the stream is ended from the
+ * record); otherwise its messages go on numbered after the last one delivered, the engine continuing the delivered
+ * reply (prompt + delivered text as the start of the assistant's turn) where it can, or the stream ends with an
+ * error charging what was delivered; a cancel sent while no worker ran it is found by its mark (JobCancellations).
+ * Usage is charged once (UsageRecorder): the prompt once, the delivered tokens plus the new ones.
  */
 export class CompletionJobRunner {
   readonly #deps: CompletionJobRunnerDeps;
@@ -147,7 +145,6 @@ export class CompletionJobRunner {
     const supersede = new AbortController();
     const signal = AbortSignal.any([jobSignal, supersede.signal]);
     const fence = { ...(writeRun === undefined ? {} : { run: writeRun }), onSuperseded: () => supersede.abort(new Error("superseded by a later run")) };
-    // Run again after its worker died: a cancel sent meanwhile reached no worker; its mark tells it.
     if (mode !== "new") await tracked?.checkMark().catch(() => undefined);
     const point = mode === "new" ? NEW_JOB : await this.#resume(job, mode, fence);
     if (point === null) return null;
@@ -304,10 +301,9 @@ export class CompletionJobRunner {
       logger.warn("usage not recorded yet (PostgreSQL unreachable): the stream ends, the recording goes on", { completionId: job.completionId });
     }
     announce();
-    // A cancelled job's error carries what was charged (the client's usage chunk, the stored partial
-    // reply), and so does a failed one that was charged (what it delivered before it failed).
-    const chargedSomething = charged.promptTokens + charged.completionTokens > 0;
-    const chargedUsage = failure && waited.kind !== "rejected" && (failure.kind === "cancelled" || chargedSomething) ? { usage: charged } : {};
+    // A cancelled job's error, and a failed one's that was charged, carries what was charged (the client's usage chunk, the stored partial reply).
+    const charges = failure?.kind === "cancelled" || charged.promptTokens + charged.completionTokens > 0;
+    const chargedUsage = failure && waited.kind !== "rejected" && charges ? { usage: charged } : {};
     publisher.send(failure ? { type: "error", error: failure, ...chargedUsage } : { type: "usage", usage });
     await publisher.close();
     if (waited.kind === "pending") {
