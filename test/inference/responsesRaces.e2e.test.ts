@@ -146,6 +146,23 @@ describe("POST/DELETE /v1/responses: races and orphan function outputs (openai S
     expect(await race("failed")).toBe("cancelled");
   });
 
+  it("a cancel whose response's job ended whole (and left the queue) before its row said so answers it as it ended, and adds nothing to its stream", async () => {
+    const done = await openai.responses.create({ ...base, background: false });
+    expect(ended).toContain(done.status);
+    // The row lags the job (its run has not written the result yet): the queue no longer has the job.
+    await platform.deps.pool.query("UPDATE responses SET status = 'in_progress', completed_at = NULL WHERE id = $1", [done.id]);
+    const answered = await openai.responses.cancel(done.id);
+    expect(answered.status).toBe(done.status);
+    const textOf = (response: { output: unknown[] }) =>
+      (response.output as { content?: { text?: string }[] }[])
+        .flatMap((item) => item.content ?? [])
+        .map((part) => part.text ?? "")
+        .join("");
+    expect(textOf(answered)).toBe(done.output_text);
+    const last = await platform.inference.records.lastMessage(done.id);
+    expect(last?.type).toBe("usage");
+  });
+
   it("a function_call_output that answers no function call is a 400 naming the input item: nothing stored, nothing counted", async () => {
     const responsesBefore = await storedResponses();
     const chargedBefore = await usageRecorded();

@@ -1,3 +1,4 @@
+import { isTerminal } from "../../../../contracts/deltaMessage.ts";
 import type { Context } from "koa";
 import { jobErrorToApiError } from "../../jobs/jobErrorToApiError.ts";
 import type { AppDeps } from "../../../appDeps.ts";
@@ -379,6 +380,10 @@ export function inputItemsHandler(deps: AppDeps) {
 async function stopJob(inference: InferenceServices, stored: StoredResponse): Promise<boolean> {
   const removed = await inference.queues.cancel(stored.model, stored.id, "user");
   if (!removed) return false;
+  // BullMQ answers the removal of a job that finished meanwhile (and left the queue) as done too: one
+  // that ended whole is not "removed before it started" (the cancel then answers it as it ended).
+  const last = await inference.records.lastMessage(stored.id).catch(() => undefined);
+  if (last && isTerminal(last)) return false;
   const record = await inference.records.find(stored.id);
   if (record) {
     await inference.records.endUnstarted(record, {

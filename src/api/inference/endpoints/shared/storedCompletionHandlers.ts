@@ -60,14 +60,19 @@ export function cancelStoredCompletion(deps: AppDeps, endpoint: Endpoint) {
     let status: "cancelled" | "cancelling" | "completed" = last?.type === "error" && last.error.kind === "cancelled" ? "cancelled" : "completed";
     if (!last || !isTerminal(last)) {
       const removed = await inference.queues.cancel(record.model, record.completionId, "user");
-      if (removed) {
+      // BullMQ answers the removal of a job that finished meanwhile (and left the queue) as done too:
+      // one that ended whole since the read above is answered as it ended, and nothing is appended to it.
+      const ended = removed ? await inference.records.lastMessage(record.completionId) : undefined;
+      if (ended && isTerminal(ended)) {
+        status = ended.type === "error" && ended.error.kind === "cancelled" ? "cancelled" : "completed";
+      } else if (removed) {
         await inference.records.endUnstarted(record, {
           seq: 0,
           type: "error",
           error: { kind: "cancelled", message: "The completion was cancelled by its owner before it started.", param: null },
         });
-      }
-      status = removed ? "cancelled" : "cancelling";
+        status = "cancelled";
+      } else status = "cancelling";
     }
     ctx.set("cache-control", "no-store");
     ctx.body = { id: record.completionId, object, status };
