@@ -411,6 +411,11 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(all).toEqual(["one", "two", "three", "four", "five"]);
     const desc = await openai.responses.inputItems.list(response.id, { limit: 10 });
     expect(desc.data.map((item) => (item as { content: { text: string }[] }).content[0]!.text)).toEqual(["five", "four", "three", "two", "one"]);
+    // `include` is checked as a create checks it: a known value is taken, another is a 400 naming it.
+    expect((await openai.responses.inputItems.list(response.id, { include: ["message.output_text.logprobs"] })).data).toHaveLength(5);
+    const bogus = await fetch(`${platform.baseUrl}/v1/responses/${response.id}/input_items?include=bogus`, { headers: { authorization: `Bearer ${key}` } });
+    expect(bogus.status).toBe(400);
+    expect(((await bogus.json()) as { error: { param: string } }).error.param).toMatch(/^include/);
   });
 
   it("runs a function-tool loop: function_call, then its output with previous_response_id, then an answer", async () => {

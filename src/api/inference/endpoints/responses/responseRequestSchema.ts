@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { INCLUDABLE } from "./responseSchemas.ts";
 import { checkSchemaValueBudget } from "../shared/jsonSchemas/schemaValueBudget.ts";
 import { schemaShape } from "../shared/requestParameters.ts";
 import { RESPONSE_PARAMETERS } from "./responseParameters.ts";
@@ -36,6 +37,9 @@ export type ResponseRequest = z.infer<typeof ResponseRequestSchema>;
 /** The OpenAI fields of a Responses request; any other field is a backend-specific parameter. */
 export const RESPONSE_REQUEST_FIELDS: ReadonlySet<string> = new Set(Object.keys(RESPONSE_PARAMETERS));
 
+/** `include` of a query (`include=a&include=b` or one value): the values a create takes, checked the same. */
+const IncludeQuerySchema = z.union([z.enum(INCLUDABLE), z.array(z.enum(INCLUDABLE)).max(16)]).optional();
+
 /** The query of GET /v1/responses/{id}. */
 export const RetrieveResponseQuerySchema = z.object({
   stream: z
@@ -43,7 +47,7 @@ export const RetrieveResponseQuerySchema = z.object({
     .transform((value) => value === "true")
     .optional(),
   starting_after: z.coerce.number().int().min(-1).optional(),
-  include: z.union([z.string(), z.array(z.string())]).optional(),
+  include: IncludeQuerySchema,
   include_obfuscation: z.string().optional(),
 });
 export type RetrieveResponseQuery = z.infer<typeof RetrieveResponseQuerySchema>;
@@ -54,6 +58,6 @@ export const InputItemsQuerySchema = z.object({
   before: z.string().max(200).optional(),
   limit: z.coerce.number().int().min(1).max(100).optional(),
   order: z.enum(["asc", "desc"]).optional(),
-  include: z.union([z.string(), z.array(z.string())]).optional(),
+  include: IncludeQuerySchema,
 });
 export type InputItemsQuery = z.infer<typeof InputItemsQuerySchema>;
