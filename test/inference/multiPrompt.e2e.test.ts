@@ -3,6 +3,8 @@ import { parseSse } from "./inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
 import { MAX_PROMPTS } from "../../src/api/inference/endpoints/completions/completionParameters.ts";
+import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
+import { openHolds, setBudget } from "../usage/usageFixtures.ts";
 
 describe("text completions with several prompts (real HTTP API, tiny model)", () => {
   let platform: TestPlatform;
@@ -99,6 +101,32 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
     const response = await complete({ prompt: ["Hello there"], stream: true });
     expect(response.status).toBe(200);
     expect(parseSse(response.text).at(-1)!.data).toBe("[DONE]");
+  });
+
+  it("refused by the budget at any prompt: a 429 that names no completion, and no record left of the prompts that had started", async () => {
+    const poor = await platform.createKey();
+    await setBudget(platform.deps.pool, poor.account.accountId, 1);
+    const keys = new InferenceKeys(platform.testRedis.prefix);
+    const records = async () => {
+      let count = 0;
+      let cursor = "0";
+      do {
+        const [next, found] = await platform.testRedis.redis.scan(cursor, "MATCH", keys.completionRecord("*"), "COUNT", 1000);
+        cursor = next;
+        count += found.length;
+      } while (cursor !== "0");
+      return count;
+    };
+    const before = await records();
+    const refused = await platform.request("POST", "/v1/completions", {
+      token: poor.key,
+      body: { model: TINY_CHAT, prompt: ["It is a truth 0", "It is a truth 1", "It is a truth 2", "It is a truth 3", "It is a truth 4"], max_tokens: 60 },
+    });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe("monthly_budget_exceeded");
+    expect(refused.headers.get("x-completion-id")).toBeNull();
+    expect(await records()).toBe(before);
+    expect(await openHolds(platform.deps.pool, poor.account.accountId)).toBe(0);
   });
 
   it.each([

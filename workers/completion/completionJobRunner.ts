@@ -63,6 +63,7 @@ const CANCELLED_MESSAGE = {
   abandoned: "The completion was stopped: no client was listening to it for the grace period.",
   lost: "The completion was stopped: its request ended before the reply could reach the client.",
   expired: "The request was stopped before it finished: its batch expired or was cancelled. Nothing was charged for it.",
+  refused: "The request was refused (a rate limit or the budget) before it was answered. Nothing was charged for it.",
 } as const;
 
 /**
@@ -237,10 +238,9 @@ export class CompletionJobRunner {
       // line's stream ends with a cancelled error charging nothing (its dispatcher may be waiting for it).
       const why = tracked.reason === "refused" ? "admission refused" : "batch line withdrawn";
       logger.info(`job cancelled: ${why}`, { completionId: job.completionId, model: job.model });
-      if (tracked.reason === "expired") {
-        announce();
-        publisher.send({ type: "error", error: { kind: "cancelled", message: CANCELLED_MESSAGE.expired, param: null }, usage: NO_USAGE });
-      }
+      // Its stream ends (a follower that attached meanwhile is not left waiting), charging nothing.
+      announce();
+      publisher.send({ type: "error", error: { kind: "cancelled", message: CANCELLED_MESSAGE[tracked.reason], param: null }, usage: NO_USAGE });
       await publisher.close();
       // Charged nothing: every token counted at its admission goes back to the account's window.
       return NO_USAGE;

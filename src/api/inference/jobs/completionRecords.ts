@@ -93,6 +93,11 @@ export class CompletionRecords {
     return firstDecoded(await this.#redis.xrange(this.#keys.replayStream(completionId), "-", "+", "COUNT", ENTRIES_READ));
   }
 
+  /** Drops the record of a completion that never was one for its client (its admission refused): a GET of its id is a 404. */
+  async forget(completionId: string): Promise<void> {
+    await this.#redis.del(this.#keys.completionRecord(completionId));
+  }
+
   /** Drops the completion's replay stream: its job is run again afresh under the same id (a batch line whose run was lost). */
   async discardReplay(completionId: string): Promise<void> {
     await this.#redis.del(this.#keys.replayStream(completionId));

@@ -168,8 +168,11 @@ export class InferenceGateway {
       const [live, waiting, enqueued] = await Promise.allSettled([checks.then((c) => c.live), checks.then((c) => c.waiting), enqueuing]);
       if (enqueued.status === "rejected") {
         // No answer (Redis stalled or away): the enqueue may still run once Redis answers again, for a
-        // client answered 503 now. The job is taken back behind it (never charged: a refused job).
-        void retryWhileAway(() => this.#queues.cancel(job.model, job.completionId, "refused"), { forMs: LOST_CANCEL_RETRY_MS * 12, intervalMs: 500 });
+        // client answered 503 now. The job is taken back behind it (never charged: a refused job). Not a
+        // batch line's: its dispatcher runs the line again under the same id, and attaches to that job.
+        if (job.lane !== "batch") {
+          void retryWhileAway(() => this.#queues.cancel(job.model, job.completionId, "refused"), { forMs: LOST_CANCEL_RETRY_MS * 12, intervalMs: 500 });
+        }
         throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis", enqueued.reason) : enqueued.reason;
       }
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
@@ -261,6 +264,8 @@ export class InferenceGateway {
   async cancel(model: string, completionId: string): Promise<void> {
     this.#subscriber.stopListening(completionId);
     await this.#queues.cancel(model, completionId, "refused");
+    // Its client was answered with the refusal: the completion never was one (a GET of its id is a 404).
+    await this.#records.forget(completionId);
   }
 
   async #awaitStart(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number, silent: (internal: string) => Error, keepQueued: boolean): Promise<void> {

@@ -43,12 +43,17 @@ export async function serveMultiPromptCompletion(
   const ids = spec.requests.map(() => newCompletionId("cmpl"));
   ctx.set(COMPLETION_ID_HEADER, ids[0]!);
   // Stops the jobs not finished as refused (their workers record nothing) and releases their holds.
+  // Their records go too (a GET of such an id is a 404: it was never answered), and so does the header
+  // naming the first prompt's completion unless that one was answered (the error names those that were).
   const refuseUnfinished = async (jobs: readonly (RunningJob | null)[], finished: ReadonlySet<number> = new Set()) => {
     const unfinished = ids.filter((_id, index) => !finished.has(index));
+    if (!finished.has(0)) ctx.remove(COMPLETION_ID_HEADER);
     await Promise.all(
       jobs.map(async (job, index) => {
         job?.release();
-        if (!finished.has(index)) await inference.queues.cancel(model.id, ids[index]!, "refused").catch(() => undefined);
+        if (finished.has(index)) return;
+        await inference.queues.cancel(model.id, ids[index]!, "refused").catch(() => undefined);
+        await inference.records.forget(ids[index]!).catch(() => undefined);
       }),
     );
     await releaseHolds(deps.pool, unfinished).catch(() => undefined);
