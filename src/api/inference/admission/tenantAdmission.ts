@@ -105,10 +105,7 @@ export class TenantAdmission {
     const result = await this.#counters
       .admit(
         {
-          completionId: input.completionId,
-          accountId: input.accountId,
-          keyId: input.keyId,
-          model: input.model,
+          ...job,
           tokens,
           countsAsRequest: input.countsAsRequest,
           limits,
