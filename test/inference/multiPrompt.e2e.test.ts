@@ -3,7 +3,7 @@ import { parseSse } from "./inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
 import { MAX_PROMPTS } from "../../src/api/inference/endpoints/completions/completionParameters.ts";
-import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
+import { completionRecordCount } from "../support/completionRecordCount.ts";
 import { openHolds, setBudget } from "../usage/usageFixtures.ts";
 
 describe("text completions with several prompts (real HTTP API, tiny model)", () => {
@@ -106,17 +106,7 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
   it("refused by the budget at any prompt: a 429 that names no completion, and no record left of the prompts that had started", async () => {
     const poor = await platform.createKey();
     await setBudget(platform.deps.pool, poor.account.accountId, 1);
-    const keys = new InferenceKeys(platform.testRedis.prefix);
-    const records = async () => {
-      let count = 0;
-      let cursor = "0";
-      do {
-        const [next, found] = await platform.testRedis.redis.scan(cursor, "MATCH", keys.completionRecord("*"), "COUNT", 1000);
-        cursor = next;
-        count += found.length;
-      } while (cursor !== "0");
-      return count;
-    };
+    const records = () => completionRecordCount(platform.testRedis.redis, platform.testRedis.prefix);
     const before = await records();
     const refused = await platform.request("POST", "/v1/completions", {
       token: poor.key,

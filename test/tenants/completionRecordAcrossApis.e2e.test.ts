@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { SseReader } from "../inference/sseReader.ts";
+import { completionRecordCount } from "../support/completionRecordCount.ts";
 import { type Tenant, TENANT_MODEL, TenantPlatform, tenantChat } from "./tenantPlatform.ts";
 
 /**
@@ -70,16 +71,7 @@ describe("the completion record across API processes", () => {
     const answered = await tenantChat(platform.apis[0]!, limited.key);
     expect(answered.status).toBe(200);
     expect(answered.headers.get("x-completion-id")).toMatch(/^chatcmpl-/);
-    const records = async () => {
-      let count = 0;
-      let cursor = "0";
-      do {
-        const [next, found] = await platform.redis.redis.scan(cursor, "MATCH", keys.completionRecord("*"), "COUNT", 1000);
-        cursor = next;
-        count += found.length;
-      } while (cursor !== "0");
-      return count;
-    };
+    const records = () => completionRecordCount(platform.redis.redis, platform.redis.prefix);
     const before = await records();
     const refused = await tenantChat(platform.apis[0]!, limited.key);
     expect(refused.status).toBe(429);
