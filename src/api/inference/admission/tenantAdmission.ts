@@ -10,7 +10,7 @@ import {
   type TenantLimits,
 } from "../../../contracts/tenantCounters.ts";
 import type { RateLimits } from "../../../ledger/accounts/accountEvents.ts";
-import { retryWhileAway } from "../../../redis/retryWhileAway.ts";
+import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
 import { ApiError } from "../../http/errors.ts";
 import { promptTokensUpperBound } from "./promptTokensUpperBound.ts";
 import { rateLimitHeaders } from "./rateLimitHeaders.ts";
@@ -35,9 +35,6 @@ export type TenantAdmissionInput = TenantJob & {
  * worker gives back what it did not use when it reports the job's end; see CompletionWorker).
  */
 export type TenantAdmitted = { priority: number; lane: Lane; counted: CountedTokens; job: TenantJob };
-
-/** How long a release that Redis does not answer is tried again (a stall, a restart). */
-const RELEASE_RETRY_MS = 120_000;
 
 const MESSAGES: Record<RefusalReason, (limit: string) => string> = {
   requests: (limit) => `Rate limit reached for requests per minute (${limit}). Retry after the time in Retry-After.`,
@@ -168,7 +165,7 @@ export class TenantAdmission {
 
   #releaseWhileAway(job: TenantJob, admitted: { lane: Lane; counted?: CountedTokens }): Promise<boolean> {
     const step = () => Promise.all([this.#counters.release(job, admitted.counted), this.#counters.laneLeft(job.model, admitted.lane, job.completionId)]);
-    return retryWhileAway(step, { forMs: RELEASE_RETRY_MS, intervalMs: 500 });
+    return retryWhileAway(step, UNDO_RETRY);
   }
 
   /** The limits of a subscription's rate limits (the key's principal carries them: worked out once per object). */

@@ -1,12 +1,9 @@
 import { createHash } from "node:crypto";
-import { retryWhileAway } from "../../../redis/retryWhileAway.ts";
+import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
 import { z } from "zod";
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
 import type { Redis } from "../../../redis/createRedis.ts";
 import { InvalidRequestError } from "../../http/errors.ts";
-
-/** How long giving back a claim that Redis did not answer is tried again (a stall, a restart). */
-const CLAIM_UNDO_RETRY_MS = 120_000;
 
 const ClaimSchema = z.object({ completionId: z.string(), bodyHash: z.string() });
 export type IdempotencyClaim = { won: true } | { won: false; completionId: string; bodyHash: string };
@@ -66,7 +63,7 @@ export class IdempotencyKeys {
       // No answer (Redis stalled or away): the SET may still run once Redis answers again, and hold the
       // key for a completion that never was: a retry with it (as the SDKs send after a 503) would wait
       // for that completion to start. It is given back behind it, on the same connection.
-      void retryWhileAway(() => this.release(keyId, idempotencyKey, completionId), { forMs: CLAIM_UNDO_RETRY_MS, intervalMs: 500 });
+      void retryWhileAway(() => this.release(keyId, idempotencyKey, completionId), UNDO_RETRY);
       throw error;
     }
   }

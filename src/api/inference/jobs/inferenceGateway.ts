@@ -10,7 +10,7 @@ import type { DeltaSubscriber } from "./deltaSubscriber.ts";
 import type { WorkerPresence } from "../../../contracts/workerPresence.ts";
 import { InternalApiError, ModelUnavailableError, ServiceUnavailableError } from "../../http/errors.ts";
 import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
-import { retryWhileAway } from "../../../redis/retryWhileAway.ts";
+import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
 import { SharedReads } from "./sharedReads.ts";
 
 /**
@@ -171,7 +171,7 @@ export class InferenceGateway {
         // client answered 503 now. The job is taken back behind it (never charged: a refused job). Not a
         // batch line's: its dispatcher runs the line again under the same id, and attaches to that job.
         if (job.lane !== "batch") {
-          void retryWhileAway(() => this.#queues.cancel(job.model, job.completionId, "refused"), { forMs: LOST_CANCEL_RETRY_MS * 12, intervalMs: 500 });
+          void retryWhileAway(() => this.#queues.cancel(job.model, job.completionId, "refused"), UNDO_RETRY);
         }
         throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis", enqueued.reason) : enqueued.reason;
       }
