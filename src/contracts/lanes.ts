@@ -14,7 +14,9 @@ export const LANES: readonly Lane[] = LaneSchema.options;
  * so a worker takes a lower lane's job only when no higher lane's job waits. Inside a lane the priority
  * is the lane's base plus the number of the account's jobs already in flight on the model (waiting or
  * running): an account's n-th job ranks behind every other account's earlier ones, and equal
- * priorities are served first come, first served (BullMQ's order inside one priority).
+ * priorities are served first come, first served (BullMQ's order inside one priority). While the
+ * account has jobs waiting, a new job's rank is never below its latest waiting job's (TenantCounters):
+ * its jobs that ended meanwhile do not let its later jobs overtake its earlier ones.
  */
 export const LANE_WIDTH = 2 ** 19;
 const LANE_BASE: Record<Lane, number> = { interactive: 1, background: LANE_WIDTH, batch: 2 * LANE_WIDTH };

@@ -34,7 +34,10 @@ export type AdmitResult = {
   refused: RefusalReason | null;
   /** Milliseconds until the refused limit may let the request in. */
   retryAfterMs: number;
-  /** The account's jobs of the model in flight (waiting or running) before this one: its fair-share rank. */
+  /**
+   * The job's fair-share rank: the account's jobs of the model in flight (waiting or running) before this
+   * one, raised to the rank of the account's latest job still waiting (its own jobs keep their order).
+   */
   inFlightBefore: number;
   /** The rate window the tokens were counted in (to give back unused tokens in the same window). */
   window: number;
@@ -76,6 +79,10 @@ local concKey = redis.call('ZCARD', KEYS[5])
 local concAcct = redis.call('ZCARD', KEYS[6])
 local inflight = redis.call('ZCARD', KEYS[7])
 local waiting = redis.call('ZCARD', KEYS[8])
+-- The job's fair-share rank: the account's jobs of the model in flight, but never below the rank of its
+-- latest job still waiting (KEYS[9]), so that none of its own later jobs overtakes one of its earlier.
+local rank = inflight
+if waiting > 0 then rank = math.max(rank, tonumber(redis.call('GET', KEYS[9]) or '0')) end
 local refused = ''
 local retry = 0
 if countReq == 1 and (reqKey + 1 > reqKeyLimit or reqAcct + 1 > reqAcctLimit) then
@@ -105,8 +112,9 @@ if refused == '' then
   redis.call('ZADD', KEYS[7], now + runTtl, id)
   redis.call('ZADD', KEYS[8], now + waitTtl, id)
   for i = 5, 8 do redis.call('PEXPIRE', KEYS[i], math.max(waitTtl, runTtl)) end
+  redis.call('SET', KEYS[9], rank, 'PX', waitTtl)
 end
-return {refused, retry, inflight, win, resetMs, reqKey, reqAcct, tokKey, tokAcct}
+return {refused, retry, rank, win, resetMs, reqKey, reqAcct, tokKey, tokAcct}
 `;
 
 // A worker took the job: it waits no more, and its in-flight entries count for another runTtl.
@@ -167,7 +175,7 @@ export class TenantCounters {
   constructor(redis: Redis, prefix: string) {
     this.#redis = redis;
     this.#prefix = prefix;
-    redis.defineCommand("rmTenantAdmit", { numberOfKeys: 8, lua: ADMIT });
+    redis.defineCommand("rmTenantAdmit", { numberOfKeys: 9, lua: ADMIT });
     redis.defineCommand("rmTenantStarted", { numberOfKeys: 4, lua: STARTED });
     redis.defineCommand("rmTenantRelease", { numberOfKeys: 6, lua: RELEASE });
     this.#scripts = redis as unknown as Scripts;
@@ -224,6 +232,7 @@ export class TenantCounters {
       concAccount,
       inflight,
       waiting,
+      `${base}:rank:${input.model}`,
       RATE_WINDOW_MS,
       input.completionId,
       Math.max(0, Math.ceil(input.tokens)),
