@@ -135,6 +135,16 @@ describe("access log", () => {
     expect([401, 403]).toContain(refused.status);
     expect(await lineOf(refused)).toMatchObject({ status: refused.status, keyId: null });
 
+    // A valid key whose account has no subscription: 402, and the line names the key (it was valid).
+    const unsubscribed = await platform.createKey({ subscription: "inactive" });
+    const unpaid = await fetch(`${platform.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${unsubscribed.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: TINY_CHAT, messages: [{ role: "user", content: "hi" }], max_tokens: 1 }),
+    });
+    expect(unpaid.status).toBe(402);
+    expect(await lineOf(unpaid)).toMatchObject({ status: 402, keyId: unsubscribed.keyId });
+
     const unknown = await fetch(`${platform.baseUrl}/nothing/${keyId}?token=query-secret-value`, { headers: { authorization: `Bearer ${key}` } });
     expect(unknown.status).toBe(404);
     expect(await lineOf(unknown)).toMatchObject({ method: "GET", route: null, status: 404 });

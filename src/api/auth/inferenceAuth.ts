@@ -70,9 +70,10 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
     // inference, a batch, an upload; and the models), but the account's own completions, responses, files
     // and batches can still be read, deleted and cancelled (a batch that would run on once the
     // subscription is back can be stopped, its results downloaded).
-    if (result.outcome === "subscription_required" && needsSubscription(ctx)) return refuse("subscription_required", new SubscriptionRequiredError());
     const { accountId, keyId, rateLimits } = result.principal;
+    // Set before a 402 as well: the key was valid, and the access line names it.
     stateOf(ctx).principal = { accountId, keyId, rateLimits } satisfies Principal;
+    if (result.outcome === "subscription_required" && needsSubscription(ctx)) return refuse("subscription_required", new SubscriptionRequiredError());
     deps.keyAuth.lastUsed.record(result.principal.keyId, deps.clock.now());
     await next();
   };
