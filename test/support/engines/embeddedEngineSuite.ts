@@ -85,6 +85,23 @@ export function embeddedEngineSuite(name: string, setup: () => Promise<SuiteMode
       expect(stopped.result.finishReason).toBe("stop");
     });
 
+    it("delivers at max tokens the text it held back as the possible start of a stop sequence", async () => {
+      const base = await chat(userChat(model.prompt, { logprobs: true, maxTokens: 6 }));
+      expect(base.result.finishReason).toBe("length");
+      const tail = base.logprobs
+        .slice(-2)
+        .map((entry) => entry.token)
+        .join("");
+      expect(tail).not.toContain("\uFFFD");
+      // A stop sequence whose start is the reply's last two tokens and whose rest never comes.
+      const held = await chat(userChat(model.prompt, { logprobs: true, maxTokens: 6, stop: [`${tail}\u0001never`] }));
+      expect(held.result.finishReason).toBe("length");
+      expect(held.text).toBe(base.text);
+      expect(held.logprobs.map((entry) => entry.token)).toEqual(base.logprobs.map((entry) => entry.token));
+      // Every counted token went out with a delta (what is charged was delivered).
+      expect(held.deltas.reduce((sum, delta) => sum + (delta.tokens ?? 0), 0)).toBe(held.result.usage.completionTokens);
+    });
+
     it("ends with finish_reason length at max tokens and counts generated tokens exactly", async () => {
       const out = await chat(userChat(model.prompt, { logprobs: true, maxTokens: 3 }));
       expect(out.result.finishReason).toBe("length");

@@ -64,7 +64,11 @@ export async function runChat(
   let reasoningTokens = 0;
   let forcedText = "";
   const maxTokens = Math.max(1, Math.min(request.maxTokens + forcedTokens, sequence.contextSize - plan.promptTokens));
+  /** Whether the last chunk emitted was a thought (a flush of held-back tokens continues it). */
+  let inThought = false;
   const onResponseChunk = (received: LlamaChatResponseChunk): void => {
+    recorder.emitted(received.tokens);
+    inThought = received.type === "segment";
     let chunk = received;
     if (replay !== null && chunk.type !== "segment") {
       const text = replay.pass(chunk.text);
@@ -137,6 +141,20 @@ export async function runChat(
     chat.dispose({ disposeSequence: false });
   }
   if (response.metadata.stopReason !== "abort") replay?.checkReplayed();
+  // Cut off by max_tokens, LlamaChat drops what it held back (text that might have begun a stop sequence,
+  // bytes of an unfinished character): it was generated and is counted, so it is delivered, as OpenAI does.
+  if (response.metadata.stopReason === "maxTokens" && plan.forced === null && plan.functions === undefined) {
+    const { held, before } = recorder.takeHeld();
+    if (held.length > 0) {
+      const text = deps.model.detokenize(held, false, before);
+      if (inThought) {
+        if (text !== "") onDelta({ reasoning: text });
+      } else {
+        const logprobs = withLogprobs ? recorder.take(held).map(({ token, probabilities }) => deps.logprobs.entry(token, probabilities, request.topLogprobs ?? 0)) : [];
+        if (text !== "" || logprobs.length > 0) onDelta({ ...(text === "" ? {} : { content: text }), ...(logprobs.length === 0 ? {} : { logprobs }) });
+      }
+    }
+  }
   const finishReason = finish(response, plan, toolCalls, forcedText);
   return {
     finishReason,

@@ -11,6 +11,9 @@ type Evaluate = LlamaContextSequence["evaluate"];
  */
 export class SampledTokenRecorder {
   readonly #queue: Sampled[] = [];
+  /** Every sampled token, in order, and how many of them were emitted in chunks (emitted()). */
+  readonly #tokens: Token[] = [];
+  #emittedThrough = 0;
   readonly #sequence: LlamaContextSequence;
   readonly #hadOwnEvaluate: boolean;
   readonly #original: Evaluate;
@@ -22,6 +25,7 @@ export class SampledTokenRecorder {
     this.#original = sequence.evaluate;
     const record = (token: Token, probabilities: Map<Token, number> | undefined): void => {
       this.#sampled += 1;
+      this.#tokens.push(token);
       if (withProbabilities) this.#queue.push({ token, probabilities });
     };
     const evaluate = (tokens: Token[], options?: SequenceEvaluateOptions): AsyncGenerator<Token, void, undefined | Token | Token[]> => {
@@ -62,6 +66,26 @@ export class SampledTokenRecorder {
       if (entry?.probabilities !== undefined) out.push({ token, probabilities: entry.probabilities });
     }
     return out;
+  }
+
+  /** Tokens LlamaChat emitted in a chunk (text or thought): the sampled tokens up to the last of them were delivered. */
+  emitted(tokens: readonly Token[]): void {
+    for (const token of tokens) {
+      const index = this.#tokens.indexOf(token, this.#emittedThrough);
+      if (index >= 0) this.#emittedThrough = index + 1;
+    }
+  }
+
+  /**
+   * The sampled tokens after the last emitted one: what LlamaChat still held back when it stopped (the
+   * start of a possible stop sequence, or bytes of an unfinished UTF-8 character), and the tokens before
+   * them (for the detokenizer's context). Marks them emitted.
+   */
+  takeHeld(): { held: Token[]; before: Token[] } {
+    const held = this.#tokens.slice(this.#emittedThrough);
+    const before = this.#tokens.slice(Math.max(0, this.#emittedThrough - 8), this.#emittedThrough);
+    this.#emittedThrough = this.#tokens.length;
+    return { held, before };
   }
 
   uninstall(): void {
