@@ -16,7 +16,10 @@ describe("the shipped austen-1m model: a reply cut short inside a character", ()
   let engine: EmbeddedEngine;
   beforeAll(async () => {
     const llama = await createLlama({ gpu: false });
-    engine = await EmbeddedEngine.load({ modelPath: fileURLToPath(new URL("../../models/austen-1m.gguf", import.meta.url)), threads: 1, contextSize: 512 }, { llama });
+    engine = await EmbeddedEngine.load(
+      { modelPath: fileURLToPath(new URL("../../models/austen-1m.gguf", import.meta.url)), threads: 1, contextSize: 512 },
+      { llama },
+    );
   });
   afterAll(async () => {
     await engine?.close();

@@ -150,7 +150,9 @@ export async function runChat(
       if (inThought) {
         if (text !== "") onDelta({ reasoning: text });
       } else {
-        const logprobs = withLogprobs ? recorder.take(held).map(({ token, probabilities }) => deps.logprobs.entry(token, probabilities, request.topLogprobs ?? 0)) : [];
+        const logprobs = withLogprobs
+          ? recorder.take(held).map(({ token, probabilities }) => deps.logprobs.entry(token, probabilities, request.topLogprobs ?? 0))
+          : [];
         if (text !== "" || logprobs.length > 0) onDelta({ ...(text === "" ? {} : { content: text }), ...(logprobs.length === 0 ? {} : { logprobs }) });
       }
     }
