@@ -162,6 +162,17 @@ describe("models, embeddings and auth through the openai SDK", () => {
     }
   });
 
+  it("takes an unknown field set to null as not set, as chat does, and refuses one with a value (400 unknown_parameter)", async () => {
+    const unset = await openai.embeddings.create({ model: TINY_EMBED, input: "null fields", foo: null, top_k: null } as never);
+    expect(unset.data).toHaveLength(1);
+    const error = (await openai.embeddings.create({ model: TINY_EMBED, input: "x", foo: 1 } as never).catch((e: unknown) => e)) as InstanceType<
+      typeof OpenAI.BadRequestError
+    >;
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error.code).toBe("unknown_parameter");
+    expect(error.param).toBe("foo");
+  });
+
   it("refuses empty input (400, param input)", async () => {
     for (const input of ["", [], ["ok", ""]] as (string | string[])[]) {
       const error = (await openai.embeddings.create({ model: TINY_EMBED, input }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.BadRequestError>;
