@@ -247,6 +247,34 @@ describe("resumable completions (real worker, engine paced at 150 ms per delta, 
     expect(await again.json()).toMatchObject({ status: "cancelled" });
   });
 
+  it("a retry with the Idempotency-Key of a cancelled completion is answered as the first was: 409 completion_cancelled, not its partial reply", async () => {
+    const headers = { "idempotency-key": `idem-cancelled-${Date.now()}` };
+    const first = post(body(), headers);
+    // A streamed request with the same key attaches to the first one's completion and names it.
+    const attached = await post(body({ stream: true }), headers);
+    const completionId = attached.headers.get("x-completion-id")!;
+    const reader = new SseReader(attached);
+    await reader.nextEvent();
+    const cancel = await fetch(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(cancel.status).toBe(200);
+    await reader.rest();
+    const firstAnswer = await first;
+    expect(firstAnswer.status).toBe(409);
+    expect(await firstAnswer.json()).toMatchObject({ error: { code: "completion_cancelled" } });
+    const retry = await post(body(), headers);
+    expect(retry.status).toBe(409);
+    expect(retry.headers.get("x-should-retry")).toBe("false");
+    expect(await retry.json()).toMatchObject({ error: { code: "completion_cancelled" } });
+    // A GET of it still shows the partial reply, marked cancelled.
+    const read = await get(`/v1/chat/completions/${completionId}`);
+    expect(read.status).toBe(200);
+    expect(read.headers.get("x-completion-status")).toBe("cancelled");
+    expect(await completionEvents(platform.deps.pool, completionId)).toHaveLength(1);
+  });
+
   it("the same Idempotency-Key sent 10 times at once: one completion, one charge; the same key with another body is 400", async () => {
     const headers = { "idempotency-key": `idem-${Date.now()}` };
     const answers = await Promise.all(Array.from({ length: 10 }, () => post(body(), headers)));

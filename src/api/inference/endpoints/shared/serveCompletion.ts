@@ -57,7 +57,15 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
   const completionId = newCompletionId(spec.idPrefix);
   const claim = await claimIdempotencyKey(inference, ctx, spec.endpoint, spec.body, completionId);
   if (claim.existing) {
-    return serveExistingCompletion(inference, ctx, claim.existing, { afterSeq: -1, stream: spec.stream, includeUsage: spec.includeUsage, shape: spec.shape });
+    // A retry is answered as the first request was: a cancelled or failed job is its error (409
+    // completion_cancelled, ...), not the partial reply a GET shows.
+    return serveExistingCompletion(inference, ctx, claim.existing, {
+      afterSeq: -1,
+      stream: spec.stream,
+      includeUsage: spec.includeUsage,
+      shape: spec.shape,
+      partialWhenEnded: false,
+    });
   }
   const giveBack = claim.giveBack;
   const created = Math.floor(deps.clock.now().getTime() / 1000);
@@ -182,18 +190,20 @@ export async function followExistingCompletion(inference: InferenceServices, ctx
 /**
  * An existing completion of the caller's account, from its replay stream: streamed from after `afterSeq`
  * and then live (a resume with Last-Event-ID / starting_after, or an attach), or its whole result once it
- * ends (GET, or a non-streamed attach). The client counts as listening while it reads.
+ * ends (GET, or a non-streamed attach). The client counts as listening while it reads. A non-streamed
+ * answer of a cancelled or failed job is its partial reply (`x-completion-status`), unless
+ * `partialWhenEnded` is false (a retry with an Idempotency-Key: the first request's error).
  */
 export async function serveExistingCompletion(
   inference: InferenceServices,
   ctx: Context,
   record: CompletionRecord,
-  options: { afterSeq: number; stream: boolean; includeUsage: boolean; shape: ResponseShape },
+  options: { afterSeq: number; stream: boolean; includeUsage: boolean; shape: ResponseShape; partialWhenEnded?: boolean },
 ): Promise<void> {
   const job = await followExistingCompletion(inference, ctx, record, options.afterSeq);
   const head: CompletionHead = { id: record.completionId, created: record.created, model: record.model, reasoning: record.reasoning };
   if (!options.stream) {
-    await collectInto(ctx, job, head, options.shape, { partialWhenCancelled: true });
+    await collectInto(ctx, job, head, options.shape, { partialWhenCancelled: options.partialWhenEnded ?? true });
     return;
   }
   const sse = new SseResponse(ctx, () => job.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
