@@ -185,6 +185,17 @@ describe("OpenAI request fields and backend-specific parameters (real HTTP API; 
     expect(tokenizer.encode(banned.body.choices[0].message.content as string)[0]).not.toBe(first);
   });
 
+  it("refuses a logit_bias on the embedded model's end-of-generation token (its engine cannot bias it) instead of dropping it", async () => {
+    for (const value of [-100, 5]) {
+      const refused = await chat({ model: TINY_CHAT, max_tokens: 3, logit_bias: { [String(platform.tiny.eosId)]: value } });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toMatchObject({ type: "invalid_request_error", param: "logit_bias" });
+      expect(refused.body.error.message).toContain("end-of-generation token");
+    }
+    const zero = await chat({ model: TINY_CHAT, max_tokens: 3, logit_bias: { [String(platform.tiny.eosId)]: 0 } });
+    expect(zero.status).toBe(200);
+  });
+
   it("honours the embedded engine's backend parameters: top_k 1 samples like greedy decoding", async () => {
     const greedy = await chat({ model: TINY_CHAT, max_tokens: 12, temperature: 0 });
     const topOne = await Promise.all([1, 2].map(() => chat({ model: TINY_CHAT, max_tokens: 12, temperature: 1, top_k: 1 })));

@@ -5,7 +5,8 @@ import { EngineError } from "../engine.ts";
  * OpenAI's logit_bias as node-llama-cpp's TokenBias: each value (-100..100) is added to the token's
  * logit, as OpenAI does (-100 in effect bans a token, 100 in effect forces it). Token ids are the
  * model's own vocabulary; an id outside it is the client's mistake (invalid_request naming logit_bias).
- * Biases on end-of-generation tokens are ignored by node-llama-cpp.
+ * node-llama-cpp applies no bias to an end-of-generation token: a bias on one is refused the same way
+ * (invalid_request naming logit_bias), never dropped in silence.
  */
 export function tokenBiasFor(model: LlamaModel, logitBias: Record<string, number> | undefined): TokenBias | undefined {
   if (logitBias === undefined || Object.keys(logitBias).length === 0) return undefined;
@@ -20,7 +21,15 @@ export function tokenBiasFor(model: LlamaModel, logitBias: Record<string, number
         "logit_bias",
       );
     }
-    if (value !== 0) bias.set(token as Token, { logit: value });
+    if (value === 0) continue;
+    if (model.isEogToken(token as Token)) {
+      throw new EngineError(
+        "invalid_request",
+        `logit_bias names token ${id}, an end-of-generation token of this model: its engine cannot bias it (end the reply with max_tokens or stop instead).`,
+        "logit_bias",
+      );
+    }
+    bias.set(token as Token, { logit: value });
   }
   return bias;
 }
