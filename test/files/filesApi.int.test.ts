@@ -239,6 +239,16 @@ describe("Files API with the official openai SDK", () => {
     const json = await app.request("POST", "/v1/files", { token: owner.key, body: { purpose: "batch" } });
     expect(json.status).toBe(400);
     assertOpenAiError(400, json.body);
+    // The content as a plain field (curl -F 'file=<a.jsonl'), no filename: said as such.
+    const plain = new FormData();
+    plain.append("purpose", "batch");
+    plain.append("file", jsonl(3).toString());
+    const noFile = await fetch(`${app.baseUrl}/v1/files`, { method: "POST", headers: { authorization: `Bearer ${owner.key}` }, body: plain });
+    expect(noFile.status).toBe(400);
+    expect(((await noFile.json()) as { error: { param: string; message: string } }).error).toMatchObject({
+      param: "file",
+      message: expect.stringContaining("no file"),
+    });
     expect(await fileRows()).toEqual(before);
   });
 

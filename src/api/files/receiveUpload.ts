@@ -45,6 +45,12 @@ type FormFields = { purpose?: string; anchor?: string; seconds?: string };
 
 /** Reads a field of the form into `fields`; any other field OpenAI may send is read and ignored. */
 async function readFormField(part: MultipartPart, fields: FormFields): Promise<void> {
+  if (part.name === "file" && part.filename === null) {
+    throw new InvalidRequestError("The 'file' form field is no file: send it with a filename (curl: -F file=@input.jsonl).", {
+      param: "file",
+      code: "invalid_value",
+    });
+  }
   if (part.name === "file") throw new InvalidRequestError("Send one file per upload.", { param: "file" });
   const value = await readField(part);
   if (part.name === "purpose") fields.purpose = value;
