@@ -202,6 +202,8 @@ describe("models, embeddings and auth through the openai SDK", () => {
     expect(error.type).toBe("invalid_request_error");
     expect(error.param).toBe("input");
     expect(error.code).toBe("context_length_exceeded");
+    // Refused by its characters, before its tokens are counted: the message says so (not that the tokens do not fit).
+    expect(error.message).toMatch(/has more than \d+ characters, the most this model takes \(8 characters per token/);
   });
 
   it("names a prompt the engine finds too long in tokens (under the API's bound in characters) context_length_exceeded, by the endpoint's field", async () => {

@@ -38,7 +38,7 @@ const PROMPT_PARAM: Record<Endpoint, string> = { "chat.completions": "messages",
 function tooLong(endpoint: Endpoint, param: string, contextLength: number, limit: number): InvalidRequestError {
   const what = endpoint === "embeddings" ? "This input" : "This prompt";
   return new InvalidRequestError(
-    `${what} is longer than the model's context of ${contextLength} tokens can hold (more than ${limit} characters). Shorten it.`,
+    `${what} has more than ${limit} characters, the most this model takes (${MAX_PROMPT_CHARS_PER_TOKEN} characters per token of its ${contextLength}-token context, checked before the tokens are counted). Shorten it.`,
     { param, code: "context_length_exceeded" },
   );
 }
