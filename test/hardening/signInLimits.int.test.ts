@@ -24,8 +24,20 @@ let addressCounter = 0;
 /** A client address of its own (this app trusts one proxy hop: X-Forwarded-For). */
 const newAddress = () => `198.51.100.${++addressCounter}`;
 
-function login(email: string, password: string, address: string): Promise<TestResponse> {
-  return app.request("POST", "/api/v1/accounts/login", { body: { email, password }, headers: { "x-forwarded-for": address } });
+function login(email: string, password: string, address: string, device?: string): Promise<TestResponse> {
+  return app.request("POST", "/api/v1/accounts/login", {
+    body: { email, password },
+    headers: { "x-forwarded-for": address, ...(device === undefined ? {} : { cookie: device }) },
+  });
+}
+
+/** The device cookie a successful login left (`login_device=...`), as a browser would send it back. */
+function deviceCookieOf(res: TestResponse): string {
+  const cookie = res.headers.getSetCookie().find((c) => c.startsWith("login_device="));
+  expect(cookie, "a login_device cookie").toBeDefined();
+  expect(cookie).toMatch(/HttpOnly/i);
+  expect(cookie).toMatch(/SameSite=Strict/i);
+  return cookie!.split(";")[0]!;
 }
 
 function registerFrom(email: string, address: string): Promise<TestResponse> {
@@ -78,6 +90,40 @@ describe("login rate limits", () => {
     for (let i = 0; i < 6; i += 1) statuses.push((await login(newEmail("nobody"), "wrong password!", address)).status);
     expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
     expectTooMany(await login(newEmail("nobody"), "wrong password!", address), "too_many_login_attempts");
+  });
+
+  it("lets a client that logged in before (its device cookie) log in through a flooded address and a locked account; without it, 429", async () => {
+    const owner = await registerAt(newAddress());
+    const office = newAddress();
+    const first = await login(owner, PASSWORD, office);
+    expect(first.status).toBe(200);
+    const device = deviceCookieOf(first);
+    // An attacker behind the same address: wrong passwords across accounts (the address's limit) and on
+    // the owner's account (its limits, from this address and from others).
+    for (let i = 0; i < 6; i += 1) await login(newEmail("nobody"), "wrong password!", office);
+    for (let i = 0; i < 7; i += 1) await login(owner, "wrong password!", newAddress());
+    expectTooMany(await login(owner, PASSWORD, office), "too_many_login_attempts");
+    expectTooMany(await login(owner, PASSWORD, newAddress()), "too_many_login_attempts");
+    // The owner's browser still gets in, from the office and from anywhere, and keeps its cookie.
+    const again = await login(owner, PASSWORD, office, device);
+    expect(again.status, again.text).toBe(200);
+    expect(deviceCookieOf(again)).toBe(device);
+    expect((await login(owner, PASSWORD, newAddress(), device)).status).toBe(200);
+  });
+
+  it("limits a device cookie on its own, and only for its own account", async () => {
+    const owner = await registerAt(newAddress());
+    const other = await registerAt(newAddress());
+    const device = deviceCookieOf(await login(owner, PASSWORD, newAddress()));
+    // Another account's login with it is an ordinary one: the address's limits apply.
+    const address = newAddress();
+    for (let i = 0; i < 3; i += 1) expectApiError(await login(other, "wrong password!", address, device), 401, "authentication_error");
+    expectTooMany(await login(other, PASSWORD, address, device), "too_many_login_attempts");
+    // Guessing with the owner's cookie: its own limit (3 here), whatever the address.
+    for (let i = 0; i < 3; i += 1) expectApiError(await login(owner, "wrong password!", newAddress(), device), 401, "authentication_error");
+    expectTooMany(await login(owner, PASSWORD, newAddress(), device), "too_many_login_attempts");
+    // A made-up cookie is no device: the ordinary limits.
+    expect((await login(owner, PASSWORD, newAddress(), "login_device=dev_madeupmadeupmadeupmadeupmadeupma")).status).toBe(200);
   });
 
   it("keeps a real login fast while 64 parallel wrong logins hit another account", async () => {

@@ -7,6 +7,7 @@ import { sessionAuth, sessionOf } from "../sessions/sessionAuth.ts";
 import { revokeSession } from "../sessions/sessionStore.ts";
 import { LoginBodySchema, RegisterBodySchema } from "./accountSchemas.ts";
 import { accountView } from "./accountView.ts";
+import { readLoginDeviceCookie, setLoginDeviceCookie } from "./loginDeviceCookie.ts";
 import { AccountNotFoundError } from "../../ledger/domainError.ts";
 import { findAccount } from "./findAccount.ts";
 import { registerAccount } from "./registerAccount.ts";
@@ -31,7 +32,8 @@ export function accountRoutes(deps: AppDeps): Router {
 
   router.post("/login", validate(LoginBodySchema, "body", PUBLIC_BODY_LIMITS), async (ctx) => {
     const body = validated(ctx, LoginBodySchema);
-    const session = await deps.signIn.login(deps, body, ctx.ip);
+    const session = await deps.signIn.login(deps, body, ctx.ip, readLoginDeviceCookie(ctx));
+    if (session.deviceToken !== null) setLoginDeviceCookie(ctx, session.deviceToken);
     ctx.set("cache-control", "no-store");
     ctx.body = { session_token: session.sessionToken, expires_at: session.expiresAt.toISOString() };
   });

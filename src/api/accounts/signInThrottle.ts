@@ -14,7 +14,7 @@ export type SignInLimits = {
 };
 
 /** Emails never appear in Redis keys in clear: a short hash is enough to tell accounts apart. */
-const emailKey = (email: string) => createHash("sha256").update(email).digest("base64url").slice(0, 22);
+export const emailKey = (email: string) => createHash("sha256").update(email).digest("base64url").slice(0, 22);
 
 /**
  * Login and registration limits (Redis, shared by all API processes), checked before any password
@@ -25,23 +25,28 @@ export class SignInThrottle {
   readonly #perAccountAddress: AttemptLimiter;
   readonly #perAccount: AttemptLimiter;
   readonly #perAddress: AttemptLimiter;
+  readonly #perDevice: AttemptLimiter;
   readonly #registrations: AttemptLimiter;
 
   constructor(redis: Redis, redisPrefix: string, limits: SignInLimits) {
     this.#perAccountAddress = new AttemptLimiter(redis, `${redisPrefix}:rl:login:account-address`, limits.loginPerAccountAddress);
     this.#perAccount = new AttemptLimiter(redis, `${redisPrefix}:rl:login:account`, limits.loginPerAccount);
     this.#perAddress = new AttemptLimiter(redis, `${redisPrefix}:rl:login:address`, limits.loginPerAddress);
+    // A known device (KnownLoginDevices) has the limit of one client on one account, for itself alone.
+    this.#perDevice = new AttemptLimiter(redis, `${redisPrefix}:rl:login:device`, limits.loginPerAccountAddress);
     this.#registrations = new AttemptLimiter(redis, `${redisPrefix}:rl:register:address`, limits.registrationsPerAddress);
   }
 
-  /** Counts a login attempt; 429 when this account, this address or both have had too many. */
-  async beforeLogin(email: string, address: string): Promise<void> {
+  /**
+   * Counts a login attempt; 429 when this account, this address or both have had too many. A client known
+   * to the account (`knownDevice`: the hash of its device token) is counted on its own instead.
+   */
+  async beforeLogin(email: string, address: string, knownDevice: string | null = null): Promise<void> {
     const account = emailKey(email);
-    const waits = await Promise.all([
-      this.#perAccountAddress.consume(`${account}:${address}`),
-      this.#perAccount.consume(account),
-      this.#perAddress.consume(address),
-    ]);
+    const waits =
+      knownDevice !== null
+        ? [await this.#perDevice.consume(knownDevice)]
+        : await Promise.all([this.#perAccountAddress.consume(`${account}:${address}`), this.#perAccount.consume(account), this.#perAddress.consume(address)]);
     const wait = Math.max(...waits.map((w) => w ?? 0));
     if (wait > 0) {
       throw new TooManyAttemptsError(`Too many login attempts. Retry in ${wait} seconds.`, "too_many_login_attempts", wait);
@@ -49,8 +54,9 @@ export class SignInThrottle {
   }
 
   /** A successful login: its attempt is not held against the account or the address. */
-  async afterLoginSuccess(email: string, address: string): Promise<void> {
+  async afterLoginSuccess(email: string, address: string, knownDevice: string | null = null): Promise<void> {
     const account = emailKey(email);
+    if (knownDevice !== null) return this.#perDevice.reset(knownDevice);
     await Promise.all([this.#perAccountAddress.reset(`${account}:${address}`), this.#perAccount.refund(account), this.#perAddress.refund(address)]);
   }
 

@@ -12,6 +12,7 @@ import { clearSessionCookie, csrfTokenFor, setSessionCookie } from "../sessions/
 import { revokeSession } from "../sessions/sessionStore.ts";
 import { loadConsoleAssets, type ConsoleAsset } from "./consoleAssets.ts";
 import { consoleModels } from "./consoleModels.ts";
+import { readLoginDeviceCookie, setLoginDeviceCookie } from "../accounts/loginDeviceCookie.ts";
 
 /** The console's pages: one HTML document; the script shows the page the path names. */
 export const CONSOLE_PAGES = ["/", "/login", "/signup", "/account", "/usage", "/models", "/playground", "/batches"];
@@ -49,8 +50,9 @@ export function consoleRoutes(deps: AppDeps): Router {
   });
 
   router.post("/console/session", validate(LoginBodySchema, "body", PUBLIC_BODY_LIMITS), async (ctx) => {
-    const session = await deps.signIn.login(deps, validated(ctx, LoginBodySchema), ctx.ip);
+    const session = await deps.signIn.login(deps, validated(ctx, LoginBodySchema), ctx.ip, readLoginDeviceCookie(ctx));
     setSessionCookie(ctx, session.sessionToken, session.expiresAt);
+    if (session.deviceToken !== null) setLoginDeviceCookie(ctx, session.deviceToken);
     ctx.set("cache-control", "no-store");
     ctx.body = { csrf_token: csrfTokenFor(session.sessionToken), expires_at: session.expiresAt.toISOString() };
   });
