@@ -79,6 +79,9 @@ describe("POST /api/v1/accounts/register", () => {
     ["an email that is not a string", { email: 42, password: PASSWORD }, "email"],
     ["a missing email", { password: PASSWORD }, "email"],
     ["a password under 10 characters", { email: "short@example.ch", password: "123456789" }, "password"],
+    // scrypt would hash "abcdefghij\u0000" as "abcdefghij", and every unpaired surrogate as U+FFFD.
+    ["a password with a NUL character", { email: "nul@example.ch", password: "abcdefghij\u0000" }, "password"],
+    ["a password with unpaired surrogates", { email: "surrogate@example.ch", password: "\ud800".repeat(10) }, "password"],
     ["a missing password", { email: "nopass@example.ch" }, "password"],
     ["an unknown field", { email: "extra@example.ch", password: PASSWORD, admin: true }, "admin"],
   ])("answers 400 naming the parameter for %s, and appends nothing", async (_label, body, param) => {

@@ -8,8 +8,11 @@ export const MIN_PASSWORD_LENGTH = 10;
 /** Upper bound only to cap the hashing work a request can ask for. */
 export const MAX_PASSWORD_LENGTH = 1024;
 
-export const NewPasswordSchema = z
-  .string()
+/**
+ * A new password. NUL and unpaired surrogates are refused: scrypt would hash "x\u0000" as "x" (HMAC's
+ * zero padding) and every unpaired surrogate as U+FFFD (UTF-8), so another password would open the account.
+ */
+export const NewPasswordSchema = storableString()
   .min(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`)
   .max(MAX_PASSWORD_LENGTH, `must be at most ${MAX_PASSWORD_LENGTH} characters`);
 
