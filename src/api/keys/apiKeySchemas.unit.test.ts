@@ -12,6 +12,15 @@ describe("apiKeySchemas", () => {
     }
   });
 
+  it("refuses names that show nothing or read as something else: zero-width only, controls, bidirectional overrides", () => {
+    for (const name of ["\u200b\u200b", "\u200d", "\u2060\ufeff", "a\u0007b", "a\nb", "\u202egnp.exe", "x\u2066y"]) {
+      const result = CreateKeyBodySchema.safeParse({ name });
+      expect(result.success, JSON.stringify(name)).toBe(false);
+      expect(result.error?.issues[0]?.path).toEqual(["name"]);
+    }
+    for (const name of ["prod", "日本語", "👩‍💻 laptop", "a b"]) expect(CreateKeyBodySchema.parse({ name }).name).toBe(name);
+  });
+
   it("refuses unknown fields", () => {
     expect(CreateKeyBodySchema.safeParse({ name: "a", scope: "all" }).error?.issues[0]?.code).toBe("unrecognized_keys");
   });
