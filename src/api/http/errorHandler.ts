@@ -57,6 +57,18 @@ export function errorHandler(logger: Logger) {
           dependency: apiError.dependency,
           cause: (underneath as Error)?.message ?? String(underneath),
         });
+      } else if (apiError.status >= 500 && error instanceof ApiError && !(error instanceof InternalApiError)) {
+        // A 5xx the platform chose (load shed: too many password checks, a model without a worker): what
+        // it says is known, one line without a stack.
+        const { requestId, traceId } = stateOf(ctx);
+        logger.warn("request refused", {
+          method: ctx.method,
+          path: ctx.path,
+          ...(requestId ? { requestId } : {}),
+          ...(traceId ? { traceId } : {}),
+          status: apiError.status,
+          code: apiError.code,
+        });
       } else if (apiError.status >= 500) {
         logger.error("request failed", { method: ctx.method, path: ctx.path, error: error as Error });
       }

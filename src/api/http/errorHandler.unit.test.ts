@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Context } from "koa";
 import type { Logger } from "../../observability/logger.ts";
 import { errorHandler, toApiError } from "./errorHandler.ts";
-import { errorBody, ServiceUnavailableError } from "./errors.ts";
+import { ApiError, errorBody, InternalApiError, ServiceUnavailableError } from "./errors.ts";
 
 describe("toApiError: dependency outages", () => {
   it("maps an unreachable PostgreSQL to 503 database_unavailable with Retry-After", () => {
@@ -55,5 +55,49 @@ describe("errorHandler: the line an outage's 503 writes", () => {
         },
       },
     ]);
+  });
+});
+
+describe("errorHandler: the line of a 5xx the platform chose, and of a failure", () => {
+  const run = async (error: unknown) => {
+    const lines: { level: string; message: string; fields: Record<string, unknown> }[] = [];
+    const at =
+      (level: string) =>
+      (message: string, fields?: unknown): void => {
+        lines.push({ level, message, fields: fields as Record<string, unknown> });
+      };
+    const logger: Logger = { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), child: () => logger };
+    const ctx = {
+      method: "POST",
+      path: "/api/v1/accounts/login",
+      state: { requestId: "req_2" },
+      headerSent: false,
+      writable: true,
+      set: () => undefined,
+    } as unknown as Context & { status: number; body: unknown };
+    await errorHandler(logger)(ctx, () => Promise.reject(error));
+    return { status: ctx.status, lines };
+  };
+
+  it("writes a load shed (503 too_many_password_checks) as one warn line with its code, no stack", async () => {
+    // As the sign-in's hashing gate answers it.
+    const { status, lines } = await run(new ApiError(503, "service_unavailable", "Too many sign-in attempts.", { code: "too_many_password_checks" }));
+    expect(status).toBe(503);
+    expect(lines).toEqual([
+      {
+        level: "warn",
+        message: "request refused",
+        fields: { method: "POST", path: "/api/v1/accounts/login", requestId: "req_2", status: 503, code: "too_many_password_checks" },
+      },
+    ]);
+  });
+
+  it("writes an unexpected failure as an error with the error", async () => {
+    for (const error of [new Error("boom"), new InternalApiError()]) {
+      const { status, lines } = await run(error);
+      expect(status).toBe(500);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({ level: "error", message: "request failed", fields: { error } });
+    }
   });
 });
