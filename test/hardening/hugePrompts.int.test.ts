@@ -50,7 +50,7 @@ describe("huge prompts are refused before anything tokenizes them", () => {
       res = await platform.request("POST", path, { token: key, body });
     });
     expectApiError(res!, 400, "invalid_request_error", { code: "context_length_exceeded", param });
-    expect(res!.body.error.message).toContain("1024 tokens");
+    expect(res!.body.error.message).toContain("1024-token context");
     expect(slowest, `slowest /healthz answer ${slowest.toFixed(0)} ms`).toBeLessThan(500);
   });
 
