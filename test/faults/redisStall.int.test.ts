@@ -24,6 +24,26 @@ afterAll(async () => {
 });
 
 describe("a Redis stall", () => {
+  it("answers a request with a key not yet cached 503 redis_unavailable within about two command timeouts (its key check's, its admission's)", async () => {
+    const { key } = await platform.createKey();
+    redis.pause();
+    try {
+      const started = performance.now();
+      const answer = await platform.request("POST", "/v1/chat/completions", {
+        token: key,
+        body: { model: TINY_CHAT, messages: [{ role: "user", content: "Hello" }], max_tokens: 3 },
+      });
+      const ms = performance.now() - started;
+      expect(answer.status).toBe(503);
+      expect(answer.body.error.code).toBe("redis_unavailable");
+      // REDIS_COMMAND_TIMEOUT_MS is 1 s: the key check's two reads run together (one after the other: 3 s).
+      expect(ms).toBeGreaterThan(1_900);
+      expect(ms).toBeLessThan(2_800);
+    } finally {
+      redis.resume();
+    }
+  }, 30_000);
+
   it("leaves no request it refused counted in flight, queued, charged or holding its Idempotency-Key once Redis answers again", async () => {
     const { key, account } = await platform.createKey();
     const request = (path: string, body: unknown) => platform.request("POST", path, { token: key, body });

@@ -52,9 +52,10 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
     // A part of the key's hash: enough to tell an address's keys apart, never the key.
     const addressKey = () => `${ctx.ip}:${apiKeyHash(secret).slice(0, 24)}`;
     if (!cached) {
-      const sameKeyBlocked = await keyRefused.blockedFor(addressKey());
+      // Both read at once: with Redis stalled each waits for the command timeout, and a request must get
+      // its 503 within about two of them (this check's and its admission's).
+      const [sameKeyBlocked, blocked] = await Promise.all([keyRefused.blockedFor(addressKey()), keysRefused.blockedFor(ctx.ip)]);
       if (sameKeyBlocked !== null) return refuse("too_many_invalid_api_keys", tooManyFailures(sameKeyBlocked));
-      const blocked = await keysRefused.blockedFor(ctx.ip);
       if (blocked !== null && !(await recentlyValid.has(secret))) return refuse("too_many_invalid_api_keys", tooManyFailures(blocked));
     }
     const result = cached ?? (await deps.keyAuth.authenticate(secret));
