@@ -51,12 +51,35 @@ export async function checkRedis(target: RedisTarget | string): Promise<void> {
   }
 }
 
+/** How long the start-up check waits for a dependency's answer (connection and first command together). */
+const ANSWER_WITHIN_MS = 3000;
+
+/** `work`, or a rejection once ANSWER_WITHIN_MS have passed without its answer (a server that accepts connections and says nothing). */
+async function withinDeadline<T>(work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${ANSWER_WITHIN_MS / 1000} s`)), ANSWER_WITHIN_MS);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function pingServer(redisUrl: string): Promise<void> {
-  const redis = new Redis(redisUrl, { lazyConnect: true, connectTimeout: 3000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const redis = new Redis(redisUrl, { lazyConnect: true, connectTimeout: ANSWER_WITHIN_MS, maxRetriesPerRequest: 0, retryStrategy: () => null });
   redis.on("error", () => undefined);
   try {
-    await redis.connect();
-    await redis.ping();
+    // The ready check (INFO) and the PING wait for an answer past the TCP connection: bounded together.
+    await withinDeadline(
+      (async () => {
+        await redis.connect();
+        await redis.ping();
+      })(),
+    );
   } finally {
     redis.disconnect();
   }
@@ -64,17 +87,10 @@ async function pingServer(redisUrl: string): Promise<void> {
 
 /** A cluster or a Sentinel-managed master: PING through the service's own client, for at most 3 s. */
 async function pingTarget(target: RedisTarget): Promise<void> {
-  const redis = createRedis(target, { kind: "fail-fast", timeouts: { connectTimeoutMs: 3000, commandTimeoutMs: 3000 } });
-  let timer: NodeJS.Timeout | undefined;
+  const redis = createRedis(target, { kind: "fail-fast", timeouts: { connectTimeoutMs: ANSWER_WITHIN_MS, commandTimeoutMs: ANSWER_WITHIN_MS } });
   try {
-    await Promise.race([
-      redis.ping(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error("no answer within 3 s")), 3000);
-      }),
-    ]);
+    await withinDeadline(redis.ping());
   } finally {
-    clearTimeout(timer);
     redis.disconnect();
   }
 }
