@@ -12,10 +12,11 @@ const TOKENS = 10;
 const TOKEN_DELAY_MS = 30;
 let platform: TenantPlatform;
 let a: Tenant;
+let c: Tenant;
 
 beforeAll(async () => {
   platform = await TenantPlatform.start({ apis: 1, workers: 1, slotsPerWorker: 1, tokens: TOKENS, tokenDelayMs: TOKEN_DELAY_MS });
-  a = await platform.tenant();
+  [a, c] = await Promise.all([platform.tenant(), platform.tenant()]);
 }, 120_000);
 
 afterAll(async () => {
@@ -45,5 +46,31 @@ describe("one account's jobs in order", () => {
     expect((await Promise.all(burst)).map((r) => r.status)).toEqual(Array(BURST).fill(200));
     // The late job ends after every job of the burst (with rank 4 it would have gone before "burst 5").
     expect(ended.indexOf("late")).toBe(BURST);
+  }, 60_000);
+});
+
+describe("aging: an account with more jobs in flight than another is not starved by it", () => {
+  it("starts every job of a backlog while another account keeps the only slot busy with fresh jobs of lower rank", async () => {
+    const api = platform.apis[0]!;
+    // A queues 6 streamed jobs at once (ranks 0..5); C keeps 3 clients going (its jobs rank 0..2, always
+    // two of them waiting for the one slot). A's jobs of rank 3 and more rank behind every new job of C:
+    // without aging they would wait until C stops.
+    const cUntil = performance.now() + 12_000;
+    let cStopped = 0;
+    const cClient = async () => {
+      while (performance.now() < cUntil) {
+        const answer = await tenantChat(api, c.key, { content: "C", stream: true });
+        expect(answer.status).toBe(200);
+      }
+      cStopped = performance.now();
+    };
+    const cClients = Promise.all([cClient(), cClient(), cClient()]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const backlog = await Promise.all(Array.from({ length: 6 }, (_, i) => tenantChat(api, a.key, { content: `A ${i}`, stream: true })));
+    const aLastEnded = Math.max(...backlog.map((answer) => answer.endedAt));
+    expect(backlog.map((answer) => answer.status)).toEqual(Array(6).fill(200));
+    await cClients;
+    // Every job of A's backlog ended while C still kept the slot busy.
+    expect(aLastEnded).toBeLessThan(cStopped);
   }, 60_000);
 });

@@ -1,4 +1,4 @@
-import { Queue } from "bullmq";
+import { Job, Queue } from "bullmq";
 import { CANCEL_MARK_TTL_SECONDS, type CancelReason, encodeCancelMessage } from "../../../contracts/cancelMessage.ts";
 import { RUN_COMPLETION, type CompletionJob } from "../../../contracts/completionJob.ts";
 import { redisAway, type Redis } from "../../../redis/createRedis.ts";
@@ -89,6 +89,15 @@ export class CompletionQueues {
     const priorities = Array.from({ length: priority + 1 }, (_, p) => p);
     const counts = await this.queue(modelId).getCountsPerPriority(priorities);
     return Object.values(counts).reduce((sum, n) => sum + n, 0);
+  }
+
+  /**
+   * Gives a waiting job another BullMQ priority (its aging: InferenceGateway), through BullMQ's public
+   * Job.changePriority (one script; a job a worker took meanwhile keeps its place, only its recorded
+   * priority changes). A job BullMQ no longer has is a rejection the caller ignores.
+   */
+  async changePriority(modelId: string, completionId: string, priority: number): Promise<void> {
+    await new Job(this.queue(modelId), RUN_COMPLETION, {}, {}, completionId).changePriority({ priority });
   }
 
   /**

@@ -12,6 +12,7 @@ import { InternalApiError, ModelUnavailableError, ServiceUnavailableError } from
 import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
 import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
 import { SharedReads } from "./sharedReads.ts";
+import { laneBase, laneOfPriority } from "../../../contracts/lanes.ts";
 
 /**
  * How long one read of a model's waiting count, and one of its worker liveness, is shared by the
@@ -268,8 +269,34 @@ export class InferenceGateway {
     await this.#records.forget(completionId);
   }
 
+  /**
+   * The job's first message, within `startTimeoutMs`. Meanwhile the job ages: a job's rank is fixed when
+   * it is queued (its account's jobs in flight then), so an account with more jobs in flight than another
+   * would wait behind every later job of that other account for as long as it keeps the workers busy.
+   * After AGING_AFTER_MS of waiting its rank is halved every AGING_STEP_MS (BullMQ changePriority) until
+   * it is its lane's first: no job waits behind ever newer ones for long, and within an account the
+   * older job has aged further (its order is kept).
+   */
+  async #firstMessage(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number): Promise<DeltaMessage | undefined> {
+    const deadline = Date.now() + startTimeoutMs;
+    let priority = job.priority;
+    let wait = Math.min(startTimeoutMs, AGING_AFTER_MS);
+    for (;;) {
+      const message = await feed.next(wait);
+      const left = deadline - Date.now();
+      if (message || feed.lost || feed.closed || left <= 0) return message;
+      if (priority !== undefined && agedPriority(priority) < priority) {
+        priority = agedPriority(priority);
+        void this.#queues.changePriority(job.model, job.completionId, priority).catch(() => undefined);
+        wait = Math.min(left, AGING_STEP_MS);
+      } else {
+        wait = left;
+      }
+    }
+  }
+
   async #awaitStart(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number, silent: (internal: string) => Error, keepQueued: boolean): Promise<void> {
-    const first = await feed.next(startTimeoutMs);
+    const first = await this.#firstMessage(feed, job, startTimeoutMs);
     if (first?.type === "started") return;
     if (first?.type === "error") throw jobErrorToApiError(first.error);
     if (first) throw new InternalApiError("The worker answered out of order.");
@@ -286,6 +313,16 @@ export class InferenceGateway {
     if (late?.type === "error") throw jobErrorToApiError(late.error);
     if (late?.type !== "started") throw silent("The worker did not start the job.");
   }
+}
+
+/** How long a job waits at its fair-share rank before it ages, and how often its rank is halved after that. */
+export const AGING_AFTER_MS = 2_000;
+export const AGING_STEP_MS = 1_000;
+
+/** A priority aged one step: its rank within its lane halved (the lane's first rank stays). */
+export function agedPriority(priority: number): number {
+  const base = laneBase(laneOfPriority(priority));
+  return base + Math.floor((priority - base) / 2);
 }
 
 /** How long the API keeps trying to tell a worker what a lost request's client got (Redis coming back). */
