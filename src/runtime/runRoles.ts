@@ -24,13 +24,32 @@ import { stopWithin } from "./stopWithin.ts";
  */
 export function runRoles(roles: RoleDefinition[], defaults: Record<string, string> = {}): void {
   start(roles, defaults).catch((error: unknown) => {
-    if (error instanceof ConfigError || error instanceof DependencyUnavailableError) {
-      process.stderr.write(`${error.message}\n`);
-    } else {
-      process.stderr.write(`start-up failed: ${(error as Error).stack ?? String(error)}\n`);
-    }
+    process.stderr.write(`${startupFailure(error)}\n`);
     process.exit(1);
   });
+}
+
+/** Errors of the listeners' addresses (PORT, METRICS_PORT, HOST): a setting to change, not a bug. */
+const ADDRESS_ERRORS: Record<string, string> = {
+  EADDRINUSE: "another process holds this port: set PORT (or METRICS_PORT) to a free one",
+  EACCES: "this process may not listen on this port: set PORT (or METRICS_PORT) to one above 1023",
+  EADDRNOTAVAIL: "HOST is no address of this machine",
+  ENOTFOUND: "HOST is no address of this machine",
+};
+
+/**
+ * What start-up says before it exits 1: the reason alone for a mistake of the configuration (a variable,
+ * a port, the model registry or a model file it names), the stack only for a failure nobody foresaw.
+ */
+export function startupFailure(error: unknown): string {
+  if (error instanceof ConfigError || error instanceof DependencyUnavailableError) return error.message;
+  if (!(error instanceof Error)) return `start-up failed: ${String(error)}`;
+  const hint = ADDRESS_ERRORS[(error as NodeJS.ErrnoException).code ?? ""];
+  if (hint) return `start-up failed: ${error.message} (${hint}).`;
+  if (error.name === "ModelRegistryError") return `start-up failed: ${error.message} (MODELS_CONFIG).`;
+  // A model the registry names that cannot be loaded (a missing or unreadable file): the engine says which.
+  if (error.name === "EngineError") return `start-up failed: ${error.message} (a model of MODELS_CONFIG).`;
+  return `start-up failed: ${error.stack ?? error.message}`;
 }
 
 async function start(roles: RoleDefinition[], defaults: Record<string, string>): Promise<void> {

@@ -1,6 +1,11 @@
+import { spawn } from "node:child_process";
 import { createServer, type Server, type Socket } from "node:net";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkPostgres, checkRedis, DependencyUnavailableError } from "../../src/runtime/checkDependencies.ts";
+import { freePort } from "../support/freePort.ts";
+import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+import { TEST_REDIS_URL } from "../support/testRedis.ts";
 
 /**
  * The start-up checks against a dependency that accepts connections and never says a word (a wrong
@@ -40,4 +45,48 @@ describe("start-up checks against a silent server", () => {
     expect((error as Error).message).toMatch(/^PostgreSQL is not answering/);
     expect(performance.now() - started).toBeLessThan(6_000);
   }, 15_000);
+});
+
+const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
+
+/** `npm start --role <role>` with these settings: its exit code and what it wrote to stderr. */
+async function startFails(role: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [MAIN, "--role", role], {
+    env: { PATH: process.env.PATH ?? "", REDIS_URL: TEST_REDIS_URL, HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (text: string) => {
+    stderr += text;
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+  const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+  clearTimeout(timer);
+  return { code, stderr };
+}
+
+describe("start-up mistakes of the configuration: one line, no stack", () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it("names a port another process holds, and a model registry that cannot be read", async () => {
+    const taken = await startFails("projector", { DATABASE_URL: db.url, METRICS_PORT: String(port) });
+    expect(taken.code).toBe(1);
+    expect(taken.stderr.trim().split("\n")).toEqual([expect.stringMatching(/EADDRINUSE.*another process holds this port: set PORT \(or METRICS_PORT\)/)]);
+    const registry = await startFails("api", {
+      DATABASE_URL: db.url,
+      PORT: String(await freePort()),
+      METRICS_PORT: String(await freePort()),
+      MODELS_CONFIG: "/nonexistent/registry.json",
+    });
+    expect(registry.code).toBe(1);
+    expect(registry.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/^start-up failed: Cannot read the model registry \/nonexistent\/registry\.json.*\(MODELS_CONFIG\)\.$/),
+    ]);
+  }, 60_000);
 });
