@@ -46,7 +46,10 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
   logger.info("api listening", { url: `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}` });
   return {
     async stop() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // close() ends the idle connections of this moment; one whose response ends later would stay open
+      // for its keep-alive (65 s): ended as soon as it is idle, until the last one is gone.
+      const idle = setInterval(() => server.closeIdleConnections(), 100);
+      await new Promise<void>((resolve) => server.close(() => resolve())).finally(() => clearInterval(idle));
       server.closeAllConnections();
       await fileSweeper.stop();
       await batches.stop();

@@ -14,7 +14,8 @@ import { stopWithin } from "./stopWithin.ts";
 /**
  * The body of every entry point (src/main.ts, src/api/main.ts, workers/main.ts, projections/main.ts):
  * reads the configuration, checks PostgreSQL (and Redis when a role needs it), creates and migrates
- * the database, starts the roles in order, and stops them in reverse order on SIGINT / SIGTERM.
+ * the database, starts the roles in order, and stops them in the same order on SIGINT / SIGTERM (the
+ * API first: its requests drain while the worker still serves them).
  * Exits 1 with a one-line reason when a dependency or the configuration is wrong.
  *
  * Each role gets a pool with the timeouts of its `poolUse` (roles of the same use share one). A stop
@@ -102,8 +103,11 @@ async function start(roles: RoleDefinition[], defaults: Record<string, string>):
     }
     stopping = true;
     logger.info("shutting down", { signal, graceMs: config.shutdownGraceMs });
+    // In the order they started (API, worker, projector): the API drains its requests while the worker
+    // still runs their jobs (queued ones included), then the worker drains its jobs, then the projector
+    // records what they charged meanwhile.
     const steps = [
-      ...[...running].reverse().map(({ name, role }) => ({ name, stop: () => role.stop() })),
+      ...running.map(({ name, role }) => ({ name, stop: () => role.stop() })),
       ...(metricsServer ? [{ name: "metrics listener", stop: () => metricsServer.close() }] : []),
       { name: "postgres pools", stop: () => Promise.all([...pools.values()].map((p) => p.end())) },
       { name: "telemetry", stop: () => telemetry.shutdown() },
