@@ -315,6 +315,22 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     });
     const fromHeader = await readRawStream(byHeader);
     expect(fromHeader.events.map((e) => e.sequence_number)).toEqual(rest.map((e) => e.sequence_number));
+    // At its last event: nothing more. Past it (no event has that number): an error event says so.
+    const end = rest.at(-1)!.sequence_number;
+    const atEnd = await fetch(`${platform.baseUrl}/v1/responses/${id}?stream=true&starting_after=${end}`, { headers: { authorization: `Bearer ${key}` } });
+    expect((await readRawStream(atEnd)).events).toEqual([]);
+    const past = await fetch(`${platform.baseUrl}/v1/responses/${id}?stream=true&starting_after=${end + 100}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect((await readRawStream(past)).events).toEqual([
+      {
+        type: "error",
+        code: "invalid_value",
+        message: expect.stringContaining("past this response's last event"),
+        param: "starting_after",
+        sequence_number: end + 1,
+      },
+    ]);
   });
 
   it("a non-background response whose client disconnects still ends stored and retrievable", async () => {

@@ -9,11 +9,28 @@ import type { StoredResponse } from "./responseStore.ts";
 const TERMINAL_EVENTS = new Set(["response.completed", "response.incomplete", "response.failed"]);
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-/** Writes a response's events to an SSE stream (each with its sequence number as the SSE id), ending after the terminal one. */
+/**
+ * Writes a response's events to an SSE stream (each with its sequence number as the SSE id), ending after
+ * the terminal one. A resume point past the terminal event (no event of this stream has that number) ends
+ * with an `error` event that says so (numbered after the terminal one): not with nothing, which a client
+ * reads as a stream cut short.
+ */
 export function eventWriter(sse: SseResponse, afterSeq: number): (event: ResponseEvent) => boolean {
   return (event) => {
     if (event.sequence_number > afterSeq) sse.event(event.sequence_number, event, event.type);
     if (!TERMINAL_EVENTS.has(event.type)) return false;
+    if (afterSeq > event.sequence_number) {
+      const error = {
+        type: "error",
+        code: "invalid_value",
+        message: `starting_after ${afterSeq} is past this response's last event (${event.sequence_number}, ${event.type}).`,
+        param: "starting_after",
+        sequence_number: event.sequence_number + 1,
+      };
+      sse.event(error.sequence_number, error, "error");
+      sse.end();
+      return true;
+    }
     sse.end();
     return true;
   };
