@@ -64,11 +64,11 @@ export async function runChat(
   let reasoningTokens = 0;
   let forcedText = "";
   const maxTokens = Math.max(1, Math.min(request.maxTokens + forcedTokens, sequence.contextSize - plan.promptTokens));
-  /** Whether the last chunk emitted was a thought (a flush of held-back tokens continues it). */
+  /** Whether a thought is open: its segment began and has not ended (a flush of held-back tokens continues it). */
   let inThought = false;
   const onResponseChunk = (received: LlamaChatResponseChunk): void => {
     recorder.emitted(received.tokens);
-    inThought = received.type === "segment";
+    inThought = received.type === "segment" && received.segmentEndTime === undefined;
     let chunk = received;
     if (replay !== null && chunk.type !== "segment") {
       const text = replay.pass(chunk.text);
