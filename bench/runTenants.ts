@@ -197,7 +197,7 @@ async function withBatchBacklog<T>(
         created: Math.floor(Date.now() / 1000),
         replyTo: keys.replyChannel("bench-batch"),
         lane: "batch",
-        priority: jobPriority("batch", admitted.inFlightBefore),
+        priority: jobPriority("batch", admitted.rank),
         work: {
           kind: "chat",
           request: {

@@ -38,7 +38,7 @@ export type AdmitResult = {
    * The job's fair-share rank: the account's jobs of the model in flight (waiting or running) before this
    * one, raised to the rank of the account's latest job still waiting (its own jobs keep their order).
    */
-  inFlightBefore: number;
+  rank: number;
   /** The rate window the tokens were counted in (to give back unused tokens in the same window). */
   window: number;
   /** The binding (lower remaining) of the key's and the account's request and token limits. */
@@ -207,11 +207,11 @@ export class TenantCounters {
       return this.#admitScript(input);
     });
     const { limits } = input;
-    const [refused, retryAfterMs, inFlightBefore, window, resetMs, reqKey, reqAccount, tokKeyUsed, tokAccountUsed] = reply;
+    const [refused, retryAfterMs, rank, window, resetMs, reqKey, reqAccount, tokKeyUsed, tokAccountUsed] = reply;
     return {
       refused: refused === "" ? null : (refused as RefusalReason),
       retryAfterMs: Number(retryAfterMs),
-      inFlightBefore: Number(inFlightBefore),
+      rank: Number(rank),
       window: Number(window),
       requests: binding(limits.key.requestsPerMinute, Number(reqKey), limits.account.requestsPerMinute, Number(reqAccount), Number(resetMs)),
       tokens: binding(limits.key.tokensPerMinute, Number(tokKeyUsed), limits.account.tokensPerMinute, Number(tokAccountUsed), Number(resetMs)),

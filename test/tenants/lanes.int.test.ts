@@ -60,7 +60,7 @@ async function enqueue(model: string, id: string, account: string, lane: Lane): 
     created: 1_700_000_000,
     replyTo: rig.keys.replyChannel("lanes-test"),
     lane,
-    priority: jobPriority(lane, admitted.inFlightBefore),
+    priority: jobPriority(lane, admitted.rank),
     work: { kind: "embeddings", input: ["x"] },
   };
   await rig.queues.enqueue(job);
@@ -115,7 +115,7 @@ describe("lanes and fair share on one model's queue", () => {
           waitTtlMs: 1,
           runTtlMs: 1,
         });
-        return probe.inFlightBefore === 0 ? true : undefined;
+        return probe.rank === 0 ? true : undefined;
       }, 10_000);
     } finally {
       await worker.close();
@@ -178,8 +178,8 @@ describe("lanes and fair share on one model's queue", () => {
         runTtlMs,
       });
     await admit("lost-1", 300);
-    expect((await admit("lost-2", 300)).inFlightBefore).toBe(1);
+    expect((await admit("lost-2", 300)).rank).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 400));
-    expect((await admit("lost-3", 300)).inFlightBefore).toBe(0);
+    expect((await admit("lost-3", 300)).rank).toBe(0);
   });
 });

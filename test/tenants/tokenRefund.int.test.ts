@@ -49,7 +49,7 @@ async function admit(model: string, account: string, tokens: number): Promise<{ 
     created: 1_700_000_000,
     replyTo: rig.keys.replyChannel("refund-test"),
     lane: "interactive",
-    priority: jobPriority("interactive", admitted.inFlightBefore),
+    priority: jobPriority("interactive", admitted.rank),
     countedTokens: { window: admitted.window, tokens },
     work: { kind: "embeddings", input: ["x"] },
   };

@@ -128,7 +128,7 @@ export class TenantAdmission {
       const hopeless = result.refused === "tokens" && tokens > Math.min(limits.key.tokensPerMinute, limits.account.tokensPerMinute);
       throw new TenantRateLimitError(result.refused, limit, result.retryAfterMs, headers, !hopeless);
     }
-    return { priority: jobPriority(input.lane, result.inFlightBefore), lane: input.lane, counted: { window: result.window, tokens }, job };
+    return { priority: jobPriority(input.lane, result.rank), lane: input.lane, counted: { window: result.window, tokens }, job };
   }
 
   /**
