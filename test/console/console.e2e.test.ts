@@ -151,6 +151,12 @@ describe("web console in Chromium against the real service (API, worker, project
     await input.fill("laptop (old)");
     await input.press("Enter");
     await keyRow("laptop (old)").waitFor();
+    // The focus stays on the row's actions (not the page's top): Rename again, then Escape.
+    const focusedLabel = () => page.evaluate((): string | null => (globalThis as any).document.activeElement?.getAttribute("aria-label") ?? null);
+    await expect.poll(focusedLabel).toBe("Rename laptop (old)");
+    await page.keyboard.press("Enter");
+    await page.getByLabel("New name for laptop (old)").press("Escape");
+    await expect.poll(focusedLabel).toBe("Rename laptop (old)");
     const listed = await platform.request("GET", "/api/v1/accounts/user/api-keys", { headers: { cookie: await cookieHeader() } });
     expect(listed.body.data.map((k: { name: string }) => k.name)).toEqual(["laptop (old)"]);
 
@@ -437,6 +443,8 @@ describe("web console in Chromium against the real service (API, worker, project
     await page.getByRole("button", { name: "Create key" }).click();
     await page.getByRole("button", { name: "I have saved it" }).click();
     await keyRow(longName).waitFor();
+    // The box and its button are gone: the focus is back in the name field, not on the page's top.
+    await expect.poll(() => page.evaluate((): string | null => (globalThis as any).document.activeElement?.id ?? null)).toBe("new-key-name");
     expect(await overflowing()).toBeLessThanOrEqual(0);
     await page.setViewportSize({ width: 390, height: 844 });
     await page.reload();
@@ -450,6 +458,9 @@ describe("web console in Chromium against the real service (API, worker, project
     await keyRow(longName).getByRole("button", { name: "Revoke" }).click();
     await keyRow(longName).getByRole("button", { name: "Revoke key" }).click();
     await keyRow(longName).getByText("Revoked").waitFor();
+    // A revoked key has no buttons left: the focus is on its row.
+    await expect.poll(() => page.evaluate((): boolean => (globalThis as any).document.activeElement?.tagName === "TR")).toBe(true);
+    expect(await keyRow(longName).evaluate((row) => row === (globalThis as any).document.activeElement)).toBe(true);
     await screenshot("console-phone.png");
     const oldCookie = await cookieHeader();
     // A log out the server did not do (it answered 503, and so does the session's read: PostgreSQL away):
@@ -508,6 +519,32 @@ describe("web console in Chromium against the real service (API, worker, project
     expect(await page.getByRole("button", { name: "Create key" }).isDisabled()).toBe(false);
   });
 
+  it("says in the playground that a rate limit's 429 is a wait of moments, not the budget", async () => {
+    const found = await platform.request("GET", `/api/v1/admin/accounts?email=${encodeURIComponent(email)}`, { token: TEST_ADMIN_TOKEN });
+    const limit = (requestsPerMinute: number | null) =>
+      platform.request("PUT", `/api/v1/admin/accounts/${found.body.id}/rate_limits`, {
+        token: TEST_ADMIN_TOKEN,
+        body: { requests_per_minute: requestsPerMinute },
+      });
+    expect((await limit(1)).status).toBe(200);
+    try {
+      await page.getByRole("link", { name: "Playground", exact: true }).click();
+      await page.getByLabel("API key").fill(fullKeyOfNewest);
+      await expect.poll(() => page.getByLabel("Model").inputValue()).toBe(TINY_CHAT);
+      // The account's one request of the minute (maybe used already), then one over it.
+      for (let i = 0; i < 2; i++) {
+        await page.getByLabel("Message").fill("Hello again");
+        await page.getByRole("button", { name: "Send" }).click();
+        await page.waitForLoadState("networkidle");
+      }
+      const alert = page.getByRole("alert").filter({ hasText: "Too many requests for now (429)" });
+      await alert.waitFor();
+      expect(await alert.textContent()).not.toContain("budget");
+    } finally {
+      await limit(null);
+    }
+  });
+
   it("says in the playground what a 402 means once the subscription is cancelled, and keeps the message to send again", async () => {
     const found = await platform.request("GET", `/api/v1/admin/accounts?email=${encodeURIComponent(email)}`, { token: TEST_ADMIN_TOKEN });
     await platform.request("PUT", `/api/v1/admin/accounts/${found.body.id}/subscription`, { token: TEST_ADMIN_TOKEN, body: { status: "inactive" } });
@@ -522,9 +559,9 @@ describe("web console in Chromium against the real service (API, worker, project
   });
 
   it("had no script error, no CSP violation and no request outside the app's origin in all of the above", () => {
-    // The browser logs the answers the walk expected: 401 (no session yet, wrong password), the 402 and
-    // the 503 of the log out made to fail.
-    const expected = /^console error: Failed to load resource: the server responded with a status of (40[12]|503) /;
+    // The browser logs the answers the walk expected: 401 (no session yet, wrong password), the 429 of the
+    // rate limit, the 402 and the 503 of the log out made to fail.
+    const expected = /^console error: Failed to load resource: the server responded with a status of (40[12]|429|503) /;
     expect(watch.problems.filter((p) => !expected.test(p))).toEqual([]);
     expect(watch.problems.length).toBeGreaterThan(0);
   });

@@ -3,8 +3,14 @@ const STATUS_HINTS = {
   401: "The API key is missing or malformed.",
   402: "Your account has no active subscription, so API calls are refused (402).",
   403: "This API key is invalid or revoked (403).",
-  429: "This period's budget is used up (429); usage resets at the start of the next billing period.",
 };
+
+/** A 429 is the budget (until the next period) or a rate limit (seconds): told apart by the error's code. */
+function hintFor(status, error) {
+  if (status !== 429) return STATUS_HINTS[status];
+  if (error?.code === "monthly_budget_exceeded") return "This period's budget is used up (429); usage resets at the start of the next billing period.";
+  return "Too many requests for now (429): wait a moment, then send again.";
+}
 
 /**
  * POSTs a streaming request to the API (the same API the SDKs use, with an API key), calling
@@ -22,7 +28,7 @@ async function openStream(path, body, { apiKey, signal, onCompletionId }) {
   if (completionId) onCompletionId?.(completionId);
   if (!response.ok) {
     const error = await response.json().catch(() => null);
-    const hint = STATUS_HINTS[response.status];
+    const hint = hintFor(response.status, error?.error);
     throw new Error([hint, error?.error?.message].filter(Boolean).join(" ") || `HTTP ${response.status}`);
   }
   return response;

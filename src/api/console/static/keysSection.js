@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState } from "preact/hooks";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { html } from "./html.js";
 import { ErrorMessage } from "./widgets.js";
 import { KeyRow } from "./keyRow.js";
@@ -53,6 +53,7 @@ export function KeysSection({ api, onKeyCreated, navigate }) {
   const [created, setCreated] = useState(null);
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
+  const nameField = useRef(null);
 
   const [listFailed, setListFailed] = useState(false);
   const load = useCallback(async () => {
@@ -100,6 +101,7 @@ export function KeysSection({ api, onKeyCreated, navigate }) {
         <label for="new-key-name">Key name</label>
         <input
           id="new-key-name"
+          ref=${nameField}
           maxlength="100"
           required
           placeholder="e.g. my laptop"
@@ -110,7 +112,18 @@ export function KeysSection({ api, onKeyCreated, navigate }) {
         <button type="submit" class="primary" disabled=${busy || full}>Create key</button>
       </form>
       <${ErrorMessage} error=${error} />
-      ${created && html`<${NewKey} created=${created} onDone=${() => setCreated(null)} navigate=${navigate} />`}
+      ${
+        created &&
+        html`<${NewKey}
+          created=${created}
+          onDone=${() => {
+            setCreated(null);
+            // The button that had the focus goes with the box: the focus goes back to the name field.
+            nameField.current?.focus();
+          }}
+          navigate=${navigate}
+        />`
+      }
       ${
         !keys
           ? listFailed
