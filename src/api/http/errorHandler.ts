@@ -37,6 +37,12 @@ export function toApiError(error: unknown): ApiError {
   return new InternalApiError();
 }
 
+/** The request a failure's log line names: method, path, and its request and trace ids when it has them. */
+function requestOf(ctx: Context): { method: string; path: string; requestId?: string; traceId?: string } {
+  const { requestId, traceId } = stateOf(ctx);
+  return { method: ctx.method, path: ctx.path, ...(requestId ? { requestId } : {}), ...(traceId ? { traceId } : {}) };
+}
+
 /** The one error handler, at the top of the middleware chain. */
 export function errorHandler(logger: Logger) {
   return async function handleErrors(ctx: Context, next: Next): Promise<void> {
@@ -47,25 +53,17 @@ export function errorHandler(logger: Logger) {
       if (apiError instanceof ServiceUnavailableError) {
         // An outage fails every request alike: one line each, no stack; joined to the request's access
         // line and trace by their ids; the cause underneath when the error carries one.
-        const { requestId, traceId } = stateOf(ctx);
         const underneath = error instanceof ServiceUnavailableError && error.cause !== undefined ? error.cause : error;
         logger.warn("request failed: dependency unavailable", {
-          method: ctx.method,
-          path: ctx.path,
-          ...(requestId ? { requestId } : {}),
-          ...(traceId ? { traceId } : {}),
+          ...requestOf(ctx),
           dependency: apiError.dependency,
           cause: (underneath as Error)?.message ?? String(underneath),
         });
       } else if (apiError.status >= 500 && error instanceof ApiError && !(error instanceof InternalApiError)) {
         // A 5xx the platform chose (load shed: too many password checks, a model without a worker): what
         // it says is known, one line without a stack.
-        const { requestId, traceId } = stateOf(ctx);
         logger.warn("request refused", {
-          method: ctx.method,
-          path: ctx.path,
-          ...(requestId ? { requestId } : {}),
-          ...(traceId ? { traceId } : {}),
+          ...requestOf(ctx),
           status: apiError.status,
           code: apiError.code,
         });
