@@ -15,12 +15,12 @@ export type CollectedReply = { reply: ReplyAccumulator; finishReason: FinishReas
 export type CollectedEmbeddings = { embeddings: number[][]; usage: Usage };
 
 /**
- * Waits for the whole generated reply of a job (non-streaming answers). With `partialWhenCancelled` (a
+ * Waits for the whole generated reply of a job (non-streaming answers). With `partialWhenEnded` (a
  * GET of a stored completion), a job cancelled after it generated something answers the partial reply
  * that was charged (finish_reason `length`: it was cut off) instead of the 409, and so does a job that
  * failed after it was charged for what it delivered (instead of a 500).
  */
-export async function collectReply(job: RunningJob, options: { partialWhenCancelled?: boolean } = {}): Promise<CollectedReply> {
+export async function collectReply(job: RunningJob, options: { partialWhenEnded?: boolean } = {}): Promise<CollectedReply> {
   const reply = new ReplyAccumulator();
   let finishReason: FinishReason | null = null;
   try {
@@ -29,7 +29,7 @@ export async function collectReply(job: RunningJob, options: { partialWhenCancel
       if (message.type === "delta") reply.add(message.delta);
       else if (message.type === "finish") finishReason = message.finishReason;
       else if (message.type === "error") {
-        if (options.partialWhenCancelled && message.usage && (message.error.kind === "cancelled" || message.error.kind === "internal")) {
+        if (options.partialWhenEnded && message.usage && (message.error.kind === "cancelled" || message.error.kind === "internal")) {
           return { reply, finishReason: finishReason ?? "length", usage: message.usage, ended: message.error.kind === "cancelled" ? "cancelled" : "failed" };
         }
         throw jobErrorToApiError(message.error, message.usage);

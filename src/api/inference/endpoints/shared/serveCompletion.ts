@@ -203,7 +203,7 @@ export async function serveExistingCompletion(
   const job = await followExistingCompletion(inference, ctx, record, options.afterSeq);
   const head: CompletionHead = { id: record.completionId, created: record.created, model: record.model, reasoning: record.reasoning };
   if (!options.stream) {
-    await collectInto(ctx, job, head, options.shape, { partialWhenCancelled: options.partialWhenEnded ?? true });
+    await collectInto(ctx, job, head, options.shape, { partialWhenEnded: options.partialWhenEnded ?? true });
     return;
   }
   const sse = new SseResponse(ctx, () => job.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
@@ -222,7 +222,7 @@ async function collectInto(
   job: RunningJob,
   head: CompletionHead,
   shape: ResponseShape,
-  options: { partialWhenCancelled?: boolean } = {},
+  options: { partialWhenEnded?: boolean } = {},
 ): Promise<void> {
   releaseOnDisconnect(ctx, job);
   const collected = await collectReply(job, options).catch(nullIfReleased);
