@@ -28,9 +28,10 @@ export async function startProjector({ config, pool, logger, metrics }: RoleCont
     logger,
     maxHoldAgeMs: config.budgetHoldMaxAgeMs,
     intervalMs: config.budgetSweepIntervalMs,
-    onSwept: ({ folded, released }) => {
+    onSwept: ({ folded, released, refunded }) => {
       metrics.budget.holdsReleased.inc({ by: "sweeper" }, released);
       metrics.budget.holdsFolded.inc(folded);
+      metrics.budget.undeliveredRefunds.inc(refunded);
     },
   });
   const unwatchLag = metrics.sources.addProjectionLag(() =>

@@ -66,6 +66,7 @@ describe("usageColumns", () => {
       recorded("UsageRecorded", { ...usage(2), batchDiscountBps: 5000 }, 3),
     ];
     expect(usageColumns(events)).toEqual({
+      requests: [1, 1],
       accountId: ["a1", "a2"],
       day: ["2026-05-01", "2026-05-02"],
       model: ["m1", "m2"],
@@ -80,12 +81,45 @@ describe("usageColumns", () => {
     expect(usageColumns([recorded("KeyCreated", {}, 1)])).toBeNull();
   });
 
+  it("counts a refund as the negative of what it takes back, on the charge's day and time, and not as a request", () => {
+    const refund = {
+      completionId: "c1",
+      accountId: "a1",
+      keyId: "k1",
+      model: "m1",
+      endpoint: "chat.completions",
+      promptTokens: 11,
+      completionTokens: 15,
+      reasoningTokens: 1,
+      costMicroChf: 90,
+      reason: "undelivered",
+      deliveredCompletionTokens: 6,
+      chargedAt: "2026-05-01T11:00:00.000Z",
+      refundedAt: "2026-06-01T00:00:05.000Z",
+    };
+    const events = [recorded("UsageRecorded", usage(1), 1), { ...recorded("UsageRefunded", refund, 2), streamId: "completion-c1", streamVersion: 2 }];
+    expect(usageColumns(events)).toEqual({
+      requests: [1, 0],
+      accountId: ["a1", "a1"],
+      day: ["2026-05-01", "2026-05-01"],
+      model: ["m1", "m1"],
+      keyId: ["k1", "k1"],
+      promptTokens: [11, -11],
+      completionTokens: [21, -15],
+      reasoningTokens: [1, -1],
+      costMicroChf: [101, -90],
+      finishedAt: ["2026-05-01T11:00:00.000Z", "2026-05-01T11:00:00.000Z"],
+      batch: [0, 0],
+    });
+  });
+
   it("binds each named array to its SQL column of the usage rows", () => {
     const columns = usageColumns([recorded("UsageRecorded", usage(1), 1)])!;
     expect(USAGE_ROWS_SQL).toBe(
-      "unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::timestamptz[], $10::int[]) AS u(account_id, day, model, key_id, prompt, completion, reasoning, cost, finished, batch)",
+      "unnest($1::int[], $2::text[], $3::date[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::timestamptz[], $11::int[]) AS u(requests, account_id, day, model, key_id, prompt, completion, reasoning, cost, finished, batch)",
     );
     expect(usageRowsValues(columns)).toEqual([
+      columns.requests,
       columns.accountId,
       columns.day,
       columns.model,

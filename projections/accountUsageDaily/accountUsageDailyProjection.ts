@@ -2,7 +2,7 @@ import type { Projection } from "../projection.ts";
 import { USAGE_ROWS_SQL, usageColumns, usageRowsValues } from "../usageRecordedFrom.ts";
 
 /**
- * rm_account_usage_daily: per account, UTC day, model and key, from UsageRecorded. Serves the usage API.
+ * rm_account_usage_daily: per account, UTC day, model and key, from UsageRecorded (less UsageRefunded). Serves the usage API.
  * A batch is summed per row in SQL and added with one statement, rows in key order (two writers, such
  * as a rebuild racing the projector, then lock rows in the same order and cannot deadlock).
  */
@@ -14,7 +14,7 @@ export const accountUsageDailyProjection: Projection = {
     await db.query(
       `INSERT INTO rm_account_usage_daily AS t
          (account_id, day, model, key_id, requests, prompt_tokens, completion_tokens, reasoning_tokens, cost_micro_chf, batch_requests, batch_cost_micro_chf)
-       SELECT account_id, day, model, key_id, count(*), sum(prompt), sum(completion), sum(reasoning), sum(cost), sum(batch), sum(cost * batch)
+       SELECT account_id, day, model, key_id, sum(requests), sum(prompt), sum(completion), sum(reasoning), sum(cost), sum(batch), sum(cost * batch)
          FROM ${USAGE_ROWS_SQL}
         GROUP BY account_id, day, model, key_id
         ORDER BY account_id, day, model, key_id

@@ -23,7 +23,10 @@ export function formatAuditReport(report: AuditReport): string {
       ? `signed heads: ${report.signedHeads.streams} streams from ${report.signedHeads.checkpoints} signed checkpoint(s) kept outside the log compared`
       : "signed heads: none given (--heads): a rewrite that also rewrites the log's own checkpoints is caught only by their signatures",
     `charges:      ${report.charges.charges} recomputed from ${report.priceVersions} price table version(s), total CHF ${microToChf(report.charges.recomputedMicroChf)}` +
-      (report.charges.atSupersededVersion ? `, ${report.charges.atSupersededVersion} at a superseded version` : ""),
+      (report.charges.atSupersededVersion ? `, ${report.charges.atSupersededVersion} at a superseded version` : "") +
+      (report.charges.refunds
+        ? `; ${report.charges.refunds} refund(s) checked against their charges, total CHF ${microToChf(report.charges.refundedMicroChf)}`
+        : ""),
     report.readModels
       ? `read models:  ${report.readModels.map((m) => `${m.model} ${m.onlyLive.length || m.onlyRebuilt.length ? "DIFFERS" : "ok"}`).join(", ")}`
       : "read models:  not compared",

@@ -75,6 +75,7 @@ export async function verifyAudit(pool: Pool, options: VerifyOptions = {}): Prom
           options.signedHeads ? await verifySignedHeads(second, options.signedHeads, keys, report, scoped) : null,
         ] as const)(),
     ]);
+    await charges.checkRefunds(client);
     partial = { chains, sealedStreams, checkpoints, signedHeads, charges: charges.stats, priceVersions: versions.length };
   } finally {
     for (const c of [second, client]) {

@@ -1,10 +1,14 @@
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import type { PriceVersion } from "../../src/ledger/pricing/priceTable.ts";
+import { undeliveredRefund } from "../../src/ledger/budget/undeliveredRefund.ts";
+import { canonicalJson } from "../../src/ledger/eventStore/canonicalJson.ts";
+import type { Queryable } from "../../src/ledger/eventStore/types.ts";
 import { UsageRecordedDataSchema } from "../../src/ledger/usageRecordedEvent.ts";
+import { UsageRefundedSchema, type UsageRefundedData } from "../../src/ledger/usageRefundedEvent.ts";
 import type { AuditFinding } from "./auditFinding.ts";
 import type { ChainRow } from "./verifyChains.ts";
 
-export type ChargeStats = { charges: number; recomputedMicroChf: number; atSupersededVersion: number };
+export type ChargeStats = { charges: number; recomputedMicroChf: number; atSupersededVersion: number; refunds: number; refundedMicroChf: number };
 
 /**
  * Recomputes every UsageRecorded charge from its tokens x the prices of the price table version it
@@ -14,7 +18,9 @@ export type ChargeStats = { charges: number; recomputedMicroChf: number; atSuper
  * already superseded is counted (a worker that ran with an older registry), not an error.
  */
 export class ChargeChecker {
-  readonly stats: ChargeStats = { charges: 0, recomputedMicroChf: 0, atSupersededVersion: 0 };
+  readonly stats: ChargeStats = { charges: 0, recomputedMicroChf: 0, atSupersededVersion: 0, refunds: 0, refundedMicroChf: 0 };
+  /** The refunds met in the walk, each checked against its charge afterwards (checkRefunds). */
+  readonly #refunds: { at: { kind: "charge"; streamId: string; version: number }; refund: UsageRefundedData }[] = [];
   readonly #versions: PriceVersion[];
   /** effectiveAt of each version in milliseconds (parsed once, not per charge). */
   readonly #effectiveMs: Map<PriceVersion, number>;
@@ -29,6 +35,10 @@ export class ChargeChecker {
   }
 
   check(row: ChainRow): void {
+    if (row.event_type === "UsageRefunded") {
+      this.#noteRefund(row);
+      return;
+    }
     if (row.event_type !== "UsageRecorded") return;
     const at = { kind: "charge" as const, streamId: row.stream_id, version: Number(row.stream_version) };
     const parsed = UsageRecordedDataSchema.safeParse(row.data);
@@ -74,5 +84,50 @@ export class ChargeChecker {
     }
     const newest = this.#versions.filter((v) => this.#effectiveMs.get(v)! <= recordedMs).at(-1);
     if (newest && newest.version !== version.version) this.stats.atSupersededVersion++;
+  }
+
+  #noteRefund(row: ChainRow): void {
+    const at = { kind: "charge" as const, streamId: row.stream_id, version: Number(row.stream_version) };
+    const parsed = UsageRefundedSchema.shape.data.safeParse(row.data);
+    if (!parsed.success) {
+      this.#report({ ...at, message: "UsageRefunded does not parse" });
+      return;
+    }
+    if (this.#scope.accountId && parsed.data.accountId !== this.#scope.accountId) return;
+    const recordedMs = Date.parse(row.recorded_at);
+    if (this.#scope.from && recordedMs < this.#scope.from.getTime()) return;
+    if (this.#scope.to && recordedMs >= this.#scope.to.getTime()) return;
+    this.stats.refunds++;
+    this.stats.refundedMicroChf += parsed.data.costMicroChf;
+    this.#refunds.push({ at, refund: parsed.data });
+  }
+
+  /**
+   * Checks each refund met in the walk against the charge of its stream (read on `db`, in the walk's
+   * snapshot): there must be one, and the refund must be what undeliveredRefund gives for it and the
+   * tokens the refund says were sent, at the charge's price table version.
+   */
+  async checkRefunds(db: Queryable): Promise<void> {
+    if (this.#refunds.length === 0) return;
+    const rows = await db.query<{ stream_id: string; data: unknown }>(
+      "SELECT stream_id, data FROM es_events WHERE stream_id = ANY($1::text[]) AND event_type = 'UsageRecorded'",
+      [this.#refunds.map((r) => r.at.streamId)],
+    );
+    const chargeOf = new Map(rows.rows.map((r) => [r.stream_id, UsageRecordedDataSchema.safeParse(r.data)]));
+    for (const { at, refund } of this.#refunds) {
+      const charge = chargeOf.get(at.streamId);
+      if (!charge?.success || charge.data.completionId !== refund.completionId) {
+        this.#report({ ...at, message: "UsageRefunded without the charge it refunds in its stream" });
+        continue;
+      }
+      const prices = this.#versions.findLast((v) => v.version === charge.data.priceTableVersion)?.models[charge.data.model] ?? null;
+      const expected = undeliveredRefund(charge.data, refund.deliveredCompletionTokens ?? -1, prices, refund.refundedAt);
+      if (!expected || canonicalJson(expected) !== canonicalJson(refund)) {
+        this.#report({
+          ...at,
+          message: `refunded ${refund.costMicroChf} micro-CHF (${refund.promptTokens} prompt + ${refund.completionTokens} completion tokens), the charge and the ${refund.deliveredCompletionTokens ?? "no"} tokens sent give ${expected ? `${expected.costMicroChf} micro-CHF (${expected.promptTokens} + ${expected.completionTokens})` : "no refund"}`,
+        });
+      }
+    }
   }
 }

@@ -50,6 +50,7 @@ export type PlatformMetrics = {
     holdsRefused: Counter<"status" | "reason">;
     holdsReleased: Counter<"by">;
     holdsFolded: Counter;
+    undeliveredRefunds: Counter;
   };
   auth: { refusals: Counter<"reason"> };
   /** Inference requests refused at admission by a per-tenant limit or a full queue, by reason. */
@@ -198,6 +199,11 @@ export function createMetrics(options: CreateMetricsOptions = {}): PlatformMetri
       holdsFolded: new Counter({
         name: "budget_holds_folded_by_sweeper_total",
         help: "Settled budget holds whose fold was lost and that the sweeper folded",
+        registers,
+      }),
+      undeliveredRefunds: new Counter({
+        name: "budget_undelivered_refunds_total",
+        help: "Charges refunded (UsageRefunded) because the API gave up on the reply and its client was sent less",
         registers,
       }),
     },

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DeltaMessage } from "../../src/contracts/deltaMessage.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { decodeReplayEntries } from "../../src/contracts/replyBatch.ts";
+import { HoldSweeper } from "../../src/ledger/budget/holdSweeper.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { startWorker, type RunningWorker } from "../../workers/startWorker.ts";
@@ -18,7 +19,9 @@ import { TEST_REDIS_URL } from "../support/testRedis.ts";
  * API's subscriber is away), the worker writes a delta whose replay stream entry is then deleted (as a
  * Redis restarted empty loses it); the next delta shows the API a gap it cannot fill. The request ends
  * with an error event `redis_unavailable`, and the completion tokens charged are those the client was
- * sent, not those the worker generated.
+ * sent, not those the worker generated. And a whole answer that the worker finished and charged in the
+ * moment before the API gave up on it (its last messages lost likewise): the client gets 503, and the
+ * projector's sweeper refunds the charge (UsageRefunded) from the API's note of what the client got.
  */
 describe("a streamed reply lost for good on its way to the client", () => {
   let proxy: TcpProxy;
@@ -124,5 +127,64 @@ describe("a streamed reply lost for good on its way to the client", () => {
     }, 20_000);
     expect(events).toHaveLength(1);
     expect(events[0]!.data).toMatchObject({ outcome: "cancelled", completionTokens: received });
+  }, 90_000);
+
+  it("refunds a whole answer charged in the moment before the API gave up on it", async () => {
+    const { key, account } = await platform.createKey();
+    const keys = new InferenceKeys(platform.deps.config.redisPrefix);
+    const replay = async (id: string): Promise<DeltaMessage[]> => decodeReplayEntries(await direct.xrange(keys.replayStream(id), "-", "+"));
+    gate.allowed = 0;
+    const answering = fetch(`${platform.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: TINY_CHAT, messages: [{ role: "user", content: "Hello again" }], max_tokens: 6, temperature: 0 }),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const completionId = await eventually(async () => {
+      const found = await direct.keys(`${keys.replayStream("")}*`);
+      const ids = found.map((k) => k.slice(keys.replayStream("").length));
+      for (const id of ids)
+        if ((await replay(id)).some((m) => m.type === "started") && (await completionEvents(platform.deps.pool, id)).length === 0) return id;
+      return undefined;
+    }, 20_000);
+    // The API loses Redis; meanwhile the worker finishes the answer and records its whole usage.
+    await proxy.setMode("refuse");
+    gate.allowed = Number.POSITIVE_INFINITY;
+    const charged = await eventually(async () => (await completionEvents(platform.deps.pool, completionId))[0], 20_000);
+    expect(charged.type).toBe("UsageRecorded");
+    expect(charged.data.completionTokens).toBeGreaterThan(0);
+    await eventually(async () => ((await replay(completionId)).some((m) => m.type === "usage") ? true : undefined), 10_000);
+    // A delta's replay entry is lost (as with a Redis restarted empty): the API cannot complete the answer.
+    const entries = await direct.xrange(keys.replayStream(completionId), "-", "+");
+    await direct.xdel(keys.replayStream(completionId), ...entries.filter(([, f]) => f.join().includes('"type":"delta"')).map(([entryId]) => entryId));
+    await proxy.setMode("pass");
+    const response = await answering;
+    expect(response.status).toBe(503);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe("redis_unavailable");
+
+    // The projector's sweeper takes back what the client was never sent: the whole charge.
+    const sweeper = new HoldSweeper({
+      pool: platform.deps.pool,
+      clock: { now: () => new Date() },
+      logger: silentLogger,
+      maxHoldAgeMs: 3_600_000,
+      intervalMs: 0,
+    });
+    const events = await eventually(async () => {
+      await sweeper.sweepOnce();
+      const found = await completionEvents(platform.deps.pool, completionId);
+      return found.length === 2 ? found : undefined;
+    }, 20_000);
+    expect(events[1]!.type).toBe("UsageRefunded");
+    expect(events[1]!.data).toMatchObject({
+      completionTokens: charged.data.completionTokens,
+      promptTokens: charged.data.promptTokens,
+      costMicroChf: charged.data.costMicroChf,
+      deliveredCompletionTokens: null,
+    });
+    const spent = await platform.deps.pool.query<{ spent: string }>("SELECT coalesce(sum(spent_micro_chf), 0) AS spent FROM rm_budget WHERE account_id = $1", [
+      account.accountId,
+    ]);
+    expect(Number(spent.rows[0]!.spent)).toBe(0);
   }, 90_000);
 });

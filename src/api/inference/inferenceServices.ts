@@ -9,6 +9,7 @@ import { WorkerPresence } from "../../contracts/workerPresence.ts";
 import type { ModelRegistry } from "../../models/modelRegistry.ts";
 import { SpeculationPolicy } from "./admission/speculationPolicy.ts";
 import { InferenceGateway } from "./jobs/inferenceGateway.ts";
+import { UndeliveredReplyNotes } from "./jobs/undeliveredReplyNotes.ts";
 import type { Logger } from "../../observability/logger.ts";
 import { AbandonmentWatch } from "./jobs/abandonmentWatch.ts";
 import { CompletionRecords } from "./jobs/completionRecords.ts";
@@ -126,6 +127,7 @@ export function createInferenceServices(
     subscriber,
     records,
     abandonment,
+    undelivered: new UndeliveredReplyNotes(holdPool, logger),
     limits: { jobIdleTimeoutMs: config.jobIdleTimeoutMs, queueMaxWaiting: config.queueMaxWaiting },
   });
   const speculation = new SpeculationPolicy();

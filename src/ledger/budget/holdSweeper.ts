@@ -3,6 +3,7 @@ import type { Pool } from "../../db/createPool.ts";
 import type { Logger } from "../../observability/logger.ts";
 import { foldSettledHold } from "./foldSettledHold.ts";
 import { releaseHold } from "./releaseHold.ts";
+import { settleUndeliveredReplies } from "./undeliveredReplies.ts";
 
 export type HoldSweeperOptions = {
   pool: Pool;
@@ -25,14 +26,15 @@ export type HoldSweeperOptions = {
   /** Holds released per statement batch. */
   batchSize?: number;
   /** Told what each sweep did (the projector counts it in its metrics). */
-  onSwept?: (swept: { folded: number; released: number }) => void;
+  onSwept?: (swept: { folded: number; released: number; refunded: number }) => void;
 };
 
 /** How long the refusal of a speculative admission is kept for its job's settle (a day). */
 const REFUSALS_KEPT_MS = 24 * 3600_000;
 
 /**
- * Folds settled holds whose fold was lost (foldSettledHold: the cost is charged), and releases unsettled
+ * Folds settled holds whose fold was lost (foldSettledHold: the cost is charged), refunds the charges of
+ * replies the API gave up on beyond what their clients were sent (settleUndeliveredReplies), and releases unsettled
  * holds whose job is gone, judged by age only (simple and safe: no coupling to BullMQ's job
  * storage, and releasing a hold never loses money: the settle of a late job still charges the actual
  * cost). Each hold is released by its own statement (releaseHold), so the sweeper never holds locks on
@@ -68,7 +70,8 @@ export class HoldSweeper {
 
   /**
    * Folds every settled hold older than settledFoldAfterMs, then releases every unsettled hold older
-   * than maxHoldAgeMs, then deletes refusals of speculative admissions older than a day; returns how
+   * than maxHoldAgeMs, then settles the noted undelivered replies (a note waits for its usage at most
+   * twice maxHoldAgeMs), then deletes refusals of speculative admissions older than a day; returns how
    * many holds were folded or released.
    */
   async sweepOnce(): Promise<number> {
@@ -87,8 +90,17 @@ export class HoldSweeper {
       (holdId) => releaseHold(pool, holdId),
     );
     if (released) logger.warn("released orphaned budget holds", { released, olderThan: cutoff.toISOString() });
+    const refunds = await settleUndeliveredReplies(pool, { now: clock.now(), noteMaxAgeMs: 2 * maxHoldAgeMs });
+    for (const refund of refunds) {
+      logger.warn("refunded a charge its client was not sent", {
+        completionId: refund.completionId,
+        accountId: refund.accountId,
+        refundedMicroChf: refund.costMicroChf,
+        deliveredCompletionTokens: refund.deliveredCompletionTokens,
+      });
+    }
     // A refusal is looked at only by the settle of its job, which comes when the job ends.
-    this.#options.onSwept?.({ folded, released });
+    this.#options.onSwept?.({ folded, released, refunded: refunds.length });
     await pool.query("DELETE FROM refused_holds WHERE refused_at < $1", [new Date(now - REFUSALS_KEPT_MS).toISOString()]);
     return folded + released;
   }

@@ -69,6 +69,7 @@ export class InferenceGateway {
   readonly #subscriber: DeltaSubscriber;
   readonly #records: CompletionRecords;
   readonly #abandonment: AbandonmentWatch;
+  readonly #undelivered: UndeliveredNotes;
   readonly #limits: GatewayLimits;
   readonly #waitingCounts: SharedReads<number>;
   readonly #liveness: SharedReads<boolean>;
@@ -81,6 +82,8 @@ export class InferenceGateway {
     subscriber: DeltaSubscriber;
     records: CompletionRecords;
     abandonment: AbandonmentWatch;
+    /** Where a reply given up on is noted with what its client was sent (none: not noted). */
+    undelivered?: UndeliveredNotes;
     limits: GatewayLimits;
     /** How long a waiting count or liveness read is shared (SHARED_READ_MS; 0: every request reads its own). */
     sharedReadMs?: number;
@@ -90,6 +93,7 @@ export class InferenceGateway {
     this.#subscriber = deps.subscriber;
     this.#records = deps.records;
     this.#abandonment = deps.abandonment;
+    this.#undelivered = deps.undelivered ?? { note: () => undefined };
     this.#limits = deps.limits;
     this.#waitingCounts = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
     this.#liveness = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
@@ -217,12 +221,18 @@ export class InferenceGateway {
     let ended = false;
     /** The last message handed on to the client (a stream's), -1 while none. */
     let relayedSeq = -1;
+    /** The completion tokens of the deltas handed on (a stream's): -1 while none; NaN once one came without its count. */
+    let relayedTokens = -1;
     const streamed = options.streamed === true;
+    const undelivered = this.#undelivered;
     // Each message is looked at by this one handler (made once per job, not an async wrapper per message).
     const arrived = (message: DeltaMessage | undefined): DeltaMessage => {
       if (message) {
         if (isTerminal(message)) ended = true;
-        if (streamed) relayedSeq = message.seq;
+        if (streamed) {
+          relayedSeq = message.seq;
+          if (message.type === "delta") relayedTokens = Math.max(relayedTokens, 0) + (message.tokens ?? Number.NaN);
+        }
         return message;
       }
       if (feed.closed) throw new JobReleasedError();
@@ -233,7 +243,12 @@ export class InferenceGateway {
       // of generating on for nobody, and its worker charges only what the client received. A batch
       // line's job runs on: its dispatcher follows it again or runs it again, and it is charged once, in
       // full, as the line's output will show (a partial charge would be the one kept).
-      if (job.lane !== "batch") void cancelLost(queues, job, relayedSeq);
+      if (job.lane !== "batch") {
+        void cancelLost(queues, job, relayedSeq);
+        // Should the worker have recorded the whole usage before it hears this, the sweeper refunds the
+        // rest (a delta without its count: what was sent is not known here, nothing is noted).
+        if (!Number.isNaN(relayedTokens)) undelivered.note(job.completionId, relayedTokens);
+      }
       throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
     };
     return {
@@ -303,6 +318,7 @@ export class InferenceGateway {
     if (feed.lost && job.lane !== "batch") {
       // Its start was lost with Redis (later messages show it runs): stopped, its client sent nothing.
       void cancelLost(this.#queues, job, -1);
+      this.#undelivered.note(job.completionId, -1);
       throw new ServiceUnavailableError("redis");
     }
     // Not started yet (or this process stops listening): left in line, as asked (not after a loss of Redis's messages).
@@ -324,6 +340,13 @@ export function agedPriority(priority: number): number {
   const base = laneBase(laneOfPriority(priority));
   return base + Math.floor((priority - base) / 2);
 }
+
+/**
+ * Notes a reply the API gave up on for the platform's reason, with what its client was sent (-1:
+ * nothing; else its completion tokens), so that a charge recorded before the worker heard of it is
+ * refunded down to that (undelivered_replies, settled by the projector's sweeper). Never throws.
+ */
+export type UndeliveredNotes = { note(completionId: string, deliveredCompletionTokens: number): void };
 
 /** How long the API keeps trying to tell a worker what a lost request's client got (Redis coming back). */
 const LOST_CANCEL_RETRY_MS = 10_000;
