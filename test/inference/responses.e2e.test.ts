@@ -518,6 +518,20 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     ).rejects.toMatchObject({ status: 400, error: { param: "response_format", code: "unsupported_parameter" } });
   });
 
+  it("refuses a field named like a property every object inherits (valueOf, toString, constructor, ...) as any unknown field, naming it", async () => {
+    for (const name of ["hasOwnProperty", "valueOf", "toString", "constructor", "isPrototypeOf", "__defineGetter__", "propertyIsEnumerable"]) {
+      const response = await fetch(`${platform.baseUrl}/v1/responses`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+        body: JSON.stringify({ ...base, max_output_tokens: 3, [name]: 1 }),
+      });
+      expect(response.status, name).toBe(400);
+      expect(await response.json(), name).toMatchObject({
+        error: { param: name, code: "unknown_parameter", message: expect.stringContaining(`Unrecognized request argument supplied: ${name}.`) },
+      });
+    }
+  });
+
   it("returns JSON matching a text.format json_schema", async () => {
     const schema = {
       type: "object",

@@ -18,7 +18,7 @@ function contentError(input: unknown): string {
   if (Array.isArray(input)) {
     for (const part of input) {
       const type = typeof part === "object" && part !== null ? (part as { type?: unknown }).type : undefined;
-      if (typeof type === "string" && type in PART_CAPABILITIES) {
+      if (typeof type === "string" && Object.hasOwn(PART_CAPABILITIES, type)) {
         return `this model does not take ${PART_CAPABILITIES[type]} (a '${type}' content part); content must be a string or an array of text parts.`;
       }
     }

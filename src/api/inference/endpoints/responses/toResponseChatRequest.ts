@@ -214,7 +214,7 @@ const RENAMED: Record<string, string> = {
 
 /** A place inside a chat field named in a 400, given its Responses place (`tools[0].function.parameters` -> `tools[0].parameters`). */
 function renamedPlace(param: string): string | null {
-  if (param in RENAMED) return RENAMED[param]!;
+  if (Object.hasOwn(RENAMED, param)) return RENAMED[param]!;
   const tool = /^tools\[(\d+)\]\.function\.(.+)$/.exec(param);
   if (tool) return `tools[${tool[1]}].${tool[2]}`;
   if (param.startsWith("response_format.json_schema.schema")) return `text.format.schema${param.slice("response_format.json_schema.schema".length)}`;
