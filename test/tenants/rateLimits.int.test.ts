@@ -184,6 +184,23 @@ describe("rate limits per key and per account across two API processes", () => {
     expect(Number(fits.headers.get("x-ratelimit-limit-tokens"))).toBe(1000);
   }, 60_000);
 
+  it("counts a background response as a request, as any other: the one past the limit is refused", async () => {
+    await awayFromWindowEnd();
+    const b = await platform.tenant();
+    expect((await platform.setRateLimits(b.accountId, { requests_per_minute: 2 })).status).toBe(200);
+    const background = () =>
+      fetch(`${platform.apis[0]}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${b.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: TENANT_MODEL, input: "Count.", max_output_tokens: 5, background: true }),
+      });
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await background());
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 429]);
+    expect(answers.slice(0, 2).map((a) => num(a.headers, "x-ratelimit-remaining-requests"))).toEqual([1, 0]);
+    expect(((await answers[2]!.json()) as { error: { type: string } }).error.type).toBe("rate_limit_exceeded");
+  }, 60_000);
+
   it("keeps the monthly-budget 429: monthly_budget_exceeded, x-should-retry false, no Retry-After", async () => {
     const poor = await platform.tenant(0);
     const answer = await tenantChat(platform.apis[1]!, poor.key);

@@ -220,8 +220,8 @@ export function createResponseHandler(deps: AppDeps) {
       completionId: id,
       created: head.created_at,
       work: { kind: "chat", request },
+      // A background response waits for a worker as long as a stream does, and counts as a request as any does.
       stream: stream || background,
-      patient: background,
       lane: background ? "background" : "interactive",
       // A background response waits in line as long as it takes, through a restart of this process.
       keepQueued: background,
