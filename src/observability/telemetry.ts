@@ -3,7 +3,7 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace";
-import { BatchSpanProcessor } from "@opentelemetry/sdk-trace";
+import { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler } from "@opentelemetry/sdk-trace";
 
 export const TRACER_NAME = "inference-platform";
 
@@ -21,6 +21,11 @@ export type Telemetry = { shutdown(): Promise<void> };
  * The library instrumentations (http, koa, pg, ioredis) are installed before the application loads by
  * the `--import` module (register.ts); they pick up the provider registered here. `instrumentations`
  * adds more (tests).
+ *
+ * Every request is traced: the platform decides, not its client. An incoming `traceparent` is
+ * continued (its trace id), but its sampled flag is not obeyed: a client whose own tracing left a request
+ * unsampled (flag 00) still gets a trace an operator can open by its `x-trace-id`. Spans started inside
+ * the process follow their parent, as by default.
  */
 export function startTelemetry(options: {
   otlpEndpoint?: string | undefined;
@@ -37,6 +42,7 @@ export function startTelemetry(options: {
   const sdk = new NodeSDK({
     serviceName: options.serviceName ?? TRACER_NAME,
     spanProcessors: processors,
+    sampler: new ParentBasedSampler({ root: new AlwaysOnSampler(), remoteParentNotSampled: new AlwaysOnSampler() }),
     instrumentations: options.instrumentations ?? [],
   });
   sdk.start();

@@ -123,6 +123,23 @@ describe("tracing", () => {
     expect(everything).not.toContain(body.choices[0].message.content.trim().slice(0, 12) || "\u0000");
   });
 
+  it("traces a request whose client's traceparent says not sampled (flag 00): the platform decides, and the whole trace is kept", async () => {
+    const traceId = "1111111111111111aaaaaaaaaaaaaaaa";
+    const response = await fetch(`${platform.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", traceparent: `00-${traceId}-2222222222222222-00` },
+      body: JSON.stringify({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], max_tokens: 3 }),
+    });
+    expect(response.status).toBe(200);
+    await response.json();
+    expect(response.headers.get("x-trace-id")).toBe(traceId);
+    expect(response.headers.get("traceparent")).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    const spans = await traceOf(traceId, (found) =>
+      ["POST /v1/chat/completions", "RunCompletion", `chat ${TINY_CHAT}`, "relay RunCompletion"].every((n) => found.some((s) => s.name === n)),
+    );
+    expect(spans.find((s) => s.name === "POST /v1/chat/completions")!.parentSpanContext?.spanId).toBe("2222222222222222");
+  });
+
   it("names spans after route templates, never raw paths with ids", async () => {
     const response = await fetch(`${platform.baseUrl}/api/v1/accounts/user/api-keys/${keyId}`, { headers: { authorization: `Bearer ${sessionToken}` } });
     expect(response.status).toBe(200);
