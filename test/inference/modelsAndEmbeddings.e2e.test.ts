@@ -45,7 +45,9 @@ describe("models, embeddings and auth through the openai SDK", () => {
   });
 
   it("embeds a string and an array of strings as floats, and records input-only usage", async () => {
-    const one = await openai.embeddings.create({ model: TINY_EMBED, input: "Hello there", encoding_format: "float" });
+    const { data: one, response } = await openai.embeddings.create({ model: TINY_EMBED, input: "Hello there", encoding_format: "float" }).withResponse();
+    const oneId = response.headers.get("x-completion-id");
+    expect(oneId).toMatch(/^embd-/);
     expect(one.object).toBe("list");
     expect(one.model).toBe(TINY_EMBED);
     expect(one.data).toHaveLength(1);
@@ -73,6 +75,8 @@ describe("models, embeddings and auth through the openai SDK", () => {
       [keyId],
     );
     expect(rows.rows.map((r) => r.data.promptTokens)).toEqual([one.usage.prompt_tokens, many.usage.prompt_tokens]);
+    // The charge is recorded under the id the answer named.
+    expect(rows.rows[0]!.stream_id).toBe(`completion-${oneId}`);
     for (const row of rows.rows) {
       expect(row.stream_id).toMatch(/^completion-embd-/);
       expect(row.data.completionTokens).toBe(0);

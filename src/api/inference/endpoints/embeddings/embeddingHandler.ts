@@ -12,7 +12,7 @@ import { newCompletionId } from "../../jobs/completionId.ts";
 import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
 import { type EmbeddingRequest, EmbeddingRequestSchema } from "./embeddingRequestSchema.ts";
 import { validated } from "../../../http/validate.ts";
-import { claimIdempotencyKey, followExistingCompletion } from "../shared/serveCompletion.ts";
+import { COMPLETION_ID_HEADER, claimIdempotencyKey, followExistingCompletion } from "../shared/serveCompletion.ts";
 
 /**
  * POST /v1/embeddings: through the same queue; `encoding_format: "base64"` gives little-endian float32;
@@ -39,10 +39,17 @@ export function embeddingHandler(deps: AppDeps) {
             work: { kind: "embeddings", input },
             stream: false,
           })
-          .started.catch(async (error: unknown) => {
-            await claim.giveBack();
-            throw error;
-          });
+          .started.then(
+            (started) => {
+              // The id its charge is recorded under (as chat's and completions' answers carry it).
+              ctx.set(COMPLETION_ID_HEADER, completionId);
+              return started;
+            },
+            async (error: unknown) => {
+              await claim.giveBack();
+              throw error;
+            },
+          );
     releaseOnDisconnect(ctx, job);
     const collected = await collectEmbeddings(job).catch(nullIfReleased);
     if (!collected) return;
