@@ -66,4 +66,16 @@ describe("the embedded engine with a JSON schema it cannot build a grammar for",
     );
     expect(valid(JSON.parse(out.text)), out.text).toBe(true);
   });
+
+  it.each([1, 2, 3, 4])("holds a recursive schema ({$ref: '#'}) to the root's shape at every level (seed %i), never any JSON value", async (seed) => {
+    const schema = { type: "object", properties: { c: { type: "array", items: { $ref: "#" }, maxItems: 1 } }, required: ["c"] };
+    const out = await collectChat(
+      engine,
+      userChat("Hi", { maxTokens: 64, temperature: 1, seed, responseFormat: { type: "json_schema", json_schema: { name: "x", schema } } }),
+    );
+    // Whatever its length (a cut reply included), each array holds only objects of the root's shape.
+    expect(out.text, out.text).toMatch(/^\s*\{\s*"c"/);
+    expect(out.text, out.text).not.toMatch(/\[\s*(?![\s{\]])/);
+    expect(out.text.replaceAll(/\s/g, ""), out.text).not.toMatch(/\[\{(?!"c")/);
+  });
 });

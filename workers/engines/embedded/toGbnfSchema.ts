@@ -80,18 +80,107 @@ export function toGbnfSchema(schema: JsonSchema, param: string, rules?: ValueRul
   if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
     throw new EngineError("invalid_request", "A JSON schema must be an object", param);
   }
-  return convert(schema, 0, param, rules) as GbnfJsonSchema;
+  const root = schema as Record<string, unknown>;
+  const refs = new HoistedRefs(root);
+  const context: Conversion = { param, rules, refs };
+  const out = convert(root, 0, context) as Record<string, unknown>;
+  // Each reference node-llama-cpp cannot follow, its target converted as a definition of the root.
+  const hoisted: Record<string, unknown> = {};
+  for (let next = refs.next(); next; next = refs.next()) hoisted[next.name] = next.target === undefined ? {} : convert(next.target, 0, context);
+  if (Object.keys(hoisted).length > 0) out.$defs = { ...(out.$defs as Record<string, unknown> | undefined), ...hoisted };
+  return out as GbnfJsonSchema;
 }
 
-function convert(value: unknown, depth: number, param: string, rules: ValueRules | undefined): unknown {
+type Conversion = { param: string; rules: ValueRules | undefined; refs: HoistedRefs };
+
+/**
+ * node-llama-cpp follows only `#/$defs/<name>` references (any other is generated as any JSON value).
+ * Every other reference the API accepted (`#`, the root: a recursive schema; a JSON pointer elsewhere;
+ * an `#anchor`) is given a definition of its own at the root (`#/$defs/<generated name>`), the schema it
+ * points to, so the grammar enforces it too. The same reference shares one definition.
+ */
+class HoistedRefs {
+  readonly #root: Record<string, unknown>;
+  readonly #names = new Map<string, string>();
+  readonly #pending: string[] = [];
+  readonly #taken: Set<string>;
+
+  constructor(root: Record<string, unknown>) {
+    this.#root = root;
+    this.#taken = new Set([...Object.keys(objectOrEmpty(root.$defs)), ...Object.keys(objectOrEmpty(root.definitions))]);
+  }
+
+  /** The reference as node-llama-cpp can follow it. */
+  rewrite(ref: string): string {
+    const plain = ref.replace(/^#\/definitions\//, "#/$defs/");
+    if (/^#\/\$defs\/[^/~%]+$/.test(plain)) return plain;
+    let name = this.#names.get(plain);
+    if (name === undefined) {
+      for (let n = this.#names.size; ; n++) {
+        name = `ref${n}`;
+        if (!this.#taken.has(name)) break;
+      }
+      this.#taken.add(name);
+      this.#names.set(plain, name);
+      this.#pending.push(plain);
+    }
+    return `#/$defs/${name}`;
+  }
+
+  /** The next reference to define: its name and the schema it points to (the root without its definitions for `#`). */
+  next(): { name: string; target: unknown } | null {
+    const ref = this.#pending.shift();
+    if (ref === undefined) return null;
+    const name = this.#names.get(ref)!;
+    if (ref === "#") {
+      const { $defs: _defs, definitions: _definitions, ...rest } = this.#root;
+      return { name, target: rest };
+    }
+    return { name, target: ref.startsWith("#/") ? pointerTarget(this.#root, ref.slice(2)) : anchorTarget(this.#root, ref.slice(1), 0) };
+  }
+}
+
+function objectOrEmpty(value: unknown): Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
+
+/** What a JSON pointer (RFC 6901, as a URI fragment: percent-decoded) names inside `root`, or undefined. */
+function pointerTarget(root: unknown, pointer: string): unknown {
+  let at: unknown = root;
+  for (const raw of pointer.split("/")) {
+    let key: string;
+    try {
+      key = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll("~0", "~");
+    } catch {
+      return undefined;
+    }
+    if (typeof at !== "object" || at === null || !Object.hasOwn(at, key)) return undefined;
+    at = (at as Record<string, unknown>)[key];
+  }
+  return at;
+}
+
+/** The subschema whose `$anchor` is `anchor`, or undefined. */
+function anchorTarget(value: unknown, anchor: string, depth: number): unknown {
+  if (depth > 64 || typeof value !== "object" || value === null) return undefined;
+  if (!Array.isArray(value) && (value as Record<string, unknown>).$anchor === anchor) return value;
+  for (const item of Object.values(value)) {
+    const found = anchorTarget(item, anchor, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+function convert(value: unknown, depth: number, context: Conversion): unknown {
+  const { param, rules } = context;
   if (depth > 64) throw new EngineError("invalid_request", "The JSON schema is nested too deeply", param);
-  if (Array.isArray(value)) return value.map((item) => convert(item, depth + 1, param, rules));
+  if (Array.isArray(value)) return value.map((item) => convert(item, depth + 1, context));
   if (typeof value !== "object" || value === null) return value;
   const source = value as Record<string, unknown>;
   if (Array.isArray(source.type) && source.type.length > 1 && source.enum === undefined && source.const === undefined) {
-    return { oneOf: source.type.map((type) => convert({ ...source, type }, depth + 1, param, rules)) };
+    return { oneOf: source.type.map((type) => convert({ ...source, type }, depth + 1, context)) };
   }
-  if (Array.isArray(source.type) && source.type.length === 1) return convert({ ...source, type: source.type[0] }, depth + 1, param, rules);
+  if (Array.isArray(source.type) && source.type.length === 1) return convert({ ...source, type: source.type[0] }, depth + 1, context);
   const special = valueSchema(source, rules);
   if (special !== undefined) return special;
   const out: Record<string, unknown> = {};
@@ -99,12 +188,13 @@ function convert(value: unknown, depth: number, param: string, rules: ValueRules
     if (droppedKeys.has(key) || boundKeys.has(key)) continue;
     if (key === "format" && (typeof item !== "string" || !NATIVE_FORMATS.has(item))) continue;
     if (key === "enum" || key === "const") out[key] = item;
-    else if (key === "properties" || key === "$defs" || key === "definitions")
-      out[key === "definitions" ? "$defs" : key] = convertMap(item, depth, param, rules);
-    else out[key === "anyOf" ? "oneOf" : key] = convert(item, depth + 1, param, rules);
+    else if (key === "properties") out[key] = convertMap(item, depth, context);
+    // `definitions` (draft-07) and `$defs` both become node-llama-cpp's `$defs`: merged, not one over the other.
+    else if (key === "$defs" || key === "definitions") out.$defs = { ...objectOrEmpty(out.$defs), ...objectOrEmpty(convertMap(item, depth, context)) };
+    else out[key === "anyOf" ? "oneOf" : key] = convert(item, depth + 1, context);
   }
   if (out.type === undefined && out.properties !== undefined) out.type = "object";
-  if (typeof out.$ref === "string") out.$ref = out.$ref.replace(/^#\/definitions\//, "#/$defs/");
+  if (typeof out.$ref === "string") out.$ref = context.refs.rewrite(out.$ref);
   return out;
 }
 
@@ -128,7 +218,7 @@ function description(source: Record<string, unknown>): { description?: string } 
   return typeof source.description === "string" ? { description: source.description } : {};
 }
 
-function convertMap(value: unknown, depth: number, param: string, rules: ValueRules | undefined): unknown {
+function convertMap(value: unknown, depth: number, context: Conversion): unknown {
   if (typeof value !== "object" || value === null) return value;
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, convert(item, depth + 1, param, rules)]));
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, convert(item, depth + 1, context)]));
 }

@@ -167,3 +167,46 @@ describe("ValueRules.apply", () => {
     expect(scans(8_000)).toBe(few);
   });
 });
+
+describe("toGbnfSchema's references", () => {
+  it("gives the root a definition of its own when a schema refers to it (#), so a recursive schema is enforced", () => {
+    const schema = { type: "object", properties: { c: { type: "array", items: { $ref: "#" }, maxItems: 1 } } };
+    expect(toGbnfSchema(schema, "response_format")).toEqual({
+      type: "object",
+      properties: { c: { type: "array", items: { $ref: "#/$defs/ref0" }, maxItems: 1 } },
+      $defs: { ref0: { type: "object", properties: { c: { type: "array", items: { $ref: "#/$defs/ref0" }, maxItems: 1 } } } },
+    });
+  });
+
+  it("keeps #/$defs/<name> and #/definitions/<name> as node-llama-cpp follows them; hoists pointers elsewhere and anchors, one definition each", () => {
+    const schema = {
+      type: "object",
+      properties: {
+        a: { $ref: "#/$defs/item" },
+        b: { $ref: "#/definitions/other" },
+        c: { $ref: "#/properties/a" },
+        d: { $ref: "#/$defs/item/properties/n" },
+        e: { $ref: "#leaf" },
+        f: { $ref: "#/properties/a" },
+        g: { $ref: "#/$defs/ref0" },
+      },
+      $defs: { item: { type: "object", properties: { n: { type: "integer" } } }, ref0: { type: "boolean" } },
+      definitions: { other: { type: "string", $anchor: "leaf" } },
+    };
+    const out = toGbnfSchema(schema, "response_format") as { properties: Record<string, { $ref: string }>; $defs: Record<string, unknown> };
+    expect(Object.fromEntries(Object.entries(out.properties).map(([k, v]) => [k, v.$ref]))).toEqual({
+      a: "#/$defs/item",
+      b: "#/$defs/other",
+      c: "#/$defs/ref1",
+      d: "#/$defs/ref2",
+      e: "#/$defs/ref3",
+      f: "#/$defs/ref1",
+      g: "#/$defs/ref0",
+    });
+    // A generated name never takes a name the schema defines (ref0 is the schema's own).
+    expect(out.$defs.ref0).toEqual({ type: "boolean" });
+    expect(out.$defs.ref1).toEqual({ $ref: "#/$defs/item" });
+    expect(out.$defs.ref2).toEqual({ type: "integer" });
+    expect(out.$defs.ref3).toEqual({ type: "string" });
+  });
+});
