@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../support/eventually.ts";
 import { startTestPlatform, TINY_CHAT, TINY_EMBED, type TestPlatform } from "../support/testPlatform.ts";
 import { openHolds, setBudget } from "../usage/usageFixtures.ts";
+import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { completionEvents } from "./inferenceSteps.ts";
 import { pacedEngine } from "./pacedEngine.ts";
 
@@ -331,6 +332,25 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
         sequence_number: end + 1,
       },
     ]);
+  });
+
+  it("once its replay stream is gone, reads a stored response's stream again from its start only: a resume point is a 400", async () => {
+    const done = await openai.responses.create({ ...base, max_output_tokens: 12, input: "Tell me a story" });
+    const keys = new InferenceKeys(platform.deps.config.redisPrefix);
+    // As after COMPLETION_RETENTION_S (or a Redis restarted empty): the response stays, its events go.
+    await platform.deps.redis.del(keys.replayStream(done.id), keys.completionRecord(done.id));
+    for (const query of ["starting_after=3", "starting_after=0"]) {
+      const resumed = await fetch(`${platform.baseUrl}/v1/responses/${done.id}?stream=true&${query}`, { headers: { authorization: `Bearer ${key}` } });
+      expect(resumed.status, query).toBe(400);
+      expect(await resumed.json()).toMatchObject({ error: { param: "starting_after", message: expect.stringContaining("no longer kept") } });
+    }
+    const byHeader = await fetch(`${platform.baseUrl}/v1/responses/${done.id}?stream=true`, { headers: { authorization: `Bearer ${key}`, "last-event-id": "2" } });
+    expect(byHeader.status).toBe(400);
+    // From the start: every event, numbered from 0, ending as the response ended, with its whole text.
+    const whole = await readRawStream(await fetch(`${platform.baseUrl}/v1/responses/${done.id}?stream=true`, { headers: { authorization: `Bearer ${key}` } }));
+    expect(whole.events.map((e) => e.sequence_number)).toEqual(whole.events.map((_, i) => i));
+    expect(["response.completed", "response.incomplete"]).toContain(whole.events.at(-1)!.type);
+    expect(textOf(whole.events)).toBe(done.output_text);
   });
 
   it("a non-background response whose client disconnects still ends stored and retrievable", async () => {

@@ -5,6 +5,7 @@ import { SseResponse } from "../../streaming/sseResponse.ts";
 import { ResponseEventBuilder, type ResponseEvent } from "./responseEventBuilder.ts";
 import { responseObject, TERMINAL_STATUSES, type ResponseObject } from "./responseObject.ts";
 import type { StoredResponse } from "./responseStore.ts";
+import { InvalidRequestError } from "../../../http/errors.ts";
 
 const TERMINAL_EVENTS = new Set(["response.completed", "response.incomplete", "response.failed"]);
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -81,6 +82,15 @@ function messagesOf(stored: StoredResponse): DeltaMessage[] {
  * its job's `started` message (then `response.in_progress`), as on the stream of its create.
  */
 export async function streamStoredResponse(inference: InferenceServices, ctx: Context, stored: StoredResponse, afterSeq: number): Promise<void> {
+  // An ended response whose replay stream is gone: its events are derived from what is stored, cut
+  // otherwise than the first stream's, so no event number of that stream can be resumed after.
+  const rebuilt = TERMINAL_STATUSES.has(stored.state.status) && (await inference.records.lastMessage(stored.id)) === undefined;
+  if (rebuilt && afterSeq >= 0) {
+    throw new InvalidRequestError(
+      "This response's stream events are no longer kept, so a stream cannot be resumed after one of them; read its stream again from the start (no starting_after or Last-Event-ID): its events then carry numbers of their own.",
+      { param: "starting_after", code: "invalid_value" },
+    );
+  }
   const builder = new ResponseEventBuilder(stored, nowSeconds);
   // With the job's `started`: a queued response's stream says `response.queued` until its job starts.
   const follower = inference.followForClient(stored.accountId, stored.id, -1, { started: true });
@@ -90,7 +100,7 @@ export async function streamStoredResponse(inference: InferenceServices, ctx: Co
   const emit = (events: ResponseEvent[]) => events.some((event) => write(event));
   try {
     if (emit(stored.state.status === "queued" ? builder.begin() : builder.start())) return;
-    if (TERMINAL_STATUSES.has(stored.state.status) && (await inference.records.lastMessage(stored.id)) === undefined) {
+    if (rebuilt) {
       for (const message of messagesOf(stored)) if (emit(builder.take(message))) return;
       return;
     }
