@@ -5,14 +5,24 @@ type GenerationMetrics = PlatformMetrics["inference"];
 
 /**
  * An engine that measures what it generates for one model: time to first token (from the call to the
- * first delta with output), the time between later deltas, tokens in and out, decode speed, and
- * failures by kind. Wraps any adapter (embedded, upstream) without changing what it does.
+ * first delta with output), the time between later deltas, tokens in and out (a call that fails after
+ * its first token, such as a cancel, counts its prompt and the tokens its deltas counted, as its job
+ * charges them), decode speed, and failures by kind. Wraps any adapter (embedded, upstream) without changing what it does.
  */
 export function meteredEngine(engine: Engine, modelId: string, metrics: GenerationMetrics): Engine {
   const model = { model: modelId };
   // Bound once: an observation through the histogram itself makes a closure per call besides its label work.
   const interTokenLatency = metrics.interTokenLatency.labels(model);
-  const generate = async (call: (onDelta: DeltaSink) => Promise<EngineResult>, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> => {
+  /**
+   * `countPrompt`: counts a call's prompt, for a call that fails after it generated something (its
+   * prompt was processed, and its job charges it): counted in the background, off the failure's way.
+   */
+  const generate = async (
+    call: (onDelta: DeltaSink) => Promise<EngineResult>,
+    onDelta: DeltaSink,
+    signal: AbortSignal,
+    countPrompt: () => Promise<number>,
+  ): Promise<EngineResult> => {
     const calledAt = performance.now();
     let firstAt: number | null = null;
     let lastAt = 0;
@@ -31,7 +41,13 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
       onDelta(delta);
     };
     const result = await counted(() => call(measured), signal).catch((error: unknown) => {
-      if (generated > 0) metrics.outputTokens.inc(model, generated);
+      if (generated > 0) {
+        metrics.outputTokens.inc(model, generated);
+        void countPrompt().then(
+          (tokens) => metrics.inputTokens.inc(model, tokens),
+          () => undefined,
+        );
+      }
       throw error;
     });
     const { promptTokens, completionTokens } = result.usage;
@@ -55,7 +71,12 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
   return {
     capabilities: () => engine.capabilities(),
     chat: (request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options?: ChatOptions) =>
-      generate((sink) => engine.chat(request, sink, signal, options), onDelta, signal),
+      generate(
+        (sink) => engine.chat(request, sink, signal, options),
+        onDelta,
+        signal,
+        () => engine.countChatTokens(request.messages, request.tools),
+      ),
     embed: async (texts: string[], signal: AbortSignal): Promise<EmbedResult> => {
       const result = await counted(() => engine.embed(texts, signal), signal);
       metrics.inputTokens.inc(model, result.promptTokens);

@@ -18,7 +18,7 @@ function twoTokensThen(end: (signal: AbortSignal) => Promise<never> | "finish"):
       return ending;
     },
     embed: async () => ({ embeddings: [], promptTokens: 0 }),
-    countChatTokens: async () => 0,
+    countChatTokens: async () => 7,
     countTokens: async () => 0,
     maxConcurrency: () => 1,
     close: async () => undefined,
@@ -49,6 +49,8 @@ describe("meteredEngine", () => {
     expect(text).toContain('inference_engine_errors_total{model="m",kind="aborted"} 1');
     expect(text).not.toContain('kind="internal"');
     expect(text).toContain('inference_output_tokens_total{model="m"} 2');
+    // Its prompt was processed (and is charged): counted too, as the engine counts it.
+    await expect.poll(async () => await metricText(metrics)).toContain('inference_input_tokens_total{model="m"} 7');
   });
 
   it("counts an engine's own failure by its kind, and a plain error as internal", async () => {
@@ -74,7 +76,8 @@ describe("meteredEngine", () => {
     const text = await metricText(metrics);
     expect(text).toContain('inference_engine_errors_total{model="m",kind="invalid_request"} 1');
     expect(text).toContain('inference_engine_errors_total{model="m",kind="internal"} 1');
-    expect(text).toContain('inference_input_tokens_total{model="m"} 5');
     expect(text).toContain('inference_output_tokens_total{model="m"} 6');
+    // The two failed calls had generated: their prompts (7 each, charged with their tokens) count as the finished one's (5).
+    await expect.poll(async () => await metricText(metrics)).toContain('inference_input_tokens_total{model="m"} 19');
   });
 });
