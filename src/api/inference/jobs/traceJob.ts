@@ -72,16 +72,15 @@ export function traceRelay(job: RunningJob, target: JobSpanTarget, onUsage: (usa
   };
   const seen = (message: DeltaMessage): DeltaMessage => {
     messages++;
-    if (message.type === "usage") {
-      if (recording) recordUsage(span, message.usage);
-      onUsage(message.usage);
-    } else if (!recording) {
-      return message;
-    } else if (message.type === "finish") {
-      span.setAttribute(GEN_AI.responseFinishReasons, [message.finishReason]);
-    } else if (message.type === "error") {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: message.error.kind });
+    // The usage the client is told: the end of a reply, or what a cancelled job's error says it charged.
+    const usage = message.type === "usage" ? message.usage : message.type === "error" ? message.usage : undefined;
+    if (usage) {
+      if (recording) recordUsage(span, usage);
+      onUsage(usage);
     }
+    if (!recording) return message;
+    if (message.type === "finish") span.setAttribute(GEN_AI.responseFinishReasons, [message.finishReason]);
+    else if (message.type === "error") span.setStatus({ code: SpanStatusCode.ERROR, message: message.error.kind });
     return message;
   };
   const failed = (error: unknown): never => {
