@@ -40,10 +40,17 @@ export function startEnqueueSpan(target: JobSpanTarget): EnqueueSpan {
     end(error) {
       if (ended) return;
       ended = true;
-      if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
+      if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: errorName(error) });
       span.end();
     },
   };
+}
+
+/** An error's name, with its API code when it has one (`ModelUnavailableError: queue_full`), so refusals of one class can be told apart. */
+export function errorName(error: unknown): string {
+  const name = (error as Error)?.name ?? "Error";
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === "string" && code !== "" ? `${name}: ${code}` : name;
 }
 
 /**

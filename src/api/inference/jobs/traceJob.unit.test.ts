@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { DeltaMessage, Usage } from "../../../contracts/deltaMessage.ts";
-import { traceRelay } from "./traceJob.ts";
+import { ModelUnavailableError } from "../../http/errors.ts";
+import { errorName, traceRelay } from "./traceJob.ts";
 
 /** A job that answers `messages` in order. */
 function jobOf(messages: DeltaMessage[]) {
@@ -40,5 +41,13 @@ describe("traceRelay", () => {
     ).toEqual([usage]);
     // A failure that names no usage tells none.
     expect(await relayed([{ seq: 0, type: "error", error: { kind: "internal", message: "x", param: null } }])).toEqual([]);
+  });
+});
+
+describe("errorName (an enqueue span's error status)", () => {
+  it("tells a full queue from a model without a worker, and names a plain error by its name", () => {
+    expect(errorName(new ModelUnavailableError("full", "queue_full"))).toBe("ModelUnavailableError: queue_full");
+    expect(errorName(new ModelUnavailableError("none"))).toMatch(/^ModelUnavailableError(: model_unavailable)?$/);
+    expect(errorName(new TypeError("x"))).toBe("TypeError");
   });
 });
