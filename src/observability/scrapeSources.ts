@@ -131,9 +131,10 @@ function registerScrapeGauges(registry: Registry, lists: SourceLists): void {
       this.reset();
       // Every API process reads the same table: the first answer is the platform's count.
       const [counts] = await readAll(lists.batchLines);
+      // A state with no open line has no series (rather than 0), as documented.
       for (const { model, waiting, running } of counts ?? []) {
-        this.set({ model, state: "waiting" }, waiting);
-        this.set({ model, state: "running" }, running);
+        if (waiting > 0) this.set({ model, state: "waiting" }, waiting);
+        if (running > 0) this.set({ model, state: "running" }, running);
       }
     },
   });
