@@ -49,7 +49,16 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
       // close() ends the idle connections of this moment; one whose response ends later would stay open
       // for its keep-alive (65 s): ended as soon as it is idle, until the last one is gone.
       const idle = setInterval(() => server.closeIdleConnections(), 100);
-      await new Promise<void>((resolve) => server.close(() => resolve())).finally(() => clearInterval(idle));
+      // Replies still relayed when the shutdown grace is nearly over end with an error that says so (a
+      // stream's client resumes it elsewhere), rather than with a connection reset at the deadline.
+      const notice = setTimeout(() => {
+        const interrupted = inference.interruptRelays();
+        if (interrupted > 0) logger.warn("shutdown grace nearly over: replies still relayed ended with server_shutting_down", { interrupted });
+      }, relayNoticeMs(config.shutdownGraceMs));
+      await new Promise<void>((resolve) => server.close(() => resolve())).finally(() => {
+        clearInterval(idle);
+        clearTimeout(notice);
+      });
       server.closeAllConnections();
       await fileSweeper.stop();
       await batches.stop();
@@ -59,4 +68,12 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
       redis.disconnect();
     },
   };
+}
+
+/**
+ * When, into the shutdown grace, the API ends the replies it still relays: 5 s before the grace is over
+ * (the worker and the rest of the shutdown get those), but not before half of it.
+ */
+export function relayNoticeMs(graceMs: number): number {
+  return Math.max(graceMs - 5_000, Math.floor(graceMs / 2));
 }

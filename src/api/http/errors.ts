@@ -112,6 +112,24 @@ export class ServiceUnavailableError extends ApiError {
   }
 }
 
+/**
+ * The API process answering a request stops (its shutdown grace is nearly over) before the reply ended.
+ * A stream's job runs on: the client resumes it from another process with the completion's id
+ * (x-completion-id) and the id of the last event it read; a whole answer's job is stopped, uncharged.
+ */
+export class ServerShuttingDownError extends ApiError {
+  constructor(resumable: boolean) {
+    super(
+      503,
+      "service_unavailable",
+      resumable
+        ? "This API process is shutting down before the reply ended. The reply goes on: resume the stream with GET on the completion (x-completion-id) with stream=true and the Last-Event-ID header set to the id of the last event you received."
+        : "This API process is shutting down before the reply ended; the request was stopped and nothing was charged. Retry it.",
+      { code: "server_shutting_down", headers: { "retry-after": "1" } },
+    );
+  }
+}
+
 export class InternalApiError extends ApiError {
   constructor(message = "The server had an error while processing your request.") {
     super(500, "api_error", message, { code: "internal_error" });

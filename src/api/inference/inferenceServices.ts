@@ -48,6 +48,11 @@ export type InferenceServices = {
   follow(completionId: string, afterSeq: number, options?: FollowOptions): ReplayFollower;
   /** follow() for a client's request, counted against its account's open follows (ClientFollowers: 429 past the limit). */
   followForClient(accountId: string, completionId: string, afterSeq: number, options?: FollowOptions): RunningJob;
+  /**
+   * Ends every reply this process relays to its clients now, with ServerShuttingDownError (its shutdown
+   * grace is nearly over): a stream's client is told to resume it elsewhere. Returns how many.
+   */
+  interruptRelays(): number;
   /** The limits of this API process's inference requests. */
   limits: InferenceLimits;
   /**
@@ -172,6 +177,7 @@ export function createInferenceServices(
     tenants,
     follow,
     followForClient,
+    interruptRelays: () => gateway.interruptRelays() + clientFollowers.interruptAll(),
     limits,
     holdPool,
     speculation,

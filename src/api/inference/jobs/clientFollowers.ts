@@ -1,4 +1,4 @@
-import { ApiError } from "../../http/errors.ts";
+import { ApiError, ServerShuttingDownError } from "../../http/errors.ts";
 import type { RunningJob } from "./runningJob.ts";
 
 /** 429 of a client opening more follows of stored completions and responses than an account may hold open at once. */
@@ -26,6 +26,8 @@ export class TooManyFollowersError extends ApiError {
 export class ClientFollowers {
   readonly #perAccount: number;
   readonly #open = new Map<string, number>();
+  /** Each open follow's interruption (interruptAll). */
+  readonly #interrupts = new Set<() => void>();
 
   constructor(perAccount: number) {
     this.#perAccount = perAccount;
@@ -36,6 +38,17 @@ export class ClientFollowers {
     return this.#open.get(accountId) ?? 0;
   }
 
+  /**
+   * Ends every open follow now (the process's shutdown grace is nearly over): each next() throws
+   * ServerShuttingDownError; the job runs on, for its client to resume elsewhere. Returns how many.
+   */
+  interruptAll(): number {
+    const interrupts = [...this.#interrupts];
+    this.#interrupts.clear();
+    for (const interrupt of interrupts) interrupt();
+    return interrupts.length;
+  }
+
   /** `start()`'s job, counted for the account until it is released; 429 when the account holds the most already. */
   take<T extends RunningJob>(accountId: string, start: () => T): RunningJob {
     const open = this.open(accountId);
@@ -43,11 +56,21 @@ export class ClientFollowers {
     const job = start();
     this.#open.set(accountId, open + 1);
     let released = false;
+    let interrupted: ServerShuttingDownError | null = null;
+    const interrupt = (): void => {
+      interrupted = new ServerShuttingDownError(true);
+      job.release();
+    };
+    this.#interrupts.add(interrupt);
     return {
       completionId: job.completionId,
-      next: () => job.next(),
+      next: () =>
+        job.next().catch((error: unknown) => {
+          throw interrupted ?? error;
+        }),
       release: () => {
         job.release();
+        this.#interrupts.delete(interrupt);
         if (released) return;
         released = true;
         const left = this.open(accountId) - 1;

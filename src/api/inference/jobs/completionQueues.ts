@@ -78,6 +78,14 @@ export class CompletionQueues {
     return this.queue(modelId).getJobCountByTypes("waiting", "prioritized");
   }
 
+  /** Whether Redis answers a PING on the request path's connection now (within its command timeout). */
+  async answers(): Promise<boolean> {
+    return this.#redis.ping().then(
+      () => true,
+      () => false,
+    );
+  }
+
   /**
    * Where a job of this priority stands in the model's queue: the waiting jobs a worker takes before or
    * with it (every priority up to its own, itself included), through BullMQ's public getCountsPerPriority.

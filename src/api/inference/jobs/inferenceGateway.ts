@@ -8,7 +8,7 @@ import { jobErrorToApiError } from "./jobErrorToApiError.ts";
 import { JobReleasedError, type RunningJob } from "./runningJob.ts";
 import type { DeltaSubscriber } from "./deltaSubscriber.ts";
 import type { WorkerPresence } from "../../../contracts/workerPresence.ts";
-import { InternalApiError, ModelUnavailableError, ServiceUnavailableError } from "../../http/errors.ts";
+import { InternalApiError, ModelUnavailableError, ServerShuttingDownError, ServiceUnavailableError } from "../../http/errors.ts";
 import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
 import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
 import { SharedReads } from "./sharedReads.ts";
@@ -75,6 +75,8 @@ export class InferenceGateway {
   readonly #liveness: SharedReads<boolean>;
   /** Jobs enqueued by this process that no worker started yet. */
   readonly #waiting = new Map<string, { job: CompletionJob; record: CompletionRecord }>();
+  /** The started jobs this process relays to a client of its own (chat, completions, embeddings), until their relay ends. */
+  readonly #relayed = new Set<() => void>();
 
   constructor(deps: {
     presence: WorkerPresence;
@@ -219,6 +221,8 @@ export class InferenceGateway {
     const idleMs = this.#limits.jobIdleTimeoutMs;
     const queues = this.#queues;
     let ended = false;
+    /** Set when this process stopped relaying the job before its end (interruptRelays). */
+    let interrupted: ServerShuttingDownError | null = null;
     /** The last message handed on to the client (a stream's), -1 while none. */
     let relayedSeq = -1;
     /** The completion tokens of the deltas handed on (a stream's): -1 while none; NaN once one came without its count. */
@@ -226,7 +230,7 @@ export class InferenceGateway {
     const streamed = options.streamed === true;
     const undelivered = this.#undelivered;
     // Each message is looked at by this one handler (made once per job, not an async wrapper per message).
-    const arrived = (message: DeltaMessage | undefined): DeltaMessage => {
+    const arrived = (message: DeltaMessage | undefined): DeltaMessage | Promise<never> => {
       if (message) {
         if (isTerminal(message)) ended = true;
         if (streamed) {
@@ -235,6 +239,7 @@ export class InferenceGateway {
         }
         return message;
       }
+      if (interrupted) throw interrupted;
       if (feed.closed) throw new JobReleasedError();
       const lost = feed.lost;
       feed.close();
@@ -245,16 +250,37 @@ export class InferenceGateway {
       // full, as the line's output will show (a partial charge would be the one kept).
       if (job.lane !== "batch") {
         void cancelLost(queues, job, relayedSeq);
-        // Should the worker have recorded the whole usage before it hears this, the sweeper refunds the
-        // rest (a delta without its count: what was sent is not known here, nothing is noted).
-        if (!Number.isNaN(relayedTokens)) undelivered.note(job.completionId, relayedTokens);
+        // Part of the reply lost with Redis (nobody can read it whole any more): should the worker have
+        // recorded the whole usage before it hears this, the sweeper refunds the rest (a delta without its
+        // count: what was sent is not known here, nothing is noted). A reply that only fell silent stays
+        // whole in its replay stream (a GET, an Idempotency-Key retry reads it): its charge stands.
+        if (lost && !Number.isNaN(relayedTokens)) undelivered.note(job.completionId, relayedTokens);
       }
-      throw silent(lost ? "Part of the reply was lost with Redis." : "The model stopped answering.");
+      if (lost) throw silent("Part of the reply was lost with Redis.");
+      // Silent for the idle timeout: a Redis that stopped answering (frozen, its connections still open)
+      // is the outage's (503 redis_unavailable), not the model's.
+      return queues.answers().then((answers) => {
+        throw answers ? silent("The model stopped answering.") : new ServiceUnavailableError("redis");
+      });
     };
+    const relayed = this.#relayed;
+    const interrupt = (): void => {
+      if (ended || feed.closed) return;
+      interrupted = new ServerShuttingDownError(streamed);
+      // A whole answer's client gets nothing now: its job is stopped and charges nothing (as a request
+      // the API gave up on). A stream's job runs on for its client to resume.
+      if (!streamed) {
+        void cancelLost(queues, job, -1);
+        undelivered.note(job.completionId, -1);
+      }
+      feed.close();
+    };
+    if (job.lane !== "batch" && job.endpoint !== "responses") relayed.add(interrupt);
     return {
       completionId: job.completionId,
       next: () => feed.next(idleMs).then(arrived),
       release: () => {
+        relayed.delete(interrupt);
         if (feed.closed && ended) return;
         const early = !ended && !feed.closed;
         feed.close();
@@ -263,6 +289,19 @@ export class InferenceGateway {
         if (early && job.lane !== "batch") this.#abandonment.detached(record);
       },
     };
+  }
+
+  /**
+   * Ends every relay of this process's own clients now (its shutdown grace is nearly over): each next()
+   * throws ServerShuttingDownError. A stream's job runs on, for its client to resume elsewhere; a whole
+   * answer's job is stopped as a request the API gave up on whose client got nothing (uncharged).
+   * Responses and batch lines are not relayed here (their runs store what they get, and are taken over).
+   */
+  interruptRelays(): number {
+    const relays = [...this.#relayed];
+    this.#relayed.clear();
+    for (const interrupt of relays) interrupt();
+    return relays.length;
   }
 
   /**

@@ -1,4 +1,4 @@
-import { errorBody, InternalApiError } from "../../http/errors.ts";
+import { errorBody, InternalApiError, ServerShuttingDownError } from "../../http/errors.ts";
 import { toApiError } from "../../http/errorHandler.ts";
 import type { SseResponse } from "./sseResponse.ts";
 import { EndedBeforeResumeError, JobReleasedError, type RunningJob } from "../jobs/runningJob.ts";
@@ -66,6 +66,12 @@ export async function relayStream(
       return;
     }
     if (!sse.opened) throw error;
+    if (error instanceof ServerShuttingDownError) {
+      // The reply goes on: the notice carries no id, so the client resumes after the last one it read.
+      sse.unnamedJson(JSON.stringify(errorBody(error)));
+      sse.done();
+      return;
+    }
     sse.event(lastSeq + 1, errorBody(toApiError(error)));
     sse.done();
   } finally {

@@ -79,6 +79,12 @@ export class SseResponse {
     this.#write(`data: ${json}\n\n`);
   }
 
+  /** A named event without an id (`event:` and `data:`): a notice a resume after the last id must not skip past. */
+  namedJsonWithoutId(name: string, json: string): void {
+    this.#ensureOpen();
+    this.#write(`event: ${name}\ndata: ${json}\n\n`);
+  }
+
   done(): void {
     this.end("data: [DONE]\n\n");
   }

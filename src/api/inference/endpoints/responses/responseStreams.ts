@@ -5,7 +5,7 @@ import { SseResponse } from "../../streaming/sseResponse.ts";
 import { ResponseEventBuilder, type ResponseEvent } from "./responseEventBuilder.ts";
 import { responseObject, TERMINAL_STATUSES, type ResponseObject } from "./responseObject.ts";
 import type { StoredResponse } from "./responseStore.ts";
-import { InvalidRequestError } from "../../../http/errors.ts";
+import { InvalidRequestError, ServerShuttingDownError } from "../../../http/errors.ts";
 
 const TERMINAL_EVENTS = new Set(["response.completed", "response.incomplete", "response.failed"]);
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -97,7 +97,12 @@ export async function streamStoredResponse(inference: InferenceServices, ctx: Co
   const sse = new SseResponse(ctx, () => follower.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
   sse.open();
   const write = eventWriter(sse, afterSeq);
-  const emit = (events: ResponseEvent[]) => events.some((event) => write(event));
+  let lastSeq = afterSeq;
+  const emit = (events: ResponseEvent[]) =>
+    events.some((event) => {
+      lastSeq = Math.max(lastSeq, event.sequence_number);
+      return write(event);
+    });
   try {
     if (emit(stored.state.status === "queued" ? builder.begin() : builder.start())) return;
     if (rebuilt) {
@@ -109,7 +114,12 @@ export async function streamStoredResponse(inference: InferenceServices, ctx: Co
       if (sse.clientGone) return;
       if (emit(builder.take(message))) return;
     }
-  } catch {
+  } catch (error) {
+    // This process stops (its shutdown grace nearly over): the response goes on; the notice carries no
+    // id, so the client resumes after the last event it read.
+    if (error instanceof ServerShuttingDownError && !sse.clientGone) {
+      sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: error.code, message: error.message, param: null, sequence_number: lastSeq + 1 }));
+    }
     // The client went away, or the job fell silent: the stream ends here (the response is read again later).
     sse.end();
   } finally {

@@ -1,0 +1,125 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKey } from "../keys/keySteps.ts";
+import { completionEvents } from "../inference/inferenceSteps.ts";
+import { eventually } from "../support/eventually.ts";
+import { freePort } from "../support/freePort.ts";
+import { createTestAccount } from "../support/testAccounts.ts";
+import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+import { TEST_REDIS_URL } from "../support/testRedis.ts";
+import { countingModel, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
+import { requestVia } from "./processChat.ts";
+
+/**
+ * `npm start` told to stop (SIGTERM) while replies run longer than its shutdown grace: shortly before the
+ * grace is over the API ends what it still relays with `server_shutting_down` instead of a connection
+ * reset. A stream gets an error event without an id (its client resumes after the last id it read, as
+ * the message says), then `[DONE]`; a whole answer gets a 503 and its job is stopped, charged nothing.
+ */
+const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
+const GRACE_MS = 4_000;
+
+let db: TestDatabase;
+let upstream: CountingUpstream;
+let dir: string;
+let child: ChildProcess | undefined;
+const logs: string[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  // 200 tokens 40 ms apart: 8 s a reply, twice the grace.
+  upstream = await startCountingUpstream({ totalTokens: 200, tokenDelayMs: 40, promptTokens: 10 });
+  dir = await mkdtemp(path.join(tmpdir(), "shutdown-notice-"));
+}, 60_000);
+
+afterAll(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await upstream?.close();
+  await db?.drop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe("npm start's shutdown with replies longer than its grace", () => {
+  it("ends a stream with an id-less server_shutting_down event and a whole answer with a 503 that charges nothing", async () => {
+    const registry = path.join(dir, "registry.json");
+    await writeFile(registry, JSON.stringify({ price_table_version: "test-1", models: [countingModel(upstream, { id: "long-model", maxConcurrency: 2 })] }));
+    const port = await freePort();
+    const api = `http://127.0.0.1:${port}`;
+    child = spawn(process.execPath, [MAIN], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        DATABASE_URL: db.url,
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_PREFIX: `test-notice-${process.pid}-${Date.now()}`,
+        MODELS_CONFIG: registry,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        METRICS_PORT: String(await freePort()),
+        SHUTDOWN_GRACE_MS: String(GRACE_MS),
+        LOG_LEVEL: "warn",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
+    child.stderr?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
+    const exited = new Promise<number | null>((resolve) => child!.once("exit", (code) => resolve(code)));
+    await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 60_000).catch((error: unknown) => {
+      throw new Error(`the service did not start: ${logs.join("")}`, { cause: error });
+    });
+    const account = await createTestAccount(db.pool, { monthlyBudgetChf: 100 });
+    const { key } = await createKey({ request: requestVia(api) } as Parameters<typeof createKey>[0], account.sessionToken);
+    const post = (stream: boolean) =>
+      fetch(`${api}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "long-model", messages: [{ role: "user", content: "Count." }], max_tokens: 300, stream }),
+        signal: AbortSignal.timeout(30_000),
+      });
+    const streamed = await post(true);
+    expect(streamed.status).toBe(200);
+    const streamId = streamed.headers.get("x-completion-id")!;
+    const reading = streamed.text().catch((error: unknown) => `READ FAILED: ${String(error)}`);
+    const whole = post(false);
+    await eventually(async () => (upstream.requests.length >= 2 ? true : undefined), 10_000);
+    // A second client follows the same stream (a resume from its start): it is told the same.
+    const follower = await fetch(`${api}/v1/chat/completions/${streamId}?stream=true`, {
+      headers: { authorization: `Bearer ${key}` },
+      signal: AbortSignal.timeout(30_000),
+    });
+    expect(follower.status).toBe(200);
+    const following = follower.text().catch((error: unknown) => `READ FAILED: ${String(error)}`);
+    const signalled = performance.now();
+    child.kill("SIGTERM");
+
+    const text = await reading;
+    const blocks = text.split("\n\n").filter((b) => b.trim() !== "");
+    // Events with ids (the reply so far), then the notice without an id, then [DONE].
+    expect(blocks.at(-1)).toBe("data: [DONE]");
+    const notice = blocks.at(-2)!;
+    expect(notice.startsWith("data: "), text.slice(-600)).toBe(true);
+    expect(JSON.parse(notice.slice(6))).toMatchObject({ error: { code: "server_shutting_down", message: expect.stringContaining("Last-Event-ID") } });
+    expect(blocks.filter((b) => b.startsWith("id: ")).length).toBeGreaterThan(5);
+    const followed = (await following).split("\n\n").filter((b) => b.trim() !== "");
+    expect(followed.at(-1)).toBe("data: [DONE]");
+    expect(JSON.parse(followed.at(-2)!.slice(6))).toMatchObject({ error: { code: "server_shutting_down" } });
+
+    const answer = await whole;
+    expect(answer.status).toBe(503);
+    const wholeId = answer.headers.get("x-completion-id");
+    expect(((await answer.json()) as { error: { code: string } }).error.code).toBe("server_shutting_down");
+    expect(performance.now() - signalled).toBeLessThan(GRACE_MS);
+    expect(await exited, logs.join("")).not.toBeNull();
+
+    // The whole answer's job was stopped as one whose client got nothing: whatever it recorded costs nothing.
+    if (wholeId) {
+      const events = await completionEvents(db.pool, wholeId);
+      const cost = events.reduce((sum, e) => sum + (e.type === "UsageRecorded" ? e.data.costMicroChf : -e.data.costMicroChf), 0);
+      expect(cost).toBe(0);
+    }
+    expect(streamId).toMatch(/^chatcmpl-/);
+  }, 90_000);
+});
