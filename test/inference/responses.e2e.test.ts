@@ -344,7 +344,9 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
       expect(resumed.status, query).toBe(400);
       expect(await resumed.json()).toMatchObject({ error: { param: "starting_after", message: expect.stringContaining("no longer kept") } });
     }
-    const byHeader = await fetch(`${platform.baseUrl}/v1/responses/${done.id}?stream=true`, { headers: { authorization: `Bearer ${key}`, "last-event-id": "2" } });
+    const byHeader = await fetch(`${platform.baseUrl}/v1/responses/${done.id}?stream=true`, {
+      headers: { authorization: `Bearer ${key}`, "last-event-id": "2" },
+    });
     expect(byHeader.status).toBe(400);
     // From the start: every event, numbered from 0, ending as the response ended, with its whole text.
     const whole = await readRawStream(await fetch(`${platform.baseUrl}/v1/responses/${done.id}?stream=true`, { headers: { authorization: `Bearer ${key}` } }));
