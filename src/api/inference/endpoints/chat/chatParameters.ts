@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { itemsInOrder } from "../shared/itemsInOrder.ts";
 import type { ParameterTable } from "../shared/requestParameters.ts";
 import { SAMPLING_PARAMETERS } from "../shared/samplingSchemas.ts";
 import { ChatMessageSchema, ResponseFormatSchema, TextPartSchema, ToolChoiceSchema, ToolSchema } from "./chatSchemas.ts";
@@ -46,10 +47,10 @@ export const CHAT_PARAMETERS = {
   service_tier: { schema: z.enum(["auto", "default"], "only 'auto' and 'default' are served").nullish(), policy: "ignored" },
   /** Predicted Outputs only speed a generation up, never change it; no prediction tokens are charged. */
   prediction: {
-    schema: z.strictObject({ type: z.literal("content"), content: z.union([z.string(), z.array(TextPartSchema)]) }).nullish(),
+    schema: z.strictObject({ type: z.literal("content"), content: z.union([z.string(), itemsInOrder(TextPartSchema)]) }).nullish(),
     policy: "ignored",
   },
-  messages: { schema: z.array(ChatMessageSchema).min(1), policy: "honoured", listed: false },
+  messages: { schema: itemsInOrder(ChatMessageSchema, z.array(z.unknown()).min(1)), policy: "honoured", listed: false },
   tools: { schema: z.array(ToolSchema).max(128).nullish(), policy: "honoured", capability: "tools", uses: (body) => (body.tools?.length ?? 0) > 0 },
   tool_choice: {
     schema: ToolChoiceSchema.nullish(),

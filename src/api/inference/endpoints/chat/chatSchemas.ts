@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { itemsInOrder } from "../shared/itemsInOrder.ts";
 import { exceedsNestingDepth } from "../shared/jsonSchemas/jsonNestingDepth.ts";
 import { MAX_SCHEMA_DEPTH } from "../shared/jsonSchemas/jsonSchemaProblem.ts";
 
@@ -27,7 +28,7 @@ function contentError(input: unknown): string {
 }
 
 /** Message content: a string or text parts (other part types, e.g. images, are not served). */
-const ContentSchema = z.union([z.string(), z.array(TextPartSchema)], { error: (issue) => contentError(issue.input) });
+const ContentSchema = z.union([z.string(), itemsInOrder(TextPartSchema)], { error: (issue) => contentError(issue.input) });
 
 const FunctionNameSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, '_' or '-'");
 
@@ -45,7 +46,7 @@ export const ChatMessageSchema = z.discriminatedUnion("role", [
     role: z.literal("assistant"),
     content: ContentSchema.nullish(),
     name: z.string().optional(),
-    tool_calls: z.array(ToolCallSchema).optional(),
+    tool_calls: itemsInOrder(ToolCallSchema).optional(),
     reasoning_content: z.string().nullish(),
     refusal: z.string().nullish(),
   }),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { itemsInOrder } from "../shared/itemsInOrder.ts";
 import type { ParameterTable } from "../shared/requestParameters.ts";
 import { SAMPLING_PARAMETERS } from "../shared/samplingSchemas.ts";
 
@@ -16,7 +17,10 @@ export const COMPLETION_PARAMETERS = {
   ...SAMPLING_PARAMETERS,
   /** Several prompts: one choice each (not streamed: a streamed request takes one prompt). */
   prompt: {
-    schema: z.union([z.string(), z.array(z.string()).min(1, "prompt must not be empty").max(MAX_PROMPTS, `at most ${MAX_PROMPTS} prompts per request`)]),
+    schema: z.union([
+      z.string(),
+      itemsInOrder(z.string(), z.array(z.unknown()).min(1, "prompt must not be empty").max(MAX_PROMPTS, `at most ${MAX_PROMPTS} prompts per request`)),
+    ]),
     policy: "honoured",
     listed: false,
   },

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { itemsInOrder } from "../shared/itemsInOrder.ts";
 import type { ParameterTable } from "../shared/requestParameters.ts";
 
 /**
@@ -30,7 +31,7 @@ export const EMBEDDING_PARAMETERS = {
       },
       z.union([
         z.string().min(1, "input must not be empty"),
-        z.array(z.string().min(1, "input must not contain empty strings")).min(1, "input must not be empty").max(2048),
+        itemsInOrder(z.string().min(1, "input must not contain empty strings"), z.array(z.unknown()).min(1, "input must not be empty").max(2048)),
       ]),
     ),
     policy: "honoured",

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { itemsInOrder } from "../shared/itemsInOrder.ts";
 import type { ParameterTable } from "../shared/requestParameters.ts";
 import { INCLUDABLE, InputItemSchema, LOGPROBS_INCLUDE, ResponseToolChoiceSchema, ResponseToolSchema, TextFormatSchema } from "./responseSchemas.ts";
 import { MetadataSchema } from "../shared/metadataSchema.ts";
@@ -25,7 +26,7 @@ const hasTools = (body: ResponseParameterBody) => (body.tools?.length ?? 0) > 0;
  */
 export const RESPONSE_PARAMETERS = {
   model: { schema: z.string().min(1), policy: "honoured", listed: false },
-  input: { schema: z.union([z.string(), z.array(InputItemSchema).min(1)]), policy: "honoured", listed: false },
+  input: { schema: z.union([z.string(), itemsInOrder(InputItemSchema, z.array(z.unknown()).min(1))]), policy: "honoured", listed: false },
   /** A system message before the context; not carried over by previous_response_id. */
   instructions: { schema: z.string().nullish(), policy: "honoured" },
   max_output_tokens: { schema: z.number().int().min(1).nullish(), policy: "honoured" },

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { itemsInOrder } from "../shared/itemsInOrder.ts";
 import { exceedsNestingDepth } from "../shared/jsonSchemas/jsonNestingDepth.ts";
 import { MAX_SCHEMA_DEPTH } from "../shared/jsonSchemas/jsonSchemaProblem.ts";
 
@@ -14,7 +15,7 @@ const JsonObjectSchema = z.record(z.string(), z.unknown()).superRefine((schema, 
 
 /** Text of an input message: `input_text` parts (an assistant message's earlier output: `output_text`). */
 const TextPartSchema = z.looseObject({ type: z.enum(["input_text", "output_text"]), text: z.string() });
-const ContentSchema = z.union([z.string(), z.array(TextPartSchema)], {
+const ContentSchema = z.union([z.string(), itemsInOrder(TextPartSchema)], {
   error: () => 'expected a string or an array of text parts ({"type": "input_text", "text": "..."}); images, files and audio are not served.',
 });
 
@@ -38,7 +39,7 @@ const FunctionCallOutputItemSchema = z.looseObject({
   type: z.literal("function_call_output"),
   id: z.string().optional(),
   call_id: z.string().min(1),
-  output: z.union([z.string(), z.array(TextPartSchema)]),
+  output: z.union([z.string(), itemsInOrder(TextPartSchema)]),
 });
 /** A reasoning item of an earlier output sent back: accepted, not given to the model again (as OpenAI's stateless mode). */
 const ReasoningItemSchema = z.looseObject({ type: z.literal("reasoning"), id: z.string().optional() });
