@@ -195,6 +195,23 @@ describe("hostile request bodies", () => {
     );
   });
 
+  it("answers a field name megabytes long with a short error: its message and param quote only its start, never half a character", async () => {
+    for (const [name, unit] of [
+      ["A".repeat(1_000_000), "A"],
+      ["😀".repeat(500_000), "😀"],
+    ] as const) {
+      const res = await app.request("POST", "/v1/chat/completions", {
+        token: key,
+        body: { model: "m", messages: [{ role: "user", content: "hi", [name]: 1 }] },
+      });
+      expectError(res, 400, "invalid_request_error", { code: "unknown_parameter" });
+      expect(res.text.length).toBeLessThan(3_000);
+      expect(res.body.error.message).toMatch(new RegExp(`^Unrecognized request argument supplied: messages\\[0\\]\\.(${unit})+…$`, "u"));
+      expect(res.body.error.param).toMatch(new RegExp(`^messages\\[0\\]\\.(${unit})+…$`, "u"));
+      expect(res.body.error.param.length).toBeLessThanOrEqual(257);
+    }
+  });
+
   it("refuses an object with more members than the budget with a short 400, before parsing it", async () => {
     const res = await app.request("POST", "/v1/chat/completions", { token: key, body: wideSchema(5_000).toString() });
     expectError(res, 400, "invalid_request_error", { code: "request_too_complex" });

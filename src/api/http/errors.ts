@@ -16,15 +16,30 @@ export class ApiError extends Error {
     message: string,
     options: { code?: string | null; param?: string | null; bare?: boolean; headers?: Record<string, string> } = {},
   ) {
-    super(message);
+    super(clipped(message, MAX_MESSAGE_CHARS));
     this.name = new.target.name;
     this.status = status;
     this.type = type;
     this.code = options.code ?? null;
-    this.param = options.param ?? null;
+    this.param = options.param === undefined || options.param === null ? null : clipped(options.param, MAX_PARAM_CHARS);
     this.bare = options.bare ?? false;
     this.headers = options.headers ?? {};
   }
+}
+
+/**
+ * An error's message and param are cut to these lengths (with "…"): they quote what a client sent (an
+ * unknown field's name, a model id), which may be megabytes long; the answer stays small.
+ */
+const MAX_MESSAGE_CHARS = 2_000;
+const MAX_PARAM_CHARS = 256;
+
+/** `text` cut to at most `max` UTF-16 units plus "…", never between the two halves of a surrogate pair. */
+export function clipped(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const code = text.charCodeAt(max - 1);
+  const end = code >= 0xd800 && code <= 0xdbff ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
 }
 
 export class InvalidRequestError extends ApiError {
