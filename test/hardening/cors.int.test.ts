@@ -38,6 +38,16 @@ describe("CORS and security headers with the default configuration", () => {
     expect(Number(res.headers.get("access-control-max-age"))).toBeGreaterThan(0);
   });
 
+  it("routes paths as written only: /V1 and /API are not the API's (404), so no answer skips the headers of /v1 and /api", async () => {
+    for (const path of ["/V1/models", "/v1/MODELS", "/API/v1/accounts/user", "/V1/chat/completions"]) {
+      const res = await fetch(platform.baseUrl + path, { headers: { authorization: `Bearer ${path.startsWith("/API") ? sessionToken : key}` } });
+      expect(res.status, path).toBe(404);
+      expect(((await res.json()) as { error: { type: string } }).error.type, path).toBe("invalid_request_error");
+    }
+    const models = await fetch(`${platform.baseUrl}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+    expect(models.status).toBe(200);
+  });
+
   it("lets a browser-origin call to /v1 through, with readable headers and no-store", async () => {
     const res = await fetch(`${platform.baseUrl}/v1/chat/completions`, {
       method: "POST",

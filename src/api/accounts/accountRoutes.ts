@@ -18,7 +18,7 @@ import { currentPeriodFigures } from "../../ledger/budget/currentPeriodFigures.t
  * account's own view. Session routes take `Authorization: Bearer <SESSION_TOKEN>`.
  */
 export function accountRoutes(deps: AppDeps): Router {
-  const router = new Router({ prefix: "/api/v1/accounts" });
+  const router = new Router({ prefix: "/api/v1/accounts", sensitive: true });
   const requireSession = sessionAuth(deps);
   const { gate, throttle } = deps.signIn;
 

@@ -20,7 +20,7 @@ async function accountIdParam(ctx: Context, next: Next): Promise<void> {
 
 /** Operator API (`Authorization: Bearer <ADMIN_TOKEN>`): a thin HTTP front end over operatorActions. */
 export function adminRoutes(deps: AppDeps): Router {
-  const router = new Router({ prefix: "/api/v1/admin" });
+  const router = new Router({ prefix: "/api/v1/admin", sensitive: true });
   const requireAdmin = adminAuth(deps);
 
   router.get("/accounts", requireAdmin, validate(FindAccountQuerySchema, "query"), async (ctx) => {

@@ -31,7 +31,7 @@ function wantsCsv(ctx: Context, query: AuditLogQuery): boolean {
  * one line per event, the next page's cursor in the `x-next-cursor` header.
  */
 export function auditLogRoutes(deps: AppDeps): Router {
-  const router = new Router({ prefix: "/api/v1/accounts/user" });
+  const router = new Router({ prefix: "/api/v1/accounts/user", sensitive: true });
   router.get(["/audit-log", "/audit-log/"], sessionAuth(deps), validate(AuditLogQuerySchema, "query"), async (ctx) => {
     const session = sessionOf(ctx);
     const query = validated(ctx, AuditLogQuerySchema);

@@ -8,7 +8,7 @@ import { inferenceAuth } from "./inferenceAuth.ts";
  * on principalOf(ctx).
  */
 export function inferenceAuthRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = new Router({ sensitive: true });
   router.all("/v1{/*rest}", inferenceAuth(deps));
   return router;
 }

@@ -59,7 +59,7 @@ async function ownBatch(db: Queryable, ctx: Context): Promise<BatchRow> {
  * (newest first, `after` and `limit`), POST /v1/batches/{id}/cancel. The owner's keys only (404).
  */
 export function batchRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = new Router({ sensitive: true });
   router.post("/v1/batches", validate(CreateBatchSchema), async (ctx) => {
     const body = validated(ctx, CreateBatchSchema);
     const principal = principalOf(ctx);

@@ -39,7 +39,7 @@ function sendAsset(ctx: Context, file: ConsoleAsset, csp: string): void {
  */
 export function consoleRoutes(deps: AppDeps): Router {
   const assets = loadConsoleAssets();
-  const router = new Router();
+  const router = new Router({ sensitive: true });
   const requireSession = sessionAuth(deps);
 
   router.get(CONSOLE_PAGES, (ctx) => sendAsset(ctx, assets.page, assets.contentSecurityPolicy));

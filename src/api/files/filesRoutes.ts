@@ -38,7 +38,7 @@ function fileNotFound(id: string): NotFoundError {
  * before; nothing of the body is read before it); another account's file is not found (404).
  */
 export function filesRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = new Router({ sensitive: true });
   const { maxBytes, maxLines } = deps.config.files;
 
   router.post("/v1/files", async (ctx) => {

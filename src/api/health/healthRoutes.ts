@@ -32,7 +32,7 @@ async function check(probe: () => Promise<unknown>): Promise<CheckResult> {
  * or 503 `{status: "unavailable", postgres: "ok" | "down", redis: "ok" | "down"}` with Retry-After.
  */
 export function healthRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = new Router({ sensitive: true });
   router.get("/healthz", (ctx) => {
     ctx.body = { status: "ok" };
   });

@@ -8,7 +8,7 @@ import { ENDPOINT_FAMILIES } from "./endpointFamilies.ts";
  * inferenceAuthRoutes, mounted before this router.
  */
 export function inferenceRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = new Router({ sensitive: true });
   for (const family of ENDPOINT_FAMILIES) family.routes(router, deps);
   return router;
 }

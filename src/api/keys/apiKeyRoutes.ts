@@ -50,7 +50,7 @@ const actorOf = (accountId: string) => `account:${accountId}`;
  * create response.
  */
 export function apiKeyRoutes(deps: AppDeps): Router {
-  const router = new Router({ prefix: "/api/v1/accounts/user/api-keys" });
+  const router = new Router({ prefix: "/api/v1/accounts/user/api-keys", sensitive: true });
   const requireSession = sessionAuth(deps);
 
   router.get("/", requireSession, async (ctx) => {

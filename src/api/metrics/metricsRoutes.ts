@@ -7,7 +7,7 @@ import type { AppDeps } from "../appDeps.ts";
  * it on METRICS_PORT). Label values carry no key, account or completion id.
  */
 export function metricsRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = new Router({ sensitive: true });
   if (!deps.config.metrics.onApiPort) return router;
   router.get("/metrics", async (ctx) => {
     const { contentType, body } = await deps.metrics.scrape();

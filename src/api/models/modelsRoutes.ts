@@ -10,7 +10,7 @@ import { modelBody } from "./modelBody.ts";
  * Authentication is done by inferenceAuthRoutes, mounted before this router.
  */
 export function modelsRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = new Router({ sensitive: true });
   const liveModels = async (): Promise<RegisteredModel[]> => {
     const inference = deps.inference;
     if (!inference) return [];

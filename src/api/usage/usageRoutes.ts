@@ -32,7 +32,7 @@ function groupView(groupBy: UsageGroupBy, g: UsageGroup) {
  * rm_account_usage_daily (visible within about a second of a request finishing).
  */
 export function usageRoutes(deps: AppDeps): Router {
-  const router = new Router({ prefix: "/api/v1/accounts/user" });
+  const router = new Router({ prefix: "/api/v1/accounts/user", sensitive: true });
   router.get(["/usage", "/usage/"], sessionAuth(deps), validate(UsageQuerySchema, "query"), async (ctx) => {
     const session = sessionOf(ctx);
     const query = validated(ctx, UsageQuerySchema);
