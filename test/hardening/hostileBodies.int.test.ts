@@ -212,6 +212,25 @@ describe("hostile request bodies", () => {
     }
   });
 
+  it("refuses a key named __proto__ (plain or escaped) wherever it is, naming its place, instead of dropping it", async () => {
+    const bodies: [string, string, string | null][] = [
+      ["/v1/chat/completions", `{"__proto__": {"max_tokens": 1}, "model": "m", "messages": [{"role": "user", "content": "hi"}]}`, null],
+      ["/v1/responses", `{"model": "m", "input": "hi", "metadata": {"a": "b", "__proto__": "v"}}`, "metadata"],
+      ["/v1/chat/completions", `{"model": "m", "messages": [{"role": "user", "content": "hi", "\\u005f\\u005fproto\\u005f\\u005f": 1}]}`, "messages[0]"],
+    ];
+    for (const [path, body, param] of bodies) {
+      const res = await app.request("POST", path, { token: key, body });
+      expectError(res, 400, "invalid_request_error", { code: "invalid_value", param });
+      expect(res.body.error.message).toContain("'__proto__' is not accepted");
+    }
+    // The word in a value is no key: such a body goes on to be checked as any other.
+    const prose = await app.request("POST", "/v1/chat/completions", {
+      token: key,
+      body: `{"model": "m", "messages": [{"role": "user", "content": "what is __proto__?", "x": 1}]}`,
+    });
+    expectError(prose, 400, "invalid_request_error", { code: "unknown_parameter", param: "messages[0].x" });
+  });
+
   it("refuses an object with more members than the budget with a short 400, before parsing it", async () => {
     const res = await app.request("POST", "/v1/chat/completions", { token: key, body: wideSchema(5_000).toString() });
     expectError(res, 400, "invalid_request_error", { code: "request_too_complex" });

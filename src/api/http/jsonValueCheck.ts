@@ -47,6 +47,8 @@ export function checkJsonValue(value: unknown, limits: JsonShapeLimits = DEFAULT
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i]!;
       if (!isStorableText(key)) return { path: pathOf(visit), message: "has a key with a NUL character (U+0000) or an unpaired UTF-16 surrogate" };
+      // An own `__proto__` member (JSON.parse makes one) is dropped by every later copy: refused.
+      if (key === "__proto__") return { path: pathOf(visit), message: "has a key named '__proto__', which is not accepted" };
       stack.push({ value: (current as Record<string, unknown>)[key], key, parent: visit, depth });
     }
   }

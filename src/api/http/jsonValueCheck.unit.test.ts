@@ -15,6 +15,14 @@ describe("checkJsonValue", () => {
     expect(checkJsonValue("\ud800", LIMITS)?.path).toBe("");
   });
 
+  it("names an object with an own __proto__ key (as JSON.parse makes it), which every later copy would drop", () => {
+    expect(checkJsonValue(JSON.parse('{"body": {"metadata": {"__proto__": "v"}}}'), LIMITS)).toMatchObject({
+      path: "body.metadata",
+      message: expect.stringMatching(/__proto__/),
+    });
+    expect(checkJsonValue({ text: "__proto__" }, LIMITS)).toBeNull();
+  });
+
   it("names nesting, members and values past the limits, iteratively however deep", () => {
     expect(checkJsonValue({ a: [[[1]]] }, LIMITS)).toBeNull();
     expect(checkJsonValue({ a: [[[[1]]]] }, LIMITS)).toMatchObject({ path: "a[0][0][0]", message: "is nested more than 4 levels deep" });
