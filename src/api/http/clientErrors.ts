@@ -8,7 +8,11 @@ const ANSWERS: Record<string, { status: number; code: string; message: string }>
     code: "request_header_fields_too_large",
     message: "The request's headers are too large (at most 16 KiB in all).",
   },
-  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: "request_timeout", message: "The request's headers did not arrive in time." },
+  ERR_HTTP_REQUEST_TIMEOUT: {
+    status: 408,
+    code: "request_timeout",
+    message: "The request did not arrive in time: its headers took longer than a minute, or headers and body together longer than five minutes.",
+  },
 };
 
 /**
