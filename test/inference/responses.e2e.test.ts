@@ -554,6 +554,18 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     }
   });
 
+  it("refuses a top-level key it could not store (a NUL in it) as the body's problem: no empty param", async () => {
+    const response = await fetch(`${platform.baseUrl}/v1/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+      body: `{"model": "${TINY_CHAT}", "input": "hi", "a\\u0000b": 1}`,
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      error: { param: null, code: "invalid_value", message: expect.stringMatching(/^Invalid request body: has a key with a NUL/) },
+    });
+  });
+
   it("returns JSON matching a text.format json_schema", async () => {
     const schema = {
       type: "object",

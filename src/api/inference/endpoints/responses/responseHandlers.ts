@@ -37,8 +37,10 @@ async function ownResponse(inference: InferenceServices, ctx: Context): Promise<
 function refuseUnstorable(body: unknown): void {
   const problem = checkJsonValue(body);
   if (!problem) return;
-  throw new InvalidRequestError(`Invalid '${problem.path}': ${problem.message} (a stored response keeps it; send store: false to keep nothing).`, {
-    param: problem.path,
+  // The body itself (a key of its own members): no param, as for any problem of the whole body.
+  const where = problem.path ? `Invalid '${problem.path}'` : "Invalid request body";
+  throw new InvalidRequestError(`${where}: ${problem.message} (a stored response keeps it; send store: false to keep nothing).`, {
+    param: problem.path || null,
     code: "invalid_value",
   });
 }
