@@ -35,6 +35,10 @@ describe("inference authentication on /v1/*", () => {
     for (const { token, headers } of cases) {
       expectError(await models(token, headers), 403, "Forbidden");
     }
+    // A Bearer header with more than one token is a malformed key, not a missing one.
+    const extra = await models(undefined, { authorization: `Bearer ${real.key} extra` });
+    expectError(extra, 403, "Forbidden", { code: "invalid_api_key" });
+    expectError(await models(undefined, {}), 403, "Forbidden", { code: "missing_api_key" });
     // Unknown paths under /v1 are guarded too.
     expectError(await app.request("POST", "/v1/chat/completions", { body: {} }), 403, "Forbidden");
   });

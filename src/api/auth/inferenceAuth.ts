@@ -46,6 +46,8 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
   };
   return async function requireApiKey(ctx: Context, next: Next): Promise<void> {
     const secret = bearerToken(ctx);
+    // `Bearer` with something that is no one token (`Bearer <key> extra`) is a malformed key, not a missing one.
+    if (!secret && /^Bearer\s+\S/i.test(ctx.get("authorization"))) return refuse("malformed_api_key", new ForbiddenError());
     if (!secret) return refuse("missing_api_key", new ForbiddenError("Missing API key: send `Authorization: Bearer <API_KEY>`.", "missing_api_key"));
     if (!isWellFormedApiKey(secret)) return refuse("malformed_api_key", new ForbiddenError());
     const cached = deps.keyAuth.cached(secret);
