@@ -3,7 +3,8 @@ import { AbandonmentWatch } from "../../src/api/inference/jobs/abandonmentWatch.
 import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
 import { CompletionRecords } from "../../src/api/inference/jobs/completionRecords.ts";
 import { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
-import { InferenceGateway, StillQueuedError } from "../../src/api/inference/jobs/inferenceGateway.ts";
+import { InferenceGateway } from "../../src/api/inference/jobs/inferenceGateway.ts";
+import { StillQueuedError } from "../../src/api/inference/jobs/stillQueuedError.ts";
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { jobPriority } from "../../src/contracts/lanes.ts";

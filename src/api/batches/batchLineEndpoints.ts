@@ -18,7 +18,7 @@ import { toStoredItems } from "../inference/endpoints/responses/responseItems.ts
 import type { ResponseHead } from "../inference/endpoints/responses/responseObject.ts";
 import { type ResponseRequest, ResponseRequestSchema } from "../inference/endpoints/responses/responseRequestSchema.ts";
 import { responseSettings, toResponseChatRequest } from "../inference/endpoints/responses/toResponseChatRequest.ts";
-import { StillQueuedError } from "../inference/jobs/inferenceGateway.ts";
+import { StillQueuedError } from "../inference/jobs/stillQueuedError.ts";
 import { jobErrorToApiError } from "../inference/jobs/jobErrorToApiError.ts";
 import { resolveModel } from "../inference/endpoints/shared/resolveModel.ts";
 import { collectEmbeddings, collectReply } from "../inference/jobs/collectReply.ts";

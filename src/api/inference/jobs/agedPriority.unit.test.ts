@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { jobPriority, laneBase, laneOfPriority } from "../../../contracts/lanes.ts";
-import { agedPriority } from "./inferenceGateway.ts";
+import { agedPriority } from "./jobAging.ts";
 
 describe("agedPriority", () => {
   it("halves the rank within the job's lane, down to the lane's first rank, never into a higher lane", () => {

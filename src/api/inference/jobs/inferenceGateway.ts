@@ -12,7 +12,9 @@ import { InternalApiError, ModelUnavailableError, ServerShuttingDownError, Servi
 import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
 import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
 import { SharedReads } from "./sharedReads.ts";
-import { laneBase, laneOfPriority } from "../../../contracts/lanes.ts";
+import { AGING_AFTER_MS, AGING_STEP_MS, agedPriority } from "./jobAging.ts";
+import { StillQueuedError } from "./stillQueuedError.ts";
+import type { UndeliveredNotes } from "./undeliveredReplyNotes.ts";
 
 /**
  * How long one read of a model's waiting count, and one of its worker liveness, is shared by the
@@ -370,23 +372,6 @@ export class InferenceGateway {
   }
 }
 
-/** How long a job waits at its fair-share rank before it ages, and how often its rank is halved after that. */
-export const AGING_AFTER_MS = 2_000;
-export const AGING_STEP_MS = 1_000;
-
-/** A priority aged one step: its rank within its lane halved (the lane's first rank stays). */
-export function agedPriority(priority: number): number {
-  const base = laneBase(laneOfPriority(priority));
-  return base + Math.floor((priority - base) / 2);
-}
-
-/**
- * Notes a reply the API gave up on for the platform's reason, with what its client was sent (-1:
- * nothing; else its completion tokens), so that a charge recorded before the worker heard of it is
- * refunded down to that (undelivered_replies, settled by the projector's sweeper). Never throws.
- */
-export type UndeliveredNotes = { note(completionId: string, deliveredCompletionTokens: number): void };
-
 /** How long the API keeps trying to tell a worker what a lost request's client got (Redis coming back). */
 const LOST_CANCEL_RETRY_MS = 10_000;
 
@@ -396,17 +381,6 @@ const LOST_CANCEL_RETRY_MS = 10_000;
  */
 async function cancelLost(queues: CompletionQueues, job: CompletionJob, relayedSeq: number): Promise<void> {
   await retryWhileAway(() => queues.cancel(job.model, job.completionId, "lost", relayedSeq), { forMs: LOST_CANCEL_RETRY_MS, intervalMs: 250 });
-}
-
-/**
- * start() with `keepQueued`: the job is still in line, no worker started it yet (or this process stops
- * listening). Its budget hold stays for its settle; its messages are read from its replay stream.
- */
-export class StillQueuedError extends Error {
-  constructor() {
-    super("the job is still queued");
-    this.name = "StillQueuedError";
-  }
 }
 
 /** The read `read` starts, a synchronous throw included as its rejection. */

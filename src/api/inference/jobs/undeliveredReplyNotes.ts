@@ -2,7 +2,13 @@ import type { Pool } from "../../../db/createPool.ts";
 import { isDatabaseUnavailable } from "../../../db/databaseUnavailable.ts";
 import { noteUndelivered } from "../../../ledger/budget/undeliveredReplies.ts";
 import type { Logger } from "../../../observability/logger.ts";
-import type { UndeliveredNotes } from "./inferenceGateway.ts";
+
+/**
+ * Notes a reply the API gave up on for the platform's reason, with what its client was sent (-1:
+ * nothing; else its completion tokens), so that a charge recorded before the worker heard of it is
+ * refunded down to that (undelivered_replies, settled by the projector's sweeper). Never throws.
+ */
+export type UndeliveredNotes = { note(completionId: string, deliveredCompletionTokens: number): void };
 
 /** How long a note is tried again while PostgreSQL does not answer, and how often. */
 const NOTE_RETRY = { forMs: 60_000, intervalMs: 1_000 } as const;

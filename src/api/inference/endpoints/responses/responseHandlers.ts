@@ -14,7 +14,7 @@ import { requireInference } from "../shared/requireInference.ts";
 import { resolveModel } from "../shared/resolveModel.ts";
 import { COMPLETION_ID_HEADER } from "../shared/serveCompletion.ts";
 import { SseResponse } from "../../streaming/sseResponse.ts";
-import { StillQueuedError } from "../../jobs/inferenceGateway.ts";
+import { StillQueuedError } from "../../jobs/stillQueuedError.ts";
 import { checkCallOutputsAnswered, newItemId, referencedItemIds, type StoredItem, toStoredItems } from "./responseItems.ts";
 import { type ResponseHead, TERMINAL_STATUSES } from "./responseObject.ts";
 import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
