@@ -1,18 +1,13 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import type { ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKey } from "../keys/keySteps.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
-import { freePort } from "../support/freePort.ts";
-import { createTestAccount } from "../support/testAccounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
-import { TEST_REDIS_URL } from "../support/testRedis.ts";
 import { countingModel, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
-import { requestVia } from "./processChat.ts";
+import { startNpmStartProcess } from "./npmStartProcess.ts";
 
 /**
  * `npm start` told to stop (SIGTERM) while replies run longer than its shutdown grace: shortly before the
@@ -20,14 +15,12 @@ import { requestVia } from "./processChat.ts";
  * reset. A stream gets an error event without an id (its client resumes after the last id it read, as
  * the message says), then `[DONE]`; a whole answer gets a 503 and its job is stopped, charged nothing.
  */
-const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 const GRACE_MS = 4_000;
 
 let db: TestDatabase;
 let upstream: CountingUpstream;
 let dir: string;
 let child: ChildProcess | undefined;
-const logs: string[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -45,33 +38,14 @@ afterAll(async () => {
 
 describe("npm start's shutdown with replies longer than its grace", () => {
   it("ends a stream with an id-less server_shutting_down event and a whole answer with a 503 that charges nothing", async () => {
-    const registry = path.join(dir, "registry.json");
-    await writeFile(registry, JSON.stringify({ price_table_version: "test-1", models: [countingModel(upstream, { id: "long-model", maxConcurrency: 2 })] }));
-    const port = await freePort();
-    const api = `http://127.0.0.1:${port}`;
-    child = spawn(process.execPath, [MAIN], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        DATABASE_URL: db.url,
-        REDIS_URL: TEST_REDIS_URL,
-        REDIS_PREFIX: `test-notice-${process.pid}-${Date.now()}`,
-        MODELS_CONFIG: registry,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        METRICS_PORT: String(await freePort()),
-        SHUTDOWN_GRACE_MS: String(GRACE_MS),
-        LOG_LEVEL: "warn",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
+    const started = await startNpmStartProcess({
+      db,
+      dir,
+      models: [countingModel(upstream, { id: "long-model", maxConcurrency: 2 })],
+      env: { SHUTDOWN_GRACE_MS: String(GRACE_MS) },
     });
-    child.stdout?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
-    child.stderr?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
-    const exited = new Promise<number | null>((resolve) => child!.once("exit", (code) => resolve(code)));
-    await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 60_000).catch((error: unknown) => {
-      throw new Error(`the service did not start: ${logs.join("")}`, { cause: error });
-    });
-    const account = await createTestAccount(db.pool, { monthlyBudgetChf: 100 });
-    const { key } = await createKey({ request: requestVia(api) } as Parameters<typeof createKey>[0], account.sessionToken);
+    child = started.child;
+    const { api, key, exited, logs } = started;
     const post = (stream: boolean) =>
       fetch(`${api}/v1/chat/completions`, {
         method: "POST",
