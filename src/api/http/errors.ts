@@ -139,7 +139,7 @@ export class ServerShuttingDownError extends ApiError {
       "service_unavailable",
       resumable
         ? "This API process is shutting down before the reply ended. The reply goes on: resume the stream with GET on the completion (x-completion-id) with stream=true and the Last-Event-ID header set to the id of the last event you received."
-        : "This API process is shutting down before the reply ended; the request was stopped and nothing was charged. Retry it.",
+        : "This API process is shutting down before the reply ended; the request was stopped. Retry it.",
       { code: "server_shutting_down", headers: { "retry-after": "1" } },
     );
   }

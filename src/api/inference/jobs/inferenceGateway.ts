@@ -270,11 +270,9 @@ export class InferenceGateway {
       if (ended || feed.closed) return;
       interrupted = new ServerShuttingDownError(streamed);
       // A whole answer's client gets nothing now: its job is stopped and charges nothing (as a request
-      // the API gave up on). A stream's job runs on for its client to resume.
-      if (!streamed) {
-        void cancelLost(queues, job, -1);
-        undelivered.note(job.completionId, -1);
-      }
+      // the API gave up on; its replay stream stays readable, so nothing is noted for a refund). A
+      // stream's job runs on for its client to resume.
+      if (!streamed) void cancelLost(queues, job, -1);
       feed.close();
     };
     if (job.lane !== "batch" && job.endpoint !== "responses") relayed.add(interrupt);
