@@ -1,0 +1,61 @@
+import { spawn } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../support/eventually.ts";
+import { freePort } from "../support/freePort.ts";
+import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+import { TEST_REDIS_URL } from "../support/testRedis.ts";
+
+/**
+ * The README's start command, `npm start`, told to stop by a SIGTERM to npm (a supervisor, a `kill` of
+ * the PID it started): the service shuts down and its port is free. npm hands the signal to the
+ * script's process, which must be the service itself, not a shell that dies and leaves it running.
+ */
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+}, 60_000);
+afterAll(async () => {
+  await db?.drop();
+}, 60_000);
+
+describe("npm start and SIGTERM", () => {
+  it("stops the service when npm is told to stop", async () => {
+    const port = await freePort();
+    const api = `http://127.0.0.1:${port}`;
+    const logs: string[] = [];
+    const npm = spawn("npm", ["start"], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "/tmp",
+        DATABASE_URL: db.url,
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_PREFIX: `test-npm-signal-${process.pid}-${Date.now()}`,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        METRICS_PORT: String(await freePort()),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+      // A process group of its own: whatever is left of it (a service npm failed to stop) is killed at the end.
+      detached: true,
+    });
+    npm.stdout?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
+    npm.stderr?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
+    const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
+    try {
+      await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 90_000);
+      npm.kill("SIGTERM");
+      await exited;
+      // The service itself stopped (it logs so), and nothing serves the port any more.
+      await eventually(async () => (logs.join("").includes('"message":"stopped"') ? true : undefined), 15_000).catch((error: unknown) => {
+        throw new Error(`the service did not stop: ${logs.join("").slice(-2000)}`, { cause: error });
+      });
+      await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null)) === null ? true : undefined), 15_000);
+    } finally {
+      try {
+        process.kill(-npm.pid!, "SIGKILL");
+      } catch {
+        // The group is gone: nothing was left.
+      }
+    }
+  }, 150_000);
+});
