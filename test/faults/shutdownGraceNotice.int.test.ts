@@ -59,6 +59,11 @@ describe("npm start's shutdown with replies longer than its grace", () => {
     const reading = streamed.text().catch((error: unknown) => `READ FAILED: ${String(error)}`);
     const whole = post(false);
     await eventually(async () => (upstream.requests.length >= 2 ? true : undefined), 10_000);
+    // A third waits in line behind the two on the model's two slots: it never starts before the notice.
+    const queued = await post(true);
+    expect(queued.status).toBe(200);
+    const queuedId = queued.headers.get("x-completion-id")!;
+    const waiting = queued.text().catch((error: unknown) => `READ FAILED: ${String(error)}`);
     // A second client follows the same stream (a resume from its start): it is told the same.
     const follower = await fetch(`${api}/v1/chat/completions/${streamId}?stream=true`, {
       headers: { authorization: `Bearer ${key}` },
@@ -81,6 +86,13 @@ describe("npm start's shutdown with replies longer than its grace", () => {
     expect(followed.at(-1)).toBe("data: [DONE]");
     expect(JSON.parse(followed.at(-2)!.slice(6))).toMatchObject({ error: { code: "server_shutting_down" } });
 
+    // The one still in line is stopped and told to retry, also without an id.
+    const inLine = (await waiting).split("\n\n").filter((b) => b.trim() !== "");
+    expect(inLine.at(-1)).toBe("data: [DONE]");
+    expect(inLine.at(-2)!.startsWith("data: "), inLine.join("|")).toBe(true);
+    expect(JSON.parse(inLine.at(-2)!.slice(6))).toMatchObject({ error: { code: "server_shutting_down", message: expect.stringContaining("Retry it") } });
+    expect(inLine.filter((b) => b.startsWith("id: "))).toEqual([]);
+
     const answer = await whole;
     expect(answer.status).toBe(503);
     const wholeId = answer.headers.get("x-completion-id");
@@ -95,5 +107,9 @@ describe("npm start's shutdown with replies longer than its grace", () => {
       expect(cost).toBe(0);
     }
     expect(streamId).toMatch(/^chatcmpl-/);
+    // The queued stream never ran: nothing is charged for it.
+    const queuedEvents = await completionEvents(db.pool, queuedId);
+    expect(queuedEvents.reduce((sum, e) => sum + (e.type === "UsageRecorded" ? e.data.costMicroChf : -e.data.costMicroChf), 0)).toBe(0);
+    expect(upstream.requests.length).toBe(2);
   }, 90_000);
 });

@@ -79,6 +79,10 @@ export class InferenceGateway {
   readonly #waiting = new Map<string, { job: CompletionJob; record: CompletionRecord }>();
   /** The started jobs this process relays to a client of its own (chat, completions, embeddings), until their relay ends. */
   readonly #relayed = new Set<() => void>();
+  /** The same kind of jobs still waiting for their start, and the end of that wait (interruptRelays). */
+  readonly #starting = new Set<() => void>();
+  /** Set once interruptRelays ran: a job of those kinds that starts afterwards is stopped at once. */
+  #interrupting = false;
 
   constructor(deps: {
     presence: WorkerPresence;
@@ -150,6 +154,14 @@ export class InferenceGateway {
     // A batch line's feed keeps the recovery window (see FeedRecovery.lostAtOnce).
     const feed = this.#subscriber.open(job.completionId, { lostAtOnce: job.lane !== "batch" });
     this.#waiting.set(job.completionId, { job, record });
+    const interruptible = job.lane !== "batch" && job.endpoint !== "responses";
+    /** Set when this process stopped waiting for the job's start (interruptRelays). */
+    const startInterrupted = { value: false };
+    const endWait = (): void => {
+      startInterrupted.value = true;
+      feed.close();
+    };
+    if (interruptible) this.#starting.add(endWait);
     try {
       // The enqueue goes out first: it starts the way to the first token. The liveness check and the
       // waiting count follow right behind it, once BullMQ has issued the job's command (at the end of
@@ -213,12 +225,19 @@ export class InferenceGateway {
             : await this.#queues.positionOf(job.model, job.priority, own ? waiting.value : undefined).catch(() => waiting.value);
         options.onPosition(Math.max(1, position));
       }
-      await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true);
+      await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true, startInterrupted);
+      // Started after this process began to stop: its client has had nothing of it yet and is told to
+      // retry; the job is stopped, as one whose client got nothing.
+      if (interruptible && this.#interrupting) {
+        void cancelLost(this.#queues, job, -1);
+        throw new ServerShuttingDownError(false);
+      }
     } catch (error) {
       feed.close();
       throw error;
     } finally {
       this.#waiting.delete(job.completionId);
+      this.#starting.delete(endWait);
     }
     const idleMs = this.#limits.jobIdleTimeoutMs;
     const queues = this.#queues;
@@ -275,7 +294,7 @@ export class InferenceGateway {
       if (!streamed) void cancelLost(queues, job, -1);
       feed.close();
     };
-    if (job.lane !== "batch" && job.endpoint !== "responses") relayed.add(interrupt);
+    if (interruptible) relayed.add(interrupt);
     return {
       completionId: job.completionId,
       next: () => feed.next(idleMs).then(arrived),
@@ -298,10 +317,12 @@ export class InferenceGateway {
    * Responses and batch lines are not relayed here (their runs store what they get, and are taken over).
    */
   interruptRelays(): number {
-    const relays = [...this.#relayed];
+    this.#interrupting = true;
+    const ends = [...this.#relayed, ...this.#starting];
     this.#relayed.clear();
-    for (const interrupt of relays) interrupt();
-    return relays.length;
+    this.#starting.clear();
+    for (const end of ends) end();
+    return ends.length;
   }
 
   /**
@@ -349,8 +370,21 @@ export class InferenceGateway {
     }
   }
 
-  async #awaitStart(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number, silent: (internal: string) => Error, keepQueued: boolean): Promise<void> {
+  async #awaitStart(
+    feed: CompletionFeed,
+    job: CompletionJob,
+    startTimeoutMs: number,
+    silent: (internal: string) => Error,
+    keepQueued: boolean,
+    interrupted: { value: boolean },
+  ): Promise<void> {
     const first = await this.#firstMessage(feed, job, startTimeoutMs);
+    if (interrupted.value) {
+      // This process stops before the job started: taken off the queue (or, taken by a worker just now,
+      // stopped as one whose client got nothing); the client is told to retry.
+      if (!(await this.#queues.removeWaiting(job.model, job.completionId).catch(() => false))) void cancelLost(this.#queues, job, -1);
+      throw new ServerShuttingDownError(false);
+    }
     if (first?.type === "started") return;
     if (first?.type === "error") throw jobErrorToApiError(first.error);
     if (first) throw new InternalApiError("The worker answered out of order.");

@@ -4,7 +4,7 @@ import { isTerminal } from "../../../../contracts/deltaMessage.ts";
 import type { RegisteredModel } from "../../../../models/modelRegistry.ts";
 import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
-import { errorBody, InternalApiError, InvalidRequestError } from "../../../http/errors.ts";
+import { errorBody, InternalApiError, InvalidRequestError, ServerShuttingDownError } from "../../../http/errors.ts";
 import type { CompletionRecord } from "../../jobs/completionRecords.ts";
 import { newCompletionId } from "../../jobs/completionId.ts";
 import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts";
@@ -107,7 +107,9 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
         await forgetIdIfNeverAdmitted(ctx, starting);
         throw error;
       }
-      sse.event(0, errorBody(toApiError(error)));
+      // This process stops (its notice): an event without an id, as after output.
+      if (error instanceof ServerShuttingDownError) sse.unnamedJson(JSON.stringify(errorBody(error)));
+      else sse.event(0, errorBody(toApiError(error)));
       sse.done();
       return;
     }
