@@ -9,6 +9,9 @@ import { checkJsonValue, storableJson } from "../http/jsonValueCheck.ts";
 import { jsonlLines } from "./jsonlLines.ts";
 import { lineCompletionId } from "./lineCompletionId.ts";
 
+/** How long line checks may run on the event loop before it is handed back (a turn for every other request). */
+const VALIDATION_SLICE_MS = 10;
+
 /** The longest line read (a longer one is an error naming it, never held). */
 export const MAX_LINE_BYTES = 8 * 1024 * 1024;
 /** Errors named in `errors.data` (the rest are counted in the last one). */
@@ -150,7 +153,14 @@ async function readLines(client: PoolClient, files: FileStore, batch: BatchRow):
         fail({ code: "duplicate_custom_id", message: `The custom_id '${row.customId}' is used by an earlier line.`, param: "custom_id", line: row.line });
     }
   };
+  // The event loop is handed back every few milliseconds: a file of costly lines (each one a request
+  // with many bad items) would otherwise hold it for seconds between two chunks of the file.
+  let sliceStart = performance.now();
   for await (const { line, text, problem: unreadable } of jsonlLines(content, MAX_LINE_BYTES)) {
+    if (performance.now() - sliceStart > VALIDATION_SLICE_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
     if (unreadable === "not_utf8") {
       fail({ code: "invalid_json_line", message: `Line ${line} is not valid UTF-8 text.`, param: null, line });
       continue;
