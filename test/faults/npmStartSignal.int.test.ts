@@ -50,6 +50,7 @@ describe("npm start and SIGTERM", () => {
         throw new Error(`the service did not stop: ${logs.join("").slice(-2000)}`, { cause: error });
       });
       await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null)) === null ? true : undefined), 15_000);
+      expect(logs.join("")).toContain('"signal":"SIGTERM"');
     } finally {
       try {
         process.kill(-npm.pid!, "SIGKILL");

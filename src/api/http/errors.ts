@@ -145,6 +145,13 @@ export class ServerShuttingDownError extends ApiError {
   }
 }
 
+/** A model's job could not start now (no live worker, or none took it in time): 503, retry after a second. */
+export function modelTemporarilyUnavailable(model: string): ModelUnavailableError {
+  return new ModelUnavailableError(`The model '${model}' is temporarily unavailable. Retry after a short delay or use another model.`, "model_unavailable", {
+    retryAfterSeconds: 1,
+  });
+}
+
 export class InternalApiError extends ApiError {
   constructor(message = "The server had an error while processing your request.") {
     super(500, "api_error", message, { code: "internal_error" });

@@ -8,12 +8,14 @@ import { jobErrorToApiError } from "./jobErrorToApiError.ts";
 import { JobReleasedError, type RunningJob } from "./runningJob.ts";
 import type { DeltaSubscriber } from "./deltaSubscriber.ts";
 import type { WorkerPresence } from "../../../contracts/workerPresence.ts";
-import { InternalApiError, ModelUnavailableError, ServerShuttingDownError, ServiceUnavailableError } from "../../http/errors.ts";
+import { InternalApiError, ModelUnavailableError, modelTemporarilyUnavailable, ServerShuttingDownError, ServiceUnavailableError } from "../../http/errors.ts";
 import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
 import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
-import { SharedReads } from "./sharedReads.ts";
+import { attempt, SharedReads } from "./sharedReads.ts";
 import { AGING_AFTER_MS, AGING_STEP_MS, agedPriority } from "./jobAging.ts";
 import { StillQueuedError } from "./stillQueuedError.ts";
+import { cancelLost } from "./cancelLost.ts";
+import { RelayInterrupts } from "./relayInterrupts.ts";
 import type { UndeliveredNotes } from "./undeliveredReplyNotes.ts";
 
 /**
@@ -77,12 +79,8 @@ export class InferenceGateway {
   readonly #liveness: SharedReads<boolean>;
   /** Jobs enqueued by this process that no worker started yet. */
   readonly #waiting = new Map<string, { job: CompletionJob; record: CompletionRecord }>();
-  /** The started jobs this process relays to a client of its own (chat, completions, embeddings), until their relay ends. */
-  readonly #relayed = new Set<() => void>();
-  /** The same kind of jobs still waiting for their start, and the end of that wait (interruptRelays). */
-  readonly #starting = new Set<() => void>();
-  /** Set once interruptRelays ran: a job of those kinds that starts afterwards is stopped at once. */
-  #interrupting = false;
+  /** The relays of this process's own clients and the waits for their jobs' start, for interruptRelays. */
+  readonly #interrupts = new RelayInterrupts();
 
   constructor(deps: {
     presence: WorkerPresence;
@@ -161,7 +159,7 @@ export class InferenceGateway {
       startInterrupted.value = true;
       feed.close();
     };
-    if (interruptible) this.#starting.add(endWait);
+    const forgetWait = interruptible ? this.#interrupts.addWait(endWait) : () => undefined;
     try {
       // The enqueue goes out first: it starts the way to the first token. The liveness check and the
       // waiting count follow right behind it, once BullMQ has issued the job's command (at the end of
@@ -196,7 +194,8 @@ export class InferenceGateway {
         }
         throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis", enqueued.reason) : enqueued.reason;
       }
-      if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId))) throw unavailable(job.model);
+      if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId)))
+        throw modelTemporarilyUnavailable(job.model);
       if (waiting.status === "fulfilled") {
         if (waiting.value > this.#limits.queueMaxWaiting && (await this.#queues.removeWaiting(job.model, job.completionId))) {
           throw new ModelUnavailableError(
@@ -228,7 +227,7 @@ export class InferenceGateway {
       await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true, startInterrupted);
       // Started after this process began to stop: its client has had nothing of it yet and is told to
       // retry; the job is stopped, as one whose client got nothing.
-      if (interruptible && this.#interrupting) {
+      if (interruptible && this.#interrupts.interrupting) {
         void cancelLost(this.#queues, job, -1);
         throw new ServerShuttingDownError(false);
       }
@@ -237,7 +236,7 @@ export class InferenceGateway {
       throw error;
     } finally {
       this.#waiting.delete(job.completionId);
-      this.#starting.delete(endWait);
+      forgetWait();
     }
     const idleMs = this.#limits.jobIdleTimeoutMs;
     const queues = this.#queues;
@@ -284,7 +283,6 @@ export class InferenceGateway {
         throw answers ? silent("The model stopped answering.") : new ServiceUnavailableError("redis");
       });
     };
-    const relayed = this.#relayed;
     const interrupt = (): void => {
       if (ended || feed.closed) return;
       interrupted = new ServerShuttingDownError(streamed);
@@ -294,12 +292,12 @@ export class InferenceGateway {
       if (!streamed) void cancelLost(queues, job, -1);
       feed.close();
     };
-    if (interruptible) relayed.add(interrupt);
+    const forgetRelay = interruptible ? this.#interrupts.addRelay(interrupt) : () => undefined;
     return {
       completionId: job.completionId,
       next: () => feed.next(idleMs).then(arrived),
       release: () => {
-        relayed.delete(interrupt);
+        forgetRelay();
         if (feed.closed && ended) return;
         const early = !ended && !feed.closed;
         feed.close();
@@ -317,12 +315,7 @@ export class InferenceGateway {
    * Responses and batch lines are not relayed here (their runs store what they get, and are taken over).
    */
   interruptRelays(): number {
-    this.#interrupting = true;
-    const ends = [...this.#relayed, ...this.#starting];
-    this.#relayed.clear();
-    this.#starting.clear();
-    for (const end of ends) end();
-    return ends.length;
+    return this.#interrupts.interruptAll();
   }
 
   /**
@@ -396,36 +389,10 @@ export class InferenceGateway {
     }
     // Not started yet (or this process stops listening): left in line, as asked (not after a loss of Redis's messages).
     if (keepQueued && !feed.lost) throw new StillQueuedError();
-    if (await this.#queues.removeWaiting(job.model, job.completionId)) throw unavailable(job.model);
+    if (await this.#queues.removeWaiting(job.model, job.completionId)) throw modelTemporarilyUnavailable(job.model);
     // A worker took the job just now: its `started` is on the way.
     const late = await feed.next(this.#limits.jobIdleTimeoutMs);
     if (late?.type === "error") throw jobErrorToApiError(late.error);
     if (late?.type !== "started") throw silent("The worker did not start the job.");
   }
-}
-
-/** How long the API keeps trying to tell a worker what a lost request's client got (Redis coming back). */
-const LOST_CANCEL_RETRY_MS = 10_000;
-
-/**
- * Tells the job's worker that its request ended early and what its client was sent, so that only that
- * is charged; tried again while Redis is not back yet (the request ended because of it), for a while.
- */
-async function cancelLost(queues: CompletionQueues, job: CompletionJob, relayedSeq: number): Promise<void> {
-  await retryWhileAway(() => queues.cancel(job.model, job.completionId, "lost", relayedSeq), { forMs: LOST_CANCEL_RETRY_MS, intervalMs: 250 });
-}
-
-/** The read `read` starts, a synchronous throw included as its rejection. */
-function attempt<T>(read: () => Promise<T>): Promise<T> {
-  try {
-    return read();
-  } catch (error) {
-    return Promise.reject(error);
-  }
-}
-
-function unavailable(model: string): ModelUnavailableError {
-  return new ModelUnavailableError(`The model '${model}' is temporarily unavailable. Retry after a short delay or use another model.`, "model_unavailable", {
-    retryAfterSeconds: 1,
-  });
 }

@@ -35,3 +35,12 @@ export class SharedReads<T> {
     return { answer: entry.answer, own: true };
   }
 }
+
+/** The read `read` starts, a synchronous throw included as its rejection. */
+export function attempt<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return read();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
