@@ -139,12 +139,14 @@ describe("notes of replies the API gave up on", () => {
     expect(notes.map(([id]) => id)).not.toContain("stream-3");
   });
 
-  it("given a reply that only fell silent (still whole in its replay stream), tells the worker but notes nothing: a 500, Redis answering", async () => {
+  it("given a reply that only fell silent (still whole in its replay stream), stops it as abandoned and notes nothing: a 500, Redis answering", async () => {
     const { read, error } = await endedAfter("silent-1", true, reply.slice(0, 3));
     expect(read.map((m) => m.seq)).toEqual([1, 2]);
     expect(error.message).toMatch(/stopped answering/);
     expect(notes.map(([id]) => id)).not.toContain("silent-1");
+    // Charged for what it generated, which a GET of it reads: not for what this client was sent.
     await eventually(async () => (cancels.some((c) => (c as { completionId: string }).completionId === "silent-1") ? true : undefined));
+    expect(cancels).toContainEqual({ completionId: "silent-1", reason: "abandoned" });
   });
 });
 

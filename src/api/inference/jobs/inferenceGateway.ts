@@ -268,13 +268,17 @@ export class InferenceGateway {
       // of generating on for nobody, and its worker charges only what the client received. A batch
       // line's job runs on: its dispatcher follows it again or runs it again, and it is charged once, in
       // full, as the line's output will show (a partial charge would be the one kept).
-      if (job.lane !== "batch") {
+      if (job.lane !== "batch" && lost) {
         void cancelLost(queues, job, relayedSeq);
         // Part of the reply lost with Redis (nobody can read it whole any more): should the worker have
         // recorded the whole usage before it hears this, the sweeper refunds the rest (a delta without its
-        // count: what was sent is not known here, nothing is noted). A reply that only fell silent stays
-        // whole in its replay stream (a GET, an Idempotency-Key retry reads it): its charge stands.
-        if (lost && !Number.isNaN(relayedTokens)) undelivered.note(job.completionId, relayedTokens);
+        // count: what was sent is not known here, nothing is noted).
+        if (!Number.isNaN(relayedTokens)) undelivered.note(job.completionId, relayedTokens);
+      } else if (job.lane !== "batch") {
+        // Only silent: its replay stream keeps what it writes, for a GET or an Idempotency-Key retry to
+        // read whole. It is stopped as work nobody listens to (charged for what it generated, which that
+        // read shows), not as a reply lost on its way (charged for what was sent, while more is readable).
+        void retryWhileAway(() => queues.cancel(job.model, job.completionId, "abandoned"), { forMs: 10_000, intervalMs: 250 });
       }
       if (lost) throw silent("Part of the reply was lost with Redis.");
       // Silent for the idle timeout: a Redis that stopped answering (frozen, its connections still open)
