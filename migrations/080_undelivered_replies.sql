@@ -1,5 +1,4 @@
--- Replies the API gave up on for the platform's reason (part of them lost with Redis, or their job silent
--- for the idle timeout), with what their client was sent: completion tokens, or -1 when it was sent
+-- Replies the API gave up on because part of them was lost with Redis, with what their client was sent: completion tokens, or -1 when it was sent
 -- nothing (not even the prompt is charged then). The projector's sweeper compares each with the usage
 -- recorded for its completion and refunds what was charged beyond it (UsageRefunded), then deletes it.
 CREATE TABLE undelivered_replies (

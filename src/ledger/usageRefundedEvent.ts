@@ -8,9 +8,9 @@ import { UsageRecordedDataSchema } from "./usageRecordedEvent.ts";
  * tokens and cost on the day the charge counted for (`chargedAt`, the usage's finishedAt), and the
  * budget takes its cost off the spend of that billing period. Money is integer micro-CHF.
  *
- * It is written when the API ended a request for the platform's reason (part of the reply was lost with
- * Redis, or its job stayed silent) after the worker had already recorded the whole usage, in the moment
- * before it heard what the client was sent (`undelivered_replies`).
+ * It is written when the API ended a request because part of the reply was lost with Redis (nobody can
+ * read it whole any more) after the worker had already recorded the whole usage, in the moment before it
+ * heard what the client was sent (`undelivered_replies`).
  */
 export const UsageRefundedSchema = z.object({
   type: z.literal("UsageRefunded"),
