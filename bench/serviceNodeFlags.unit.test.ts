@@ -5,10 +5,10 @@ import { SERVICE_NODE_FLAGS, SERVICE_PRELOAD } from "./serviceNodeFlags.ts";
 describe("the service's V8 flags and preload", () => {
   const flags = [...SERVICE_NODE_FLAGS, ...SERVICE_PRELOAD].join(" ");
 
-  it("are used by npm start and every role script", () => {
+  it("are used by npm start and every role script, each exec-ing node (a signal to npm reaches the service, not a shell)", () => {
     const scripts = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts;
     const entryPoints = { start: "src/main.ts", "start:api": "src/api/main.ts", "start:worker": "workers/main.ts", "start:projector": "projections/main.ts" };
-    for (const [name, entry] of Object.entries(entryPoints)) expect(scripts[name], name).toBe(`node ${flags} ${entry}`);
+    for (const [name, entry] of Object.entries(entryPoints)) expect(scripts[name], name).toBe(`exec node ${flags} ${entry}`);
   });
 
   it("are used by the container image", () => {
