@@ -153,7 +153,7 @@ export class InferenceGateway {
     const feed = this.#subscriber.open(job.completionId, { lostAtOnce: job.lane !== "batch" });
     this.#waiting.set(job.completionId, { job, record });
     const interruptible = job.lane !== "batch" && job.endpoint !== "responses";
-    /** Set when this process stopped waiting for the job's start (interruptRelays). */
+    // Set when this process stops waiting for the job's start (interruptRelays).
     const startInterrupted = { value: false };
     const endWait = (): void => {
       startInterrupted.value = true;
@@ -225,8 +225,7 @@ export class InferenceGateway {
         options.onPosition(Math.max(1, position));
       }
       await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true, startInterrupted);
-      // Started after this process began to stop: its client has had nothing of it yet and is told to
-      // retry; the job is stopped, as one whose client got nothing.
+      // Started after this process began to stop: stopped, its client (sent nothing yet) told to retry.
       if (interruptible && this.#interrupts.interrupting) {
         void cancelLost(this.#queues, job, -1);
         throw new ServerShuttingDownError(false);
@@ -241,8 +240,7 @@ export class InferenceGateway {
     const idleMs = this.#limits.jobIdleTimeoutMs;
     const queues = this.#queues;
     let ended = false;
-    /** Set when this process stopped relaying the job before its end (interruptRelays). */
-    let interrupted: ServerShuttingDownError | null = null;
+    let interrupted: ServerShuttingDownError | null = null; // this process stopped relaying it (interruptRelays)
     /** The last message handed on to the client (a stream's), -1 while none. */
     let relayedSeq = -1;
     /** The completion tokens of the deltas handed on (a stream's): -1 while none; NaN once one came without its count. */
@@ -313,10 +311,9 @@ export class InferenceGateway {
   }
 
   /**
-   * Ends every relay of this process's own clients now (its shutdown grace is nearly over): each next()
-   * throws ServerShuttingDownError. A stream's job runs on, for its client to resume elsewhere; a whole
-   * answer's job is stopped as a request the API gave up on whose client got nothing (uncharged).
-   * Responses and batch lines are not relayed here (their runs store what they get, and are taken over).
+   * Ends every relay of this process's own clients, and every wait for such a job's start, now (its
+   * shutdown grace is nearly over) with ServerShuttingDownError: a stream's job runs on for its client to
+   * resume elsewhere; any other is stopped, uncharged. Responses and batch lines are taken over instead.
    */
   interruptRelays(): number {
     return this.#interrupts.interruptAll();
