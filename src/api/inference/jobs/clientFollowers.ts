@@ -1,4 +1,5 @@
 import { ApiError, ServerShuttingDownError } from "../../http/errors.ts";
+import { RelayInterrupts } from "./relayInterrupts.ts";
 import type { RunningJob } from "./runningJob.ts";
 
 /** 429 of a client opening more follows of stored completions and responses than an account may hold open at once. */
@@ -27,7 +28,7 @@ export class ClientFollowers {
   readonly #perAccount: number;
   readonly #open = new Map<string, number>();
   /** Each open follow's interruption (interruptAll). */
-  readonly #interrupts = new Set<() => void>();
+  readonly #interrupts = new RelayInterrupts();
 
   constructor(perAccount: number) {
     this.#perAccount = perAccount;
@@ -39,14 +40,12 @@ export class ClientFollowers {
   }
 
   /**
-   * Ends every open follow now (the process's shutdown grace is nearly over): each next() throws
-   * ServerShuttingDownError; the job runs on, for its client to resume elsewhere. Returns how many.
+   * Ends every open follow now, and any taken later at once (the process's shutdown grace is nearly
+   * over): each next() throws ServerShuttingDownError; the job runs on, for its client to resume
+   * elsewhere. Returns how many were open.
    */
   interruptAll(): number {
-    const interrupts = [...this.#interrupts];
-    this.#interrupts.clear();
-    for (const interrupt of interrupts) interrupt();
-    return interrupts.length;
+    return this.#interrupts.interruptAll();
   }
 
   /** `start()`'s job, counted for the account until it is released; 429 when the account holds the most already. */
@@ -61,7 +60,8 @@ export class ClientFollowers {
       interrupted = new ServerShuttingDownError(true);
       job.release();
     };
-    this.#interrupts.add(interrupt);
+    const forget = this.#interrupts.addRelay(interrupt);
+    if (this.#interrupts.interrupting) interrupt();
     return {
       completionId: job.completionId,
       next: () =>
@@ -70,7 +70,7 @@ export class ClientFollowers {
         }),
       release: () => {
         job.release();
-        this.#interrupts.delete(interrupt);
+        forget();
         if (released) return;
         released = true;
         const left = this.open(accountId) - 1;
