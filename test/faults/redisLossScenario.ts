@@ -4,10 +4,9 @@ import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { WorkerPresence } from "../../src/contracts/workerPresence.ts";
-import { HoldSweeper } from "../../src/ledger/budget/holdSweeper.ts";
-import { silentLogger } from "../../src/observability/logger.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
+import { sweepNow } from "../usage/sweepNow.ts";
 import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
 import { startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
 import { startCountingUpstream, countingModel } from "./countingUpstream.ts";
@@ -129,14 +128,7 @@ export async function runRedisLossScenario(scenario: RedisLossScenario): Promise
     });
     // A usage recorded whole in the moment before the API gave up on its reply is refunded down to what
     // the client was sent by the projector's sweeper, from the API's note (undelivered_replies).
-    const sweeper = new HoldSweeper({
-      pool: platform.deps.pool,
-      clock: { now: () => new Date() },
-      logger: silentLogger,
-      maxHoldAgeMs: 3_600_000,
-      intervalMs: 0,
-    });
-    await sweeper.sweepOnce();
+    await sweepNow(platform.deps.pool);
     const overcharged: unknown[] = [];
     let refunds = 0;
     for (const c of results) {

@@ -2,13 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DeltaMessage } from "../../src/contracts/deltaMessage.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { decodeReplayEntries } from "../../src/contracts/replyBatch.ts";
-import { HoldSweeper } from "../../src/ledger/budget/holdSweeper.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { startWorker, type RunningWorker } from "../../workers/startWorker.ts";
 import { gatedEngine } from "../inference/gatedEngine.ts";
 import { completionEvents } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
+import { sweepNow } from "../usage/sweepNow.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcpProxy.ts";
 import { TINY_CHAT, startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
 import { TEST_REDIS_URL } from "../support/testRedis.ts";
@@ -163,15 +163,8 @@ describe("a streamed reply lost for good on its way to the client", () => {
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe("redis_unavailable");
 
     // The projector's sweeper takes back what the client was never sent: the whole charge.
-    const sweeper = new HoldSweeper({
-      pool: platform.deps.pool,
-      clock: { now: () => new Date() },
-      logger: silentLogger,
-      maxHoldAgeMs: 3_600_000,
-      intervalMs: 0,
-    });
     const events = await eventually(async () => {
-      await sweeper.sweepOnce();
+      await sweepNow(platform.deps.pool);
       const found = await completionEvents(platform.deps.pool, completionId);
       return found.length === 2 ? found : undefined;
     }, 20_000);

@@ -1,17 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AbandonmentWatch } from "../../src/api/inference/jobs/abandonmentWatch.ts";
-import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
-import { CompletionRecords } from "../../src/api/inference/jobs/completionRecords.ts";
-import { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
-import { InferenceGateway } from "../../src/api/inference/jobs/inferenceGateway.ts";
+import type { InferenceGateway } from "../../src/api/inference/jobs/inferenceGateway.ts";
 import { StillQueuedError } from "../../src/api/inference/jobs/stillQueuedError.ts";
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
-import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { jobPriority } from "../../src/contracts/lanes.ts";
-import { WorkerPresence } from "../../src/contracts/workerPresence.ts";
-import { silentLogger } from "../../src/observability/logger.ts";
 import { eventually } from "../support/eventually.ts";
 import { createTestRedis, type TestRedis } from "../support/testRedis.ts";
+import { startTestGateway, type TestGateway } from "./testGateway.ts";
 
 /**
  * The `: queued position=N` a stream is told, from the gateway's reads (real Redis and BullMQ, no
@@ -23,34 +17,18 @@ const MODEL = "position-model";
 
 describe("queued position with a shared waiting count", () => {
   let redis: TestRedis;
-  let keys: InferenceKeys;
-  let queues: CompletionQueues;
-  let subscriber: DeltaSubscriber;
+  let test: TestGateway;
   let gateway: InferenceGateway;
 
   beforeAll(async () => {
     redis = await createTestRedis();
-    keys = new InferenceKeys(redis.prefix);
-    queues = new CompletionQueues(redis.redis, keys);
-    subscriber = new DeltaSubscriber(redis.redis, keys);
-    const records = new CompletionRecords(redis.redis, keys, 3600);
-    const abandonment = new AbandonmentWatch({ records, queues, graceMs: 60_000, lastMessage: (id) => records.lastMessage(id), logger: silentLogger });
-    gateway = new InferenceGateway({
-      presence: new WorkerPresence(redis.redis, keys),
-      queues,
-      subscriber,
-      records,
-      abandonment,
-      limits: { jobIdleTimeoutMs: 10_000, queueMaxWaiting: 1000 },
-      sharedReadMs: 60_000,
-    });
     // A live worker for the model, that takes nothing: the jobs stay in line.
-    await redis.redis.zadd(keys.modelWorkers(MODEL), Date.now() + 600_000, "test-presence");
+    test = await startTestGateway(redis, MODEL, { jobIdleTimeoutMs: 10_000, sharedReadMs: 60_000 });
+    gateway = test.gateway;
   });
 
   afterAll(async () => {
-    await subscriber?.close();
-    await queues?.close();
+    await test?.close();
     await redis?.close();
   });
 

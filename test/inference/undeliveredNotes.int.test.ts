@@ -1,20 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AbandonmentWatch } from "../../src/api/inference/jobs/abandonmentWatch.ts";
-import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
-import { CompletionRecords } from "../../src/api/inference/jobs/completionRecords.ts";
-import { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
-import { InferenceGateway } from "../../src/api/inference/jobs/inferenceGateway.ts";
+import type { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
+import type { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
+import type { InferenceGateway } from "../../src/api/inference/jobs/inferenceGateway.ts";
 import { decodeCancelMessage } from "../../src/contracts/cancelMessage.ts";
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import type { DeltaMessage } from "../../src/contracts/deltaMessage.ts";
-import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
+import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { encodeReplyBatch, encodeReplyEntry } from "../../src/contracts/replyBatch.ts";
-import { WorkerPresence } from "../../src/contracts/workerPresence.ts";
-import { silentLogger } from "../../src/observability/logger.ts";
 import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
 import { eventually } from "../support/eventually.ts";
 import { startRedisServer } from "../support/redisServer.ts";
 import { createTestRedis, type TestRedis } from "../support/testRedis.ts";
+import { startTestGateway, type TestGateway } from "./testGateway.ts";
 
 /**
  * When the API gives up on a reply for the platform's reason, it tells the worker what the client was
@@ -34,27 +31,18 @@ describe("notes of replies the API gave up on", () => {
   let queues: CompletionQueues;
   let subscriber: DeltaSubscriber;
   let gateway: InferenceGateway;
+  let test: TestGateway;
   const notes: [string, number][] = [];
   const cancels: unknown[] = [];
   let listener: Redis;
 
   beforeAll(async () => {
     redis = await createTestRedis();
-    keys = new InferenceKeys(redis.prefix);
-    queues = new CompletionQueues(redis.redis, keys);
-    subscriber = new DeltaSubscriber(redis.redis, keys);
-    const records = new CompletionRecords(redis.redis, keys, 3600);
-    const abandonment = new AbandonmentWatch({ records, queues, graceMs: 60_000, lastMessage: (id) => records.lastMessage(id), logger: silentLogger });
-    gateway = new InferenceGateway({
-      presence: new WorkerPresence(redis.redis, keys),
-      queues,
-      subscriber,
-      records,
-      abandonment,
+    test = await startTestGateway(redis, MODEL, {
+      jobIdleTimeoutMs: 400,
       undelivered: { note: (completionId, delivered) => notes.push([completionId, delivered]) },
-      limits: { jobIdleTimeoutMs: 400, queueMaxWaiting: 1000 },
     });
-    await redis.redis.zadd(keys.modelWorkers(MODEL), Date.now() + 600_000, "test-presence");
+    ({ keys, queues, subscriber, gateway } = test);
     listener = createRedis(redis.target, { kind: "subscriber" });
     listener.on("message", (_channel: string, text: string) => cancels.push(decodeCancelMessage(text)));
     await listener.subscribe(keys.cancelChannel());
@@ -62,8 +50,7 @@ describe("notes of replies the API gave up on", () => {
 
   afterAll(async () => {
     listener?.disconnect();
-    await subscriber?.close();
-    await queues?.close();
+    await test?.close();
     await redis?.close();
   });
 
@@ -154,21 +141,8 @@ describe("a reply silent while Redis itself does not answer", () => {
   it("ends with 503 redis_unavailable (the outage's), not the model's 500", async () => {
     const server = await startRedisServer();
     const redis = await createTestRedis(server.url);
-    const keys = new InferenceKeys(redis.prefix);
-    const queues = new CompletionQueues(redis.redis, keys);
-    const subscriber = new DeltaSubscriber(redis.redis, keys);
-    const records = new CompletionRecords(redis.redis, keys, 3600);
-    const abandonment = new AbandonmentWatch({ records, queues, graceMs: 60_000, lastMessage: (id) => records.lastMessage(id), logger: silentLogger });
-    const gateway = new InferenceGateway({
-      presence: new WorkerPresence(redis.redis, keys),
-      queues,
-      subscriber,
-      records,
-      abandonment,
-      limits: { jobIdleTimeoutMs: 500, queueMaxWaiting: 1000 },
-    });
+    const { keys, subscriber, gateway, close } = await startTestGateway(redis, MODEL, { jobIdleTimeoutMs: 500 });
     try {
-      await redis.redis.zadd(keys.modelWorkers(MODEL), Date.now() + 600_000, "test-presence");
       const starting = gateway.start(
         {
           completionId: "frozen-1",
@@ -191,8 +165,7 @@ describe("a reply silent while Redis itself does not answer", () => {
       await expect(running.next()).rejects.toMatchObject({ status: 503, code: "redis_unavailable" });
     } finally {
       server.resume();
-      await subscriber.close();
-      await queues.close();
+      await close();
       await redis.close();
       await server.stop();
     }

@@ -1,0 +1,47 @@
+import { AbandonmentWatch } from "../../src/api/inference/jobs/abandonmentWatch.ts";
+import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
+import { CompletionRecords } from "../../src/api/inference/jobs/completionRecords.ts";
+import { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
+import { InferenceGateway } from "../../src/api/inference/jobs/inferenceGateway.ts";
+import type { UndeliveredNotes } from "../../src/api/inference/jobs/undeliveredReplyNotes.ts";
+import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
+import { WorkerPresence } from "../../src/contracts/workerPresence.ts";
+import { silentLogger } from "../../src/observability/logger.ts";
+import type { TestRedis } from "../support/testRedis.ts";
+
+/** An API process's InferenceGateway on a test's Redis (real BullMQ), with what a test reads and closes of it. */
+export type TestGateway = { keys: InferenceKeys; queues: CompletionQueues; subscriber: DeltaSubscriber; gateway: InferenceGateway; close(): Promise<void> };
+
+/** The gateway as the API builds it, and a live worker announced for `model` that takes nothing (its jobs stay in line). */
+export async function startTestGateway(
+  redis: TestRedis,
+  model: string,
+  options: { jobIdleTimeoutMs: number; sharedReadMs?: number; undelivered?: UndeliveredNotes },
+): Promise<TestGateway> {
+  const keys = new InferenceKeys(redis.prefix);
+  const queues = new CompletionQueues(redis.redis, keys);
+  const subscriber = new DeltaSubscriber(redis.redis, keys);
+  const records = new CompletionRecords(redis.redis, keys, 3600);
+  const abandonment = new AbandonmentWatch({ records, queues, graceMs: 60_000, lastMessage: (id) => records.lastMessage(id), logger: silentLogger });
+  const gateway = new InferenceGateway({
+    presence: new WorkerPresence(redis.redis, keys),
+    queues,
+    subscriber,
+    records,
+    abandonment,
+    ...(options.undelivered ? { undelivered: options.undelivered } : {}),
+    limits: { jobIdleTimeoutMs: options.jobIdleTimeoutMs, queueMaxWaiting: 1000 },
+    ...(options.sharedReadMs === undefined ? {} : { sharedReadMs: options.sharedReadMs }),
+  });
+  await redis.redis.zadd(keys.modelWorkers(model), Date.now() + 600_000, "test-presence");
+  return {
+    keys,
+    queues,
+    subscriber,
+    gateway,
+    async close() {
+      await subscriber.close();
+      await queues.close();
+    },
+  };
+}
