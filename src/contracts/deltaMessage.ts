@@ -54,7 +54,17 @@ export const DeltaMessageSchema = z.discriminatedUnion("type", [
     tokens: z.number().int().nonnegative().optional(),
   }),
   z.object({ seq: z.number().int(), type: z.literal("embeddings"), embeddings: z.array(z.array(z.number())) }),
-  z.object({ seq: z.number().int(), type: z.literal("finish"), finishReason: z.enum(["stop", "length", "tool_calls"]) }),
+  z.object({
+    seq: z.number().int(),
+    type: z.literal("finish"),
+    finishReason: z.enum(["stop", "length", "tool_calls"]),
+    /**
+     * The engine's count of the whole request (prompt and reply), which the worker then records: a worker
+     * that takes the job over after the finish, its usage not recorded yet, charges exactly this. Absent in
+     * messages written before it existed: then the delivered text is counted (see deliveredTokens).
+     */
+    usage: UsageSchema.optional(),
+  }),
   z.object({ seq: z.number().int(), type: z.literal("usage"), usage: UsageSchema }),
   /** `usage`: what was charged, on a cancelled job's error (a stream with include_usage still gets its usage chunk). */
   z.object({ seq: z.number().int(), type: z.literal("error"), error: JobErrorSchema, usage: UsageSchema.optional() }),

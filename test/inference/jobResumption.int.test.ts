@@ -284,6 +284,25 @@ describe("a job run again after its worker died (CompletionJobRunner, Redis, Pos
     expect(await completionEvents(db.pool, job.completionId)).toHaveLength(1);
   });
 
+  it("a run's finish carries the engine's count, which a worker taking over after the finish charges (not the text counted again)", async () => {
+    const base = await referenceUsage();
+    const job = chatJob();
+    const normal = await runAgain(job, [], "new");
+    expect(normal.at(-2)).toMatchObject({ type: "finish", usage: { ...base, reasoningTokens: 0 } });
+    // An engine whose own count differs from the tokenizer's count of the text (an upstream server's).
+    const counted = { promptTokens: base.promptTokens + 13, completionTokens: 3, reasoningTokens: 0 };
+    const takenOver = chatJob();
+    const received = await runAgain(takenOver, [
+      { type: "started" },
+      { type: "delta", delta: { content: tiny.greedyReply } },
+      { type: "finish", finishReason: "stop", usage: counted },
+    ]);
+    expect(received.at(-1)).toMatchObject({ seq: 3, type: "usage", usage: counted });
+    const events = await completionEvents(db.pool, takenOver.completionId);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.data).toMatchObject({ promptTokens: counted.promptTokens, completionTokens: 3 });
+  });
+
   it("a reply that cannot be continued (logprobs) ends with an error event; the prompt and the delivered tokens are charged", async () => {
     const base = await referenceUsage();
     const job = chatJob({ logprobs: true });

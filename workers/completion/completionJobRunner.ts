@@ -205,7 +205,7 @@ export class CompletionJobRunner {
         );
         call.finished({ finishReason: result.finishReason, usage: result.usage, ...(reply === null ? {} : { reply }) });
         announce();
-        if (point.delivered.finishReason === null) publisher.send({ type: "finish", finishReason: result.finishReason });
+        if (point.delivered.finishReason === null) publisher.send({ type: "finish", finishReason: result.finishReason, usage: result.usage });
         finishReason = result.finishReason;
         usage = result.usage;
       } else if (call && job.work.kind === "embeddings") {

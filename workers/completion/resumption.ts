@@ -34,6 +34,8 @@ export type Delivered = {
   uncounted: string;
   embeddings: boolean;
   finishReason: FinishReason | null;
+  /** The engine's count of the whole request, as the `finish` message carried it, or null. */
+  finishUsage: Usage | null;
   /** `usage` or `error`: the stream was ended. */
   terminal: boolean;
   /** The message that ended it (the first), or null. */
@@ -57,6 +59,7 @@ const NOTHING_DELIVERED: Delivered = {
   uncounted: "",
   embeddings: false,
   finishReason: null,
+  finishUsage: null,
   terminal: false,
   ending: null,
 };
@@ -95,6 +98,7 @@ export function foldDelivered(messages: DeltaMessage[]): Delivered {
         break;
       case "finish":
         delivered.finishReason = message.finishReason;
+        delivered.finishUsage = message.usage ?? null;
         break;
       case "usage":
       case "error":
@@ -212,6 +216,11 @@ function namedCall(request: ChatRequest): string | null {
  */
 export async function generateChat(engine: Engine, request: ChatRequest, point: ResumePoint, onDelta: DeltaSink, signal: AbortSignal): Promise<EngineResult> {
   if (point.generation === "generate") return engine.chat(request, onDelta, signal);
+  if (point.generation === "none" && point.delivered.finishUsage) {
+    // The reply was delivered whole, finish included: the engine's own count of it (an estimate from the
+    // delivered text could differ from what the engine reported, e.g. an upstream's tokenizer).
+    return { finishReason: point.delivered.finishReason ?? "stop", usage: point.delivered.finishUsage };
+  }
   const delivered = await deliveredUsage(engine, request, point.delivered);
   if (point.generation === "none") return { finishReason: point.delivered.finishReason ?? "stop", usage: delivered };
   const left = request.maxTokens - delivered.completionTokens;

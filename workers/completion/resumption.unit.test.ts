@@ -112,6 +112,29 @@ describe("planResumption", () => {
     expect(point(plan([started, delta(1, "Hi"), { seq: 2, type: "finish", finishReason: "length" }]))).toMatchObject({ nextSeq: 3, generation: "none" });
   });
 
+  it("charges a finished reply taken over before its usage was recorded the engine's count its finish carried, not an estimate", async () => {
+    const engine = {
+      capabilities: () => ({ continuation: true, grammarContinuation: false }),
+      // An upstream's stand-in tokenizer: counts differently from the engine that generated the reply.
+      countTokens: async (text: string) => Math.ceil(text.length / 4),
+      countChatTokens: async () => 12,
+      chat: async () => {
+        throw new Error("a finished reply is not generated again");
+      },
+    } as unknown as Engine;
+    const engineUsage = { promptTokens: 20, completionTokens: 8, reasoningTokens: 0 };
+    const finished = point(
+      plan([started, delta(1, "one two three four five six seven eight"), { seq: 2, type: "finish", finishReason: "stop", usage: engineUsage }]),
+    );
+    expect(await generateChat(engine, request, finished, () => undefined, new AbortController().signal)).toEqual({ finishReason: "stop", usage: engineUsage });
+    // A finish written without a count (before it carried one): the delivered text is counted.
+    const older = point(plan([started, delta(1, "one two three four five six seven eight"), { seq: 2, type: "finish", finishReason: "stop" }]));
+    expect(await generateChat(engine, request, older, () => undefined, new AbortController().signal)).toEqual({
+      finishReason: "stop",
+      usage: { promptTokens: 12, completionTokens: 10, reasoningTokens: 0 },
+    });
+  });
+
   it("ends with an error what cannot be continued", () => {
     const failure = (resumption: Resumption) => point(resumption).failure?.message;
     expect(failure(plan([started, delta(1, "Hi")], chatJob(), { continuation: false }))).toMatch(/cannot continue/);
