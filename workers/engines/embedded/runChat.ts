@@ -58,6 +58,10 @@ export async function runChat(
     sink({ ...delta, tokens: sampled - counted });
     counted = sampled;
   };
+  // A seeded request's prompt is evaluated from the start: reusing what the sequence holds from earlier
+  // requests evaluates the prompt in other batches, whose logits differ in their last bits, and a sampled
+  // reply could turn at a near-tie: the same seed would give another text after another request.
+  if (request.seed !== undefined) await sequence.clearHistory();
   const chat = new LlamaChat({ contextSequence: sequence, chatWrapper: deps.chatWrapper });
   // A named call continued: its first delta (id and name) was sent.
   const toolCalls = new ToolCallStream(onDelta, replay !== null && plan.forced?.kind === "named" ? [0] : []);
