@@ -50,6 +50,10 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
     });
     expect(response.status).toBe(400);
     expect(response.body.error.type).toBe("invalid_request_error");
+    // Told in the endpoint's words: its prompt, not the engine's chat messages; sentences end before the next.
+    expect(response.body.error).toMatchObject({ param: "prompt", code: "context_length_exceeded" });
+    expect(response.body.error.message).toMatch(/your prompt resulted in \d+ tokens/);
+    expect(response.body.error.message).not.toMatch(/messages|[^.] The prompts answered/);
     const budget = await eventually(async () => {
       const row = await platform.deps.pool.query("SELECT coalesce(sum(held_micro_chf), 0)::int AS held FROM rm_budget WHERE account_id = $1", [
         other.account.accountId,

@@ -178,6 +178,9 @@ describe("rate limits per key and per account across two API processes", () => {
     expect(answer.status).toBe(429);
     expect(answer.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "tokens" });
     expect(answer.headers.get("x-should-retry")).toBe("false");
+    // Its message says so too (not "retry after the time in Retry-After").
+    expect(answer.body.error.message).toContain("retrying cannot help");
+    expect(answer.body.error.message).not.toMatch(/Retry after/i);
     // Nothing was counted for it: a small request passes at once.
     const fits = await tenantChat(platform.apis[1]!, small.key, { maxTokens: 20 });
     expect(fits.status).toBe(200);

@@ -12,12 +12,21 @@ const PROMPT_PARAM: Partial<Record<Endpoint, string>> = { completions: "prompt",
 export function toJobError(error: unknown, endpoint?: Endpoint): JobError {
   if (error instanceof EngineError) {
     const promptParam = endpoint === undefined ? undefined : PROMPT_PARAM[endpoint];
+    const aboutPrompt = promptParam !== undefined && error.param === "messages";
     return {
       kind: error.kind,
-      message: error.kind === "internal" ? "The model failed while generating." : error.message,
-      param: promptParam !== undefined && error.param === "messages" ? promptParam : error.param,
+      message: error.kind === "internal" ? "The model failed while generating." : aboutPrompt ? namingPrompt(error.message, promptParam) : error.message,
+      param: aboutPrompt ? promptParam : error.param,
       ...(error.code === null ? {} : { code: error.code }),
     };
   }
   return { kind: "internal", message: "The model failed while generating.", param: null };
+}
+
+/** An engine's message about "the messages" (its context-length refusals), as the endpoint calls its prompt. */
+function namingPrompt(message: string, promptParam: string): string {
+  return message
+    .replace("your messages resulted", `your ${promptParam} resulted`)
+    .replace("in the messages,", `in the ${promptParam},`)
+    .replace("of the messages", `of the ${promptParam}`);
 }

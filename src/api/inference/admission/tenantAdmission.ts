@@ -126,7 +126,9 @@ export class TenantAdmission {
       const limit = limitText(result.refused, limits, tokens);
       // A request larger than the tokens limit itself can never pass: retrying does not help.
       const hopeless = result.refused === "tokens" && tokens > Math.min(limits.key.tokensPerMinute, limits.account.tokensPerMinute);
-      throw new TenantRateLimitError(result.refused, limit, result.retryAfterMs, headers, !hopeless);
+      if (!hopeless) throw new TenantRateLimitError(result.refused, limit, result.retryAfterMs, headers);
+      const message = `Rate limit reached for tokens per minute (${limit}); a request counts its prompt and the most it may generate (max_tokens), and this one alone counts more than the limit: retrying cannot help, ask for fewer tokens.`;
+      throw new TenantRateLimitError(result.refused, limit, result.retryAfterMs, headers, false, message);
     }
     return { priority: jobPriority(input.lane, result.rank), lane: input.lane, counted: { window: result.window, tokens }, job };
   }

@@ -103,7 +103,7 @@ function withFinishedNamed(error: unknown, finished: string[]): unknown {
   return new ApiError(
     error.status,
     error.type,
-    `${error.message} The prompts answered before this one were charged; read them with GET /v1/completions/{id}: ${finished.join(", ")}.`,
+    `${/[.!?]$/.test(error.message) ? error.message : `${error.message}.`} The prompts answered before this one were charged; read them with GET /v1/completions/{id}: ${finished.join(", ")}.`,
     { code: error.code, param: error.param, headers: error.headers },
   );
 }
