@@ -49,4 +49,29 @@ describe("a batch line's budget hold", () => {
     const charges = await batchCharges(platform.deps.pool, account.accountId);
     expect(charges.get(`completion-${line.response.request_id}`)).toHaveLength(1);
   }, 120_000);
+
+  it("waits while the batch's own lines hold the budget, and fails a line only for a budget that is spent", async () => {
+    // Each line holds about 750 µCHF (its worst case at the batch price) of a 1,000 µCHF budget and costs a
+    // few µCHF: run at once, the lines' holds leave the others too little, though the budget is far from spent.
+    const account = await createTestAccount(platform.deps.pool, { monthlyBudgetChf: 0.001 });
+    const created = await platform.request("POST", "/api/v1/accounts/user/api-keys/create", { token: account.sessionToken, body: { name: "batch" } });
+    const openai = new OpenAI({ baseURL: `${platform.baseUrl}/v1`, apiKey: created.body.key as string, maxRetries: 0 });
+    const lines = Array.from({ length: 5 }, (_, i) => ({
+      custom_id: `line-${i}`,
+      method: "POST",
+      url: "/v1/chat/completions",
+      body: { model: TINY_CHAT, messages: [{ role: "user" as const, content: `Say hello ${i}` }], max_tokens: 1000, temperature: 0 },
+    }));
+    const batch = await openai.batches.create({
+      input_file_id: await uploadBatchFile(openai, lines),
+      endpoint: "/v1/chat/completions",
+      completion_window: "24h",
+    });
+    const done = await waitForStatus(openai, batch.id, ["completed", "failed", "expired"], 90_000);
+    expect(done.error_file_id ? await readJsonl(openai, done.error_file_id) : []).toEqual([]);
+    expect(done.request_counts).toEqual({ total: 5, completed: 5, failed: 0 });
+    const charges = await batchCharges(platform.deps.pool, account.accountId);
+    expect(charges.size).toBe(5);
+    for (const events of charges.values()) expect(events).toHaveLength(1);
+  }, 120_000);
 });

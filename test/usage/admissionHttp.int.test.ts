@@ -37,13 +37,26 @@ describe("admission over HTTP", () => {
   it("answers 429 rate_limit_exceeded / monthly_budget_exceeded, saying when the period resets, without Retry-After", async () => {
     const accountId = await createBudgetedAccount(app.db.pool, 10_000);
     expect((await app.request("POST", `/test/admit/${accountId}/6000`)).status).toBe(200);
-    const refused = await app.request("POST", `/test/admit/${accountId}/6000`);
+    // More than the budget leaves whatever the request in progress gives back.
+    const refused = await app.request("POST", `/test/admit/${accountId}/12000`);
     expect(refused.status, refused.text).toBe(429);
     expect(refused.headers.get("retry-after")).toBeNull();
     expect(refused.headers.get("x-should-retry")).toBe("false");
     expect(refused.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "monthly_budget_exceeded", param: null });
     expect(refused.body.error.message).toContain("2025-09-01");
     expect(refused.body.error.message).toMatch(/resets/);
+  });
+
+  it("tells a request refused only for what requests in progress hold to retry after Retry-After", async () => {
+    const accountId = await createBudgetedAccount(app.db.pool, 10_000);
+    expect((await app.request("POST", `/test/admit/${accountId}/6000`)).status).toBe(200);
+    // Nothing spent: once the request in progress ends (it gives back what it does not use) this one may fit.
+    const refused = await app.request("POST", `/test/admit/${accountId}/6000`);
+    expect(refused.status, refused.text).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("2");
+    expect(refused.headers.get("x-should-retry")).toBe("true");
+    expect(refused.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "monthly_budget_exceeded", param: null });
+    expect(refused.body.error.message).toMatch(/^Monthly budget in use: .* held by requests in progress .* retry after the time in Retry-After/);
   });
 
   it("answers 402 subscription_required (message and type only) once the subscription is cancelled", async () => {

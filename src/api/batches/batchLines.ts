@@ -1,4 +1,5 @@
 import type { ApiError } from "../http/errors.ts";
+import { BudgetInUseError } from "../inference/admission/budgetRefusalError.ts";
 import { TenantRateLimitError } from "../inference/admission/tenantAdmission.ts";
 import type { RunningJob } from "../inference/jobs/runningJob.ts";
 import type { BatchEndpoint } from "./batchObject.ts";
@@ -51,12 +52,13 @@ export const MAX_INTERNAL_FAILURE_ATTEMPTS = 10;
 /**
  * A line's refusal or a failure of the platform's, waited out and run again until the batch's window
  * ends: the milliseconds to wait (null: the line's own failure, for the error file: its 4xx, a budget
- * refusal, its model gone). An unavailable platform (503: Redis or the model away, and other gateway
+ * its account spent, its model gone). An unavailable platform (503: Redis or the model away, and other gateway
  * errors) is never the line's; an internal error (500) is run again up to MAX_INTERNAL_FAILURE_ATTEMPTS
  * runs in all, then the line fails with it.
  */
 export function lineRetryDelay(error: ApiError, attempts: number): number | null {
-  if (error instanceof TenantRateLimitError) return Math.max(1, Number(error.headers["retry-after"] ?? 1)) * 1000;
+  // A budget held by requests in progress (often the batch's own lines' worst cases) is waited out too.
+  if (error instanceof TenantRateLimitError || error instanceof BudgetInUseError) return Math.max(1, Number(error.headers["retry-after"] ?? 1)) * 1000;
   if (error.status === 500 && attempts >= MAX_INTERNAL_FAILURE_ATTEMPTS) return null;
   if (error.status >= 500) return Math.min(error.status === 503 ? 30_000 : 5_000, 500 * 2 ** Math.min(attempts, 6));
   return null;

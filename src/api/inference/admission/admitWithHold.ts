@@ -59,7 +59,11 @@ export async function admitWithHold<T extends { release(): void }>(deps: Admissi
     amountMicroChf: jobHoldMicroChf(input.work, input.model, input.lane),
     now,
   };
-  if (deps.policy.maySpeculate(input.accountId, hold.amountMicroChf, now)) return admitSpeculatively(deps, hold, job);
+  // A batch line is always admitted carefully: a line refused for a budget held by requests in progress
+  // is run again later under the same completion id, which a speculative refusal (its job queued and
+  // cancelled, the id recorded as refused) would leave answered by that cancel and never charged. Nobody
+  // waits for a line's first token.
+  if (input.lane !== "batch" && deps.policy.maySpeculate(input.accountId, hold.amountMicroChf, now)) return admitSpeculatively(deps, hold, job);
   const placed = await placeHold(deps.pool, hold).catch((error: unknown) => {
     deps.policy.forget(input.accountId);
     // No job is started: a hold that was placed after all is released.

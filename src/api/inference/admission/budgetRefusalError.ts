@@ -4,19 +4,42 @@ import type { HoldRefused } from "../../../ledger/budget/placeHold.ts";
 
 export const MONTHLY_BUDGET_EXCEEDED = "monthly_budget_exceeded";
 
+/** How long a request refused for the budget that requests in progress hold is told to wait before it retries. */
+export const BUDGET_IN_USE_RETRY_AFTER_S = 2;
+
+/**
+ * A request refused for the budget while what is spent leaves room for it: requests in progress hold what
+ * they may still cost (their worst case), and give back what they do not use as they end. Retrying can
+ * succeed: Retry-After and x-should-retry: true (a batch line waits it out instead of failing).
+ */
+export class BudgetInUseError extends RateLimitError {}
+
 /**
  * The error a refused admission answers with: 429 rate_limit_exceeded / monthly_budget_exceeded, or 402
- * subscription_required when the subscription ended since the key was checked. The 429 has no
- * Retry-After header (retrying before the period resets cannot succeed: clients should treat the code as
- * final) and carries `x-should-retry: false`, which the official OpenAI SDKs honour by not retrying.
+ * subscription_required when the subscription ended since the key was checked. A budget the spending
+ * leaves no room in gets no Retry-After header (retrying before the period resets cannot succeed: clients
+ * should treat the code as final) and `x-should-retry: false`, which the official OpenAI SDKs honour by not
+ * retrying; a budget only held by requests in progress, a BudgetInUseError.
  */
 export function budgetRefusalError(refusal: HoldRefused): ApiError {
   if (refusal.reason === "subscription_required") return new SubscriptionRequiredError();
   const chf = (micro: number) => `CHF ${microToChf(micro)}`;
   const inUse = refusal.heldMicroChf ? ` and ${chf(refusal.heldMicroChf)} held by requests in progress` : "";
+  const situation =
+    `this request may cost up to ${chf(refusal.amountMicroChf)}, but ${chf(refusal.spentMicroChf)} spent${inUse} ` +
+    `leave too little of the ${chf(refusal.budgetMicroChf)} budget for the billing period ${refusal.period.start} to ${refusal.period.end}.`;
+  if (refusal.heldMicroChf > 0 && refusal.spentMicroChf + refusal.amountMicroChf <= refusal.budgetMicroChf) {
+    const error = new BudgetInUseError(
+      `Monthly budget in use: ${situation} The requests in progress give back what they do not use as they end: ` +
+        `retry after the time in Retry-After, or ask for fewer tokens (max_tokens).`,
+      MONTHLY_BUDGET_EXCEEDED,
+    );
+    error.headers["retry-after"] = String(BUDGET_IN_USE_RETRY_AFTER_S);
+    error.headers["x-should-retry"] = "true";
+    return error;
+  }
   const error = new RateLimitError(
-    `Monthly budget exceeded: this request may cost up to ${chf(refusal.amountMicroChf)}, but ${chf(refusal.spentMicroChf)} spent${inUse} ` +
-      `leave too little of the ${chf(refusal.budgetMicroChf)} budget for the billing period ${refusal.period.start} to ${refusal.period.end}. ` +
+    `Monthly budget exceeded: ${situation} ` +
       `Usage resets at the start of the next billing period, on ${refusal.period.nextStart} (00:00 UTC). ` +
       `Do not retry before then; ask for a higher monthly budget to continue now.`,
     MONTHLY_BUDGET_EXCEEDED,
