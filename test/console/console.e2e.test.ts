@@ -495,7 +495,16 @@ describe("web console in Chromium against the real service (API, worker, project
     await keyRow("laptop (old)").waitFor();
   });
 
-  it("sends the console to the login page, saying why, when its session ended elsewhere", async () => {
+  it("sends the console to the login page, saying why, when its session ended elsewhere, and forgets the key it made", async () => {
+    // A key made on this page is the playground's (kept in the page's memory): it belongs to this session.
+    await page.getByLabel("Key name").fill("made before the session ended");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const madeKey = await page.locator("#new-key-value").inputValue();
+    await page.getByRole("button", { name: "I have saved it" }).click();
+    await page.getByRole("link", { name: "Playground", exact: true }).click();
+    expect(await page.getByLabel("API key").inputValue()).toBe(madeKey);
+    await page.getByRole("link", { name: "API keys", exact: true }).click();
+    await keyRow("made before the session ended").waitFor();
     const token = (await context.cookies()).find((c) => c.name === "console_session")!.value;
     expect((await platform.request("POST", "/api/v1/accounts/logout", { token })).status).toBe(204);
     await page.getByRole("link", { name: "Usage", exact: true }).click();
@@ -504,8 +513,15 @@ describe("web console in Chromium against the real service (API, worker, project
     await page.getByLabel("Email address").fill(email);
     await page.getByLabel("Password").fill(PASSWORD);
     await page.getByRole("button", { name: "Log in" }).click();
+    // Whoever logs in next on this page (here the same account) does not find the ended session's key in use.
+    await page.getByRole("link", { name: "Playground", exact: true }).click();
+    expect(await page.getByLabel("API key").inputValue()).toBe("");
     await page.getByRole("link", { name: "API keys", exact: true }).click();
     await keyRow("laptop (old)").waitFor();
+    // Revoked again: the 5-key walk below counts from the keys before this one.
+    await page.getByRole("button", { name: "Revoke made before the session ended" }).click();
+    await page.getByRole("alertdialog").getByRole("button", { name: "Revoke key" }).click();
+    await keyRow("made before the session ended").getByText("Revoked").waitFor();
   });
 
   it("explains the 5-key limit where it bites: with 5 active keys, creating is off and the page says why", async () => {

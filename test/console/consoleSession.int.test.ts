@@ -48,6 +48,12 @@ describe("console session: HttpOnly SameSite=Strict cookie with CSRF protection"
     expect(current.status).toBe(200);
     expect(current.body).toMatchObject({ csrf_token: login.csrf, account: { email, subscription: { status: "inactive" } } });
     expect(current.text).not.toContain(sessionToken);
+    // The console's JSON answers carry the API's headers: never framed, nothing loaded, never stored.
+    for (const answer of [current, await app.request("GET", "/console/session"), await app.request("GET", "/console/models", { headers: withCookie(login) })]) {
+      expect(answer.headers.get("content-security-policy")).toBe("default-src 'none'; frame-ancestors 'none'");
+      expect(answer.headers.get("x-frame-options")).toBe("DENY");
+      expect(answer.headers.get("cache-control")).toBe("no-store");
+    }
   });
 
   it("refuses a state-changing call made with the cookie but without (or with a wrong) CSRF token, and writes nothing", async () => {

@@ -79,6 +79,7 @@ function App({ api }) {
       // Only a 401 means there is no session; anything else (503, no answer) leaves it unknown.
       if (failure?.status === 401) {
         setSessionError(null);
+        setPlaygroundKey("");
         setSession(null);
       } else setSessionError(failure);
     }
@@ -87,6 +88,8 @@ function App({ api }) {
   useEffect(() => {
     api.onSessionEnded(() => {
       api.setCsrfToken(null);
+      // The key belongs to the session that made it: whoever logs in next on this page must not use it.
+      setPlaygroundKey("");
       setSession(null);
       setAuthNotice("Your session has ended. Log in again.");
     });
