@@ -7,10 +7,15 @@ import { allProjections } from "./allProjections.ts";
 import { AuditCheckpointer } from "./auditCheckpointer.ts";
 import { ProjectionRunner } from "./projectionRunner.ts";
 import { readProjectionLag } from "./projectionLag.ts";
+import { QueuedOrRunningJobs } from "./queuedOrRunningJobs.ts";
+import { InferenceKeys } from "../src/contracts/inferenceKeys.ts";
+import { loadModelRegistry } from "../src/models/loadModelRegistry.ts";
+import { createRedis } from "../src/redis/createRedis.ts";
 
 /**
  * The projector role: runs every projection (one active instance per projection across processes,
- * the others stand by), the sweeper of orphaned budget holds and the audit checkpointer.
+ * the others stand by), the sweeper of orphaned budget holds (which asks BullMQ whether an old hold's job
+ * is still there: a Redis connection, whose absence only keeps old holds) and the audit checkpointer.
  */
 export async function startProjector({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
   // A key that is configured but unreadable stops the start: silently unsigned checkpoints would not do.
@@ -22,10 +27,20 @@ export async function startProjector({ config, pool, logger, metrics }: RoleCont
     batchSize: config.projectorBatchSize,
     pollIntervalMs: config.projectorPollMs,
   });
+  // The sweeper asks BullMQ whether an old hold's job is still queued or running before it releases the
+  // hold. Redis away, old holds are kept (the projector's own work goes on without Redis).
+  const registry = await loadModelRegistry(config.modelsConfigPath);
+  const redis = createRedis(config.redis, { kind: "fail-fast", timeouts: config.redisTimeouts });
+  const jobs = new QueuedOrRunningJobs(
+    redis,
+    new InferenceKeys(config.redisPrefix),
+    registry.all().map((model) => model.id),
+  );
   const sweeper = new HoldSweeper({
     pool,
     clock: systemClock,
     logger,
+    jobsStillThere: (holdIds) => jobs.among(holdIds),
     maxHoldAgeMs: config.budgetHoldMaxAgeMs,
     intervalMs: config.budgetSweepIntervalMs,
     onSwept: ({ folded, released, refunded }) => {
@@ -57,6 +72,8 @@ export async function startProjector({ config, pool, logger, metrics }: RoleCont
       await checkpointer.stop();
       await sweeper.stop();
       await runner.stop();
+      await jobs.close();
+      redis.disconnect();
     },
   };
 }

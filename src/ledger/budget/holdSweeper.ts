@@ -25,6 +25,14 @@ export type HoldSweeperOptions = {
   intervalMs: number;
   /** Holds released per statement batch. */
   batchSize?: number;
+  /**
+   * Which of some holds' jobs are still queued or running (hold id = completion id = job id), or null when
+   * that cannot be told now. An old hold whose job is still there is kept (a background response may wait
+   * in line for hours, a long generation run longer than maxHoldAgeMs: released, its account could be
+   * admitted past its budget meanwhile); while it cannot be told, old holds are kept. Without it, holds
+   * are judged by age alone.
+   */
+  jobsStillThere?: (holdIds: readonly string[]) => Promise<ReadonlySet<string> | null>;
   /** Told what each sweep did (the projector counts it in its metrics). */
   onSwept?: (swept: { folded: number; released: number; refunded: number }) => void;
 };
@@ -35,10 +43,11 @@ const REFUSALS_KEPT_MS = 24 * 3600_000;
 /**
  * Folds settled holds whose fold was lost (foldSettledHold: the cost is charged), refunds the charges of
  * replies the API gave up on beyond what their clients were sent (settleUndeliveredReplies), and releases unsettled
- * holds whose job is gone, judged by age only (simple and safe: no coupling to BullMQ's job
- * storage, and releasing a hold never loses money: the settle of a late job still charges the actual
- * cost). Each hold is released by its own statement (releaseHold), so the sweeper never holds locks on
- * several budget rows at once and cannot deadlock with admissions or settles.
+ * holds whose job is gone: older than maxHoldAgeMs and, when jobsStillThere is given, no longer queued or
+ * running (releasing the hold of a job that still runs would not lose money, its settle charges the actual
+ * cost, but it would let the account be admitted past its budget meanwhile). Each hold is released by its
+ * own statement (releaseHold), so the sweeper never holds locks on several budget rows at once and cannot
+ * deadlock with admissions or settles.
  */
 export class HoldSweeper {
   readonly #options: HoldSweeperOptions;
@@ -84,11 +93,7 @@ export class HoldSweeper {
     );
     if (folded) logger.warn("folded settled budget holds whose fold was lost", { folded });
     const cutoff = new Date(now - maxHoldAgeMs);
-    const released = await this.#each(
-      "SELECT hold_id FROM budget_holds WHERE created_at < $1 AND settled_at IS NULL ORDER BY created_at LIMIT $2",
-      cutoff,
-      (holdId) => releaseHold(pool, holdId),
-    );
+    const released = await this.#releaseOrphans(cutoff);
     if (released) logger.warn("released orphaned budget holds", { released, olderThan: cutoff.toISOString() });
     const refunds = await settleUndeliveredReplies(pool, { now: clock.now(), noteMaxAgeMs: 2 * maxHoldAgeMs });
     for (const refund of refunds) {
@@ -103,6 +108,43 @@ export class HoldSweeper {
     this.#options.onSwept?.({ folded, released, refunded: refunds.length });
     await pool.query("DELETE FROM refused_holds WHERE refused_at < $1", [new Date(now - REFUSALS_KEPT_MS).toISOString()]);
     return folded + released;
+  }
+
+  /**
+   * Releases the unsettled holds created before `cutoff` whose job is gone (all of them without
+   * jobsStillThere), oldest first, in batches; counts them. Kept holds are passed over (keyset on
+   * created_at, hold_id), so a batch full of them does not stop the sweep.
+   */
+  async #releaseOrphans(cutoff: Date): Promise<number> {
+    const { pool, logger, jobsStillThere } = this.#options;
+    const batchSize = this.#options.batchSize ?? 500;
+    let released = 0;
+    let kept = 0;
+    let after: { createdAt: string; holdId: string } | null = null;
+    for (;;) {
+      const batch: { rows: { hold_id: string; created_at: string }[] } = await pool.query<{ hold_id: string; created_at: string }>(
+        `SELECT hold_id, created_at::text FROM budget_holds
+          WHERE created_at < $1 AND settled_at IS NULL AND ($3::timestamptz IS NULL OR (created_at, hold_id) > ($3::timestamptz, $4::text))
+          ORDER BY created_at, hold_id LIMIT $2`,
+        [cutoff.toISOString(), batchSize, after?.createdAt ?? null, after?.holdId ?? null],
+      );
+      const ids = batch.rows.map((row) => row.hold_id);
+      const live = jobsStillThere ? await jobsStillThere(ids) : new Set<string>();
+      if (live === null) {
+        // BullMQ cannot be asked (Redis away): an old hold may be a queued job's; kept until it can be told.
+        if (ids.length > 0) logger.warn("old budget holds kept: whether their jobs are still queued or running cannot be told now", { holds: ids.length });
+        return released;
+      }
+      for (const holdId of ids) {
+        if (live.has(holdId)) kept++;
+        else if ((await releaseHold(pool, holdId)) !== null) released++;
+      }
+      if (batch.rows.length < batchSize) break;
+      const last = batch.rows.at(-1)!;
+      after = { createdAt: last.created_at, holdId: last.hold_id };
+    }
+    if (kept) logger.info("old budget holds kept: their jobs are still queued or running", { kept });
+    return released;
   }
 
   /** Runs `apply` on each hold the query selects, in batches; counts those it changed (non-null). */
