@@ -121,6 +121,21 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
     expect(refused.headers.get("x-completion-id")).toBeNull();
     expect(await records()).toBe(before);
     expect(await openHolds(platform.deps.pool, poor.account.accountId)).toBe(0);
+
+    // A budget that fits two prompts' holds, not five: the prompts' own holds are in the way, so the 429 is
+    // final (no "retry": retrying cannot help), and says so in the request's terms.
+    const onePrompt = Number(/may cost up to CHF ([0-9.]+)/.exec(refused.body.error.message)![1]) * 1_000_000;
+    await setBudget(platform.deps.pool, poor.account.accountId, Math.round(onePrompt * 2.5));
+    const ownInTheWay = await platform.request("POST", "/v1/completions", {
+      token: poor.key,
+      body: { model: TINY_CHAT, prompt: ["It is a truth 0", "It is a truth 1", "It is a truth 2", "It is a truth 3", "It is a truth 4"], max_tokens: 60 },
+    });
+    expect(ownInTheWay.status).toBe(429);
+    expect(ownInTheWay.headers.get("x-should-retry")).toBe("false");
+    expect(ownInTheWay.headers.get("retry-after")).toBeNull();
+    expect(ownInTheWay.body.error.message).toMatch(/^Monthly budget exceeded: this request may cost up to CHF [0-9.]+ \(its prompts together\)/);
+    expect(ownInTheWay.body.error.message).not.toContain("held by requests in progress");
+    expect(await openHolds(platform.deps.pool, poor.account.accountId)).toBe(0);
   });
 
   it.each([

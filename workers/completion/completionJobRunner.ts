@@ -298,7 +298,10 @@ export class CompletionJobRunner {
         if (first) usage = first;
       }
     } else {
-      logger.warn("usage not recorded yet (PostgreSQL unreachable): the stream ends, the recording goes on", { completionId: job.completionId });
+      // PostgreSQL unreachable or slow, or a speculative admission whose hold is not there yet (its decision waited for).
+      logger.warn("usage not recorded yet (PostgreSQL unreachable or slow, or the admission undecided): the stream ends, the recording goes on", {
+        completionId: job.completionId,
+      });
     }
     announce();
     // A cancelled job's error, and a failed one's that was charged, carries what was charged (the client's usage chunk, the stored partial reply).

@@ -12,27 +12,41 @@ export const BUDGET_IN_USE_RETRY_AFTER_S = 2;
  * they may still cost (their worst case), and give back what they do not use as they end. Retrying can
  * succeed: Retry-After and x-should-retry: true (a batch line waits it out instead of failing).
  */
-export class BudgetInUseError extends RateLimitError {}
+export class BudgetInUseError extends RateLimitError {
+  /** The figures of the refusal (a request of several holds judges by them whether its own holds are in the way). */
+  readonly refusal: HoldRefused;
+
+  constructor(message: string, refusal: HoldRefused) {
+    super(message, MONTHLY_BUDGET_EXCEEDED);
+    this.refusal = refusal;
+  }
+}
 
 /**
  * The error a refused admission answers with: 429 rate_limit_exceeded / monthly_budget_exceeded, or 402
  * subscription_required when the subscription ended since the key was checked. A budget the spending
  * leaves no room in gets no Retry-After header (retrying before the period resets cannot succeed: clients
  * should treat the code as final) and `x-should-retry: false`, which the official OpenAI SDKs honour by not
- * retrying; a budget only held by requests in progress, a BudgetInUseError.
+ * retrying; a budget only held by requests in progress, a BudgetInUseError. `ownHoldsMicroChf`: what the
+ * request holds in all, when it places several holds (a multi-prompt completion), which the spending must
+ * leave room for: its own holds in the way, retrying cannot help.
  */
-export function budgetRefusalError(refusal: HoldRefused): ApiError {
+export function budgetRefusalError(refusal: HoldRefused, options: { ownHoldsMicroChf?: number } = {}): ApiError {
   if (refusal.reason === "subscription_required") return new SubscriptionRequiredError();
   const chf = (micro: number) => `CHF ${microToChf(micro)}`;
-  const inUse = refusal.heldMicroChf ? ` and ${chf(refusal.heldMicroChf)} held by requests in progress` : "";
+  // What the request holds in all (several prompts of one request each hold): the spending must leave room for it.
+  const whole = Math.max(refusal.amountMicroChf, options.ownHoldsMicroChf ?? 0);
+  const several = whole > refusal.amountMicroChf;
+  // A request of several holds is judged by its whole against what is spent (its own holds are among those held).
+  const inUse = refusal.heldMicroChf && !several ? ` and ${chf(refusal.heldMicroChf)} held by requests in progress` : "";
   const situation =
-    `this request may cost up to ${chf(refusal.amountMicroChf)}, but ${chf(refusal.spentMicroChf)} spent${inUse} ` +
-    `leave too little of the ${chf(refusal.budgetMicroChf)} budget for the billing period ${refusal.period.start} to ${refusal.period.end}.`;
-  if (refusal.heldMicroChf > 0 && refusal.spentMicroChf + refusal.amountMicroChf <= refusal.budgetMicroChf) {
+    `this request may cost up to ${chf(whole)}${several ? " (its prompts together)" : ""}, but ${chf(refusal.spentMicroChf)} spent${inUse} ` +
+    `leave${inUse ? "" : "s"} too little of the ${chf(refusal.budgetMicroChf)} budget for the billing period ${refusal.period.start} to ${refusal.period.end}.`;
+  if (refusal.heldMicroChf > 0 && refusal.spentMicroChf + whole <= refusal.budgetMicroChf) {
     const error = new BudgetInUseError(
       `Monthly budget in use: ${situation} The requests in progress give back what they do not use as they end: ` +
         `retry after the time in Retry-After, or ask for fewer tokens (max_tokens).`,
-      MONTHLY_BUDGET_EXCEEDED,
+      refusal,
     );
     error.headers["retry-after"] = String(BUDGET_IN_USE_RETRY_AFTER_S);
     error.headers["x-should-retry"] = "true";

@@ -13,6 +13,8 @@ import { assertPromptFits } from "../../admission/promptLengthLimit.ts";
 import { ApiError } from "../../../http/errors.ts";
 import { principalOf } from "../../../auth/principalOf.ts";
 import { releaseHolds } from "../../../../ledger/budget/releaseHold.ts";
+import { BudgetInUseError, budgetRefusalError } from "../../admission/budgetRefusalError.ts";
+import { jobHoldMicroChf } from "../../admission/jobHoldMicroChf.ts";
 
 /**
  * A non-streamed text completion of several prompts (OpenAI semantics: one choice per prompt, `index`
@@ -77,7 +79,7 @@ export async function serveMultiPromptCompletion(
   const refused = started.find((result) => result.status === "rejected");
   if (refused) {
     await refuseUnfinished(jobs);
-    throw refused.reason;
+    throw withOwnHolds(refused.reason, spec);
   }
   for (const job of jobs) releaseOnDisconnect(ctx, job!);
   const collected = await Promise.allSettled(jobs.map((job) => collectReply(job!)));
@@ -106,4 +108,14 @@ function withFinishedNamed(error: unknown, finished: string[]): unknown {
     `${/[.!?]$/.test(error.message) ? error.message : `${error.message}.`} The prompts answered before this one were charged; read them with GET /v1/completions/{id}: ${finished.join(", ")}.`,
     { code: error.code, param: error.param, headers: error.headers },
   );
+}
+
+/**
+ * A refusal for a budget held by requests in progress, judged again with what this request's prompts hold
+ * together: when its own holds are in the way, retrying cannot help (the final 429, not "retry").
+ */
+function withOwnHolds(error: unknown, spec: { model: RegisteredModel; requests: EngineChatRequest[] }): unknown {
+  if (!(error instanceof BudgetInUseError)) return error;
+  const own = spec.requests.reduce((sum, request) => sum + jobHoldMicroChf({ kind: "chat", request }, spec.model), 0);
+  return budgetRefusalError(error.refusal, { ownHoldsMicroChf: own });
 }
