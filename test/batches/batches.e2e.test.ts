@@ -136,6 +136,8 @@ describe("the Batch API", () => {
       const body = line.response.body;
       assertOpenAiShape("response", body);
       expect(body.object).toBe("response");
+      // OpenAI's form of a response id (`resp_`, as chat's are `chatcmpl-`).
+      expect(body.id).toMatch(/^resp_[A-Za-z0-9]+$/);
       expect(["completed", "incomplete"]).toContain(body.status);
       expect(body.instructions).toBe("Be brief.");
       expect(body.metadata).toEqual({ line: line.custom_id.slice("resp-".length) });

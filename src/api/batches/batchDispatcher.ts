@@ -135,7 +135,12 @@ export class BatchDispatcher {
 
   /** Lines not started of expired and cancelling batches: the error file, not run, not charged. */
   async #endWaitingLines(): Promise<void> {
-    await this.#pool.query("UPDATE batches SET final_status = 'expired' WHERE status = 'in_progress' AND final_status IS NULL AND expires_at <= now()");
+    // Only a batch with lines still to end expires: one whose lines all ended in time completes, even when
+    // the tick that finalizes it comes after its window.
+    await this.#pool.query(
+      `UPDATE batches b SET final_status = 'expired' WHERE status = 'in_progress' AND final_status IS NULL AND expires_at <= now()
+         AND EXISTS (SELECT 1 FROM batch_lines l WHERE l.batch_id = b.id AND l.status IN ('waiting', 'running'))`,
+    );
     const ending = await this.#pool.query<{ id: string; status: string }>(
       "SELECT id, status FROM batches WHERE status = 'cancelling' OR (status = 'in_progress' AND final_status = 'expired')",
     );

@@ -13,5 +13,7 @@ const PREFIX: Record<BatchEndpoint, string> = {
  * on `completion-<id>` charges it once. No ':' (a BullMQ job id).
  */
 export function lineCompletionId(endpoint: BatchEndpoint, batchId: string, line: number): string {
-  return `${PREFIX[endpoint]}-${batchId.replace(/[^A-Za-z0-9]/g, "")}L${line}`;
+  // OpenAI's own forms: `chatcmpl-...`, `cmpl-...`, but `resp_...`.
+  const separator = endpoint === "/v1/responses" ? "_" : "-";
+  return `${PREFIX[endpoint]}${separator}${batchId.replace(/[^A-Za-z0-9]/g, "")}L${line}`;
 }
