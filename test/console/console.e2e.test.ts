@@ -257,6 +257,31 @@ describe("web console in Chromium against the real service (API, worker, project
     expect(stored.headers.get("x-completion-status")).toBe("cancelled");
   });
 
+  it("shows a reply whole, and says so, when Stop comes after the model had finished it (the page still reading it)", async () => {
+    // The model is done at once; the page reads the stream slowly (a slow network): Stop reaches a finished reply.
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: 4000, uploadThroughput: -1 });
+    try {
+      await page.getByLabel("Message").fill("Tell me one more story");
+      const answer = page.waitForResponse((response) => response.url().endsWith("/v1/chat/completions"));
+      await page.getByRole("button", { name: "Send" }).click();
+      const completionId = (await answer).headers()["x-completion-id"]!;
+      await page.locator("#pg-reply").filter({ hasText: /\S/ }).waitFor();
+      // Answered once the reply ended (the model is not slowed down: within moments).
+      const stored = await platform.request("GET", `/v1/chat/completions/${completionId}`, { token: fullKey });
+      expect(stored.body.choices[0].finish_reason).toBe("stop");
+      const cancelled = page.waitForResponse((response) => /\/cancel$/.test(response.url()));
+      await page.getByRole("button", { name: "Stop" }).dispatchEvent("click");
+      expect(await (await cancelled).json()).toMatchObject({ status: "completed" });
+      await page.getByRole("status").filter({ hasText: "The reply had already finished when Stop was pressed" }).waitFor({ timeout: 60_000 });
+      const whole = stored.body.choices[0].message.content as string;
+      expect(await page.locator("li.turn.assistant").last().textContent()).toBe(`Model${whole}`);
+    } finally {
+      await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+      await cdp.detach();
+    }
+  });
+
   it("streams a reply through the Responses API when chosen, and its Stop cancels the response (POST /v1/responses/{id}/cancel)", async () => {
     await page.getByLabel("API", { exact: true }).selectOption({ label: "Responses" });
     await page.evaluate(() => {

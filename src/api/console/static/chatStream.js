@@ -86,11 +86,14 @@ export async function streamChat({ apiKey, model, messages, signal, onText, onCo
  */
 export async function cancelChat({ apiKey, completionId }) {
   // keepalive: the cancel goes out even when the page is being left.
-  await fetch(`/v1/chat/completions/${encodeURIComponent(completionId)}/cancel`, {
+  const answer = await fetch(`/v1/chat/completions/${encodeURIComponent(completionId)}/cancel`, {
     method: "POST",
     headers: { authorization: `Bearer ${apiKey}` },
     keepalive: true,
-  }).catch(() => undefined);
+  }).catch(() => null);
+  // A reply that had ended before the cancel reached it stays whole (and was charged whole).
+  const body = answer?.ok ? await answer.json().catch(() => null) : null;
+  return { alreadyFinished: body?.status === "completed" };
 }
 
 /** The playground's conversation as Responses input items (a message per turn, its text as a string). */
@@ -102,8 +105,8 @@ function toInput(messages) {
  * Streams a response from /v1/responses (OpenAI's Responses API, with an API key): reads its `event:` /
  * `data:` events, calling onText with the text so far at each `response.output_text.delta` and
  * onCompletionId with the response's id (the x-completion-id header) once the stream opens. Resolves
- * with the full reply at `response.completed` / `response.incomplete`, or with the text so far when the
- * response was cancelled; rejects with its error when it failed.
+ * with the full reply at `response.completed` / `response.incomplete`; rejects with an AbortError when
+ * the response was cancelled (the text so far was given to onText), with its error when it failed.
  */
 export async function streamResponse({ apiKey, model, messages, signal, onText, onCompletionId }) {
   const response = await openStream(
@@ -121,7 +124,8 @@ export async function streamResponse({ apiKey, model, messages, signal, onText, 
     } else if (type === "response.completed" || type === "response.incomplete") {
       return reply;
     } else if (type === "response.failed") {
-      if (event.response?.status === "cancelled") return reply;
+      // Cancelled (Stop): ended as a stopped stream is, the text so far having reached onText.
+      if (event.response?.status === "cancelled") throw new DOMException("The response was cancelled.", "AbortError");
       throw new Error(event.response?.error?.message ?? "The response failed.");
     } else if (type === "error") {
       throw new Error(event.message ?? event.error?.message ?? "The response failed.");
@@ -132,9 +136,13 @@ export async function streamResponse({ apiKey, model, messages, signal, onText, 
 
 /** Stops a response (POST /v1/responses/{id}/cancel): generation and its charge stop; the text so far stays. */
 export async function cancelResponse({ apiKey, completionId }) {
-  await fetch(`/v1/responses/${encodeURIComponent(completionId)}/cancel`, {
+  const answer = await fetch(`/v1/responses/${encodeURIComponent(completionId)}/cancel`, {
     method: "POST",
     headers: { authorization: `Bearer ${apiKey}` },
     keepalive: true,
-  }).catch(() => undefined);
+  }).catch(() => null);
+  // An ended response cannot be cancelled (400): it stays whole, as it was charged.
+  const body = answer ? await answer.json().catch(() => null) : null;
+  const status = answer?.ok ? body?.status : /status '(\w+)'/.exec(body?.error?.message ?? "")?.[1];
+  return { alreadyFinished: status === "completed" || status === "incomplete" };
 }

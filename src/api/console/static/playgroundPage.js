@@ -21,6 +21,8 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
   const [turns, setTurns] = useState([]);
   const [streaming, setStreaming] = useState(null);
   const [error, setError] = useState(null);
+  // What the status line says once a reply ended: how it ended (complete, stopped, or finished before Stop).
+  const [ending, setEnding] = useState("");
   const abort = useRef(null);
   /** The running completion's id, the key it runs with, and whether Stop was pressed before the id was known. */
   const running = useRef({ completionId: null, stopped: false, cancel: cancelChat, apiKey: "" });
@@ -58,13 +60,12 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
     setStreaming("");
     abort.current = new AbortController();
     const chosen = APIS[apiName];
-    running.current = { completionId: null, stopped: false, cancel: chosen.cancel, apiKey: playgroundKey };
+    setEnding("");
+    running.current = { completionId: null, stopped: false, finishedFirst: false, cancel: chosen.cancel, apiKey: playgroundKey };
+    const controller = abort.current;
     const onCompletionId = (completionId) => {
       running.current.completionId = completionId;
-      if (running.current.stopped) {
-        chosen.cancel({ apiKey: playgroundKey, completionId });
-        abort.current?.abort();
-      }
+      if (running.current.stopped) cancelThenStop(chosen.cancel, completionId, controller);
     };
     let partial = "";
     const onText = (text) => {
@@ -74,10 +75,17 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
     try {
       const reply = await chosen.stream({ apiKey: playgroundKey, model, messages, signal: abort.current.signal, onText, onCompletionId });
       setTurns([...messages, { role: "assistant", content: reply }]);
+      setEnding(
+        running.current.finishedFirst
+          ? "The reply had already finished when Stop was pressed: it is shown whole, and was charged whole."
+          : "The reply is complete.",
+      );
     } catch (failure) {
-      if (failure.name === "AbortError") {
+      // Stopped: the stream aborted here, or ended by the cancel (chat's error event, a cancelled response).
+      if (failure.name === "AbortError" || running.current.stopped) {
         // Stopped: keep what had arrived.
         setTurns(partial ? [...messages, { role: "assistant", content: partial }] : messages);
+        setEnding("Stopped: the reply ends here; what the model had generated is charged.");
       } else {
         // Nothing was answered: take the message back into the box, to send again once the cause is fixed.
         setError(failure);
@@ -90,12 +98,21 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
     }
   }
 
+  /**
+   * Cancels the job, then stops reading its stream, unless the cancel finds the reply already finished
+   * (the model can be faster than the page): that one is read to its end and shown whole, as it was charged.
+   */
+  async function cancelThenStop(cancel, completionId, controller) {
+    const { alreadyFinished } = await cancel({ apiKey: playgroundKey, completionId });
+    if (alreadyFinished) running.current.finishedFirst = true;
+    else controller?.abort();
+  }
+
   /** Stop: the job is cancelled (not only the stream closed), so generation and its charge stop now. */
   function stop() {
     running.current.stopped = true;
     if (running.current.completionId) {
-      running.current.cancel({ apiKey: playgroundKey, completionId: running.current.completionId });
-      abort.current?.abort();
+      cancelThenStop(running.current.cancel, running.current.completionId, abort.current);
       return;
     }
     // The stream has not opened yet: its id (to cancel) comes with its headers; stop listening anyway soon.
@@ -150,7 +167,9 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
           ${turns.map((t) => html`<li class=${`turn ${t.role}`}><span class="who-said">${t.role === "user" ? "You" : "Model"}</span>${t.content}</li>`)}
           ${streaming !== null && html`<li class="turn assistant streaming"><span class="who-said">Model</span><span id="pg-reply">${streaming}</span></li>`}
         </ol>
-        <p role="status" class="visually-hidden">${streaming !== null ? "The model is answering…" : turns.length ? "The reply is complete." : ""}</p>
+        <p role="status" class=${ending && streaming === null && ending !== "The reply is complete." ? "hint" : "visually-hidden"}>
+          ${streaming !== null ? "The model is answering…" : turns.length ? ending : ""}
+        </p>
         <${ErrorMessage} error=${error} />
         <label for="pg-message">Message</label>
         <textarea
