@@ -258,28 +258,66 @@ describe("web console in Chromium against the real service (API, worker, project
   });
 
   it("shows a reply whole, and says so, when Stop comes after the model had finished it (the page still reading it)", async () => {
-    // The model is done at once; the page reads the stream slowly (a slow network): Stop reaches a finished reply.
-    const cdp = await context.newCDPSession(page);
-    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: 4000, uploadThroughput: -1 });
-    try {
-      await page.getByLabel("Message").fill("Tell me one more story");
-      const answer = page.waitForResponse((response) => response.url().endsWith("/v1/chat/completions"));
-      await page.getByRole("button", { name: "Send" }).click();
-      const completionId = (await answer).headers()["x-completion-id"]!;
-      await page.locator("#pg-reply").filter({ hasText: /\S/ }).waitFor();
-      // Answered once the reply ended (the model is not slowed down: within moments).
-      const stored = await platform.request("GET", `/v1/chat/completions/${completionId}`, { token: fullKey });
-      expect(stored.body.choices[0].finish_reason).toBe("stop");
-      const cancelled = page.waitForResponse((response) => /\/cancel$/.test(response.url()));
-      await page.getByRole("button", { name: "Stop" }).dispatchEvent("click");
-      expect(await (await cancelled).json()).toMatchObject({ status: "completed" });
-      await page.getByRole("status").filter({ hasText: "The reply had already finished when Stop was pressed" }).waitFor({ timeout: 60_000 });
-      const whole = stored.body.choices[0].message.content as string;
-      expect(await page.locator("li.turn.assistant").last().textContent()).toBe(`Model${whole}`);
-    } finally {
-      await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
-      await cdp.detach();
-    }
+    // The page's reading of the stream is held after its first text (as on a slow network) until Stop's cancel
+    // has found the reply finished: the model is done at once.
+    await page.evaluate(() => {
+      const g = globalThis as any;
+      const fetchBefore = g.fetch;
+      g.fetch = async (...args: unknown[]) => {
+        const response = await fetchBefore(...args);
+        if (!g.holdStreamAfterFirstText || !String(args[0]).endsWith("/v1/chat/completions") || !response.body) return response;
+        g.holdStreamAfterFirstText = false;
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        g.releaseHeldStream = release;
+        let text = "";
+        let passed = false;
+        const encoder = new g.TextEncoder();
+        const held = response.body.pipeThrough(new g.TextDecoderStream()).pipeThrough(
+          new g.TransformStream({
+            async transform(chunk: string, controller: any) {
+              if (passed) {
+                await released;
+                controller.enqueue(encoder.encode(chunk));
+                return;
+              }
+              text += chunk;
+              // Up to the end of the first event with text; the rest once released.
+              const first = /"content":"[^"]+"[^\n]*\n\n/.exec(text);
+              if (!first) return;
+              passed = true;
+              controller.enqueue(encoder.encode(text.slice(0, first.index + first[0].length)));
+              const rest = text.slice(first.index + first[0].length);
+              await released;
+              if (rest) controller.enqueue(encoder.encode(rest));
+            },
+            async flush(controller: any) {
+              await released;
+              if (!passed && text) controller.enqueue(encoder.encode(text));
+            },
+          }),
+        );
+        return new g.Response(held, { status: response.status, headers: response.headers });
+      };
+      g.holdStreamAfterFirstText = true;
+    });
+    await page.getByLabel("Message").fill("Tell me one more story");
+    const answer = page.waitForResponse((response) => response.url().endsWith("/v1/chat/completions"));
+    await page.getByRole("button", { name: "Send" }).click();
+    const completionId = (await answer).headers()["x-completion-id"]!;
+    await page.locator("#pg-reply").filter({ hasText: /\S/ }).waitFor();
+    // Answered once the reply ended (the model is not slowed down: within moments).
+    const stored = await platform.request("GET", `/v1/chat/completions/${completionId}`, { token: fullKey });
+    expect(stored.body.choices[0].finish_reason).toBe("stop");
+    const cancelled = page.waitForResponse((response) => /\/cancel$/.test(response.url()));
+    await page.getByRole("button", { name: "Stop" }).dispatchEvent("click");
+    expect(await (await cancelled).json()).toMatchObject({ status: "completed" });
+    await page.evaluate(() => (globalThis as any).releaseHeldStream());
+    await page.getByRole("status").filter({ hasText: "The reply had already finished when Stop was pressed" }).waitFor();
+    const whole = stored.body.choices[0].message.content as string;
+    expect(await page.locator("li.turn.assistant").last().textContent()).toBe(`Model${whole}`);
   });
 
   it("streams a reply through the Responses API when chosen, and its Stop cancels the response (POST /v1/responses/{id}/cancel)", async () => {
@@ -435,6 +473,10 @@ describe("web console in Chromium against the real service (API, worker, project
     await page.getByRole("button", { name: "Upload and create batch" }).click();
     const batch = await (await created).json();
     const row = page.locator(`tr[data-batch-id="${batch.id}"]`);
+    // Some lines done first: the cancelled batch then has both an output and an error file.
+    await expect
+      .poll(async () => (await platform.openai(fullKey).batches.retrieve(batch.id)).request_counts?.completed ?? 0, { timeout: 60_000 })
+      .toBeGreaterThan(0);
     const cancel = page.waitForRequest((r) => r.method() === "POST" && r.url().endsWith(`/v1/batches/${batch.id}/cancel`));
     await row.getByRole("button", { name: `Cancel ${batch.id}` }).click();
     expect((await cancel).headers().authorization).toBe(`Bearer ${fullKey}`);
@@ -442,6 +484,24 @@ describe("web console in Chromium against the real service (API, worker, project
     const stored = await platform.openai(fullKey).batches.retrieve(batch.id);
     expect(stored.status).toBe("cancelled");
     expect(stored.request_counts!.completed).toBeLessThan(40);
+    // Its bar shows the lines completed, not the lines not run as if done.
+    const { completed, failed } = stored.request_counts!;
+    await row.getByText(`${completed} of 40 lines completed; ${failed} failed or not run (cancelled)`).waitFor();
+    expect(await row.locator("progress").evaluate((bar) => (bar as unknown as { value: number }).value)).toBe(completed);
+    // At phone width its card keeps both downloads within the screen (they wrap under the label).
+    const desktop = page.viewportSize()!;
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await row.getByRole("button", { name: `Download errors of ${batch.id}` }).waitFor();
+      const buttons = await row.getByRole("button").all();
+      expect(buttons.length).toBeGreaterThan(1);
+      for (const button of buttons) {
+        const box = (await button.boundingBox())!;
+        expect(box.x + box.width).toBeLessThanOrEqual(390);
+      }
+    } finally {
+      await page.setViewportSize(desktop);
+    }
   });
 
   it("revokes after a confirmation; the next SDK call is refused with 403", async () => {
@@ -491,6 +551,7 @@ describe("web console in Chromium against the real service (API, worker, project
     await page.getByRole("link", { name: "Batches" }).click();
     await page.getByLabel("Input file (JSONL)").waitFor();
     expect(await overflowing()).toBeLessThanOrEqual(0);
+
     await page.getByRole("link", { name: "API keys", exact: true }).first().click();
     await keyRow("laptop (old)").waitFor();
     const oldCookie = await cookieHeader();

@@ -14,11 +14,18 @@ const KEY_TYPING_PAUSE_MS = 400;
 const STATUS_BADGES = { completed: "ok", failed: "warn", expired: "warn", cancelled: "muted", cancelling: "muted" };
 const isoOf = (seconds) => (seconds ? new Date(seconds * 1000).toISOString() : null);
 
-/** A batch's progress: lines done (completed or failed) of its total, as a <progress> with the figures in words. */
+/**
+ * A batch's progress: lines done (completed or failed) of its total, as a <progress> with the figures in
+ * words; for a batch cancelled or expired, the lines completed.
+ */
 function BatchProgress({ batch }) {
   const { total, completed, failed } = batch.request_counts;
-  const done = completed + failed;
-  const words = `${count(done)} of ${count(total)} lines done (${count(completed)} completed, ${count(failed)} failed)`;
+  // A cancelled or expired batch's lines not run count as failed: its bar shows the lines completed, not a full bar.
+  const stopped = ["cancelling", "cancelled", "expired"].includes(batch.status);
+  const done = stopped ? completed : completed + failed;
+  const words = stopped
+    ? `${count(completed)} of ${count(total)} lines completed; ${count(failed)} failed or not run (${batch.status === "expired" ? "expired" : "cancelled"})`
+    : `${count(done)} of ${count(total)} lines done (${count(completed)} completed, ${count(failed)} failed)`;
   return html`
     <div class="batch-progress">
       <progress max=${Math.max(total, 1)} value=${total > 0 ? done : 0} aria-label=${`Progress of ${batch.id}`} aria-valuetext=${words}></progress>
