@@ -120,11 +120,23 @@ describe("PUT /api/v1/admin/accounts/{account_id}/subscription", () => {
     ["an unknown status", { status: "paused" }, "status"],
     ["a missing status", { monthly_budget_chf: 10 }, "status"],
     ["an unknown field", { status: "active", plan: "pro" }, "plan"],
+    ["a budget finer than a micro-CHF (it would be rounded)", { status: "active", monthly_budget_chf: 0.0000001 }, "monthly_budget_chf"],
+    ["a budget of 7 decimal places", { status: "active", monthly_budget_chf: 0.0000145 }, "monthly_budget_chf"],
   ])("answers 400 naming the parameter for %s, and appends nothing", async (_label, body, param) => {
     const account = await register(app, newEmail("bad"));
     const res = await app.request("PUT", subscriptionPath(account.id), { body, ...asAdmin });
     expectApiError(res, 400, "invalid_request_error", { param });
     expect(await accountEvents(app, account.id)).toHaveLength(1);
+  });
+
+  it("says a rate limit past its bound is too large, not that it is no integer", async () => {
+    const account = await register(app, newEmail("limits"));
+    const res = await app.request("PUT", `/api/v1/admin/accounts/${account.id}/rate_limits`, { body: { requests_per_minute: 1e20 }, ...asAdmin });
+    expectApiError(res, 400, "invalid_request_error", { param: "requests_per_minute" });
+    expect(res.body.error.message).toContain("must be at most 1000000000000");
+    expect(res.body.error.message).not.toContain("integer");
+    const fractional = await app.request("PUT", `/api/v1/admin/accounts/${account.id}/rate_limits`, { body: { requests_per_minute: 1.5 }, ...asAdmin });
+    expect(fractional.body.error.message).toContain("must be an integer");
   });
 
   it("answers 400 invalid_json for a malformed body", async () => {

@@ -4,7 +4,15 @@ import { AccountIdSchema, EmailSchema } from "../accounts/accountSchemas.ts";
 /** 1e9 CHF: far above any real budget, and its micro-CHF value stays an exact JavaScript integer. */
 export const MAX_MONTHLY_BUDGET_CHF = 1_000_000_000;
 
-export const MonthlyBudgetChfSchema = z.number().min(0, "must be a number >= 0").max(MAX_MONTHLY_BUDGET_CHF, `must be at most ${MAX_MONTHLY_BUDGET_CHF}`);
+/** Whether a CHF amount is a whole number of micro-CHF (the unit budgets are kept in), within float rounding. */
+const wholeMicroChf = (chf: number) => Math.abs(chf * 1_000_000 - Math.round(chf * 1_000_000)) < 1e-6;
+
+/** A budget in CHF: kept in micro-CHF, so at most 6 decimal places (more would be rounded silently). */
+export const MonthlyBudgetChfSchema = z
+  .number()
+  .min(0, "must be a number >= 0")
+  .max(MAX_MONTHLY_BUDGET_CHF, `must be at most ${MAX_MONTHLY_BUDGET_CHF}`)
+  .refine(wholeMicroChf, "must have at most 6 decimal places (budgets are kept in micro-CHF)");
 
 export const SubscriptionStatusSchema = z.enum(["active", "inactive"]);
 
@@ -21,7 +29,15 @@ export type AccountIdParams = z.infer<typeof AccountIdParamsSchema>;
 export const FindAccountQuerySchema = z.object({ email: EmailSchema }).strict();
 export type FindAccountQuery = z.infer<typeof FindAccountQuerySchema>;
 
-const RateLimitValueSchema = z.number().int("must be an integer").positive("must be a positive integer").max(1_000_000_000_000).nullable().optional();
+const MAX_RATE_LIMIT = 1_000_000_000_000;
+// The bound before the integer check: a value past it (1e20, an integer JavaScript cannot hold exactly) is told the bound.
+const RateLimitValueSchema = z
+  .number()
+  .positive("must be a positive integer")
+  .max(MAX_RATE_LIMIT, `must be at most ${MAX_RATE_LIMIT}`)
+  .refine(Number.isInteger, "must be an integer")
+  .nullable()
+  .optional();
 
 /**
  * `PUT /api/v1/admin/accounts/{account_id}/rate_limits`: the subscription's rate limits, per account and

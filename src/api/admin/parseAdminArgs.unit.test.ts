@@ -43,6 +43,7 @@ describe("parseAdminArgs", () => {
     [["set-subscription", "--email", "a@b.ch", "--status", "active", "--budget-chf=-5"], "--budget-chf"],
     [["set-subscription", "--email", "a@b.ch", "--status", "active", "--budget-chf", "lots"], "--budget-chf"],
     [["set-subscription", "--email", "a@b.ch", "--status", "active", "--budget-chf", "2000000000"], "--budget-chf"],
+    [["set-subscription", "--email", "a@b.ch", "--status", "active", "--budget-chf", "0.0000145"], "at most 6 decimal places"],
     [["set-subscription", "--status", "active"], "exactly one of --email or --account-id"],
     [["find-account", "--email", "a@b.ch", "--account-id", randomUUID()], "exactly one of --email or --account-id"],
     [["find-account", "--email", "a@b.ch", "--status", "active"], "find-account takes only"],
