@@ -112,16 +112,30 @@ describe("resumable completions (real worker, engine paced at 150 ms per delta, 
     expect(await badHeader.json()).toMatchObject({ error: { param: "Last-Event-ID", message: expect.stringContaining("'Last-Event-ID' header") } });
   });
 
-  it("resuming a finished completion at or after its last event ends at once with [DONE]; a non-streamed GET ignores Last-Event-ID", async () => {
+  it("resuming a finished completion at its last event ends at once with [DONE], past it with an error event saying so; a non-streamed GET ignores Last-Event-ID", async () => {
     const created = (await (await post(body({ max_tokens: 3 }))).json()) as { id: string; choices: { message: { content: string } }[] };
     const whole = await new SseReader(await get(`/v1/chat/completions/${created.id}?stream=true&include_usage=true`)).rest();
     const lastId = Math.max(...ids(whole));
-    for (const after of [String(lastId), String(lastId + 1000)]) {
+    const resumed = async (after: number) => {
       const started = performance.now();
-      const rest = await new SseReader(await get(`/v1/chat/completions/${created.id}?stream=true`, { headers: { "last-event-id": after } })).rest();
-      expect(rest.filter((item) => item.data !== undefined).map((item) => item.data)).toEqual(["[DONE]"]);
+      const rest = await new SseReader(await get(`/v1/chat/completions/${created.id}?stream=true`, { headers: { "last-event-id": String(after) } })).rest();
       expect(performance.now() - started).toBeLessThan(2_000);
-    }
+      return rest.filter((item) => item.data !== undefined);
+    };
+    expect((await resumed(lastId)).map((item) => item.data)).toEqual(["[DONE]"]);
+    // Past the end (no event had that id): told so, as the Responses API does, not a silent end.
+    const past = await resumed(lastId + 1000);
+    expect(past.map((item) => item.data).at(-1)).toBe("[DONE]");
+    expect(past).toHaveLength(2);
+    expect(past[0]!.id).toBe(String(lastId + 1));
+    expect(JSON.parse(past[0]!.data!)).toMatchObject({
+      error: {
+        type: "invalid_request_error",
+        code: "invalid_value",
+        param: "starting_after",
+        message: expect.stringContaining(`past this completion's last event (${lastId})`),
+      },
+    });
     const stored = await get(`/v1/chat/completions/${created.id}`, { headers: { "last-event-id": String(lastId + 1000) } });
     expect(stored.status).toBe(200);
     expect(((await stored.json()) as typeof created).choices[0]!.message.content).toBe(created.choices[0]!.message.content);

@@ -30,8 +30,8 @@ export class ReplayFollower implements RunningJob {
   #lastEntryId = "0-0";
   #buffer: DeltaMessage[] = [];
   #released = false;
-  /** A terminal message at or before the resume point was read: nothing after it will come. */
-  #endedBefore = false;
+  /** The sequence number of a terminal message read at or before the resume point (nothing after it will come), or null. */
+  #endedBefore: number | null = null;
   readonly #started: boolean;
   readonly #gapless: boolean;
   /** A message was missing (lost with Redis) before one read: the read ends with a 503. */
@@ -66,7 +66,7 @@ export class ReplayFollower implements RunningJob {
         this.release();
         throw new ServiceUnavailableError("redis");
       }
-      if (this.#endedBefore) throw new EndedBeforeResumeError();
+      if (this.#endedBefore !== null) throw new EndedBeforeResumeError(this.#endedBefore, this.#afterSeq);
       const left = deadline - Date.now();
       if (left <= 0) {
         this.release();
@@ -97,7 +97,7 @@ export class ReplayFollower implements RunningJob {
       for (const [entryId, fields] of entries) {
         this.#lastEntryId = entryId;
         const message = decodeReplayEntry(fields);
-        if (message && message.seq <= this.#afterSeq && isTerminal(message)) this.#endedBefore = true;
+        if (message && message.seq <= this.#afterSeq && isTerminal(message)) this.#endedBefore ??= message.seq;
         if (!message || message.seq <= this.#afterSeq) continue;
         // A message missing before this one (lost with Redis, which came back and took the job's next
         // writes): the reply cannot go on whole. (A gapless follower, a batch line's, reads from the start.)

@@ -14,9 +14,15 @@ export class JobReleasedError extends Error {
  * had everything, and nothing more will come.
  */
 export class EndedBeforeResumeError extends Error {
-  constructor() {
+  /** The sequence number of the completion's terminal message, and the resume point (past it when greater). */
+  readonly lastSeq: number;
+  readonly afterSeq: number;
+
+  constructor(lastSeq: number, afterSeq: number) {
     super("the completion ended before the resume point");
     this.name = "EndedBeforeResumeError";
+    this.lastSeq = lastSeq;
+    this.afterSeq = afterSeq;
   }
 }
 

@@ -1,4 +1,4 @@
-import { errorBody, InternalApiError, ServerShuttingDownError } from "../../http/errors.ts";
+import { errorBody, InternalApiError, InvalidRequestError, ServerShuttingDownError } from "../../http/errors.ts";
 import { toApiError } from "../../http/errorHandler.ts";
 import type { SseResponse } from "./sseResponse.ts";
 import { EndedBeforeResumeError, JobReleasedError, type RunningJob } from "../jobs/runningJob.ts";
@@ -61,7 +61,20 @@ export async function relayStream(
   } catch (error) {
     if (error instanceof JobReleasedError || sse.clientGone) return;
     if (error instanceof EndedBeforeResumeError) {
-      // Resumed after its last event: the client has had everything; the stream just ends.
+      // Resumed at its last event: the client has had everything; the stream just ends. Resumed at a point
+      // past it (no event had that id): an error event says so, numbered after the last, not a silent end
+      // that reads as a stream cut short or as everything received.
+      if (error.afterSeq > error.lastSeq) {
+        sse.event(
+          error.lastSeq + 1,
+          errorBody(
+            new InvalidRequestError(`starting_after ${error.afterSeq} is past this completion's last event (${error.lastSeq}).`, {
+              param: "starting_after",
+              code: "invalid_value",
+            }),
+          ),
+        );
+      }
       sse.done();
       return;
     }
