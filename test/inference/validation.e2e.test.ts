@@ -101,6 +101,22 @@ describe("validation errors: 400 invalid_request_error naming the param (openai 
     expect(error.message).toContain("temprature");
   });
 
+  it.each([
+    ["functions", [{ name: "f", parameters: { type: "object" } }], "tools"],
+    ["function_call", "auto", "tool_choice"],
+    ["modalities", ["text", "audio"], "text only"],
+    ["web_search_options", {}, "web search"],
+  ])("refuses OpenAI's own field %s as not served (unsupported_parameter, saying what to use), not as unknown; null is not set", async (field, value, hint) => {
+    const error = await badChat({ model: TINY_CHAT, messages: user, [field]: value });
+    expect(error).toMatchObject({ param: field, code: "unsupported_parameter" });
+    expect(error.message).toContain(hint);
+    const unset = await platform.request("POST", "/v1/chat/completions", {
+      token: key,
+      body: { model: TINY_CHAT, messages: user, max_tokens: 2, [field]: null },
+    });
+    expect(unset.status).toBe(200);
+  });
+
   it("refuses an unknown model with code model_not_found", async () => {
     const error = await badChat({ model: "gpt-unknown", messages: user });
     expect(error.param).toBe("model");

@@ -10,6 +10,15 @@ import { CHAT_PARAMETERS, DEFAULT_REASONING_EFFORTS } from "./chatParameters.ts"
 
 export const CHAT_DEFAULT_MAX_TOKENS = 150;
 
+/** OpenAI's chat fields this service does not serve (docs/compatibility.md), and what to use instead. */
+const CHAT_FIELDS_NOT_SERVED: Readonly<Record<string, string>> = {
+  functions: "Use 'tools' instead (OpenAI deprecated 'functions').",
+  function_call: "Use 'tool_choice' instead (OpenAI deprecated 'function_call').",
+  modalities: "Replies are text only.",
+  audio: "Replies are text only.",
+  web_search_options: "No web search is served.",
+};
+
 /**
  * Checks the extended parameters against the model's capabilities (CHAT_PARAMETERS: 400 naming the
  * first unsupported one), applies the spec's defaults and builds the engine request the job carries.
@@ -26,7 +35,7 @@ export function toEngineChatRequest(body: ChatCompletionRequest, model: Register
       code: "invalid_value",
     });
   }
-  const extra = backendParameters(body, CHAT_REQUEST_FIELDS, model);
+  const extra = backendParameters(body, CHAT_REQUEST_FIELDS, model, CHAT_FIELDS_NOT_SERVED);
 
   const maxParam = body.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
   const clientMax = body.max_completion_tokens ?? body.max_tokens;

@@ -20,9 +20,15 @@ const KNOWN_VALUES: Record<string, z.ZodType> = {
  * naming it, as an unknown field always was (a typo with a value is never dropped silently). Allowed ones
  * are passed through to the backend untouched; well-known ones are range-checked here, and every value is
  * bounded in depth. Null means not set, for any field: a client that sends every parameter it knows,
- * unset ones as null (`functions: null`, `audio: null`), asks for nothing.
+ * unset ones as null (`functions: null`, `audio: null`), asks for nothing. `notServed`: OpenAI's own fields
+ * of the endpoint that are not served, each with what to use instead (or ""): a 400 `unsupported_parameter`.
  */
-export function backendParameters(body: Record<string, unknown>, known: ReadonlySet<string>, model: RegisteredModel): Record<string, unknown> | undefined {
+export function backendParameters(
+  body: Record<string, unknown>,
+  known: ReadonlySet<string>,
+  model: RegisteredModel,
+  notServed: Readonly<Record<string, string>> = {},
+): Record<string, unknown> | undefined {
   // Built only for a request that has such a field (most have none: nothing allocated for them).
   let extra: Record<string, unknown> | undefined;
   for (const name in body) {
@@ -30,6 +36,13 @@ export function backendParameters(body: Record<string, unknown>, known: Readonly
     const value = body[name];
     if (value === null) continue;
     const allowed = model.extra_parameters ?? [];
+    if (!allowed.includes(name) && Object.hasOwn(notServed, name)) {
+      // OpenAI's own field, not served here: said so (and what to use instead), not called unknown.
+      throw new InvalidRequestError(`Unsupported parameter: '${name}' is not supported here.${notServed[name] ? ` ${notServed[name]}` : ""}`, {
+        param: name,
+        code: "unsupported_parameter",
+      });
+    }
     if (!allowed.includes(name)) {
       const hint = allowed.length > 0 ? ` The model '${model.id}' takes these backend parameters: ${[...new Set(allowed)].join(", ")}.` : "";
       throw new InvalidRequestError(`Unrecognized request argument supplied: ${name}.${hint}`, { param: name, code: "unknown_parameter" });
