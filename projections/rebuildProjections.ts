@@ -19,7 +19,9 @@ type Rebuilding = { projection: Projection; at: LogPosition; eventsApplied: numb
 /**
  * Rebuilds the projected read models from the log: in one transaction, empties each projection's tables
  * and removes its checkpoint (holding the projection's reset lock, so no batch of a running projector
- * interleaves), then projects the log from its start up to what is readable now.
+ * interleaves), then projects the log from its start up to the last event committed when it began
+ * (waiting, up to a minute, for transactions still open elsewhere on the server, before which the log's
+ * reader stops).
  *
  * The log is read once for all projections (readAll, the projector's gap-safe reader, on a second
  * connection, one batch ahead: the next batch is read while the current one is applied). Each batch is
@@ -30,7 +32,15 @@ type Rebuilding = { projection: Projection; at: LogPosition; eventsApplied: numb
  * from its checkpoint one batch at a time (projectNextBatch), so no event is applied twice. The read
  * models show less than the log until the catch-up ends. The pool needs two free connections.
  */
-export async function rebuildProjections(pool: Pool, projections: Projection[], batchSize = 1000): Promise<RebuildResult[]> {
+export async function rebuildProjections(
+  pool: Pool,
+  projections: Projection[],
+  batchSize = 1000,
+  options: { catchUpWithinMs?: number } = {},
+): Promise<RebuildResult[]> {
+  // The last event committed now: the rebuild goes at least that far. The log's reader stops before any
+  // transaction still open on the server (other databases' too), so it may have to wait for one to end.
+  const target = await lastLogPosition(pool);
   await withTransaction(pool, async (client) => {
     for (const p of projections) {
       await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [PROJECTION_LOCK_SPACE.reset, p.name]);
@@ -54,6 +64,7 @@ export async function rebuildProjections(pool: Pool, projections: Projection[], 
     for (const r of rebuilding.filter((r) => !r.inPass)) {
       for (let applied = 1; applied > 0; r.eventsApplied += applied) applied = await projectNextBatch(client, r.projection, batchSize);
     }
+    await catchUp(client, rebuilding, target, batchSize, Date.now() + (options.catchUpWithinMs ?? CATCH_UP_WITHIN_MS));
     const results: RebuildResult[] = [];
     for (const r of rebuilding) {
       results.push({ projection: r.projection.name, eventsApplied: r.eventsApplied, checkpoint: await readCheckpoint(client, r.projection.name) });
@@ -61,6 +72,35 @@ export async function rebuildProjections(pool: Pool, projections: Projection[], 
     return results;
   } finally {
     client.release();
+  }
+}
+
+/** How long a rebuild waits for transactions still open elsewhere on the server before it returns short of the log's end. */
+const CATCH_UP_WITHIN_MS = 60_000;
+
+/** The log position of the last event committed (visible) now, or null for an empty log. */
+async function lastLogPosition(pool: Pool): Promise<LogPosition | null> {
+  const last = await pool.query<{ transaction_id: string; global_position: string }>(
+    "SELECT transaction_id::text, global_position::text FROM es_events ORDER BY transaction_id DESC, global_position DESC LIMIT 1",
+  );
+  const row = last.rows[0];
+  return row ? { transactionId: row.transaction_id, globalPosition: row.global_position } : null;
+}
+
+/**
+ * Projects on, one batch at a time, until every projection's checkpoint has reached `target` (the log's
+ * end when the rebuild began), or the deadline: the pass ends where the log's reader stopped, before a
+ * transaction still open anywhere on the server (an operator's `npm run replay -- --rebuild` would
+ * otherwise report differences that are only the lag).
+ */
+async function catchUp(client: PoolClient, rebuilding: Rebuilding[], target: LogPosition | null, batchSize: number, deadline: number): Promise<void> {
+  if (target === null) return;
+  for (const r of rebuilding) {
+    while (compareLogPositions(await readCheckpoint(client, r.projection.name), target) < 0 && Date.now() < deadline) {
+      const applied = await projectNextBatch(client, r.projection, batchSize);
+      r.eventsApplied += applied;
+      if (applied === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 }
 
