@@ -36,6 +36,18 @@ afterAll(async () => {
   await db?.drop();
 });
 
+/** A sweeper an hour after `t0`, releasing holds older than 30 minutes whose jobs `jobs` no longer has. */
+function sweeperAsking(jobs: QueuedOrRunningJobs, t0: Date): HoldSweeper {
+  return new HoldSweeper({
+    pool: db.pool,
+    clock: { now: () => new Date(t0.getTime() + 3_600_000) },
+    logger: silentLogger,
+    maxHoldAgeMs: 1_800_000,
+    intervalMs: 0,
+    jobsStillThere: (ids) => jobs.among(ids),
+  });
+}
+
 describe("the hold sweeper and jobs still queued or running", () => {
   it("keeps the old holds of queued and running jobs, releases those whose job ended or never was", async () => {
     const t0 = new Date("2025-07-10T12:00:00.000Z");
@@ -64,14 +76,7 @@ describe("the hold sweeper and jobs still queued or running", () => {
       await eventually(async () => ((await queueB.getJobState(finished)) === "unknown" && (await queueB.getJobState(running)) === "active" ? true : undefined));
       await queueA.add(RUN_COMPLETION, {}, { jobId: queued, priority: 5 });
 
-      const sweeper = new HoldSweeper({
-        pool: db.pool,
-        clock: { now: () => new Date(t0.getTime() + 3_600_000) },
-        logger: silentLogger,
-        maxHoldAgeMs: 1_800_000,
-        intervalMs: 0,
-        jobsStillThere: (ids) => jobs.among(ids),
-      });
+      const sweeper = sweeperAsking(jobs, t0);
       expect(await sweeper.sweepOnce()).toBe(2);
       const left = await db.pool.query<{ hold_id: string }>("SELECT hold_id FROM budget_holds WHERE account_id = $1 ORDER BY hold_id", [accountId]);
       expect(left.rows.map((r) => r.hold_id)).toEqual([queued, running].sort());
@@ -101,19 +106,10 @@ describe("the hold sweeper and jobs still queued or running", () => {
     const away = createRedis(`redis://127.0.0.1:${await freePort()}`, { kind: "fail-fast" });
     const unreachable = new QueuedOrRunningJobs(away, keys, MODELS);
     const reachable = new QueuedOrRunningJobs(testRedis.redis, keys, MODELS);
-    const sweeperWith = (jobs: QueuedOrRunningJobs) =>
-      new HoldSweeper({
-        pool: db.pool,
-        clock: { now: () => new Date(t0.getTime() + 3_600_000) },
-        logger: silentLogger,
-        maxHoldAgeMs: 1_800_000,
-        intervalMs: 0,
-        jobsStillThere: (ids) => jobs.among(ids),
-      });
     try {
-      expect(await sweeperWith(unreachable).sweepOnce()).toBe(0);
+      expect(await sweeperAsking(unreachable, t0).sweepOnce()).toBe(0);
       expect(await budgetRow(db.pool, accountId, "2025-08-01")).toEqual({ budget: 10_000, spent: 0, held: 700 });
-      expect(await sweeperWith(reachable).sweepOnce()).toBe(1);
+      expect(await sweeperAsking(reachable, t0).sweepOnce()).toBe(1);
       expect(await budgetRow(db.pool, accountId, "2025-08-01")).toEqual({ budget: 10_000, spent: 0, held: 0 });
     } finally {
       await unreachable.close();
