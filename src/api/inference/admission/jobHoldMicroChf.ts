@@ -1,4 +1,4 @@
-import { promptTokensUpperBound } from "./promptTokensUpperBound.ts";
+import { promptTokensUpperBound } from "../../../ledger/pricing/promptTokensUpperBound.ts";
 import { worstCaseCostMicroChf, type ModelPrices } from "../../../ledger/pricing/worstCaseCostMicroChf.ts";
 import type { Lane } from "../../../contracts/lanes.ts";
 

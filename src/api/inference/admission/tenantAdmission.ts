@@ -12,7 +12,7 @@ import {
 import type { RateLimits } from "../../../ledger/accounts/accountEvents.ts";
 import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
 import { ApiError } from "../../http/errors.ts";
-import { promptTokensUpperBound } from "./promptTokensUpperBound.ts";
+import { promptTokensUpperBound } from "../../../ledger/pricing/promptTokensUpperBound.ts";
 import { rateLimitHeaders } from "./rateLimitHeaders.ts";
 import type { HoldableWork } from "./jobHoldMicroChf.ts";
 
