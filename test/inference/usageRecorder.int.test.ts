@@ -4,7 +4,9 @@ import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
 import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
 import { placeHold } from "../../src/ledger/budget/placeHold.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
-import { createBudgetedAccount } from "../usage/usageFixtures.ts";
+import { budgetRow, createBudgetedAccount } from "../usage/usageFixtures.ts";
+
+const period = () => `${new Date().toISOString().slice(0, 8)}01`;
 import { completionEvents } from "./inferenceSteps.ts";
 
 describe("UsageRecorder", () => {
@@ -110,12 +112,26 @@ describe("UsageRecorder", () => {
       expect(await completionEvents(db.pool, completionId)).toHaveLength(0);
     });
 
-    it("charges like any job once the admission should long have been decided and no hold is there (lost in a crash)", async () => {
+    it("completes the admission itself once it should long have been decided and no hold is there (its API process died): charged when the budget has room", async () => {
       const recorder = new UsageRecorder(db.pool);
       const accountId = await createBudgetedAccount(db.pool, 1000);
       const completionId = randomUUID();
       expect(await recorder.record(usageOf(accountId, completionId), {}, { speculative: true, admissionDecidedBy: new Date(Date.now() - 1) })).toBe("recorded");
       expect(await completionEvents(db.pool, completionId)).toHaveLength(1);
+      expect(await budgetRow(db.pool, accountId, period())).toEqual({ budget: 1000, spent: 9, held: 0 });
+    });
+
+    it("never takes an account past its budget for a job whose admission never came: refused, nothing charged, the refusal recorded", async () => {
+      const recorder = new UsageRecorder(db.pool);
+      // 5 µCHF left: the job's 9 do not fit (a probe overspent a budget so after killing the API mid-admission).
+      const accountId = await createBudgetedAccount(db.pool, 5);
+      const completionId = randomUUID();
+      expect(await recorder.record(usageOf(accountId, completionId), {}, { speculative: true, admissionDecidedBy: new Date(Date.now() - 1) })).toBe("refused");
+      expect(await completionEvents(db.pool, completionId)).toHaveLength(0);
+      const spent = await budgetRow(db.pool, accountId, period());
+      expect(spent === null || spent.spent === 0).toBe(true);
+      const refusals = await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM refused_holds WHERE hold_id = $1", [completionId]);
+      expect(refusals.rows[0]!.n).toBe(1);
     });
   });
 });

@@ -6,6 +6,7 @@ import type { SettleResult } from "../../src/ledger/budget/recordUsage.ts";
 import { SettledHoldFolds } from "../../src/ledger/budget/settledHoldFolds.ts";
 import { UsageGroupCommit } from "../../src/ledger/budget/usageGroupCommit.ts";
 import { isDatabaseUnavailable } from "../../src/db/databaseUnavailable.ts";
+import { placeHold } from "../../src/ledger/budget/placeHold.ts";
 
 export type RecordOutcome = "recorded" | "already_recorded" | "refused";
 
@@ -13,8 +14,12 @@ export type RecordOptions = {
   /**
    * The job was admitted speculatively (queued while its hold was being placed). Its usage is recorded
    * once the hold is there and never when the admission was refused. Until `admissionDecidedBy` neither
-   * may be there yet (the hold statement is still on its way): the recorder waits. After it, a hold that
-   * is still missing was lost (a crash) or swept: the usage is charged as for any other job.
+   * may be there yet (the hold statement is still on its way): the recorder waits. After it, neither being
+   * there means the API process that admitted it died before its hold statement (or the hold was lost):
+   * the recorder completes the admission itself, placing a hold of the usage's cost with the same
+   * conditional statement (placeHold). Placed, the usage is charged as any; refused (the budget has no
+   * room for it, or the subscription ended), the refusal is recorded and nothing is charged: a job that
+   * was never admitted never takes an account past its budget.
    */
   speculative?: boolean;
   admissionDecidedBy?: Date;
@@ -26,6 +31,23 @@ export type RecordOptions = {
    */
   refused?: () => boolean;
 };
+
+/**
+ * The hold of a speculatively admitted job whose own hold never came, placed by its worker: the usage's
+ * cost, in the billing period it is charged to, with admission's conditional statement (a refusal is
+ * recorded as the API's would be). True when placed. A hold placed meanwhile by the API (the same id)
+ * makes the statement fail on its key: the next attempt then finds the hold.
+ */
+async function placeLateHold(pool: Pool, data: UsageRecordedData): Promise<boolean> {
+  const placed = await placeHold(pool, {
+    holdId: data.completionId,
+    accountId: data.accountId,
+    amountMicroChf: data.costMicroChf,
+    now: new Date(data.finishedAt),
+    speculative: true,
+  });
+  return placed.ok;
+}
 
 /** #retrying gave up: `stop` said so. */
 const STOPPED = Symbol("stopped");
@@ -81,11 +103,19 @@ export class UsageRecorder {
     for (;;) {
       // Every attempt so far answered (nothing recorded, the admission pending): nothing to undo.
       if (refused()) return "refused";
-      const decided = !options.speculative || (options.admissionDecidedBy !== undefined && this.#now() >= options.admissionDecidedBy);
-      const result = await this.#settle(event, metadata, !decided, refused);
+      const speculative = options.speculative === true;
+      const result = await this.#settle(event, metadata, speculative, refused);
       if (result === STOPPED) return this.#afterRefusal(event.data.completionId);
       if (result.admission === "refused") return "refused";
       if (result.admission === "admitted") return result.recorded ? "recorded" : "already_recorded";
+      const decided = options.admissionDecidedBy !== undefined && this.#now() >= options.admissionDecidedBy;
+      if (speculative && decided) {
+        // Neither the hold nor a refusal by now: the admission is completed here (see RecordOptions).
+        const placed = await this.#retrying(() => placeLateHold(this.#pool, event.data), refused);
+        if (placed === STOPPED) return this.#afterRefusal(event.data.completionId);
+        if (!placed) return "refused";
+        continue;
+      }
       await new Promise((resolve) => setTimeout(resolve, pause));
       pause = Math.min(pause * 2, 250);
     }
