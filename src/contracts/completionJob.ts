@@ -34,6 +34,11 @@ export const CompletionJobSchema = z
     speculative: z.boolean().optional(),
     /** The scheduling lane (absent: interactive). */
     lane: LaneSchema.optional(),
+    /**
+     * Whether its client reads it as a stream (absent in jobs queued before it existed: taken as streamed).
+     * A request answered whole gets nothing of a reply that fails: such a failure charges nothing.
+     */
+    streamed: z.boolean().optional(),
     /** The BullMQ priority it was queued with (lanes.ts: lane and fair-share rank), kept for a re-enqueue. */
     priority: z.number().int().min(1).max(MAX_PRIORITY).optional(),
     /**

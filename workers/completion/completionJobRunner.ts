@@ -10,13 +10,14 @@ import { contextOf, traceIdOf } from "../../src/observability/traceContext.ts";
 import { EngineCallSpan } from "./engineCallSpan.ts";
 import type { Engine, EngineDelta } from "../engines/engine.ts";
 import { toJobError } from "./toJobError.ts";
+import { boundedUsage, wasBounded } from "./boundedUsage.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
 import type { JobCancellations, TrackedJob } from "./jobCancellations.ts";
 import type { ReplayReader } from "./replayReader.ts";
 import { type ReplayFence, runToWrite } from "./replayFence.ts";
 import type { Delivered, Ending, ResumePoint, RunMode } from "./resumption.ts";
 import { endFromRecord, foldDelivered, generateChat, NEW_JOB, planResumption } from "./resumption.ts";
-import { type Generated, NO_USAGE, sentThrough, unchargedBatchFailure, usageBeforeFailure, usageOf } from "./runCharges.ts";
+import { type Generated, NO_USAGE, sentThrough, unchargedBatchFailure, unchargedWholeAnswerFailure, usageBeforeFailure, usageOf } from "./runCharges.ts";
 import { within } from "./settledWithin.ts";
 import type { RecordOutcome, UsageRecorder } from "./usageRecorder.ts";
 import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
@@ -46,8 +47,8 @@ export type CompletionJobRunnerDeps = {
 
 /**
  * A speculatively admitted job's hold statement was sent before the job was queued; when its settle
- * still finds neither the hold nor a refusal this long after the job started, the hold was lost (a
- * database crash) or swept, and the usage is charged like any other job's.
+ * still finds neither the hold nor a refusal this long after the job started, its API process died
+ * before placing it (or it was lost), and the worker completes the admission itself (UsageRecorder).
  */
 const ADMISSION_DECIDED_WITHIN_MS = 30_000;
 
@@ -203,15 +204,15 @@ export class CompletionJobRunner {
             signal,
           ),
         );
-        call.finished({ finishReason: result.finishReason, usage: result.usage, ...(reply === null ? {} : { reply }) });
+        usage = this.#bounded(job, result.usage);
+        call.finished({ finishReason: result.finishReason, usage, ...(reply === null ? {} : { reply }) });
         announce();
-        if (point.delivered.finishReason === null) publisher.send({ type: "finish", finishReason: result.finishReason, usage: result.usage });
+        if (point.delivered.finishReason === null) publisher.send({ type: "finish", finishReason: result.finishReason, usage });
         finishReason = result.finishReason;
-        usage = result.usage;
       } else if (call && job.work.kind === "embeddings") {
         const input = job.work.input;
         const result = await call.within(() => engine.embed(input, signal));
-        usage = { promptTokens: result.promptTokens, completionTokens: 0, reasoningTokens: 0 };
+        usage = this.#bounded(job, { promptTokens: result.promptTokens, completionTokens: 0, reasoningTokens: 0 });
         call.finished({ usage });
         announce();
         if (!point.delivered.embeddings) publisher.send({ type: "embeddings", embeddings: result.embeddings });
@@ -221,6 +222,8 @@ export class CompletionJobRunner {
       failure = toJobError(error, job.endpoint);
       if (failure.kind === "internal" && !tracked?.cancelled && !supersede.signal.aborted)
         logger.error("engine failed", { completionId: job.completionId, model: job.model, error: error as Error });
+      // The client is told only that the model is unavailable: the engine's own words are here.
+      if (failure.kind === "unavailable") logger.warn("engine unavailable", { completionId: job.completionId, model: job.model, error: error as Error });
     }
     // Whatever was written must be in the stream before anything is charged: a run superseded meanwhile
     // (a later run continues the job from what this one delivered) records nothing.
@@ -272,7 +275,9 @@ export class CompletionJobRunner {
       deliveredThrough !== null
         ? await usageBeforeFailure(this.#deps, job, sentThrough(point, publisher, deliveredThrough))
         : failure
-          ? await usageBeforeFailure(this.#deps, job, generated)
+          ? unchargedWholeAnswerFailure(job, failure)
+            ? NO_USAGE
+            : await usageBeforeFailure(this.#deps, job, generated)
           : usage;
     const outcome = failure ? (failure.kind === "cancelled" ? "cancelled" : "failed") : finishReason === "length" ? "length" : "finished";
     const recording = this.#record(job, charged, outcome, startedAt, tracked);
@@ -370,13 +375,29 @@ export class CompletionJobRunner {
     }
     const charged =
       ending.usage ??
-      (await usageBeforeFailure(this.#deps, job, {
-        output: delivered.content !== "" || delivered.toolText !== "",
-        reasoning: delivered.reasoning,
-        tokens: delivered.tokens,
-        uncounted: delivered.uncounted,
-      }));
+      (unchargedWholeAnswerFailure(job, ending.error)
+        ? NO_USAGE
+        : await usageBeforeFailure(this.#deps, job, {
+            output: delivered.content !== "" || delivered.toolText !== "",
+            reasoning: delivered.reasoning,
+            tokens: delivered.tokens,
+            uncounted: delivered.uncounted,
+          }));
     await this.#record(job, charged, ending.error.kind === "cancelled" ? "cancelled" : "failed", now);
+  }
+
+  /** The engine's usage within what the request can have used (boundedUsage), a warning logged when it reported more. */
+  #bounded(job: CompletionJob, reported: Usage): Usage {
+    const usage = boundedUsage(job.work, reported, this.#deps.model.context_length);
+    if (wasBounded(reported, usage)) {
+      this.#deps.logger.warn("the engine reported more tokens than the request can have used: charged within its bounds", {
+        completionId: job.completionId,
+        model: job.model,
+        reported: JSON.stringify(reported),
+        charged: JSON.stringify(usage),
+      });
+    }
+    return usage;
   }
 
   /**

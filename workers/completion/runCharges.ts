@@ -23,6 +23,18 @@ export function unchargedBatchFailure(job: CompletionJob, failure: JobError): bo
   return job.lane === "batch" && (failure.kind === "internal" || failure.kind === "unavailable");
 }
 
+/**
+ * A run that failed for the platform's or the engine's reason (not a cancel, not the request's own 400)
+ * of a request answered whole (a chat, text completion or embeddings request not streamed, in the
+ * interactive lane): its client gets the error and none of the reply, so nothing is charged for it
+ * ("never charge what was not delivered"). Its usage is recorded at zero, settling its hold. A stream's
+ * failure charges what it delivered; a background response's partial output is kept for its owner to read.
+ */
+export function unchargedWholeAnswerFailure(job: CompletionJob, failure: JobError): boolean {
+  const answeredWhole = job.streamed === false && (job.lane ?? "interactive") === "interactive" && job.endpoint !== "responses";
+  return answeredWhole && (failure.kind === "internal" || failure.kind === "unavailable");
+}
+
 /** The usage recorded for a completion (its token counts), or null when none is or it cannot be read. */
 export async function usageOf(recorder: UsageRecorder, completionId: string): Promise<Usage | null> {
   const recorded = await recorder.recorded(completionId).catch(() => null);

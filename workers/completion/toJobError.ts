@@ -6,8 +6,18 @@ import { EngineError } from "../engines/engine.ts";
 const PROMPT_PARAM: Partial<Record<Endpoint, string>> = { completions: "prompt", responses: "input" };
 
 /**
+ * What a client is told of an engine failure of the platform's (the worker logs the engine's own words):
+ * an upstream server's message may hold what no client should read (its address, an internal page, the
+ * credential it was sent, echoed back in a 401).
+ */
+const CLIENT_MESSAGE: Partial<Record<JobError["kind"], string>> = {
+  internal: "The model failed while generating.",
+  unavailable: "The model is unavailable right now; retry later.",
+};
+
+/**
  * What the client is told of an engine failure: an engine's own refusal as it said it (the prompt named
- * by the endpoint's field), anything else as an internal failure.
+ * by the endpoint's field), anything else in words of the platform's (CLIENT_MESSAGE).
  */
 export function toJobError(error: unknown, endpoint?: Endpoint): JobError {
   if (error instanceof EngineError) {
@@ -15,12 +25,12 @@ export function toJobError(error: unknown, endpoint?: Endpoint): JobError {
     const aboutPrompt = promptParam !== undefined && error.param === "messages";
     return {
       kind: error.kind,
-      message: error.kind === "internal" ? "The model failed while generating." : aboutPrompt ? namingPrompt(error.message, promptParam) : error.message,
+      message: CLIENT_MESSAGE[error.kind] ?? (aboutPrompt ? namingPrompt(error.message, promptParam) : error.message),
       param: aboutPrompt ? promptParam : error.param,
       ...(error.code === null ? {} : { code: error.code }),
     };
   }
-  return { kind: "internal", message: "The model failed while generating.", param: null };
+  return { kind: "internal", message: CLIENT_MESSAGE.internal!, param: null };
 }
 
 /** An engine's message about "the messages" (its context-length refusals), as the endpoint calls its prompt. */

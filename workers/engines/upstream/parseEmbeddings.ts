@@ -21,7 +21,9 @@ export function parseEmbeddings(text: string, inputs: string[]): EmbedResult {
     throw new EngineError("internal", `upstream returned ${rows.length} embeddings for ${inputs.length} inputs`);
   }
   const embeddings = rows.map((row) => (typeof row.embedding === "string" ? fromBase64(row.embedding) : row.embedding));
-  const promptTokens = parsed.data.usage?.prompt_tokens ?? inputs.reduce((sum, input) => sum + estimateTokens(input), 0);
+  // A report of 0 tokens for non-empty inputs is estimated, as none is; above, the worker holds it within the hold's bound.
+  const reported = parsed.data.usage?.prompt_tokens;
+  const promptTokens = reported ? reported : inputs.reduce((sum, input) => sum + estimateTokens(input), 0);
   return { embeddings, promptTokens };
 }
 

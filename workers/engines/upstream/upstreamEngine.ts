@@ -42,6 +42,10 @@ export class UpstreamEngine implements Engine {
    * generated), or an estimate when not given.
    */
   async chat(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options: ChatOptions = {}): Promise<EngineResult> {
+    return this.#withoutKey(() => this.#chat(request, onDelta, signal, options));
+  }
+
+  async #chat(request: ChatRequest, onDelta: DeltaSink, signal: AbortSignal, options: ChatOptions): Promise<EngineResult> {
     refuseUndeclaredChat(request, this.#options.capabilities);
     const continueFrom = options.continueFrom === "" ? undefined : options.continueFrom;
     if (continueFrom !== undefined && !this.#options.continueFinalMessage) {
@@ -83,12 +87,28 @@ export class UpstreamEngine implements Engine {
   async embed(texts: string[], signal: AbortSignal): Promise<EmbedResult> {
     refuseUndeclaredEmbeddings(this.#options.capabilities);
     if (texts.length === 0) return { embeddings: [], promptTokens: 0 };
-    const call = this.#open(signal);
+    return this.#withoutKey(async () => {
+      const call = this.#open(signal);
+      try {
+        const answer = await this.#http.post(call, "/embeddings", { model: this.#options.model, input: texts });
+        return parseEmbeddings(await readText(call, answer, "stream"), texts);
+      } finally {
+        this.#release(call);
+      }
+    });
+  }
+
+  /**
+   * Runs an exchange; an error whose message holds the upstream's key (a server echoing the credential it
+   * was sent, as OpenAI does in a 401) has it replaced before the error goes anywhere (a log, a client).
+   */
+  async #withoutKey<T>(exchange: () => Promise<T>): Promise<T> {
     try {
-      const answer = await this.#http.post(call, "/embeddings", { model: this.#options.model, input: texts });
-      return parseEmbeddings(await readText(call, answer, "stream"), texts);
-    } finally {
-      this.#release(call);
+      return await exchange();
+    } catch (error) {
+      const key = this.#options.apiKey;
+      if (key === undefined || !(error instanceof EngineError) || !error.message.includes(key)) throw error;
+      throw new EngineError(error.kind, error.message.replaceAll(key, "[redacted]"), error.param, error.code);
     }
   }
 

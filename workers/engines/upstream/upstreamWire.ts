@@ -48,7 +48,8 @@ export type Usage = z.infer<typeof UsageSchema>;
 export const ChatChunkSchema = z.looseObject({
   object: z.string().nullish(),
   choices: z.array(ChunkChoiceSchema).nullish(),
-  usage: UsageSchema.nullish(),
+  /** A usage that is not valid counts (negative, fractional) is taken as none: the reply is not failed for it, the usage is estimated. */
+  usage: UsageSchema.nullish().catch(null),
   /** Some servers report a failure inside the stream as `{"error": ...}` (or vLLM's `{"object": "error", ...}`). */
   error: z.unknown().optional(),
   message: z.string().nullish(),
@@ -63,7 +64,7 @@ export const EmbeddingResponseSchema = z.looseObject({
       embedding: z.union([z.array(z.number()), z.string()]),
     }),
   ),
-  usage: z.looseObject({ prompt_tokens: z.number().int().nonnegative().nullish() }).nullish(),
+  usage: z.looseObject({ prompt_tokens: z.number().int().nonnegative().nullish() }).nullish().catch(null),
 });
 
 const ErrorObjectSchema = z.looseObject({

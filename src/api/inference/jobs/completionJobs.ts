@@ -181,6 +181,7 @@ export class CompletionJobs {
       created,
       ...(traceparent ? { traceparent } : {}),
       lane,
+      streamed: spec.stream,
       priority: tenant.priority,
       // What its worker gives back of them at its end: the tokens it did not use (one call, the worker's).
       countedTokens: tenant.counted,

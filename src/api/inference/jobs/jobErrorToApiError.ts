@@ -10,6 +10,9 @@ export class CompletionCancelledError extends ConflictError {
   }
 }
 
+/** When a client may retry a request whose engine was unavailable (an upstream refusing, overloaded or away). */
+const UNAVAILABLE_RETRY_AFTER_S = 5;
+
 /**
  * A worker's error message as the API's error: engine refusals are 400, unavailability 503, a cancelled
  * completion 409 completion_cancelled (as a streamed error event once output was sent; `charged`: the
@@ -17,7 +20,7 @@ export class CompletionCancelledError extends ConflictError {
  */
 export function jobErrorToApiError(error: JobError, charged?: Usage): ApiError {
   if (error.kind === "invalid_request") return new InvalidRequestError(error.message, { param: error.param, code: error.code ?? "invalid_value" });
-  if (error.kind === "unavailable") return new ModelUnavailableError(error.message);
+  if (error.kind === "unavailable") return new ModelUnavailableError(error.message, "model_unavailable", { retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_S });
   if (error.kind === "cancelled") return new CompletionCancelledError(error.message, charged ?? null);
   return new InternalApiError(error.message);
 }

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chunk, json, startFakeUpstream, usageChunk, writeSse, type FakeUpstream } from "../engines/upstreamFakeServer.ts";
+import { startTestPlatform, tinyModelEntries, type TestPlatform } from "../support/testPlatform.ts";
+import { eventually } from "../support/eventually.ts";
+import { completionEvents } from "./inferenceSteps.ts";
+
+/**
+ * An upstream server is not trusted beyond what a request can have used or a client may read (found by a
+ * probe with a misbehaving stand-in): its usage is charged within the request's bounds (max_tokens, the
+ * hold's prompt bound), never below the deltas relayed; a usage that is no count is estimated; its error
+ * text (which may echo the credential it was sent) reaches no client; a request answered whole that fails
+ * is charged nothing, its client having received nothing.
+ */
+const UPSTREAM_KEY = "sk-upstream-test-SECRET-4242";
+const user = [{ role: "user", content: "Hi" }];
+const prices = { owned_by: "upstream-lab", context_length: 4096, pricing: { input_per_million_chf: 1, output_per_million_chf: 2 } };
+const capabilities = { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false };
+
+describe("what an upstream server says, and what reaches the client and the bill", () => {
+  let upstream: FakeUpstream;
+  let platform: TestPlatform;
+  let key: string;
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    // The model name sent upstream picks the behaviour.
+    upstream.handle(async (request, res) => {
+      const behaviour = request.body?.model as string;
+      const text = [chunk({ delta: { role: "assistant", content: "one" } }), chunk({ delta: { content: " two" } }), chunk({ delta: { content: " three" } })];
+      const finish = chunk({ delta: {}, finish_reason: "stop" });
+      const usage = { absurd: usageChunk(1_000_000, 5_000_000), zero: usageChunk(0, 0), negative: usageChunk(-1, -5) }[behaviour];
+      if (usage !== undefined) {
+        await writeSse(res, [...text, finish, usage, "data: [DONE]\n\n"]);
+        res.end();
+        return;
+      }
+      if (behaviour === "echo-key") {
+        json(res, 401, { error: { message: `Incorrect API key provided: ${request.headers.authorization}`, type: "invalid_request_error" } });
+        return;
+      }
+      if (behaviour === "reset") {
+        await writeSse(res, text);
+        res.destroy();
+        return;
+      }
+      res.writeHead(500).end();
+    });
+    const model = (id: string, behaviour: string) => ({
+      id,
+      ...prices,
+      engine: { type: "upstream" as const, baseUrl: upstream.baseUrl, model: behaviour, apiKeyEnv: "UPSTREAM_TEST_KEY" },
+      capabilities,
+    });
+    platform = await startTestPlatform({
+      models: (file) => [
+        ...tinyModelEntries(file),
+        model("up-absurd", "absurd"),
+        model("up-zero", "zero"),
+        model("up-negative", "negative"),
+        model("up-echo-key", "echo-key"),
+        model("up-reset", "reset"),
+      ],
+      env: { UPSTREAM_TEST_KEY: UPSTREAM_KEY },
+    });
+    key = (await platform.createKey()).key;
+  }, 60_000);
+  afterAll(async () => {
+    await platform?.close();
+    await upstream?.close();
+  });
+
+  const chat = (model: string, body: Record<string, unknown> = {}) =>
+    platform.request("POST", "/v1/chat/completions", { token: key, body: { model, messages: user, max_tokens: 100, ...body } });
+  /** The usage recorded (charged) for a completion, once it is there. */
+  const charged = (completionId: string) =>
+    eventually(async () => {
+      const events = await completionEvents(platform.deps.pool, completionId);
+      return events[0]?.data;
+    });
+
+  it("charges an upstream's absurd usage within max_tokens and the hold's prompt bound", async () => {
+    const answer = await chat("up-absurd");
+    expect(answer.status).toBe(200);
+    expect(answer.body.usage.completion_tokens).toBe(100);
+    expect(answer.body.usage.prompt_tokens).toBeLessThan(1000);
+    const usage = await charged(answer.body.id);
+    expect(usage).toMatchObject({ completionTokens: 100, promptTokens: answer.body.usage.prompt_tokens });
+    // CHF 1 and 2 per million tokens: a few hundred µCHF at most, not CHF 11,000.
+    expect(usage!.costMicroChf).toBeLessThan(1000);
+  });
+
+  it("never charges fewer completion tokens than deltas relayed, and estimates a usage that is no count", async () => {
+    for (const model of ["up-zero", "up-negative"]) {
+      const answer = await chat(model);
+      expect(answer.status, model).toBe(200);
+      expect(answer.body.choices[0].message.content).toBe("one two three");
+      const usage = await charged(answer.body.id);
+      expect(usage!.completionTokens, model).toBeGreaterThanOrEqual(3);
+      expect(usage!.promptTokens, model).toBeGreaterThan(0);
+    }
+  });
+
+  it("tells a client only that the model is unavailable (with Retry-After) when the upstream refuses, never the upstream's words: they may hold its key", async () => {
+    const answer = await chat("up-echo-key");
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get("retry-after")).toBe("5");
+    expect(answer.body.error).toMatchObject({ type: "model_unavailable", message: "The model is unavailable right now; retry later." });
+    expect(answer.text).not.toContain("SECRET");
+    const stream = await chat("up-echo-key", { stream: true });
+    expect(stream.text).not.toContain("SECRET");
+    const id = answer.headers.get("x-completion-id")!;
+    const stored = await platform.request("GET", `/v1/chat/completions/${id}?stream=true`, { token: key });
+    expect(stored.text).not.toContain("SECRET");
+    // Nor anywhere in Redis (the replay stream of its messages).
+    const keys = await platform.testRedis.redis.keys(`${platform.testRedis.prefix}*`);
+    for (const name of keys) {
+      const type = await platform.testRedis.redis.type(name);
+      if (type === "stream") expect(JSON.stringify(await platform.testRedis.redis.xrange(name, "-", "+")), name).not.toContain("SECRET");
+    }
+  });
+
+  it("charges nothing for a request answered whole that failed mid-reply; a stream that failed so is charged what it delivered", async () => {
+    const whole = await chat("up-reset");
+    expect(whole.status).toBe(500);
+    const wholeUsage = await charged(whole.headers.get("x-completion-id")!);
+    expect(wholeUsage).toMatchObject({ promptTokens: 0, completionTokens: 0, costMicroChf: 0, outcome: "failed" });
+
+    const streamed = await chat("up-reset", { stream: true });
+    expect(streamed.status).toBe(200);
+    expect(streamed.text).toContain("one");
+    const streamedUsage = await charged(streamed.headers.get("x-completion-id")!);
+    expect(streamedUsage!.completionTokens).toBeGreaterThanOrEqual(1);
+    expect(streamedUsage!.costMicroChf).toBeGreaterThan(0);
+    // No hold is left open by either.
+    const open = await platform.deps.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM budget_holds WHERE hold_id = ANY($1) AND settled_at IS NULL", [
+      [whole.headers.get("x-completion-id"), streamed.headers.get("x-completion-id")],
+    ]);
+    expect(open.rows[0]!.n).toBe(0);
+  });
+});
