@@ -37,6 +37,11 @@ describe("what an upstream server says, and what reaches the client and the bill
         json(res, 401, { error: { message: `Incorrect API key provided: ${request.headers.authorization}`, type: "invalid_request_error" } });
         return;
       }
+      if (behaviour === "no-done") {
+        // The whole answer, its usage chunk, then neither `[DONE]` nor the end of the body: the connection stays open.
+        await writeSse(res, [...text, finish, usageChunk(9, 3)]);
+        return;
+      }
       if (behaviour === "reset") {
         await writeSse(res, text);
         res.destroy();
@@ -58,6 +63,7 @@ describe("what an upstream server says, and what reaches the client and the bill
         model("up-negative", "negative"),
         model("up-echo-key", "echo-key"),
         model("up-reset", "reset"),
+        model("up-no-done", "no-done"),
       ],
       env: { UPSTREAM_TEST_KEY: UPSTREAM_KEY },
     });
@@ -116,6 +122,16 @@ describe("what an upstream server says, and what reaches the client and the bill
       const type = await platform.testRedis.redis.type(name);
       if (type === "stream") expect(JSON.stringify(await platform.testRedis.redis.xrange(name, "-", "+")), name).not.toContain("SECRET");
     }
+  });
+
+  it("answers a reply whose usage chunk came after its finish at once, though the upstream never sends [DONE] nor ends the body", async () => {
+    const started = Date.now();
+    const answer = await chat("up-no-done");
+    expect(answer.status).toBe(200);
+    expect(answer.body.choices[0]).toMatchObject({ finish_reason: "stop", message: { content: "one two three" } });
+    expect(answer.body.usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 3 });
+    // Not after the job's idle timeout (minutes): within moments.
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it("charges nothing for a request answered whole that failed mid-reply; a stream that failed so is charged what it delivered", async () => {

@@ -9,7 +9,7 @@ const encoder = new TextEncoder();
 /**
  * Turns the SSE events of one streamed chat completion into EngineDeltas, each with its token count (choice 0 only: the adapter
  * never asks for more than one) and remembers the finish reason, the upstream's usage and whether
- * `[DONE]` arrived. Throws EngineError("internal") for an error reported inside the stream or a chunk
+ * the stream is complete (`[DONE]` arrived, or the usage chunk after the finish). Throws EngineError("internal") for an error reported inside the stream or a chunk
  * that is not JSON.
  */
 export class ChatStreamAccumulator {
@@ -41,7 +41,7 @@ export class ChatStreamAccumulator {
     return { contentBytes: this.#contentBytes, reasoningBytes: this.#reasoningBytes, deltaCount: this.#deltaCount };
   }
 
-  /** Handles one event (its type and data); returns true once the stream is complete (`[DONE]`). */
+  /** Handles one event (its type and data); returns true once the stream is complete (`[DONE]`, or the usage chunk after the finish). */
   handle(event: string, eventData: string): boolean {
     if (this.#done) return true;
     const data = eventData.trim();
@@ -58,7 +58,7 @@ export class ChatStreamAccumulator {
       throw new EngineError("internal", "upstream sent a stream chunk that is not JSON");
     }
     this.#chunk(plainChatChunk(json) ?? validChunk(json), data);
-    return false;
+    return this.#done;
   }
 
   #chunk(chunk: ChatChunk, raw: string): void {
@@ -66,6 +66,13 @@ export class ChatStreamAccumulator {
       throw new EngineError("internal", `upstream stream failed: ${upstreamErrorDetail(raw).message ?? "error chunk"}`);
     }
     if (chunk.usage) this.#usage = chunk.usage;
+    // The usage chunk (no choices) after the finish is the stream's last, as include_usage sends it: the
+    // answer is complete even if `[DONE]` never comes (a server that keeps the connection open would
+    // otherwise hold a finished reply until the idle timeout, and end it as failed).
+    if (chunk.usage && (chunk.choices ?? []).length === 0 && this.#finishReason !== null) {
+      this.#done = true;
+      return;
+    }
     // The delta's token count: an upstream reporting usage on every chunk (vLLM's
     // `continuous_usage_stats`) says how many tokens it generated so far; otherwise one per chunk, as
     // OpenAI-compatible servers stream one chunk per generated token (a chunk holding several counts
