@@ -85,4 +85,34 @@ describe("JobCancellations (real Redis pub/sub)", () => {
     expect(await abort).toMatchObject({ reason: "lost", deliveredThroughSeq: 2 });
     job.done();
   });
+  it("leaves a job a worker took on the queue when its worker died (its lock run out): kept, with its cancel, for the worker that takes it over", async () => {
+    const connection = duplicateAs(redis.redis, "worker");
+    let started!: () => void;
+    const took = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    // A worker that takes the job and dies with it (closed by force: no completion, its lock left to run out).
+    const dying = new Worker(
+      keys.queueName("m-dead"),
+      async () => {
+        started();
+        await new Promise(() => undefined);
+      },
+      { connection, prefix: keys.prefix, lockDuration: 500, stalledInterval: 60_000 },
+    );
+    const queue = queues.queue("m-dead");
+    try {
+      await queue.add("RunCompletion", {} as never, { jobId: "cmpl-orphaned" });
+      await took;
+      await dying.close(true);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      // Abandoned by the API (its client waited the idle timeout): not removed, its cancel kept for the next worker.
+      expect(await queues.cancel("m-dead", "cmpl-orphaned", "abandoned")).toBe(false);
+      expect(await queue.getJobState("cmpl-orphaned")).toBe("active");
+      expect(await redis.redis.get(keys.cancelMark("cmpl-orphaned"))).toContain("abandoned");
+    } finally {
+      await dying.close(true).catch(() => undefined);
+      connection.disconnect();
+    }
+  });
 });

@@ -113,7 +113,12 @@ export class CompletionQueues {
    * removed: BullMQ answers 1 for a job it does not have), false when a worker runs it (locked).
    */
   async removeWaiting(modelId: string, completionId: string): Promise<boolean> {
-    return (await this.queue(modelId).remove(completionId)) === 1;
+    const queue = this.queue(modelId);
+    // A job a worker took stays, even when its lock ran out with its dead worker (BullMQ would remove it
+    // then): a worker's stalled check hands it to another, which finds its cancel and charges what it
+    // generated. Removed, its partial reply would be charged by nobody and its hold left to the sweeper.
+    if ((await queue.getJobState(completionId)) === "active") return false;
+    return (await queue.remove(completionId)) === 1;
   }
 
   /**
