@@ -5,6 +5,8 @@ import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/test
 import { MAX_PROMPTS } from "../../src/api/inference/endpoints/completions/completionParameters.ts";
 import { completionRecordCount } from "../support/completionRecordCount.ts";
 import { openHolds, setBudget } from "../usage/usageFixtures.ts";
+import { placeHold } from "../../src/ledger/budget/placeHold.ts";
+import { releaseHold } from "../../src/ledger/budget/releaseHold.ts";
 
 describe("text completions with several prompts (real HTTP API, tiny model)", () => {
   let platform: TestPlatform;
@@ -124,7 +126,9 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
 
     // A budget that fits two prompts' holds, not five: the prompts' own holds are in the way, so the 429 is
     // final (no "retry": retrying cannot help), and says so in the request's terms.
-    const onePrompt = Number(/may cost up to CHF ([0-9.]+)/.exec(refused.body.error.message)![1]) * 1_000_000;
+    // Refused whole (every prompt's hold is placed before any starts): its message counts the five together.
+    expect(refused.body.error.message).toContain("(its prompts together)");
+    const onePrompt = (Number(/may cost up to CHF ([0-9.]+)/.exec(refused.body.error.message)![1]) * 1_000_000) / 5;
     await setBudget(platform.deps.pool, poor.account.accountId, Math.round(onePrompt * 2.5));
     const ownInTheWay = await platform.request("POST", "/v1/completions", {
       token: poor.key,
@@ -136,6 +140,40 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
     expect(ownInTheWay.body.error.message).toMatch(/^Monthly budget exceeded: this request may cost up to CHF [0-9.]+ \(its prompts together\)/);
     expect(ownInTheWay.body.error.message).not.toContain("held by requests in progress");
     expect(await openHolds(platform.deps.pool, poor.account.accountId)).toBe(0);
+  });
+
+  it("while other requests hold the budget, starts none of its prompts: a 429 'in use' naming only their holds, then runs once they end", async () => {
+    const held = await platform.createKey();
+    const prompts = ["It is a truth 0", "It is a truth 1", "It is a truth 2"];
+    const body = { model: TINY_CHAT, prompt: prompts, max_tokens: 20, temperature: 0 };
+    // The request's own worst case, read from a refusal on a budget of 1 µCHF.
+    await setBudget(platform.deps.pool, held.account.accountId, 1);
+    const probe = await platform.request("POST", "/v1/completions", { token: held.key, body });
+    const whole = Math.round(Number(/may cost up to CHF ([0-9.]+)/.exec(probe.body.error.message)![1]) * 1_000_000);
+    // Room for the whole request, not while another request in progress holds 2/3 of it.
+    await setBudget(platform.deps.pool, held.account.accountId, whole + 10);
+    const other = `cmpl-other-${Date.now()}`;
+    expect(
+      (await placeHold(platform.deps.pool, { holdId: other, accountId: held.account.accountId, amountMicroChf: Math.ceil((whole * 2) / 3), now: new Date() }))
+        .ok,
+    ).toBe(true);
+    const before = await completionRecordCount(platform.testRedis.redis, platform.testRedis.prefix);
+    const refused = await platform.request("POST", "/v1/completions", { token: held.key, body });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("x-should-retry")).toBe("true");
+    expect(refused.headers.get("retry-after")).not.toBeNull();
+    expect(refused.body.error.message).toMatch(/^Monthly budget in use: this request may cost up to CHF [0-9.]+ \(its prompts together\)/);
+    expect(refused.body.error.message).toContain(`CHF ${Math.ceil((whole * 2) / 3) / 1_000_000} held by requests in progress`);
+    // None of its prompts started: no completion record, no hold of its own left, nothing charged.
+    expect(await completionRecordCount(platform.testRedis.redis, platform.testRedis.prefix)).toBe(before);
+    expect(await openHolds(platform.deps.pool, held.account.accountId)).toBe(1);
+    const charges = await platform.deps.pool.query("SELECT 1 FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'keyId' = $1", [held.keyId]);
+    expect(charges.rowCount).toBe(0);
+    // The other request ends: the retry runs.
+    await releaseHold(platform.deps.pool, other);
+    const retried = await platform.request("POST", "/v1/completions", { token: held.key, body });
+    expect(retried.status).toBe(200);
+    expect(retried.body.choices).toHaveLength(3);
   });
 
   it.each([

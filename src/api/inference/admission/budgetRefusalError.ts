@@ -4,8 +4,13 @@ import type { HoldRefused } from "../../../ledger/budget/placeHold.ts";
 
 export const MONTHLY_BUDGET_EXCEEDED = "monthly_budget_exceeded";
 
-/** How long a request refused for the budget that requests in progress hold is told to wait before it retries. */
+/** How long a request refused for the budget that requests in progress hold is told to wait before it retries (on average). */
 export const BUDGET_IN_USE_RETRY_AFTER_S = 2;
+
+/** Retry-After of a BudgetInUseError: 1 to 3 s, so that clients refused together do not retry together. */
+function inUseRetryAfter(): string {
+  return String(BUDGET_IN_USE_RETRY_AFTER_S - 1 + Math.floor(Math.random() * 3));
+}
 
 /**
  * A request refused for the budget while what is spent leaves room for it: requests in progress hold what
@@ -31,24 +36,25 @@ export class BudgetInUseError extends RateLimitError {
  * request holds in all, when it places several holds (a multi-prompt completion), which the spending must
  * leave room for: its own holds in the way, retrying cannot help.
  */
-export function budgetRefusalError(refusal: HoldRefused, options: { ownHoldsMicroChf?: number } = {}): ApiError {
+export function budgetRefusalError(refusal: HoldRefused, options: { ownHoldsMicroChf?: number; ownHeldMicroChf?: number } = {}): ApiError {
   if (refusal.reason === "subscription_required") return new SubscriptionRequiredError();
   const chf = (micro: number) => `CHF ${microToChf(micro)}`;
   // What the request holds in all (several prompts of one request each hold): the spending must leave room for it.
   const whole = Math.max(refusal.amountMicroChf, options.ownHoldsMicroChf ?? 0);
   const several = whole > refusal.amountMicroChf;
-  // A request of several holds is judged by its whole against what is spent (its own holds are among those held).
-  const inUse = refusal.heldMicroChf && !several ? ` and ${chf(refusal.heldMicroChf)} held by requests in progress` : "";
+  // Held by other requests: what is held less what this request's own earlier holds hold.
+  const others = Math.max(0, refusal.heldMicroChf - (options.ownHeldMicroChf ?? 0));
+  const inUse = others ? ` and ${chf(others)} held by requests in progress` : "";
   const situation =
     `this request may cost up to ${chf(whole)}${several ? " (its prompts together)" : ""}, but ${chf(refusal.spentMicroChf)} spent${inUse} ` +
     `leave${inUse ? "" : "s"} too little of the ${chf(refusal.budgetMicroChf)} budget for the billing period ${refusal.period.start} to ${refusal.period.end}.`;
-  if (refusal.heldMicroChf > 0 && refusal.spentMicroChf + whole <= refusal.budgetMicroChf) {
+  if (others > 0 && refusal.spentMicroChf + whole <= refusal.budgetMicroChf) {
     const error = new BudgetInUseError(
       `Monthly budget in use: ${situation} The requests in progress give back what they do not use as they end: ` +
         `retry after the time in Retry-After, or ask for fewer tokens (max_tokens).`,
       refusal,
     );
-    error.headers["retry-after"] = String(BUDGET_IN_USE_RETRY_AFTER_S);
+    error.headers["retry-after"] = inUseRetryAfter();
     error.headers["x-should-retry"] = "true";
     return error;
   }

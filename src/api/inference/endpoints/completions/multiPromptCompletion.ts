@@ -13,7 +13,8 @@ import { assertPromptFits } from "../../admission/promptLengthLimit.ts";
 import { ApiError } from "../../../http/errors.ts";
 import { principalOf } from "../../../auth/principalOf.ts";
 import { releaseHolds } from "../../../../ledger/budget/releaseHold.ts";
-import { BudgetInUseError, budgetRefusalError } from "../../admission/budgetRefusalError.ts";
+import { budgetRefusalError } from "../../admission/budgetRefusalError.ts";
+import { placeHold } from "../../../../ledger/budget/placeHold.ts";
 import { jobHoldMicroChf } from "../../admission/jobHoldMicroChf.ts";
 
 /**
@@ -43,6 +44,10 @@ export async function serveMultiPromptCompletion(
   });
   const created = Math.floor(deps.clock.now().getTime() / 1000);
   const ids = spec.requests.map(() => newCompletionId("cmpl"));
+  // Every prompt's budget hold before any prompt starts: a request the budget cannot take whole is refused
+  // before anything runs (a prompt started, then stopped by another's refusal, could finish first and be
+  // charged for a reply its client never got).
+  await holdEveryPrompt(deps, principalOf(ctx).accountId, model, spec.requests, ids);
   ctx.set(COMPLETION_ID_HEADER, ids[0]!);
   // Stops the jobs not finished as refused (their workers record nothing) and releases their holds.
   // Their records go too (a GET of such an id is a 404: it was never answered), and so does the header
@@ -72,6 +77,7 @@ export async function serveMultiPromptCompletion(
           work: { kind: "chat", request },
           stream: false,
           patient: index > 0,
+          holdPlaced: true,
         }).started,
     ),
   );
@@ -79,7 +85,7 @@ export async function serveMultiPromptCompletion(
   const refused = started.find((result) => result.status === "rejected");
   if (refused) {
     await refuseUnfinished(jobs);
-    throw withOwnHolds(refused.reason, spec);
+    throw refused.reason;
   }
   for (const job of jobs) releaseOnDisconnect(ctx, job!);
   const collected = await Promise.allSettled(jobs.map((job) => collectReply(job!)));
@@ -111,11 +117,29 @@ function withFinishedNamed(error: unknown, finished: string[]): unknown {
 }
 
 /**
- * A refusal for a budget held by requests in progress, judged again with what this request's prompts hold
- * together: when its own holds are in the way, retrying cannot help (the final 429, not "retry").
+ * Places the hold of each prompt (careful admission: before its job is queued), in order; the first one
+ * refused releases those placed and answers the refusal of the request as a whole (its own holds counted
+ * as its own, not as other requests' in progress: when only they are in the way, retrying cannot help).
  */
-function withOwnHolds(error: unknown, spec: { model: RegisteredModel; requests: EngineChatRequest[] }): unknown {
-  if (!(error instanceof BudgetInUseError)) return error;
-  const own = spec.requests.reduce((sum, request) => sum + jobHoldMicroChf({ kind: "chat", request }, spec.model), 0);
-  return budgetRefusalError(error.refusal, { ownHoldsMicroChf: own });
+async function holdEveryPrompt(
+  deps: AppDeps,
+  accountId: string,
+  model: RegisteredModel,
+  requests: readonly EngineChatRequest[],
+  ids: readonly string[],
+): Promise<void> {
+  const amounts = requests.map((request) => jobHoldMicroChf({ kind: "chat", request }, model));
+  const whole = amounts.reduce((sum, amount) => sum + amount, 0);
+  const now = deps.clock.now();
+  let held = 0;
+  try {
+    for (const [index, amount] of amounts.entries()) {
+      const placed = await placeHold(deps.pool, { holdId: ids[index]!, accountId, amountMicroChf: amount, now });
+      if (!placed.ok) throw budgetRefusalError(placed, { ownHoldsMicroChf: whole, ownHeldMicroChf: held });
+      held += amount;
+    }
+  } catch (error) {
+    await releaseHolds(deps.pool, ids).catch(() => undefined);
+    throw error;
+  }
 }
