@@ -165,6 +165,18 @@ describe("validation errors: 400 invalid_request_error naming the param (openai 
     expect(error.param).toBe(param);
   });
 
+  it("names a missing prompt (a string or an array) as a missing required parameter, as chat does a missing messages", async () => {
+    for (const [path, body, param] of [
+      ["/v1/completions", { model: TINY_CHAT }, "prompt"],
+      ["/v1/chat/completions", { model: TINY_CHAT }, "messages"],
+      ["/v1/embeddings", { model: TINY_EMBED }, "input"],
+    ] as const) {
+      const answer = await platform.request("POST", path, { token: key, body });
+      expect(answer.status, path).toBe(400);
+      expect(answer.body.error, path).toMatchObject({ param, code: "missing_required_parameter", message: `Missing required parameter: '${param}'.` });
+    }
+  });
+
   it.each([
     [{ input: "x" }, "model"],
     [{ model: TINY_EMBED }, "input"],

@@ -52,11 +52,18 @@ export function invalidRequestFromZod(error: z.ZodError): InvalidRequestError {
     });
   }
   const param = paramPath(issue.path);
-  if (issue.code === "invalid_type" && issue.input === undefined && /received undefined/.test(issue.message)) {
+  if (isMissing(issue)) {
     return new InvalidRequestError(`Missing required parameter: '${param}'.`, { param: param || null, code: "missing_required_parameter" });
   }
   const where = param ? `Invalid '${param}': ` : "Invalid request body: ";
   return new InvalidRequestError(`${where}${issueMessage(issue)}`, { param: param || null, code: "invalid_value" });
+}
+
+/** A required field not sent: of a plain type, or of a union (`prompt`: a string or an array) whose every branch says so. */
+function isMissing(issue: z.core.$ZodIssue): boolean {
+  const absent = (one: z.core.$ZodIssue | undefined) => one?.code === "invalid_type" && one.input === undefined && /received undefined/.test(one.message);
+  if (issue.code === "invalid_union") return issue.errors.length > 0 && issue.errors.every((branch) => absent(branch[0]));
+  return absent(issue);
 }
 
 /** A union with no message of its own says which types it takes ("expected string or array"), not "Invalid input". */
