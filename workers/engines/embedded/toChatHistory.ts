@@ -23,7 +23,7 @@ export function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
         throw new EngineError(
           "invalid_request",
           `messages[${index}]: a tool message must answer a tool call of an earlier assistant message (tool_call_id)`,
-          "messages",
+          `messages[${index}].tool_call_id`,
         );
       }
       call.result = parseMaybeJson(text);
