@@ -1,4 +1,5 @@
-import type { CompletionWork } from "../../src/contracts/completionJob.ts";
+import type { CompletionJob, CompletionWork } from "../../src/contracts/completionJob.ts";
+import type { Logger } from "../../src/observability/logger.ts";
 import type { Usage } from "../../src/contracts/deltaMessage.ts";
 import { promptTokensUpperBound } from "../../src/ledger/pricing/promptTokensUpperBound.ts";
 
@@ -7,9 +8,28 @@ import { promptTokensUpperBound } from "../../src/ledger/pricing/promptTokensUpp
  * hold was placed with (promptTokensUpperBound of the same request, as admission computes it), the
  * completion within `maxTokens`, reasoning within the completion. An embedded engine counts within them
  * by construction; an upstream server's report is not trusted beyond them (one reporting millions of
- * tokens for a short reply would be charged past the hold, and the account past its budget).
+ * tokens for a short reply would be charged past the hold, and the account past its budget). A warning is
+ * logged when it reported more.
  */
-export function boundedUsage(work: CompletionWork, usage: Usage, contextLength: number): Usage {
+export function boundedUsage(job: CompletionJob, reported: Usage, contextLength: number, logger: Logger): Usage {
+  const usage = withinBounds(job.work, reported, contextLength);
+  if (
+    usage.promptTokens !== reported.promptTokens ||
+    usage.completionTokens !== reported.completionTokens ||
+    usage.reasoningTokens !== reported.reasoningTokens
+  ) {
+    logger.warn("the engine reported more tokens than the request can have used: charged within its bounds", {
+      completionId: job.completionId,
+      model: job.model,
+      reported: JSON.stringify(reported),
+      charged: JSON.stringify(usage),
+    });
+  }
+  return usage;
+}
+
+/** The usage held within the request's bounds (see boundedUsage). */
+export function withinBounds(work: CompletionWork, usage: Usage, contextLength: number): Usage {
   if (work.kind === "embeddings") {
     const promptBound = work.input.reduce((sum, text) => sum + promptTokensUpperBound([text], contextLength), 0);
     return { promptTokens: Math.min(usage.promptTokens, promptBound), completionTokens: 0, reasoningTokens: 0 };
@@ -20,13 +40,4 @@ export function boundedUsage(work: CompletionWork, usage: Usage, contextLength: 
     completionTokens,
     reasoningTokens: Math.min(usage.reasoningTokens, completionTokens),
   };
-}
-
-/** Whether bounding changed the usage (the engine reported more than the request can have used). */
-export function wasBounded(reported: Usage, bounded: Usage): boolean {
-  return (
-    reported.promptTokens !== bounded.promptTokens ||
-    reported.completionTokens !== bounded.completionTokens ||
-    reported.reasoningTokens !== bounded.reasoningTokens
-  );
 }

@@ -10,16 +10,16 @@ import { contextOf, traceIdOf } from "../../src/observability/traceContext.ts";
 import { EngineCallSpan } from "./engineCallSpan.ts";
 import type { Engine, EngineDelta } from "../engines/engine.ts";
 import { toJobError } from "./toJobError.ts";
-import { boundedUsage, wasBounded } from "./boundedUsage.ts";
+import { boundedUsage } from "./boundedUsage.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
-import type { JobCancellations, TrackedJob } from "./jobCancellations.ts";
+import { CANCELLED_MESSAGE, type JobCancellations, type TrackedJob } from "./jobCancellations.ts";
 import type { ReplayReader } from "./replayReader.ts";
 import { type ReplayFence, runToWrite } from "./replayFence.ts";
 import type { Delivered, Ending, ResumePoint, RunMode } from "./resumption.ts";
 import { endFromRecord, foldDelivered, generateChat, NEW_JOB, planResumption } from "./resumption.ts";
 import { type Generated, NO_USAGE, sentThrough, unchargedBatchFailure, unchargedWholeAnswerFailure, usageBeforeFailure, usageOf } from "./runCharges.ts";
 import { within } from "./settledWithin.ts";
-import type { RecordOutcome, UsageRecorder } from "./usageRecorder.ts";
+import { ADMISSION_DECIDED_WITHIN_MS, type RecordOutcome, type UsageRecorder } from "./usageRecorder.ts";
 import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
 
 export type CompletionJobRunnerDeps = {
@@ -46,26 +46,11 @@ export type CompletionJobRunnerDeps = {
 };
 
 /**
- * A speculatively admitted job's hold statement was sent before the job was queued; when its settle
- * still finds neither the hold nor a refusal this long after the job started, its API process died
- * before placing it (or it was lost), and the worker completes the admission itself (UsageRecorder).
- */
-const ADMISSION_DECIDED_WITHIN_MS = 30_000;
-
-/**
  * How long a finished job's client waits for the usage to be recorded (PostgreSQL unreachable) before
  * its stream ends anyway, with the usage being recorded: under the API's SSE keep-alive-bounded waits,
  * and long enough to ride out a failover. The worker role passes the configuration's (USAGE_WAIT_MS).
  */
 export const USAGE_WAIT_MS = 10_000;
-
-const CANCELLED_MESSAGE = {
-  user: "The completion was cancelled by its owner.",
-  abandoned: "The completion was stopped: no client was listening to it for the grace period.",
-  lost: "The completion was stopped: its request ended before the reply could reach the client.",
-  expired: "The request was stopped before it finished: its batch expired or was cancelled. Nothing was charged for it.",
-  refused: "The request was refused (a rate limit or the budget) before it was answered. Nothing was charged for it.",
-} as const;
 
 /**
  * Runs one RunCompletion job: `started`, the engine's deltas (coalesced) or embeddings, `finish`, then the usage is
@@ -204,7 +189,7 @@ export class CompletionJobRunner {
             signal,
           ),
         );
-        usage = this.#bounded(job, result.usage);
+        usage = boundedUsage(job, result.usage, this.#deps.model.context_length, this.#deps.logger);
         call.finished({ finishReason: result.finishReason, usage, ...(reply === null ? {} : { reply }) });
         announce();
         if (point.delivered.finishReason === null) publisher.send({ type: "finish", finishReason: result.finishReason, usage });
@@ -212,7 +197,12 @@ export class CompletionJobRunner {
       } else if (call && job.work.kind === "embeddings") {
         const input = job.work.input;
         const result = await call.within(() => engine.embed(input, signal));
-        usage = this.#bounded(job, { promptTokens: result.promptTokens, completionTokens: 0, reasoningTokens: 0 });
+        usage = boundedUsage(
+          job,
+          { promptTokens: result.promptTokens, completionTokens: 0, reasoningTokens: 0 },
+          this.#deps.model.context_length,
+          this.#deps.logger,
+        );
         call.finished({ usage });
         announce();
         if (!point.delivered.embeddings) publisher.send({ type: "embeddings", embeddings: result.embeddings });
@@ -384,20 +374,6 @@ export class CompletionJobRunner {
             uncounted: delivered.uncounted,
           }));
     await this.#record(job, charged, ending.error.kind === "cancelled" ? "cancelled" : "failed", now);
-  }
-
-  /** The engine's usage within what the request can have used (boundedUsage), a warning logged when it reported more. */
-  #bounded(job: CompletionJob, reported: Usage): Usage {
-    const usage = boundedUsage(job.work, reported, this.#deps.model.context_length);
-    if (wasBounded(reported, usage)) {
-      this.#deps.logger.warn("the engine reported more tokens than the request can have used: charged within its bounds", {
-        completionId: job.completionId,
-        model: job.model,
-        reported: JSON.stringify(reported),
-        charged: JSON.stringify(usage),
-      });
-    }
-    return usage;
   }
 
   /**

@@ -181,3 +181,12 @@ export class JobCancellations {
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** What a cancelled job's stream says, by the cancel's reason. */
+export const CANCELLED_MESSAGE = {
+  user: "The completion was cancelled by its owner.",
+  abandoned: "The completion was stopped: no client was listening to it for the grace period.",
+  lost: "The completion was stopped: its request ended before the reply could reach the client.",
+  expired: "The request was stopped before it finished: its batch expired or was cancelled. Nothing was charged for it.",
+  refused: "The request was refused (a rate limit or the budget) before it was answered. Nothing was charged for it.",
+} as const;

@@ -49,6 +49,13 @@ async function placeLateHold(pool: Pool, data: UsageRecordedData): Promise<boole
   return placed.ok;
 }
 
+/**
+ * A speculatively admitted job's hold statement was sent before the job was queued; when its settle
+ * still finds neither the hold nor a refusal this long after the job started, its API process died
+ * before placing it (or it was lost), and the worker completes the admission itself (RecordOptions).
+ */
+export const ADMISSION_DECIDED_WITHIN_MS = 30_000;
+
 /** #retrying gave up: `stop` said so. */
 const STOPPED = Symbol("stopped");
 
