@@ -43,7 +43,11 @@ describe("toChatHistory", () => {
   });
 
   it("rejects a tool message that answers no earlier call", () => {
-    const convert = () => toChatHistory([{ role: "user", content: "hi" }, { role: "tool", content: "x", tool_call_id: "call_x" }]);
+    const convert = () =>
+      toChatHistory([
+        { role: "user", content: "hi" },
+        { role: "tool", content: "x", tool_call_id: "call_x" },
+      ]);
     expect(convert).toThrow(EngineError);
     // Named by its place, as the API names a bad field.
     expect(convert).toThrow(expect.objectContaining({ kind: "invalid_request", param: "messages[1].tool_call_id" }));
