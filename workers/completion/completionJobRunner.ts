@@ -62,8 +62,8 @@ export const USAGE_WAIT_MS = 10_000;
  * outcome charges the prompt and the tokens of the deltas the client was sent (numbered up to the cancel's
  * `deliveredThroughSeq`), even if the engine finished meanwhile. A cancel that comes once the usage is being
  * recorded changes nothing (UsageRecorded is written once), except a refusal that comes while a speculative job's
- * usage still waits for its admission: nothing is recorded then. A batch line's job that fails for the platform's
- * reason charges nothing: the line runs again, and that run is charged (unchargedBatchFailure). A speculative job's
+ * usage still waits for its admission: nothing is recorded then. A batch line's job, or a job answered whole (not
+ * streamed), that fails for the platform's reason charges nothing (unchargedBatchFailure, unchargedWholeAnswerFailure). A speculative job's
  * usage waits for its hold (UsageRecorder). Each job runs in a `RunCompletion` span continuing the request's trace.
  *
  * A job BullMQ hands out again because its worker died (RunMode "redelivered") picks up what that worker delivered
