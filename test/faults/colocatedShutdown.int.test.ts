@@ -5,6 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../support/eventually.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+import { createTestRedis, type TestRedis } from "../support/testRedis.ts";
 import { countingModel, countingReply, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
 import { startNpmStartProcess } from "./npmStartProcess.ts";
 import { chatThrough } from "./processChat.ts";
@@ -17,12 +18,14 @@ import { chatThrough } from "./processChat.ts";
 const TOKENS = 8;
 
 let db: TestDatabase;
+let redis: TestRedis;
 let upstream: CountingUpstream;
 let dir: string;
 let child: ChildProcess | undefined;
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  redis = await createTestRedis();
   upstream = await startCountingUpstream({ totalTokens: TOKENS, tokenDelayMs: 40, promptTokens: 10 });
   dir = await mkdtemp(path.join(tmpdir(), "colocated-shutdown-"));
 }, 60_000);
@@ -31,6 +34,7 @@ afterAll(async () => {
   if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   await upstream?.close();
   await db?.drop();
+  await redis?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 }, 60_000);
 
@@ -38,6 +42,7 @@ describe("npm start's shutdown with requests waiting in line", () => {
   it("answers every accepted request whole before it exits 0", async () => {
     const started = await startNpmStartProcess({
       db,
+      redis,
       dir,
       models: [countingModel(upstream, { id: "slow-model", maxConcurrency: 1 })],
       env: { SHUTDOWN_GRACE_MS: "15000" },

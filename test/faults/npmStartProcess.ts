@@ -8,7 +8,7 @@ import { eventually } from "../support/eventually.ts";
 import { freePort } from "../support/freePort.ts";
 import { createTestAccount } from "../support/testAccounts.ts";
 import type { TestDatabase } from "../support/testDatabase.ts";
-import { TEST_REDIS_URL } from "../support/testRedis.ts";
+import { TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 import { requestVia } from "./processChat.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
@@ -22,6 +22,8 @@ export type NpmStartProcess = { api: string; child: ChildProcess; logs: string[]
  */
 export async function startNpmStartProcess(options: {
   db: TestDatabase;
+  /** Its key prefix (the test's, whose close() deletes its keys). */
+  redis: TestRedis;
   dir: string;
   models: ModelEntry[];
   env?: Record<string, string>;
@@ -36,7 +38,7 @@ export async function startNpmStartProcess(options: {
       PATH: process.env.PATH ?? "",
       DATABASE_URL: options.db.url,
       REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: `test-npm-start-${process.pid}-${Date.now()}`,
+      REDIS_PREFIX: options.redis.prefix,
       MODELS_CONFIG: registry,
       PORT: String(port),
       HOST: "127.0.0.1",

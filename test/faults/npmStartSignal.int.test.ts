@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../support/eventually.ts";
 import { freePort } from "../support/freePort.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
-import { TEST_REDIS_URL } from "../support/testRedis.ts";
+import { createTestRedis, TEST_REDIS_URL, type TestRedis } from "../support/testRedis.ts";
 
 /**
  * The README's start command, `npm start`, told to stop by a SIGTERM to npm (a supervisor, a `kill` of
@@ -11,11 +11,14 @@ import { TEST_REDIS_URL } from "../support/testRedis.ts";
  * script's process, which must be the service itself, not a shell that dies and leaves it running.
  */
 let db: TestDatabase;
+let redis: TestRedis;
 beforeAll(async () => {
   db = await createTestDatabase();
+  redis = await createTestRedis();
 }, 60_000);
 afterAll(async () => {
   await db?.drop();
+  await redis?.close();
 }, 60_000);
 
 describe("npm start and SIGTERM", () => {
@@ -29,7 +32,7 @@ describe("npm start and SIGTERM", () => {
         HOME: process.env.HOME ?? "/tmp",
         DATABASE_URL: db.url,
         REDIS_URL: TEST_REDIS_URL,
-        REDIS_PREFIX: `test-npm-signal-${process.pid}-${Date.now()}`,
+        REDIS_PREFIX: redis.prefix,
         PORT: String(port),
         HOST: "127.0.0.1",
         METRICS_PORT: String(await freePort()),

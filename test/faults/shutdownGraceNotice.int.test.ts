@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { completionEvents } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+import { createTestRedis, type TestRedis } from "../support/testRedis.ts";
 import { countingModel, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
 import { startNpmStartProcess } from "./npmStartProcess.ts";
 
@@ -18,12 +19,14 @@ import { startNpmStartProcess } from "./npmStartProcess.ts";
 const GRACE_MS = 4_000;
 
 let db: TestDatabase;
+let redis: TestRedis;
 let upstream: CountingUpstream;
 let dir: string;
 let child: ChildProcess | undefined;
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  redis = await createTestRedis();
   // 200 tokens 40 ms apart: 8 s a reply, twice the grace.
   upstream = await startCountingUpstream({ totalTokens: 200, tokenDelayMs: 40, promptTokens: 10 });
   dir = await mkdtemp(path.join(tmpdir(), "shutdown-notice-"));
@@ -33,6 +36,7 @@ afterAll(async () => {
   if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   await upstream?.close();
   await db?.drop();
+  await redis?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 }, 60_000);
 
@@ -40,6 +44,7 @@ describe("npm start's shutdown with replies longer than its grace", () => {
   it("ends a stream with an id-less server_shutting_down event and a whole answer with a 503 that charges nothing", async () => {
     const started = await startNpmStartProcess({
       db,
+      redis,
       dir,
       models: [countingModel(upstream, { id: "long-model", maxConcurrency: 2 })],
       env: { SHUTDOWN_GRACE_MS: String(GRACE_MS) },
