@@ -18,12 +18,8 @@ function inUseRetryAfter(): string {
  * succeed: Retry-After and x-should-retry: true (a batch line waits it out instead of failing).
  */
 export class BudgetInUseError extends RateLimitError {
-  /** The figures of the refusal (a request of several holds judges by them whether its own holds are in the way). */
-  readonly refusal: HoldRefused;
-
-  constructor(message: string, refusal: HoldRefused) {
+  constructor(message: string) {
     super(message, MONTHLY_BUDGET_EXCEEDED);
-    this.refusal = refusal;
   }
 }
 
@@ -52,7 +48,6 @@ export function budgetRefusalError(refusal: HoldRefused, options: { ownHoldsMicr
     const error = new BudgetInUseError(
       `Monthly budget in use: ${situation} The requests in progress give back what they do not use as they end: ` +
         `retry after the time in Retry-After, or ask for fewer tokens (max_tokens).`,
-      refusal,
     );
     error.headers["retry-after"] = inUseRetryAfter();
     error.headers["x-should-retry"] = "true";
