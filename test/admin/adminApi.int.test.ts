@@ -101,6 +101,12 @@ describe("PUT /api/v1/admin/accounts/{account_id}/subscription", () => {
     ]);
   });
 
+  it("takes a budget of 6 decimal places however large (the check is not a float product's)", async () => {
+    const account = await register(app, newEmail("precise"));
+    const res = await app.request("PUT", subscriptionPath(account.id), { body: { status: "active", monthly_budget_chf: 280681009.90321 }, ...asAdmin });
+    expect(res.status, res.text).toBe(200);
+  });
+
   it("answers 404 for an unknown or malformed account id and appends nothing", async () => {
     const before = await totalEvents(app);
     for (const id of [randomUUID(), "not-a-uuid", "1"]) {

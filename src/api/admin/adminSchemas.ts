@@ -4,8 +4,12 @@ import { AccountIdSchema, EmailSchema } from "../accounts/accountSchemas.ts";
 /** 1e9 CHF: far above any real budget, and its micro-CHF value stays an exact JavaScript integer. */
 export const MAX_MONTHLY_BUDGET_CHF = 1_000_000_000;
 
-/** Whether a CHF amount is a whole number of micro-CHF (the unit budgets are kept in), within float rounding. */
-const wholeMicroChf = (chf: number) => Math.abs(chf * 1_000_000 - Math.round(chf * 1_000_000)) < 1e-6;
+/**
+ * Whether a CHF amount is a whole number of micro-CHF (the unit budgets are kept in): at most 6 decimal
+ * places as JavaScript writes the number (its shortest exact form; 1e-7 is written so and refused). A
+ * product with 1e6 would not do: near the largest budgets its float error passes any fixed tolerance.
+ */
+const wholeMicroChf = (chf: number) => /^\d+(\.\d{1,6})?$/.test(String(chf));
 
 /** A budget in CHF: kept in micro-CHF, so at most 6 decimal places (more would be rounded silently). */
 export const MonthlyBudgetChfSchema = z
