@@ -18,7 +18,8 @@ const PROBES = new Set(["/healthz", "/readyz", "/metrics"]);
  * (parameters, which carry event data, are left out: pg's `enhancedDatabaseReporting` stays off);
  * the Redis command name only (a job's data, a delta's text and key hashes travel as arguments); no
  * header is captured; an incoming request's query keeps its parameter names only (a value may be an
- * email, a pagination cursor, or a credential a client put in its URL). pg and ioredis spans are made only
+ * email, a pagination cursor, or a credential a client put in its URL), and its path no segment that
+ * may be a credential (redactedPath). pg and ioredis spans are made only
  * inside a trace, so the projector's polling and the queue's blocking reads do not each start one.
  */
 export function platformInstrumentations(): Instrumentation[] {
@@ -26,7 +27,7 @@ export function platformInstrumentations(): Instrumentation[] {
     new HttpInstrumentation({
       ignoreIncomingRequestHook: (request) => PROBES.has((request.url ?? "").split("?")[0]!),
       requestHook: (span, request) => {
-        if (request instanceof IncomingMessage) redactQuery(span, request.url ?? "");
+        if (request instanceof IncomingMessage) redactUrl(span, request.url ?? "");
       },
     }),
     new KoaInstrumentation({
@@ -44,10 +45,41 @@ export function platformInstrumentations(): Instrumentation[] {
   ];
 }
 
-/** Overwrites a server span's `url.query` with its parameter names, every value `REDACTED`. */
-function redactQuery(span: Span, url: string): void {
+/** Overwrites a server span's `url.path` (redactedPath) and `url.query` (its parameter names, every value `REDACTED`). */
+function redactUrl(span: Span, url: string): void {
   const start = url.indexOf("?");
+  const path = start < 0 ? url : url.slice(0, start);
+  const redacted = redactedPath(path);
+  if (redacted !== path) span.setAttribute("url.path", redacted);
   if (start < 0) return;
   const names = [...new URLSearchParams(url.slice(start + 1)).keys()].slice(0, 32);
   span.setAttribute("url.query", names.map((name) => `${encodeURIComponent(name).slice(0, 64)}=REDACTED`).join("&"));
+}
+
+/** A route's words and the ids this platform puts in paths (`chatcmpl-` + 24, `resp_` + 24, uuids): kept. */
+const PLAIN_SEGMENT = /^[0-9A-Za-z_.-]{1,40}$/;
+/** Credentials' prefixes (API keys, session and device tokens), whatever follows them. */
+const CREDENTIAL = /^(?:sk-|sess_|dev_)/i;
+
+/**
+ * A request path with every segment that may be a credential (a client that put its API key or token in
+ * the path, by mistake or probing) replaced by `REDACTED`: a segment with a credential's prefix, or one
+ * longer than any of this platform's ids or with characters none of them has.
+ */
+export function redactedPath(path: string): string {
+  return path
+    .split("/")
+    .map((segment) => {
+      const decoded = decodedSegment(segment);
+      return decoded === "" || (!CREDENTIAL.test(decoded) && PLAIN_SEGMENT.test(decoded)) ? segment : "REDACTED";
+    })
+    .join("/");
+}
+
+function decodedSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }

@@ -110,6 +110,11 @@ describe("tracing across processes", () => {
     });
     expect(queried.status).toBe(200);
     const queriedTrace = queried.headers.get("x-trace-id");
+    // Nor a credential a client put in the path; the platform's own ids in paths stay.
+    const keyInPath = await fetch(`${apiUrl}/v1/${key}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(keyInPath.status).toBe(404);
+    const stored = await fetch(`${apiUrl}/v1/chat/completions/${body.id}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(stored.status).toBe(200);
     // The processes flush their spans when they stop (SIGTERM: the SDK's shutdown exports the batch).
     for (const child of children) {
       child.kill("SIGTERM");
@@ -119,6 +124,10 @@ describe("tracing across processes", () => {
 
     const queriedServer = receiver.spans.find((s) => s.traceId === queriedTrace && s.kind === OTLP_KIND.server);
     expect(queriedServer?.attributes["url.query"]).toBe("api_key=REDACTED&email=REDACTED&limit=REDACTED");
+    const serverPath = (response: Response) =>
+      receiver.spans.find((s) => s.traceId === response.headers.get("x-trace-id") && s.kind === OTLP_KIND.server)?.attributes["url.path"];
+    expect(serverPath(keyInPath)).toBe("/v1/REDACTED");
+    expect(serverPath(stored)).toBe(`/v1/chat/completions/${body.id}`);
     const exported = JSON.stringify(receiver.spans.map((s) => s.attributes));
     expect(exported).not.toContain(key.slice(3, 20));
     expect(exported).not.toContain("ada%40example.com");
