@@ -71,4 +71,28 @@ describe("batch progress in /metrics", () => {
     expect(notStarted + stopped).toBe(cancelled.request_counts!.failed);
     expect(sampleValue(samples, "batch_lines_ended_total", { model: TINY_CHAT, outcome: "done" })).toBe(10 + cancelled.request_counts!.completed);
   }, 150_000);
+
+  it("labels the lines of models the registry does not have as unknown, whatever their names", async () => {
+    paceMs = 1500;
+    const { key } = await platform.createKey();
+    const openai = platform.openai(key);
+    // Four slow lines take the dispatcher's four places; the lines naming unknown models wait behind them.
+    const strange = ["bm-one", "bm-two", `bm-${"x".repeat(3000)}`];
+    const lines = [...Array.from({ length: 4 }, (_, i) => chatLine(i, TINY_CHAT)), ...strange.map((model, i) => chatLine(4 + i, model))];
+    const inputFileId = await uploadBatchFile(openai, lines);
+    const batch = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    await waitForStatus(openai, batch.id, ["in_progress"]);
+    const open = await eventually(async () => {
+      const { samples } = await scrape(`${platform.baseUrl}/metrics`);
+      return sampleValue(samples, "batch_lines", { model: "unknown", state: "waiting" }) === 3 ? samples : undefined;
+    }, 30_000);
+    expect(JSON.stringify(open)).not.toContain("bm-");
+
+    paceMs = 0;
+    const done = await waitForStatus(openai, batch.id, ["completed", "failed"], 90_000);
+    expect(done.request_counts?.failed).toBe(3);
+    const { samples } = await scrape(`${platform.baseUrl}/metrics`);
+    expect(sampleValue(samples, "batch_lines_ended_total", { model: "unknown", outcome: "failed" })).toBe(3);
+    expect(JSON.stringify(samples)).not.toContain("bm-");
+  }, 150_000);
 });

@@ -18,6 +18,7 @@ import type { JobCaller } from "../inference/jobs/completionJobs.ts";
 import { type ActiveBatch, CANCELLED_RUNNING_LINE, type ClaimedLine, EXPIRED_LINE, type InFlight, lineRetryDelay } from "./batchLines.ts";
 import { batchLineEndpoint, type LineRunContext, startBatchJob } from "./batchLineEndpoints.ts";
 import { finalizeBatch } from "./finalizeBatch.ts";
+import { modelLabel } from "../../observability/modelLabel.ts";
 import { readOpenBatchLines } from "./openBatchLines.ts";
 import { validateNextBatch } from "./validateBatch.ts";
 
@@ -66,7 +67,7 @@ export class BatchDispatcher {
   }
 
   start(): void {
-    this.#unwatchMetrics ??= this.#deps.metrics.sources.addBatchLines(() => readOpenBatchLines(this.#pool));
+    this.#unwatchMetrics ??= this.#deps.metrics.sources.addBatchLines(() => readOpenBatchLines(this.#pool, this.#inference.registry));
     this.#schedule(0);
   }
 
@@ -151,7 +152,7 @@ export class BatchDispatcher {
           : { code: "batch_expired", message: "This request could not be executed before the completion window expired." };
       const ended = await endIdleLines(this.#pool, batch.id, error);
       const outcome = batch.status === "cancelling" ? "cancelled" : "expired";
-      for (const { model, n } of ended) this.#deps.metrics.batches.linesEnded.inc({ model, outcome }, n);
+      for (const { model, n } of ended) this.#deps.metrics.batches.linesEnded.inc({ model: modelLabel(this.#inference.registry, model), outcome }, n);
       // A line that waited to run again after a run that failed for the platform's reason (which charged
       // nothing) still holds its budget hold: it ends here without a run to settle it.
       await releaseHolds(
@@ -371,7 +372,7 @@ export class BatchDispatcher {
 
   async #settle(line: ClaimedLine, result: LineResult): Promise<void> {
     if (!(await settleLine(this.#pool, line, result))) return;
-    this.#deps.metrics.batches.linesEnded.inc({ model: line.model, outcome: result.status });
+    this.#deps.metrics.batches.linesEnded.inc({ model: modelLabel(this.#inference.registry, line.model), outcome: result.status });
     // A failed line's hold is settled by the run that recorded its usage; one left open (the line expired
     // while it ran, or its last run charged nothing) is released, or it would keep the budget held until
     // the sweeper finds it.
