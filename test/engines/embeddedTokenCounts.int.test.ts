@@ -1,7 +1,8 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EmbeddedEngine } from "../../workers/engines/embedded/embeddedEngine.ts";
-import type { ChatRequest, EngineDelta } from "../../workers/engines/engine.ts";
+import type { ChatRequest, EngineDelta, ToolDefinition } from "../../workers/engines/engine.ts";
+import { chatPromptTokensUpperBound } from "../../src/ledger/pricing/promptTokensUpperBound.ts";
 
 const MODEL = fileURLToPath(new URL("../../models/austen-1m.gguf", import.meta.url));
 
@@ -48,6 +49,33 @@ describe("the embedded engine's per-delta token counts", () => {
       const { result, counted } = await run(request({ temperature: 2, seed, maxTokens: 120, messages: [{ role: "user", content: "Say something." }] }));
       expect(counted).toBeLessThanOrEqual(result.usage.completionTokens);
       expect(counted).toBeGreaterThanOrEqual(result.usage.completionTokens - 1);
+    }
+  });
+
+  it("stay within the prompt's upper bound that holds and charges use, also when the template adds tool instructions", async () => {
+    const lookup: ToolDefinition = {
+      type: "function",
+      function: { name: "lookup", parameters: { type: "object", properties: { q: { type: "string" } }, required: ["q"] } },
+    };
+    const described: ToolDefinition = {
+      type: "function",
+      function: { name: "weather", description: "The weather\nin a town", parameters: { type: "object" } },
+    };
+    const cases: Partial<ChatRequest>[] = [
+      { messages: [{ role: "user", content: "Look up Darcy" }], tools: [lookup], toolChoice: "auto" },
+      { messages: [{ role: "user", content: "Look up Darcy" }], tools: [lookup], toolChoice: "required" },
+      { messages: [{ role: "user", content: "Hi" }], tools: [lookup, described], toolChoice: { type: "function", function: { name: "lookup" } } },
+      { messages: [{ role: "user", content: "Continue the passage: It is a truth universally acknowledged" }] },
+    ];
+    for (const overrides of cases) {
+      const chat = request({ ...overrides, maxTokens: 8 });
+      const { result } = await run(chat);
+      // The bound of the request without its sampling options (a request that leaves them out is held
+      // on less JSON); a context this large does not cap it: only the request's own size does.
+      const { messages, maxTokens, tools, toolChoice } = chat;
+      const unsampled = { messages, maxTokens, tools, toolChoice };
+      const bound = chatPromptTokensUpperBound(unsampled, 1_000_000);
+      expect(result.usage.promptTokens, JSON.stringify(overrides)).toBeLessThanOrEqual(bound);
     }
   });
 });

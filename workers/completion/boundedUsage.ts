@@ -1,7 +1,7 @@
 import type { CompletionJob, CompletionWork } from "../../src/contracts/completionJob.ts";
 import type { Logger } from "../../src/observability/logger.ts";
 import type { Usage } from "../../src/contracts/deltaMessage.ts";
-import { promptTokensUpperBound } from "../../src/ledger/pricing/promptTokensUpperBound.ts";
+import { chatPromptTokensUpperBound, promptTokensUpperBound } from "../../src/ledger/pricing/promptTokensUpperBound.ts";
 
 /**
  * An engine's usage, held within what the request can have used: the prompt within the bound its budget
@@ -20,7 +20,6 @@ export function boundedUsage(job: CompletionJob, reported: Usage, contextLength:
   ) {
     logger.warn("the engine reported more tokens than the request can have used: charged within its bounds", {
       completionId: job.completionId,
-      model: job.model,
       reported: JSON.stringify(reported),
       charged: JSON.stringify(usage),
     });
@@ -36,7 +35,7 @@ export function withinBounds(work: CompletionWork, usage: Usage, contextLength: 
   }
   const completionTokens = Math.min(usage.completionTokens, work.request.maxTokens);
   return {
-    promptTokens: Math.min(usage.promptTokens, promptTokensUpperBound([work.request], contextLength)),
+    promptTokens: Math.min(usage.promptTokens, chatPromptTokensUpperBound(work.request, contextLength)),
     completionTokens,
     reasoningTokens: Math.min(usage.reasoningTokens, completionTokens),
   };

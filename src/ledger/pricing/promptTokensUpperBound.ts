@@ -18,3 +18,20 @@ export function promptTokensUpperBound(parts: readonly unknown[], contextLength:
   }
   return Math.min(bytes + TEMPLATE_TOKENS_BASE, contextLength);
 }
+
+/**
+ * Tokens a chat template may add once when a request offers tools: the instructions on how to call them
+ * (node-llama-cpp's are about 1,000 bytes of text, so at most that many tokens; an upstream's template,
+ * Hermes-style or Llama 3.1's, a few hundred tokens), besides the tools' own definitions, which the
+ * request's JSON counts.
+ */
+export const TOOLS_TEMPLATE_TOKENS = 2048;
+
+/**
+ * promptTokensUpperBound of a chat request (its messages, tools and options as JSON), plus the
+ * template's tool instructions when it offers tools; capped by the context length.
+ */
+export function chatPromptTokensUpperBound(request: { readonly maxTokens: number; readonly tools?: readonly unknown[] }, contextLength: number): number {
+  const tools = request.tools !== undefined && request.tools.length > 0 ? TOOLS_TEMPLATE_TOKENS : 0;
+  return Math.min(promptTokensUpperBound([request], contextLength) + tools, contextLength);
+}

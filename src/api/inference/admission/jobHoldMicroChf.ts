@@ -1,9 +1,9 @@
-import { promptTokensUpperBound } from "../../../ledger/pricing/promptTokensUpperBound.ts";
+import { chatPromptTokensUpperBound, promptTokensUpperBound } from "../../../ledger/pricing/promptTokensUpperBound.ts";
 import { worstCaseCostMicroChf, type ModelPrices } from "../../../ledger/pricing/worstCaseCostMicroChf.ts";
 import type { Lane } from "../../../contracts/lanes.ts";
 
 /** What admission needs of a job's work (structurally the `work` of a RunCompletion job). */
-export type HoldableWork = { kind: "chat"; request: { maxTokens: number } } | { kind: "embeddings"; input: readonly string[] };
+export type HoldableWork = { kind: "chat"; request: { maxTokens: number; tools?: readonly unknown[] } } | { kind: "embeddings"; input: readonly string[] };
 
 /** What admission needs of a model (structurally a RegisteredModel of the model registry). */
 export type HoldableModel = ModelPrices & { context_length: number };
@@ -20,7 +20,7 @@ export type HoldableModel = ModelPrices & { context_length: number };
 export function jobHoldMicroChf(work: HoldableWork, model: HoldableModel, lane: Lane = "interactive"): number {
   const discount = lane === "batch" ? (model.batchDiscountBps ?? 0) : 0;
   if (work.kind === "chat") {
-    return worstCaseCostMicroChf(promptTokensUpperBound([work.request], model.context_length), work.request.maxTokens, model, discount);
+    return worstCaseCostMicroChf(chatPromptTokensUpperBound(work.request, model.context_length), work.request.maxTokens, model, discount);
   }
   const promptTokens = work.input.reduce((sum, text) => sum + promptTokensUpperBound([text], model.context_length), 0);
   return worstCaseCostMicroChf(promptTokens, 0, model, discount);

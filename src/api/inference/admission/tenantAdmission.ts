@@ -12,7 +12,7 @@ import {
 import type { RateLimits } from "../../../ledger/accounts/accountEvents.ts";
 import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
 import { ApiError } from "../../http/errors.ts";
-import { promptTokensUpperBound } from "../../../ledger/pricing/promptTokensUpperBound.ts";
+import { chatPromptTokensUpperBound, promptTokensUpperBound } from "../../../ledger/pricing/promptTokensUpperBound.ts";
 import { rateLimitHeaders } from "./rateLimitHeaders.ts";
 import type { HoldableWork } from "./jobHoldMicroChf.ts";
 
@@ -200,7 +200,7 @@ export class TenantAdmission {
 
 /** The tokens a request counts at admission: its prompt's upper bound plus the most it may generate. */
 export function countedTokens(work: HoldableWork, contextLength: number): number {
-  if (work.kind === "chat") return promptTokensUpperBound([work.request], contextLength) + work.request.maxTokens;
+  if (work.kind === "chat") return chatPromptTokensUpperBound(work.request, contextLength) + work.request.maxTokens;
   return work.input.reduce((sum, text) => sum + promptTokensUpperBound([text], contextLength), 0);
 }
 
