@@ -18,7 +18,7 @@ import type { JobCaller } from "../inference/jobs/completionJobs.ts";
 import { type ActiveBatch, CANCELLED_RUNNING_LINE, type ClaimedLine, EXPIRED_LINE, type InFlight, lineRetryDelay } from "./batchLines.ts";
 import { batchLineEndpoint, type LineRunContext, startBatchJob } from "./batchLineEndpoints.ts";
 import { finalizeBatch } from "./finalizeBatch.ts";
-import { modelLabel } from "../../observability/modelLabel.ts";
+import { modelLabel } from "./modelLabel.ts";
 import { readOpenBatchLines } from "./openBatchLines.ts";
 import { validateNextBatch } from "./validateBatch.ts";
 

@@ -1,7 +1,7 @@
 import type { Pool } from "../../db/createPool.ts";
 import { withTransaction } from "../../db/withTransaction.ts";
 import type { ModelRegistry } from "../../models/modelRegistry.ts";
-import { modelLabel } from "../../observability/modelLabel.ts";
+import { modelLabel } from "./modelLabel.ts";
 import type { BatchLineCounts } from "../../observability/scrapeSources.ts";
 
 /**

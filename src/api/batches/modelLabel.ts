@@ -1,4 +1,4 @@
-import type { ModelRegistry } from "../models/modelRegistry.ts";
+import type { ModelRegistry } from "../../models/modelRegistry.ts";
 
 /** The `model` label of a model id no registry entry has (a Batch API line may name any string). */
 export const UNKNOWN_MODEL_LABEL = "unknown";
