@@ -299,6 +299,20 @@ export class TenantCounters {
     return this.#redis.zcard(key);
   }
 
+  /**
+   * The account's jobs of the model running now: in flight but not waiting (expired entries not
+   * counted). A waiting job ages no further than the rank this many jobs give (InferenceGateway).
+   */
+  async running(accountId: string, model: string): Promise<number> {
+    const base = this.#base(accountId);
+    const now = Date.now();
+    const [inflight, waiting] = await Promise.all([
+      this.#redis.zcount(`${base}:inflight:${model}`, now, "+inf"),
+      this.#redis.zcount(`${base}:waiting:${model}`, now, "+inf"),
+    ]);
+    return Math.max(0, inflight - waiting);
+  }
+
   /** The account's jobs of the model waiting for a worker now (expired entries not counted). */
   async waiting(accountId: string, model: string): Promise<number> {
     const key = `${this.#base(accountId)}:waiting:${model}`;

@@ -5,6 +5,7 @@ import { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts
 import { InferenceGateway } from "../../src/api/inference/jobs/inferenceGateway.ts";
 import type { UndeliveredNotes } from "../../src/api/inference/jobs/undeliveredReplyNotes.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
+import { TenantCounters } from "../../src/contracts/tenantCounters.ts";
 import { WorkerPresence } from "../../src/contracts/workerPresence.ts";
 import { silentLogger } from "../../src/observability/logger.ts";
 import type { TestRedis } from "../support/testRedis.ts";
@@ -22,6 +23,7 @@ export async function startTestGateway(
   const queues = new CompletionQueues(redis.redis, keys);
   const subscriber = new DeltaSubscriber(redis.redis, keys);
   const records = new CompletionRecords(redis.redis, keys, 3600);
+  const counters = new TenantCounters(redis.redis, redis.prefix);
   const abandonment = new AbandonmentWatch({ records, queues, graceMs: 60_000, lastMessage: (id) => records.lastMessage(id), logger: silentLogger });
   const gateway = new InferenceGateway({
     presence: new WorkerPresence(redis.redis, keys),
@@ -31,6 +33,7 @@ export async function startTestGateway(
     abandonment,
     ...(options.undelivered ? { undelivered: options.undelivered } : {}),
     limits: { jobIdleTimeoutMs: options.jobIdleTimeoutMs, queueMaxWaiting: 1000 },
+    runningOf: (job) => counters.running(job.accountId, job.model),
     ...(options.sharedReadMs === undefined ? {} : { sharedReadMs: options.sharedReadMs }),
   });
   await redis.redis.zadd(keys.modelWorkers(model), Date.now() + 600_000, "test-presence");

@@ -6,13 +6,14 @@ import type { AbandonmentWatch } from "./abandonmentWatch.ts";
 import type { CompletionRecord, CompletionRecords } from "./completionRecords.ts";
 import { jobErrorToApiError } from "./jobErrorToApiError.ts";
 import { JobReleasedError, type RunningJob } from "./runningJob.ts";
+import { laneBase, laneOfPriority } from "../../../contracts/lanes.ts";
 import type { DeltaSubscriber } from "./deltaSubscriber.ts";
 import type { WorkerPresence } from "../../../contracts/workerPresence.ts";
 import { InternalApiError, ModelUnavailableError, modelTemporarilyUnavailable, ServerShuttingDownError, ServiceUnavailableError } from "../../http/errors.ts";
 import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
 import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
 import { attempt, SharedReads } from "./sharedReads.ts";
-import { AGING_AFTER_MS, AGING_STEP_MS, agedPriority } from "./jobAging.ts";
+import { AGING_AFTER_MS, AGING_STEP_MS, agedPriorityAbove } from "./jobAging.ts";
 import { StillQueuedError } from "./stillQueuedError.ts";
 import { cancelLost } from "./cancelLost.ts";
 import { RelayInterrupts } from "./relayInterrupts.ts";
@@ -26,6 +27,9 @@ import type { UndeliveredNotes } from "./undeliveredReplyNotes.ts";
  * in); liveness is decided by heartbeats seconds long anyway.
  */
 export const SHARED_READ_MS = 5;
+
+/** How long an aging step waits for its account's running jobs to be read (Redis slow or away: no step). */
+const AGING_READ_MS = 250;
 
 export type GatewayLimits = {
   /** How long a started job may stay silent. */
@@ -75,6 +79,7 @@ export class InferenceGateway {
   readonly #abandonment: AbandonmentWatch;
   readonly #undelivered: UndeliveredNotes;
   readonly #limits: GatewayLimits;
+  readonly #runningOf: (job: CompletionJob) => Promise<number>;
   readonly #waitingCounts: SharedReads<number>;
   readonly #liveness: SharedReads<boolean>;
   /** Jobs enqueued by this process that no worker started yet. */
@@ -91,6 +96,8 @@ export class InferenceGateway {
     /** Where a reply given up on is noted with what its client was sent (none: not noted). */
     undelivered?: UndeliveredNotes;
     limits: GatewayLimits;
+    /** The job's account's jobs of its model running now (TenantCounters.running): how far a waiting job ages. */
+    runningOf: (job: CompletionJob) => Promise<number>;
     /** How long a waiting count or liveness read is shared (SHARED_READ_MS; 0: every request reads its own). */
     sharedReadMs?: number;
   }) {
@@ -101,6 +108,7 @@ export class InferenceGateway {
     this.#abandonment = deps.abandonment;
     this.#undelivered = deps.undelivered ?? { note: () => undefined };
     this.#limits = deps.limits;
+    this.#runningOf = deps.runningOf;
     this.#waitingCounts = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
     this.#liveness = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
     this.#subscriber.onReconnect(() => void this.#resubmitWaiting());
@@ -342,9 +350,10 @@ export class InferenceGateway {
    * The job's first message, within `startTimeoutMs`. Meanwhile the job ages: a job's rank is fixed when
    * it is queued (its account's jobs in flight then), so an account with more jobs in flight than another
    * would wait behind every later job of that other account for as long as it keeps the workers busy.
-   * After AGING_AFTER_MS of waiting its rank is halved every AGING_STEP_MS (BullMQ changePriority) until
-   * it is its lane's first: no job waits behind ever newer ones for long, and within an account the
-   * older job has aged further (its order is kept).
+   * After AGING_AFTER_MS of waiting its rank is halved every AGING_STEP_MS (BullMQ changePriority), down
+   * to the rank of its account's jobs running now (agedPriorityAbove): no job waits behind ever newer
+   * ones of accounts with more jobs running, a backlog does not age ahead of an account with fewer, and
+   * within an account the older job has aged further (its order is kept).
    */
   async #firstMessage(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number): Promise<DeltaMessage | undefined> {
     const deadline = Date.now() + startTimeoutMs;
@@ -354,14 +363,26 @@ export class InferenceGateway {
       const message = await feed.next(wait);
       const left = deadline - Date.now();
       if (message || feed.lost || feed.closed || left <= 0) return message;
-      if (priority !== undefined && agedPriority(priority) < priority) {
-        priority = agedPriority(priority);
-        void this.#queues.changePriority(job.model, job.completionId, priority).catch(() => undefined);
-        wait = Math.min(left, AGING_STEP_MS);
+      if (priority !== undefined && priority > laneBase(laneOfPriority(priority))) {
+        const aged = await this.#agedPriority(job, priority);
+        if (aged < priority) void this.#queues.changePriority(job.model, job.completionId, aged).catch(() => undefined);
+        priority = aged;
+        wait = Math.max(0, Math.min(deadline - Date.now(), AGING_STEP_MS));
       } else {
         wait = left;
       }
     }
+  }
+
+  /** One aging step of a waiting job's priority; unchanged when its account's running jobs cannot be read within AGING_READ_MS. */
+  async #agedPriority(job: CompletionJob, priority: number): Promise<number> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), AGING_READ_MS);
+    });
+    const running = await Promise.race([this.#runningOf(job).catch(() => undefined), late]);
+    clearTimeout(timer);
+    return running === undefined ? priority : agedPriorityAbove(priority, running);
   }
 
   async #awaitStart(

@@ -1,4 +1,4 @@
-import { laneBase, laneOfPriority } from "../../../contracts/lanes.ts";
+import { jobPriority, laneBase, laneOfPriority } from "../../../contracts/lanes.ts";
 
 /** How long a job waits at its fair-share rank before it ages, and how often its rank is halved after that. */
 export const AGING_AFTER_MS = 2_000;
@@ -8,4 +8,14 @@ export const AGING_STEP_MS = 1_000;
 export function agedPriority(priority: number): number {
   const base = laneBase(laneOfPriority(priority));
   return base + Math.floor((priority - base) / 2);
+}
+
+/**
+ * A waiting job's priority aged one step, no further than the rank its account's jobs running now give
+ * (`running`): a backlog ages ahead of other accounts' newer jobs only down to where its account's share
+ * stands, so an account with fewer jobs running (one with none: an idle account's first request) still
+ * goes first, rather than behind every job of the backlog that aged to the lane's first rank.
+ */
+export function agedPriorityAbove(priority: number, running: number): number {
+  return Math.min(priority, Math.max(agedPriority(priority), jobPriority(laneOfPriority(priority), running)));
 }
