@@ -174,6 +174,19 @@ describe("password hashing capacity", () => {
     }
     expect(timed.every((t) => t.res.status === 401 || t.res.status === 503)).toBe(true);
   });
+
+  it("lets a client with its device cookie wait its turn while a flood from many addresses fills what may wait", async () => {
+    const owner = await registerAt(newAddress());
+    const office = newAddress();
+    const device = deviceCookieOf(await login(owner, PASSWORD, office));
+    const flood = Array.from({ length: 12 }, () => login(newEmail("nobody"), "wrong password!", newAddress()));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const own = await login(owner, PASSWORD, office, device);
+    expect(own.status, own.text).toBe(200);
+    const results = await Promise.all(flood);
+    // The flood did fill what may wait: some of it was refused.
+    expect(results.filter((r) => r.status === 503).length).toBeGreaterThan(0);
+  });
 });
 
 describe("registration rate limit", () => {

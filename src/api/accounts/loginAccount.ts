@@ -4,7 +4,7 @@ import type { Clock } from "../../runtime/clock.ts";
 import { AuthenticationError } from "../http/errors.ts";
 import { createSession } from "../sessions/sessionStore.ts";
 import type { LoginBody } from "./accountSchemas.ts";
-import type { FairHashGate } from "./fairHashGate.ts";
+import type { FairHashGate, HashQueue } from "./fairHashGate.ts";
 import { passwordHasher } from "./passwordHasher.ts";
 
 export class InvalidCredentialsError extends AuthenticationError {
@@ -26,7 +26,7 @@ export async function loginAccount(
   deps: LoginDeps,
   gate: FairHashGate,
   body: LoginBody,
-  clientAddress: string,
+  hashQueue: HashQueue,
 ): Promise<{ sessionToken: string; expiresAt: Date }> {
   const found = await deps.pool.query<{ account_id: string; password_hash: string }>(
     `SELECT a.account_id, c.password_hash
@@ -35,7 +35,7 @@ export async function loginAccount(
     [body.email],
   );
   const row = found.rows[0];
-  const { ok, upgradedHash } = await gate.run(clientAddress, async () => {
+  const { ok, upgradedHash } = await gate.run(hashQueue, async () => {
     const verified = await passwordHasher.verify(body.password, row ? row.password_hash : null);
     const upgrade = verified && row && passwordHasher.needsRehash(row.password_hash);
     return { ok: verified, upgradedHash: upgrade ? await passwordHasher.hash(body.password) : null };

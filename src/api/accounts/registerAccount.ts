@@ -41,7 +41,7 @@ export async function registerAccount(
   // when it cannot be reached, the request answers 503 as soon as that shows (within the pool's connect or
   // query timeout), instead of after the hash and then the same timeout again.
   const [passwordHash] = await Promise.all([
-    hashing.gate.run(hashing.clientAddress, () => passwordHasher.hash(body.password)),
+    hashing.gate.run({ key: hashing.clientAddress, knownDevice: false }, () => passwordHasher.hash(body.password)),
     deps.accounts.pool.query("SELECT 1"),
   ]);
   try {

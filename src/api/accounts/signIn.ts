@@ -40,7 +40,12 @@ export class SignIn {
     const known = await this.devices.knows(deviceToken, account);
     const device = known && deviceToken !== null ? deviceTokenHash(deviceToken) : null;
     await this.throttle.beforeLogin(body.email, clientAddress, device);
-    const session = await loginAccount(deps, this.gate, body, device === null ? clientAddress : `device:${device}`);
+    const session = await loginAccount(
+      deps,
+      this.gate,
+      body,
+      device === null ? { key: clientAddress, knownDevice: false } : { key: device, knownDevice: true },
+    );
     await this.throttle.afterLoginSuccess(body.email, clientAddress, device);
     return { ...session, deviceToken: await this.devices.issue(deviceToken, known, account) };
   }
