@@ -1,5 +1,5 @@
-import { createServer, type Server } from "node:http";
-import { inviteBodiesOnlyWhenRead } from "./http/expectContinue.ts";
+import type { Server } from "node:http";
+import { createApiServer } from "./http/apiServer.ts";
 import { createApp } from "./app.ts";
 import type { AppDeps } from "./appDeps.ts";
 import { ApiKeyAuth } from "./auth/apiKeyAuth.ts";
@@ -13,7 +13,6 @@ import type { RoleContext, RunningRole } from "../runtime/role.ts";
 import { PostgresFileStore } from "./files/postgresFileStore.ts";
 import { FileRetentionSweeper } from "./files/fileRetentionSweeper.ts";
 import { BatchDispatcher } from "./batches/batchDispatcher.ts";
-import { answerClientErrors } from "./http/clientErrors.ts";
 
 export async function startApi({ config, pool, logger, metrics, localReplies }: RoleContext): Promise<RunningRole> {
   const redis = createRedis(config.redis, { kind: "fail-fast", timeouts: config.redisTimeouts });
@@ -35,10 +34,8 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
   const batches = new BatchDispatcher(deps, inference, files);
   batches.start();
   const handle = app.callback();
-  const server: Server = createServer(handle);
-  inviteBodiesOnlyWhenRead(server, handle);
+  const server: Server = createApiServer(handle);
   server.keepAliveTimeout = 65_000;
-  answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());

@@ -1,8 +1,7 @@
-import { createServer, type Server } from "node:http";
-import { inviteBodiesOnlyWhenRead } from "../../src/api/http/expectContinue.ts";
+import type { Server } from "node:http";
+import { createApiServer } from "../../src/api/http/apiServer.ts";
 import type { AddressInfo } from "node:net";
 import { createApp, type RouteFactory } from "../../src/api/app.ts";
-import { answerClientErrors } from "../../src/api/http/clientErrors.ts";
 import type { AppDeps } from "../../src/api/appDeps.ts";
 import { ApiKeyAuth, type ApiKeyAuthOptions } from "../../src/api/auth/apiKeyAuth.ts";
 import type { Clock } from "../../src/runtime/clock.ts";
@@ -97,9 +96,7 @@ export async function startTestApp(
   };
   const app = createApp(deps, options.routes ?? routeFactories);
   const handle = app.callback();
-  const server: Server = createServer(handle);
-  inviteBodiesOnlyWhenRead(server, handle);
-  answerClientErrors(server);
+  const server: Server = createApiServer(handle);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

@@ -6,7 +6,7 @@ const ANSWERS: Record<string, { status: number; code: string; message: string }>
   HPE_HEADER_OVERFLOW: {
     status: 431,
     code: "request_header_fields_too_large",
-    message: "The request's headers are too large (at most 16 KiB in all).",
+    message: "The request's headers are too large (at most 16 KiB and 256 headers in all).",
   },
   ERR_HTTP_REQUEST_TIMEOUT: {
     status: 408,
@@ -32,9 +32,16 @@ export function answerClientErrors(server: Server): void {
       socket.destroy();
       return;
     }
-    const body = JSON.stringify({ error: { message: answer.message, type: "invalid_request_error", param: null, code: answer.code } });
+    const body = errorBodyOf(answer);
     socket.end(
       `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
   });
 }
+
+function errorBodyOf(answer: { code: string; message: string }): string {
+  return JSON.stringify({ error: { message: answer.message, type: "invalid_request_error", param: null, code: answer.code } });
+}
+
+/** The 431 of headers over the limits, for a request the parser let through (headersOverLimits). */
+export const HEADERS_TOO_LARGE = { status: 431, body: errorBodyOf(ANSWERS.HPE_HEADER_OVERFLOW!) };

@@ -1,0 +1,48 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { answerClientErrors, HEADERS_TOO_LARGE } from "./clientErrors.ts";
+import { inviteBodiesOnlyWhenRead } from "./expectContinue.ts";
+
+/** The most headers a request may have; Node would drop the ones past its own count, silently. */
+export const MAX_REQUEST_HEADERS = 256;
+/** The most bytes a request's headers may have in all (names, values and their separators). */
+export const MAX_REQUEST_HEADER_BYTES = 16 * 1024;
+
+type Handle = (req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * The API's HTTP server around the app's handler: requests refused by the parser (headers over 16 KiB
+ * in one piece, not HTTP, too slow) answered in OpenAI's error shape; bodies invited only when read
+ * (`Expect: 100-continue`); and a request with more than MAX_REQUEST_HEADERS headers, or more than
+ * MAX_REQUEST_HEADER_BYTES of them in all (which Node's parser lets through when they come as many small
+ * ones), answered 431 before the app sees it, rather than handled without the headers past Node's count
+ * (an `Authorization` past it was a 403 for a key that was sent).
+ */
+export function createApiServer(handle: Handle): Server {
+  const guarded: Handle = (req, res) => {
+    if (headersOverLimits(req.rawHeaders)) {
+      res.writeHead(HEADERS_TOO_LARGE.status, {
+        "content-type": "application/json; charset=utf-8",
+        "content-length": Buffer.byteLength(HEADERS_TOO_LARGE.body),
+        connection: "close",
+      });
+      res.end(HEADERS_TOO_LARGE.body);
+      return;
+    }
+    handle(req, res);
+  };
+  const server = createServer(guarded);
+  // One more than allowed: a request with more is seen to have more (and refused), none is cut short.
+  server.maxHeadersCount = MAX_REQUEST_HEADERS + 1;
+  inviteBodiesOnlyWhenRead(server, guarded);
+  answerClientErrors(server);
+  return server;
+}
+
+/** Whether raw headers (name, value, name, value, ...) are over the count or the size in all. */
+export function headersOverLimits(rawHeaders: readonly string[]): boolean {
+  if (rawHeaders.length > 2 * MAX_REQUEST_HEADERS) return true;
+  // Each header as sent: name, ": ", value, CRLF (characters: a latin1 byte each, as Node decodes them).
+  let bytes = 0;
+  for (const part of rawHeaders) bytes += part.length + 2;
+  return bytes > MAX_REQUEST_HEADER_BYTES;
+}
