@@ -216,10 +216,30 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
       ["context_management", [{ type: "compaction" }]],
     ] as const) {
       const error = await openai.responses.create({ ...base, max_output_tokens: 2, [param]: value } as never).catch((e: unknown) => e);
-      expect(error, param).toMatchObject({ status: 400, param });
+      expect(error, param).toMatchObject({ status: 400, param, code: "unsupported_parameter", error: { message: expect.stringContaining("not served") } });
     }
     const unset = await openai.responses.create({ ...base, max_output_tokens: 2, conversation: null, prompt: null } as never);
     expect(unset.status).toMatch(/completed|incomplete/);
+  });
+
+  it("refuses two input items of one id (naming the second), and takes an assistant's refusal part sent back as its text", async () => {
+    const message = (id: string, content: string) => ({ type: "message" as const, id, role: "user" as const, content });
+    const error = await openai.responses
+      .create({ ...base, max_output_tokens: 2, input: [message("msg_dup", "one"), message("msg_other", "two"), message("msg_dup", "three")] })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 400, param: "input[2].id", error: { message: expect.stringContaining("msg_dup") } });
+    const answered = await openai.responses.create({
+      ...base,
+      max_output_tokens: 2,
+      input: [
+        { role: "user", content: "Say something rude." },
+        { type: "message", role: "assistant", content: [{ type: "refusal", refusal: "I would rather not." }] },
+        { role: "user", content: "Then say something kind." },
+      ] as never,
+    });
+    expect(answered.status).toMatch(/completed|incomplete/);
+    const items = await openai.responses.inputItems.list(answered.id, { order: "asc" });
+    expect(items.data[1]).toMatchObject({ role: "assistant", content: [{ type: "output_text", text: "I would rather not." }] });
   });
 
   it("reports the output cap that applied when none was sent (150), and echoes safety_identifier and prompt_cache_key", async () => {

@@ -20,6 +20,17 @@ export const ResponseRequestSchema = z
         message: "background responses must be stored: store: false cannot be used with background: true.",
       });
     }
+    // An item's id names it in the stored input's pages (`after`, `before`) and in later item references:
+    // two items of one id would make both ambiguous (a page after it would be the same page again).
+    if (Array.isArray(body.input)) {
+      const seen = new Set<string>();
+      for (const [index, item] of body.input.entries()) {
+        if (item.id === undefined) continue;
+        if (seen.has(item.id))
+          ctx.addIssue({ code: "custom", path: ["input", index, "id"], message: `the item id '${item.id}' is used by an earlier item of input.` });
+        seen.add(item.id);
+      }
+    }
     const toolNames = new Set((body.tools ?? []).map((t) => t.name));
     if (body.tool_choice && body.tool_choice !== "none" && body.tool_choice !== "auto" && toolNames.size === 0) {
       ctx.addIssue({ code: "custom", path: ["tool_choice"], message: "tool_choice is only allowed when tools are specified." });

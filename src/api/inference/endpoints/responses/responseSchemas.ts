@@ -15,7 +15,11 @@ const JsonObjectSchema = z.record(z.string(), z.unknown()).superRefine((schema, 
 
 /** Text of an input message: `input_text` parts (an assistant message's earlier output: `output_text`). */
 const TextPartSchema = z.looseObject({ type: z.enum(["input_text", "output_text"]), text: z.string() });
-const ContentSchema = z.union([z.string(), itemsInOrder(TextPartSchema)], {
+/** An assistant message's earlier refusal sent back (OpenAI's output part): its text, as output text. */
+const RefusalPartSchema = z
+  .looseObject({ type: z.literal("refusal"), refusal: z.string() })
+  .transform(({ refusal }) => ({ type: "output_text" as const, text: refusal }));
+const ContentSchema = z.union([z.string(), itemsInOrder(z.union([TextPartSchema, RefusalPartSchema]))], {
   error: () => 'expected a string or an array of text parts ({"type": "input_text", "text": "..."}); images, files and audio are not served.',
 });
 

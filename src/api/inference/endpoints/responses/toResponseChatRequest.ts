@@ -175,9 +175,22 @@ const CHAT_ONLY_FIELDS: Readonly<Record<string, string | null>> = {
   web_search_options: null,
 };
 
+/** The Responses API's own fields that are not served: refused (null: not set), saying what to use instead. */
+const RESPONSE_FIELDS_NOT_SERVED: Readonly<Record<string, string>> = {
+  conversation: "Conversations are not served: chain responses with 'previous_response_id'.",
+  prompt: "Stored prompts are not served: send the prompt's text as 'instructions' and 'input'.",
+  context_management: "Context compaction is not served: a context longer than the model's is a 400.",
+};
+
 function refuseChatOnlyFields(extra: Record<string, unknown>): Record<string, unknown> {
   const rest: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(extra)) {
+    if (value !== null && value !== undefined && Object.hasOwn(RESPONSE_FIELDS_NOT_SERVED, name)) {
+      throw new InvalidRequestError(`Unsupported parameter: '${name}' is not supported here. ${RESPONSE_FIELDS_NOT_SERVED[name]}`, {
+        param: name,
+        code: "unsupported_parameter",
+      });
+    }
     if (!Object.hasOwn(CHAT_ONLY_FIELDS, name)) rest[name] = value;
     if (value === null || value === undefined || !Object.hasOwn(CHAT_ONLY_FIELDS, name)) continue;
     const moved = CHAT_ONLY_FIELDS[name];
