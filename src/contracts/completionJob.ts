@@ -39,6 +39,12 @@ export const CompletionJobSchema = z
      * A request answered whole gets nothing of a reply that fails: such a failure charges nothing.
      */
     streamed: z.boolean().optional(),
+    /**
+     * How long its replay stream is kept after its last message, in seconds (absent: the retention,
+     * COMPLETION_RETENTION_S): a response that is not stored (`store: false`) keeps its text no longer
+     * than its API process may still read it.
+     */
+    replayKeptAfterEndS: z.number().int().min(1).optional(),
     /** The BullMQ priority it was queued with (lanes.ts: lane and fair-share rank), kept for a re-enqueue. */
     priority: z.number().int().min(1).max(MAX_PRIORITY).optional(),
     /**

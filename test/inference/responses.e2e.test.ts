@@ -451,6 +451,17 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     await expect(openai.responses.retrieve(response.id)).rejects.toMatchObject({ status: 404 });
     const { rows } = await platform.deps.pool.query("SELECT count(*)::int AS n FROM responses WHERE id = $1", [response.id]);
     expect(rows[0].n).toBe(0);
+    // Its events (its text) leave Redis too, also those its job wrote after a delete stopped it running.
+    const keys = new InferenceKeys(platform.deps.config.redisPrefix);
+    expect(await platform.deps.redis.exists(keys.replayStream(response.id), keys.completionRecord(response.id))).toBe(0);
+    const running = await openai.responses.create({ ...base, background: true, max_output_tokens: 40, input: "Tell me a long story" });
+    await eventually(async () => ((await platform.deps.redis.xlen(keys.replayStream(running.id))) > 2 ? true : undefined), 10_000);
+    await openai.responses.delete(running.id);
+    await eventually(async () => {
+      const last = await platform.deps.redis.xrevrange(keys.replayStream(running.id), "+", "-", "COUNT", 1);
+      const exists = await platform.deps.redis.exists(keys.replayStream(running.id), keys.completionRecord(running.id));
+      return exists === 0 && last.length === 0 ? true : undefined;
+    }, 10_000);
     await expect(openai.responses.create({ ...base, previous_response_id: response.id })).rejects.toMatchObject({
       status: 400,
       error: { param: "previous_response_id" },
@@ -612,6 +623,11 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(unstored.status).toBe("completed");
     expect((unstored as unknown as { store: boolean }).store).toBe(false);
     await expect(openai.responses.retrieve(unstored.id)).rejects.toMatchObject({ status: 404 });
+    // Its text stays in Redis only for the minute its API process may still read it, not the retention.
+    const keys = new InferenceKeys(platform.deps.config.redisPrefix);
+    const ttl = await platform.deps.redis.ttl(keys.replayStream(unstored.id));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60);
   });
 
   it("answers 404 to another account's key for every endpoint of a response", async () => {

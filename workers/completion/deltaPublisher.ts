@@ -75,9 +75,12 @@ export class DeltaPublisher implements PendingFlush {
     this.#onSuperseded?.();
   };
   #closed = false;
+  /** How long the replay stream is kept after the last message (the job's; undefined: the retention). */
+  readonly #keptAfterEndS: number | undefined;
 
-  constructor(keys: InferenceKeys, job: { completionId: string; replyTo: string }, options: DeltaPublisherOptions) {
+  constructor(keys: InferenceKeys, job: { completionId: string; replyTo: string; replayKeptAfterEndS?: number }, options: DeltaPublisherOptions) {
     this.#completionId = job.completionId;
+    this.#keptAfterEndS = job.replayKeptAfterEndS;
     this.#replyTo = job.replyTo;
     this.#stream = keys.replayStream(job.completionId);
     this.#options = { now: () => performance.now(), ...options, firstSeq: options.firstSeq ?? 0 };
@@ -197,7 +200,11 @@ export class DeltaPublisher implements PendingFlush {
     if (sequenced.type === "delta") this.#sent.record(sequenced.seq, sequenced.delta, sequenced.tokens);
     // The expiry is (re)set on the first and last messages and now and then between, not on every delta.
     const last = sequenced.type === "usage" || sequenced.type === "error";
-    const expire = sequenced.seq % 256 === 0 || sequenced.seq === this.#firstSeq || last ? this.#options.replayTtlSeconds : null;
+    const expire = last
+      ? (this.#keptAfterEndS ?? this.#options.replayTtlSeconds)
+      : sequenced.seq % 256 === 0 || sequenced.seq === this.#firstSeq
+        ? this.#options.replayTtlSeconds
+        : null;
     this.#written = this.#options.writer.write({
       stream: this.#stream,
       id: this.#run === undefined ? "*" : replayEntryId(this.#run, sequenced.seq),

@@ -48,6 +48,8 @@ export type InferenceJobSpec = {
    * the one there is settled by the run that records the usage, once.
    */
   holdPlaced?: boolean;
+  /** How long the job's replay stream is kept after its end (CompletionJob; absent: the retention). */
+  replayKeptAfterEndS?: number;
 };
 
 /**
@@ -182,6 +184,7 @@ export class CompletionJobs {
       ...(traceparent ? { traceparent } : {}),
       lane,
       streamed: spec.stream,
+      ...(spec.replayKeptAfterEndS === undefined ? {} : { replayKeptAfterEndS: spec.replayKeptAfterEndS }),
       priority: tenant.priority,
       // What its worker gives back of them at its end: the tokens it did not use (one call, the worker's).
       countedTokens: tenant.counted,

@@ -1,4 +1,3 @@
-import { isTerminal } from "../../../../contracts/deltaMessage.ts";
 import type { Context } from "koa";
 import { jobErrorToApiError } from "../../jobs/jobErrorToApiError.ts";
 import type { AppDeps } from "../../../appDeps.ts";
@@ -6,6 +5,8 @@ import { toApiError } from "../../../http/errorHandler.ts";
 import { ApiError, ConflictError, InvalidRequestError, NotFoundError } from "../../../http/errors.ts";
 import { validated } from "../../../http/validate.ts";
 import { resumePoint } from "../shared/storedCompletionQuerySchema.ts";
+import { discardResponseReplay, UNSTORED_REPLAY_KEPT_S } from "./responseReplayRetention.ts";
+import { stopResponseJob as stopJob } from "./stopResponseJob.ts";
 import { checkJsonValue } from "../../../http/jsonValueCheck.ts";
 import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts";
 import type { InferenceServices } from "../shared/requireInference.ts";
@@ -227,6 +228,7 @@ export function createResponseHandler(deps: AppDeps) {
       lane: background ? "background" : "interactive",
       // A background response waits in line as long as it takes, through a restart of this process.
       keepQueued: background,
+      ...(store ? {} : { replayKeptAfterEndS: UNSTORED_REPLAY_KEPT_S }),
     });
     const admission = job.admitted.then(() => {
       admitted = true;
@@ -345,7 +347,9 @@ export function deleteResponseHandler(deps: AppDeps) {
     // (and stops the job of a running one); the others find nothing to delete, a 404.
     const deleted = await inference.responses.store.delete(principalOf(ctx).accountId, id);
     if (!deleted) throw new NotFoundError(`Response with id '${id}' not found.`, { param: "response_id", code: "not_found" });
-    if (!TERMINAL_STATUSES.has(deleted.state.status)) await stopJob(inference, deleted);
+    const running = !TERMINAL_STATUSES.has(deleted.state.status);
+    if (running) await stopJob(inference, deleted);
+    await discardResponseReplay(inference.records, deleted.id, running);
     ctx.body = { id: deleted.id, object: "response", deleted: true };
   };
 }
@@ -376,23 +380,4 @@ export function inputItemsHandler(deps: AppDeps) {
       has_more: page.length < items.length,
     };
   };
-}
-
-/** Takes the response's job off the queue (true: it never ran), or has its worker abort it (false). */
-async function stopJob(inference: InferenceServices, stored: StoredResponse): Promise<boolean> {
-  const removed = await inference.queues.cancel(stored.model, stored.id, "user");
-  if (!removed) return false;
-  // BullMQ answers the removal of a job that finished meanwhile (and left the queue) as done too: one
-  // that ended whole is not "removed before it started" (the cancel then answers it as it ended).
-  const last = await inference.records.lastMessage(stored.id).catch(() => undefined);
-  if (last && isTerminal(last)) return false;
-  const record = await inference.records.find(stored.id);
-  if (record) {
-    await inference.records.endUnstarted(record, {
-      seq: 0,
-      type: "error",
-      error: { kind: "cancelled", message: "The response was cancelled by its owner before it started.", param: null },
-    });
-  }
-  return true;
 }
