@@ -4,6 +4,7 @@ import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace";
 import { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler } from "@opentelemetry/sdk-trace";
+import { type ExportFailureReport, ReportingSpanExporter } from "./reportingSpanExporter.ts";
 
 export const TRACER_NAME = "inference-platform";
 
@@ -32,11 +33,14 @@ export function startTelemetry(options: {
   serviceName?: string;
   spanProcessors?: SpanProcessor[];
   instrumentations?: Instrumentation[];
+  /** Told when exports to the collector fail (ReportingSpanExporter: at once, then at most once a minute). */
+  onExportFailure?: (report: ExportFailureReport) => void;
 }): Telemetry {
   const processors = [...(options.spanProcessors ?? [])];
   if (options.otlpEndpoint) {
     const url = `${options.otlpEndpoint.replace(/\/$/, "")}/v1/traces`;
-    processors.push(new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }) }));
+    const exporter = new OTLPTraceExporter({ url });
+    processors.push(new BatchSpanProcessor({ exporter: options.onExportFailure ? new ReportingSpanExporter(exporter, options.onExportFailure) : exporter }));
   }
   if (processors.length === 0) return { shutdown: async () => undefined };
   const sdk = new NodeSDK({

@@ -56,7 +56,11 @@ export function startupFailure(error: unknown): string {
 async function start(roles: RoleDefinition[], defaults: Record<string, string>): Promise<void> {
   const config = loadConfig({ ...defaults, ...process.env });
   const logger = createLogger(config.logLevel, { service: "inference-platform" });
-  const telemetry = startTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: serviceNameOf(roles) });
+  const telemetry = startTelemetry({
+    otlpEndpoint: config.otlpEndpoint,
+    serviceName: serviceNameOf(roles),
+    onExportFailure: (report) => logger.warn("spans could not be sent to the OTLP collector (OTEL_EXPORTER_OTLP_ENDPOINT): dropped", report),
+  });
   await checkPostgres(config.databaseUrl);
   if (roles.some((r) => r.needsRedis)) await checkRedis(config.redis);
   if (await ensureDatabase(config.databaseUrl)) logger.info("created database");
