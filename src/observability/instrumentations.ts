@@ -6,6 +6,7 @@ import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
 import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
 import { KoaInstrumentation, KoaLayerType } from "@opentelemetry/instrumentation-koa";
 import { PgInstrumentation } from "@opentelemetry/instrumentation-pg";
+import { redactedPath } from "./redactedPath.ts";
 
 /** Probes and scrapes: no trace for them. */
 const PROBES = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -54,32 +55,4 @@ function redactUrl(span: Span, url: string): void {
   if (start < 0) return;
   const names = [...new URLSearchParams(url.slice(start + 1)).keys()].slice(0, 32);
   span.setAttribute("url.query", names.map((name) => `${encodeURIComponent(name).slice(0, 64)}=REDACTED`).join("&"));
-}
-
-/** A route's words and the ids this platform puts in paths (`chatcmpl-` + 24, `resp_` + 24, uuids): kept. */
-const PLAIN_SEGMENT = /^[0-9A-Za-z_.-]{1,40}$/;
-/** Credentials' prefixes (API keys, session and device tokens), whatever follows them. */
-const CREDENTIAL = /^(?:sk-|sess_|dev_)/i;
-
-/**
- * A request path with every segment that may be a credential (a client that put its API key or token in
- * the path, by mistake or probing) replaced by `REDACTED`: a segment with a credential's prefix, or one
- * longer than any of this platform's ids or with characters none of them has.
- */
-export function redactedPath(path: string): string {
-  return path
-    .split("/")
-    .map((segment) => {
-      const decoded = decodedSegment(segment);
-      return decoded === "" || (!CREDENTIAL.test(decoded) && PLAIN_SEGMENT.test(decoded)) ? segment : "REDACTED";
-    })
-    .join("/");
-}
-
-function decodedSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redactedPath } from "./instrumentations.ts";
+import { redactedPath } from "./redactedPath.ts";
 
 describe("redactedPath", () => {
   it("keeps a route's words and the platform's ids", () => {

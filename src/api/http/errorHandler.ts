@@ -4,6 +4,7 @@ import { ConcurrencyError } from "../../ledger/eventStore/concurrencyError.ts";
 import type { Logger } from "../../observability/logger.ts";
 import { isDatabaseUnavailable } from "../../db/databaseUnavailable.ts";
 import { isRedisUnavailable } from "../../redis/redisUnavailable.ts";
+import { redactedPath } from "../../observability/redactedPath.ts";
 import { stateOf } from "./requestState.ts";
 import { ApiError, ConflictError, errorBody, InternalApiError, InvalidRequestError, NotFoundError, ServiceUnavailableError } from "./errors.ts";
 
@@ -40,7 +41,7 @@ export function toApiError(error: unknown): ApiError {
 /** The request a failure's log line names: method, path, and its request and trace ids when it has them. */
 function requestOf(ctx: Context): { method: string; path: string; requestId?: string; traceId?: string } {
   const { requestId, traceId } = stateOf(ctx);
-  return { method: ctx.method, path: ctx.path, ...(requestId ? { requestId } : {}), ...(traceId ? { traceId } : {}) };
+  return { method: ctx.method, path: redactedPath(ctx.path), ...(requestId ? { requestId } : {}), ...(traceId ? { traceId } : {}) };
 }
 
 /** The one error handler, at the top of the middleware chain. */
@@ -68,7 +69,7 @@ export function errorHandler(logger: Logger) {
           code: apiError.code,
         });
       } else if (apiError.status >= 500) {
-        logger.error("request failed", { method: ctx.method, path: ctx.path, error: error as Error });
+        logger.error("request failed", { method: ctx.method, path: redactedPath(ctx.path), error: error as Error });
       }
       if (ctx.headerSent || !ctx.writable) return;
       ctx.status = apiError.status;

@@ -34,7 +34,8 @@ describe("errorHandler: the line an outage's 503 writes", () => {
     const headers: Record<string, unknown> = {};
     const ctx = {
       method: "POST",
-      path: "/v1/chat/completions",
+      // A credential a client put in the path never reaches the line.
+      path: "/v1/chat/completions/sk-proj-SECRETSEGMENT1234567890abcdef",
       state: { requestId: "req_1", traceId: "0af7651916cd43dd8448eb211c80319c" },
       headerSent: false,
       writable: true,
@@ -47,7 +48,7 @@ describe("errorHandler: the line an outage's 503 writes", () => {
         message: "request failed: dependency unavailable",
         fields: {
           method: "POST",
-          path: "/v1/chat/completions",
+          path: "/v1/chat/completions/REDACTED",
           requestId: "req_1",
           traceId: "0af7651916cd43dd8448eb211c80319c",
           dependency: "redis",
