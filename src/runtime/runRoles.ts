@@ -11,6 +11,9 @@ import { checkPostgres, checkRedis, DependencyUnavailableError } from "./checkDe
 import type { RoleDefinition, RunningRole } from "./role.ts";
 import { stopWithin } from "./stopWithin.ts";
 
+/** A signal this soon after the one that started the shutdown is that same stop (npm passes a group's signal on). */
+const SAME_STOP_MS = 1_000;
+
 /**
  * The body of every entry point (src/main.ts, src/api/main.ts, workers/main.ts, projections/main.ts):
  * reads the configuration, checks PostgreSQL (and Redis when a role needs it), creates and migrates
@@ -20,7 +23,8 @@ import { stopWithin } from "./stopWithin.ts";
  *
  * Each role gets a pool with the timeouts of its `poolUse` (roles of the same use share one). A stop
  * that takes longer than SHUTDOWN_GRACE_MS (a stream still running, a dependency that does not
- * answer) is cut: the process logs which roles had not finished and exits 1. A second signal exits at once.
+ * answer) is cut: the process logs which roles had not finished and exits 1. A second signal exits at once
+ * (one within SAME_STOP_MS of the first is the same stop, passed on by npm to its script).
  * `defaults` are settings of this entry point that the environment overrides (src/main.ts: METRICS_PORT).
  */
 export function runRoles(roles: RoleDefinition[], defaults: Record<string, string> = {}): void {
@@ -99,13 +103,17 @@ async function start(roles: RoleDefinition[], defaults: Record<string, string>):
     : null;
   if (metricsServer) logger.info("metrics listening", { port: metricsServer.port, path: "/metrics" });
   const running: { name: string; role: RunningRole }[] = [];
-  let stopping = false;
+  let stoppingSince: number | null = null;
   const stop = async (signal: string) => {
-    if (stopping) {
+    if (stoppingSince !== null) {
+      // A signal to the whole process group (Ctrl-C in a terminal, `kill -- -PGID`, a supervisor's stop)
+      // reaches this process twice under npm, which passes its own on: that is the same stop, not a
+      // second one.
+      if (performance.now() - stoppingSince < SAME_STOP_MS) return;
       logger.warn("second signal: exiting without waiting", { signal });
       process.exit(1);
     }
-    stopping = true;
+    stoppingSince = performance.now();
     logger.info("shutting down", { signal, graceMs: config.shutdownGraceMs });
     // In the order they started (API, worker, projector): the API drains its requests while the worker
     // still runs their jobs (queued ones included), then the worker drains its jobs, then the projector
@@ -129,7 +137,7 @@ async function start(roles: RoleDefinition[], defaults: Record<string, string>):
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
   for (const role of roles) {
-    if (stopping) return;
+    if (stoppingSince !== null) return;
     running.push({
       name: role.name,
       role: await role.start({ config, pool: poolFor(role.poolUse), logger: logger.child({ role: role.name }), metrics, localReplies }),

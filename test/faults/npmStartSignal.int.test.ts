@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../support/eventually.ts";
 import { freePort } from "../support/freePort.ts";
@@ -21,31 +21,45 @@ afterAll(async () => {
   await redis?.close();
 }, 60_000);
 
+/** `npm start` in a process group of its own, once it serves; its logs, and a promise of its exit. */
+async function startNpm(): Promise<{ npm: ChildProcess; api: string; logs: string[]; exited: Promise<number | null> }> {
+  const port = await freePort();
+  const api = `http://127.0.0.1:${port}`;
+  const logs: string[] = [];
+  const npm = spawn("npm", ["start"], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      DATABASE_URL: db.url,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: redis.prefix,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      METRICS_PORT: String(await freePort()),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+    // A process group of its own: whatever is left of it (a service npm failed to stop) is killed at the end.
+    detached: true,
+  });
+  npm.stdout?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
+  npm.stderr?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
+  const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
+  await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 90_000);
+  return { npm, api, logs, exited };
+}
+
+function killGroup(npm: ChildProcess): void {
+  try {
+    process.kill(-npm.pid!, "SIGKILL");
+  } catch {
+    // The group is gone: nothing was left.
+  }
+}
+
 describe("npm start and SIGTERM", () => {
   it("stops the service when npm is told to stop", async () => {
-    const port = await freePort();
-    const api = `http://127.0.0.1:${port}`;
-    const logs: string[] = [];
-    const npm = spawn("npm", ["start"], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "/tmp",
-        DATABASE_URL: db.url,
-        REDIS_URL: TEST_REDIS_URL,
-        REDIS_PREFIX: redis.prefix,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        METRICS_PORT: String(await freePort()),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-      // A process group of its own: whatever is left of it (a service npm failed to stop) is killed at the end.
-      detached: true,
-    });
-    npm.stdout?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
-    npm.stderr?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
-    const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
+    const { npm, api, logs, exited } = await startNpm();
     try {
-      await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 90_000);
       npm.kill("SIGTERM");
       await exited;
       // The service itself stopped (it logs so), and nothing serves the port any more.
@@ -55,11 +69,21 @@ describe("npm start and SIGTERM", () => {
       await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null)) === null ? true : undefined), 15_000);
       expect(logs.join("")).toContain('"signal":"SIGTERM"');
     } finally {
-      try {
-        process.kill(-npm.pid!, "SIGKILL");
-      } catch {
-        // The group is gone: nothing was left.
-      }
+      killGroup(npm);
+    }
+  }, 150_000);
+
+  it("drains, not cuts, when the whole process group is signalled (Ctrl-C in a terminal: npm passes its signal on)", async () => {
+    const { npm, logs, exited } = await startNpm();
+    try {
+      process.kill(-npm.pid!, "SIGINT");
+      await exited;
+      await eventually(async () => (logs.join("").includes('"message":"stopped"') ? true : undefined), 15_000).catch((error: unknown) => {
+        throw new Error(`the service did not stop by draining: ${logs.join("").slice(-2000)}`, { cause: error });
+      });
+      expect(logs.join("")).not.toContain("second signal");
+    } finally {
+      killGroup(npm);
     }
   }, 150_000);
 });
