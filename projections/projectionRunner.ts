@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from "../src/db/createPool.ts";
+import { isDatabaseUnavailable } from "../src/db/databaseUnavailable.ts";
 import type { Logger } from "../src/observability/logger.ts";
 import type { Projection } from "./projection.ts";
 import { PROJECTION_LOCK_SPACE } from "./projectionLocks.ts";
@@ -115,7 +116,10 @@ export class ProjectionRunner {
         client.release();
         client = null;
       } catch (error) {
-        log.error("projection failed; retrying", { error: error as Error });
+        // A lost or unreachable database is retried like any failure, but is an outage's, not a defect's:
+        // a warning without a stack. Anything else (a bad event, a bug in a projection) stays an error.
+        if (isDatabaseUnavailable(error)) log.warn("projection failed: database unavailable; retrying", { cause: (error as Error).message });
+        else log.error("projection failed; retrying", { error: error as Error });
         // Destroy the connection: a broken one must not return to the pool, and closing it frees the lock.
         client?.off("error", onConnectionError);
         client?.release(error as Error);
