@@ -40,7 +40,7 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  logger.info("api listening", { url: `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}` });
+  logger.info("api listening", { url: `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}`, host: config.host });
   return {
     async stop() {
       // close() ends the idle connections of this moment; one whose response ends later would stay open

@@ -101,7 +101,7 @@ async function start(roles: RoleDefinition[], defaults: Record<string, string>):
         return null;
       })
     : null;
-  if (metricsServer) logger.info("metrics listening", { port: metricsServer.port, path: "/metrics" });
+  if (metricsServer) logger.info("metrics listening", { port: metricsServer.port, host: config.host, path: "/metrics" });
   const running: { name: string; role: RunningRole }[] = [];
   let stoppingSince: number | null = null;
   const stop = async (signal: string) => {
