@@ -152,10 +152,25 @@ end
 return 1
 `;
 
+// The account's jobs of the model ahead of a waiting one: those running (in flight, not waiting) and those
+// waiting that were queued before it (a waiting entry's score is its queueing time plus its lane's wait,
+// so within a lane the lower score was queued first). -1: the job waits no more.
+const AHEAD = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local mine = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not mine then return -1 end
+local inflight = redis.call('ZCOUNT', KEYS[1], now, '+inf')
+local waiting = redis.call('ZCOUNT', KEYS[2], now, '+inf')
+local before = redis.call('ZCOUNT', KEYS[2], now, '(' .. mine)
+return math.max(0, inflight - waiting) + before
+`;
+
 type Scripts = {
   rmTenantAdmit(...args: (string | number)[]): Promise<[string, number, number, number, number, number, number, number, number]>;
   rmTenantStarted(...args: (string | number)[]): Promise<number>;
   rmTenantRelease(...args: (string | number)[]): Promise<number>;
+  rmTenantAhead(...args: (string | number)[]): Promise<number>;
 };
 
 /**
@@ -178,6 +193,7 @@ export class TenantCounters {
     redis.defineCommand("rmTenantAdmit", { numberOfKeys: 9, lua: ADMIT });
     redis.defineCommand("rmTenantStarted", { numberOfKeys: 4, lua: STARTED });
     redis.defineCommand("rmTenantRelease", { numberOfKeys: 6, lua: RELEASE });
+    redis.defineCommand("rmTenantAhead", { numberOfKeys: 2, lua: AHEAD });
     this.#scripts = redis as unknown as Scripts;
   }
 
@@ -300,17 +316,14 @@ export class TenantCounters {
   }
 
   /**
-   * The account's jobs of the model running now: in flight but not waiting (expired entries not
-   * counted). A waiting job ages no further than the rank this many jobs give (InferenceGateway).
+   * The account's jobs of the model ahead of a waiting job: running now, or waiting since before it
+   * (expired entries not counted); null once the job waits no more. A waiting job ages no further than
+   * the rank this many jobs give (InferenceGateway).
    */
-  async running(accountId: string, model: string): Promise<number> {
-    const base = this.#base(accountId);
-    const now = Date.now();
-    const [inflight, waiting] = await Promise.all([
-      this.#redis.zcount(`${base}:inflight:${model}`, now, "+inf"),
-      this.#redis.zcount(`${base}:waiting:${model}`, now, "+inf"),
-    ]);
-    return Math.max(0, inflight - waiting);
+  async ahead(job: TenantJob): Promise<number | null> {
+    const [, , inflight, waiting] = this.#sets(job);
+    const ahead = Number(await this.#scripts.rmTenantAhead(inflight, waiting, job.completionId));
+    return ahead < 0 ? null : ahead;
   }
 
   /** The account's jobs of the model waiting for a worker now (expired entries not counted). */

@@ -33,7 +33,7 @@ export async function startTestGateway(
     abandonment,
     ...(options.undelivered ? { undelivered: options.undelivered } : {}),
     limits: { jobIdleTimeoutMs: options.jobIdleTimeoutMs, queueMaxWaiting: 1000 },
-    runningOf: (job) => counters.running(job.accountId, job.model),
+    aheadOf: (job) => counters.ahead(job),
     ...(options.sharedReadMs === undefined ? {} : { sharedReadMs: options.sharedReadMs }),
   });
   await redis.redis.zadd(keys.modelWorkers(model), Date.now() + 600_000, "test-presence");

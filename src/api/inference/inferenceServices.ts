@@ -134,7 +134,7 @@ export function createInferenceServices(
     abandonment,
     undelivered: new UndeliveredReplyNotes(holdPool, logger),
     limits: { jobIdleTimeoutMs: config.jobIdleTimeoutMs, queueMaxWaiting: config.queueMaxWaiting },
-    runningOf: (job) => counters.running(job.accountId, job.model),
+    aheadOf: (job) => counters.ahead(job),
   });
   const speculation = new SpeculationPolicy();
   const limits: InferenceLimits = {

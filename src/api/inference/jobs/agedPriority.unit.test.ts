@@ -19,12 +19,12 @@ describe("agedPriority", () => {
 });
 
 describe("agedPriorityAbove", () => {
-  it("ages no further than the rank of the account's jobs running now, and never raises a priority", () => {
+  it("ages no further than the rank of the account's jobs ahead of it, and never raises a priority", () => {
     const start = jobPriority("interactive", 40);
     expect(agedPriorityAbove(start, 0)).toBe(jobPriority("interactive", 20));
     expect(agedPriorityAbove(start, 30)).toBe(jobPriority("interactive", 30));
     expect(agedPriorityAbove(jobPriority("interactive", 8), 8)).toBe(jobPriority("interactive", 8));
-    // Queued at rank 2, its account now runs 5: it stays where it is.
+    // Queued at rank 2, its account now has 5 ahead of it: it stays where it is.
     expect(agedPriorityAbove(jobPriority("batch", 2), 5)).toBe(jobPriority("batch", 2));
     let priority = jobPriority("background", 31);
     while (agedPriorityAbove(priority, 3) < priority) priority = agedPriorityAbove(priority, 3);

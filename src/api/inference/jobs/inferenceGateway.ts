@@ -28,7 +28,7 @@ import type { UndeliveredNotes } from "./undeliveredReplyNotes.ts";
  */
 export const SHARED_READ_MS = 5;
 
-/** How long an aging step waits for its account's running jobs to be read (Redis slow or away: no step). */
+/** How long an aging step waits for its account's jobs ahead of it to be read (Redis slow or away: no step). */
 const AGING_READ_MS = 250;
 
 export type GatewayLimits = {
@@ -79,7 +79,7 @@ export class InferenceGateway {
   readonly #abandonment: AbandonmentWatch;
   readonly #undelivered: UndeliveredNotes;
   readonly #limits: GatewayLimits;
-  readonly #runningOf: (job: CompletionJob) => Promise<number>;
+  readonly #aheadOf: (job: CompletionJob) => Promise<number | null>;
   readonly #waitingCounts: SharedReads<number>;
   readonly #liveness: SharedReads<boolean>;
   /** Jobs enqueued by this process that no worker started yet. */
@@ -96,8 +96,11 @@ export class InferenceGateway {
     /** Where a reply given up on is noted with what its client was sent (none: not noted). */
     undelivered?: UndeliveredNotes;
     limits: GatewayLimits;
-    /** The job's account's jobs of its model running now (TenantCounters.running): how far a waiting job ages. */
-    runningOf: (job: CompletionJob) => Promise<number>;
+    /**
+     * The job's account's jobs of its model running or waiting since before it (TenantCounters.ahead; null:
+     * it waits no more): how far a waiting job ages.
+     */
+    aheadOf: (job: CompletionJob) => Promise<number | null>;
     /** How long a waiting count or liveness read is shared (SHARED_READ_MS; 0: every request reads its own). */
     sharedReadMs?: number;
   }) {
@@ -108,7 +111,7 @@ export class InferenceGateway {
     this.#abandonment = deps.abandonment;
     this.#undelivered = deps.undelivered ?? { note: () => undefined };
     this.#limits = deps.limits;
-    this.#runningOf = deps.runningOf;
+    this.#aheadOf = deps.aheadOf;
     this.#waitingCounts = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
     this.#liveness = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
     this.#subscriber.onReconnect(() => void this.#resubmitWaiting());
@@ -351,9 +354,10 @@ export class InferenceGateway {
    * it is queued (its account's jobs in flight then), so an account with more jobs in flight than another
    * would wait behind every later job of that other account for as long as it keeps the workers busy.
    * After AGING_AFTER_MS of waiting its rank is halved every AGING_STEP_MS (BullMQ changePriority), down
-   * to the rank of its account's jobs running now (agedPriorityAbove): no job waits behind ever newer
-   * ones of accounts with more jobs running, a backlog does not age ahead of an account with fewer, and
-   * within an account the older job has aged further (its order is kept).
+   * to the rank of its account's jobs ahead of it now, running or waiting since before it
+   * (agedPriorityAbove): no job waits behind ever newer ones of accounts with more jobs in flight, a
+   * backlog does not age ahead of an account with fewer (only its oldest job ties with an idle account's
+   * first), and within an account the older job has aged further (its order is kept).
    */
   async #firstMessage(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number): Promise<DeltaMessage | undefined> {
     const deadline = Date.now() + startTimeoutMs;
@@ -374,15 +378,16 @@ export class InferenceGateway {
     }
   }
 
-  /** One aging step of a waiting job's priority; unchanged when its account's running jobs cannot be read within AGING_READ_MS. */
+  /** One aging step of a waiting job's priority; unchanged when its account's jobs ahead of it cannot be read within AGING_READ_MS. */
   async #agedPriority(job: CompletionJob, priority: number): Promise<number> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((resolve) => {
       timer = setTimeout(() => resolve(undefined), AGING_READ_MS);
     });
-    const running = await Promise.race([this.#runningOf(job).catch(() => undefined), late]);
+    const ahead = await Promise.race([this.#aheadOf(job).catch(() => undefined), late]);
     clearTimeout(timer);
-    return running === undefined ? priority : agedPriorityAbove(priority, running);
+    // Not known, or the job waits no more (a worker took it): no step.
+    return ahead === undefined || ahead === null ? priority : agedPriorityAbove(priority, ahead);
   }
 
   async #awaitStart(

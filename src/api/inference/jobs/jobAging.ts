@@ -11,11 +11,12 @@ export function agedPriority(priority: number): number {
 }
 
 /**
- * A waiting job's priority aged one step, no further than the rank its account's jobs running now give
- * (`running`): a backlog ages ahead of other accounts' newer jobs only down to where its account's share
- * stands, so an account with fewer jobs running (one with none: an idle account's first request) still
- * goes first, rather than behind every job of the backlog that aged to the lane's first rank.
+ * A waiting job's priority aged one step, no further than the rank its account's jobs ahead of it give
+ * (`ahead`: running, or waiting since before it): a backlog ages ahead of other accounts' newer jobs only
+ * down to where its account's share stands, so an account with fewer jobs in flight (one with none: an
+ * idle account's first request) goes first, or right after the backlog's oldest job, rather than behind
+ * every job of the backlog that aged to the lane's first rank.
  */
-export function agedPriorityAbove(priority: number, running: number): number {
-  return Math.min(priority, Math.max(agedPriority(priority), jobPriority(laneOfPriority(priority), running)));
+export function agedPriorityAbove(priority: number, ahead: number): number {
+  return Math.min(priority, Math.max(agedPriority(priority), jobPriority(laneOfPriority(priority), ahead)));
 }
