@@ -49,12 +49,12 @@ describe("one account's jobs in order", () => {
   }, 60_000);
 });
 
-describe("aging: an account with more jobs in flight than another is not starved by it", () => {
+describe("reranking: an account with more jobs in flight than another is not starved by it", () => {
   it("starts every job of a backlog while another account keeps the only slot busy with fresh jobs of lower rank", async () => {
     const api = platform.apis[0]!;
     // A queues 6 streamed jobs at once (ranks 0..5); C keeps 3 clients going (its jobs rank 0..2, always
     // two of them waiting for the one slot). A's jobs of rank 3 and more rank behind every new job of C:
-    // without aging they would wait until C stops.
+    // without reranking they would wait until C stops.
     const cUntil = performance.now() + 12_000;
     let cStopped = 0;
     const cClient = async () => {

@@ -13,7 +13,7 @@ import { InternalApiError, ModelUnavailableError, modelTemporarilyUnavailable, S
 import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
 import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
 import { attempt, SharedReads } from "./sharedReads.ts";
-import { AGING_AFTER_MS, AGING_STEP_MS, agedPriorityAbove } from "./jobAging.ts";
+import { RERANK_AFTER_MS, RERANK_STEP_MS, rerankedPriority } from "./jobAging.ts";
 import { StillQueuedError } from "./stillQueuedError.ts";
 import { cancelLost } from "./cancelLost.ts";
 import { RelayInterrupts } from "./relayInterrupts.ts";
@@ -28,8 +28,8 @@ import type { UndeliveredNotes } from "./undeliveredReplyNotes.ts";
  */
 export const SHARED_READ_MS = 5;
 
-/** How long an aging step waits for its account's jobs ahead of it to be read (Redis slow or away: no step). */
-const AGING_READ_MS = 250;
+/** How long a rerank waits for the account's jobs ahead of the job to be read (Redis slow or away: no rerank). */
+const RERANK_READ_MS = 250;
 
 export type GatewayLimits = {
   /** How long a started job may stay silent. */
@@ -98,7 +98,7 @@ export class InferenceGateway {
     limits: GatewayLimits;
     /**
      * The job's account's jobs of its model running or waiting since before it (TenantCounters.ahead; null:
-     * it waits no more): how far a waiting job ages.
+     * it waits no more): where a waiting job is reranked to.
      */
     aheadOf: (job: CompletionJob) => Promise<number | null>;
     /** How long a waiting count or liveness read is shared (SHARED_READ_MS; 0: every request reads its own). */
@@ -350,44 +350,42 @@ export class InferenceGateway {
   }
 
   /**
-   * The job's first message, within `startTimeoutMs`. Meanwhile the job ages: a job's rank is fixed when
-   * it is queued (its account's jobs in flight then), so an account with more jobs in flight than another
-   * would wait behind every later job of that other account for as long as it keeps the workers busy.
-   * After AGING_AFTER_MS of waiting its rank is halved every AGING_STEP_MS (BullMQ changePriority), down
-   * to the rank of its account's jobs ahead of it now, running or waiting since before it
-   * (agedPriorityAbove): no job waits behind ever newer ones of accounts with more jobs in flight, a
-   * backlog does not age ahead of an account with fewer (only its oldest job ties with an idle account's
-   * first), and within an account the older job has aged further (its order is kept).
+   * The job's first message, within `startTimeoutMs`. Meanwhile the job is reranked: its rank is fixed
+   * when it is queued (its account's jobs in flight then) and goes stale as they end, so an account with
+   * more jobs in flight than another would wait behind every later job of that other account for as long
+   * as it keeps the workers busy. After RERANK_AFTER_MS of waiting, and every RERANK_STEP_MS after that,
+   * its rank is set to its account's jobs ahead of it now, running or waiting since before it, when that
+   * is lower (rerankedPriority; BullMQ changePriority): see rerankedPriority for what that gives.
    */
   async #firstMessage(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number): Promise<DeltaMessage | undefined> {
     const deadline = Date.now() + startTimeoutMs;
     let priority = job.priority;
-    let wait = Math.min(startTimeoutMs, AGING_AFTER_MS);
+    let wait = Math.min(startTimeoutMs, RERANK_AFTER_MS);
     for (;;) {
       const message = await feed.next(wait);
       const left = deadline - Date.now();
       if (message || feed.lost || feed.closed || left <= 0) return message;
       if (priority !== undefined && priority > laneBase(laneOfPriority(priority))) {
-        const aged = await this.#agedPriority(job, priority);
-        if (aged < priority) void this.#queues.changePriority(job.model, job.completionId, aged).catch(() => undefined);
-        priority = aged;
-        wait = Math.max(0, Math.min(deadline - Date.now(), AGING_STEP_MS));
+        const reranked = await this.#rerankedPriority(job, priority);
+        if (reranked < priority) void this.#queues.changePriority(job.model, job.completionId, reranked).catch(() => undefined);
+        priority = reranked;
+        wait = Math.max(0, Math.min(deadline - Date.now(), RERANK_STEP_MS));
       } else {
         wait = left;
       }
     }
   }
 
-  /** One aging step of a waiting job's priority; unchanged when its account's jobs ahead of it cannot be read within AGING_READ_MS. */
-  async #agedPriority(job: CompletionJob, priority: number): Promise<number> {
+  /** A waiting job's priority reranked; unchanged when its account's jobs ahead of it cannot be read within RERANK_READ_MS. */
+  async #rerankedPriority(job: CompletionJob, priority: number): Promise<number> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), AGING_READ_MS);
+      timer = setTimeout(() => resolve(undefined), RERANK_READ_MS);
     });
     const ahead = await Promise.race([this.#aheadOf(job).catch(() => undefined), late]);
     clearTimeout(timer);
     // Not known, or the job waits no more (a worker took it): no step.
-    return ahead === undefined || ahead === null ? priority : agedPriorityAbove(priority, ahead);
+    return ahead === undefined || ahead === null ? priority : rerankedPriority(priority, ahead);
   }
 
   async #awaitStart(
