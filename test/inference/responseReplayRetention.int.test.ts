@@ -42,6 +42,6 @@ describe("discardResponseReplay", () => {
     const id = "resp_fedcba9876543210fedcba98";
     await write(id, { seq: 0, type: "usage", usage: { promptTokens: 1, completionTokens: 1, reasoningTokens: 0 }, finishReason: "stop" });
     await discardResponseReplay(records, id, false);
-    expect(await redis.redis.exists(keys.replayStream(id), keys.completionRecord(id))).toBe(0);
+    expect(await redis.redis.exists(keys.replayStream(id))).toBe(0);
   });
 });

@@ -453,13 +453,13 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(rows[0].n).toBe(0);
     // Its events (its text) leave Redis too, also those its job wrote after a delete stopped it running.
     const keys = new InferenceKeys(platform.deps.config.redisPrefix);
-    expect(await platform.deps.redis.exists(keys.replayStream(response.id), keys.completionRecord(response.id))).toBe(0);
+    expect(await platform.deps.redis.exists(keys.replayStream(response.id))).toBe(0);
     const running = await openai.responses.create({ ...base, background: true, max_output_tokens: 40, input: "Tell me a long story" });
     await eventually(async () => ((await platform.deps.redis.xlen(keys.replayStream(running.id))) > 2 ? true : undefined), 10_000);
     await openai.responses.delete(running.id);
     await eventually(async () => {
       const last = await platform.deps.redis.xrevrange(keys.replayStream(running.id), "+", "-", "COUNT", 1);
-      const exists = await platform.deps.redis.exists(keys.replayStream(running.id), keys.completionRecord(running.id));
+      const exists = await platform.deps.redis.exists(keys.replayStream(running.id));
       return exists === 0 && last.length === 0 ? true : undefined;
     }, 10_000);
     await expect(openai.responses.create({ ...base, previous_response_id: response.id })).rejects.toMatchObject({

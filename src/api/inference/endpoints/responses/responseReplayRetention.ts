@@ -13,13 +13,14 @@ const RUNNING_WATCH_MS = 60_000;
 const WATCH_STEP_MS = 1_000;
 
 /**
- * A deleted response's events leave Redis too (its replay stream, which holds its text, and its record):
+ * A deleted response's events leave Redis too (its replay stream, which holds its text; its record, which
+ * holds only its owner, model and times, stays for an Idempotency-Key retry to be told it is gone):
  * at once, and, when its job was still running, again once that job wrote its last message (the worker
  * stopping it writes what it generated meanwhile and its end), watched for at most a minute. Never
  * rejects: a Redis that does not answer leaves them to their retention.
  */
 export async function discardResponseReplay(records: CompletionRecords, responseId: string, running: boolean): Promise<void> {
-  const discard = () => Promise.all([records.discardReplay(responseId), records.forget(responseId)]).catch(() => undefined);
+  const discard = () => records.discardReplay(responseId).catch(() => undefined);
   await discard();
   if (!running) return;
   void (async () => {
