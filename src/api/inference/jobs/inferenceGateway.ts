@@ -6,14 +6,13 @@ import type { AbandonmentWatch } from "./abandonmentWatch.ts";
 import type { CompletionRecord, CompletionRecords } from "./completionRecords.ts";
 import { jobErrorToApiError } from "./jobErrorToApiError.ts";
 import { JobReleasedError, type RunningJob } from "./runningJob.ts";
-import { laneBase, laneOfPriority } from "../../../contracts/lanes.ts";
 import type { DeltaSubscriber } from "./deltaSubscriber.ts";
 import type { WorkerPresence } from "../../../contracts/workerPresence.ts";
 import { InternalApiError, ModelUnavailableError, modelTemporarilyUnavailable, ServerShuttingDownError, ServiceUnavailableError } from "../../http/errors.ts";
 import { isRedisUnavailable } from "../../../redis/redisUnavailable.ts";
 import { retryWhileAway, UNDO_RETRY } from "../../../redis/retryWhileAway.ts";
 import { attempt, SharedReads } from "./sharedReads.ts";
-import { RERANK_AFTER_MS, RERANK_STEP_MS, rerankedPriority } from "./jobAging.ts";
+import { WaitingJobReranker } from "./waitingJobReranker.ts";
 import { StillQueuedError } from "./stillQueuedError.ts";
 import { cancelLost } from "./cancelLost.ts";
 import { RelayInterrupts } from "./relayInterrupts.ts";
@@ -27,9 +26,6 @@ import type { UndeliveredNotes } from "./undeliveredReplyNotes.ts";
  * in); liveness is decided by heartbeats seconds long anyway.
  */
 export const SHARED_READ_MS = 5;
-
-/** How long a rerank waits for the account's jobs ahead of the job to be read (Redis slow or away: no rerank). */
-const RERANK_READ_MS = 250;
 
 export type GatewayLimits = {
   /** How long a started job may stay silent. */
@@ -79,7 +75,7 @@ export class InferenceGateway {
   readonly #abandonment: AbandonmentWatch;
   readonly #undelivered: UndeliveredNotes;
   readonly #limits: GatewayLimits;
-  readonly #aheadOf: (job: CompletionJob) => Promise<number | null>;
+  readonly #reranker: WaitingJobReranker;
   readonly #waitingCounts: SharedReads<number>;
   readonly #liveness: SharedReads<boolean>;
   /** Jobs enqueued by this process that no worker started yet. */
@@ -111,7 +107,10 @@ export class InferenceGateway {
     this.#abandonment = deps.abandonment;
     this.#undelivered = deps.undelivered ?? { note: () => undefined };
     this.#limits = deps.limits;
-    this.#aheadOf = deps.aheadOf;
+    this.#reranker = new WaitingJobReranker({
+      aheadOf: deps.aheadOf,
+      changePriority: (job, priority) => this.#queues.changePriority(job.model, job.completionId, priority),
+    });
     this.#waitingCounts = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
     this.#liveness = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
     this.#subscriber.onReconnect(() => void this.#resubmitWaiting());
@@ -349,45 +348,6 @@ export class InferenceGateway {
     await this.#records.forget(completionId);
   }
 
-  /**
-   * The job's first message, within `startTimeoutMs`. Meanwhile the job is reranked: its rank is fixed
-   * when it is queued (its account's jobs in flight then) and goes stale as they end, so an account with
-   * more jobs in flight than another would wait behind every later job of that other account for as long
-   * as it keeps the workers busy. After RERANK_AFTER_MS of waiting, and every RERANK_STEP_MS after that,
-   * its rank is set to its account's jobs ahead of it now, running or waiting since before it, when that
-   * is lower (rerankedPriority; BullMQ changePriority): see rerankedPriority for what that gives.
-   */
-  async #firstMessage(feed: CompletionFeed, job: CompletionJob, startTimeoutMs: number): Promise<DeltaMessage | undefined> {
-    const deadline = Date.now() + startTimeoutMs;
-    let priority = job.priority;
-    let wait = Math.min(startTimeoutMs, RERANK_AFTER_MS);
-    for (;;) {
-      const message = await feed.next(wait);
-      const left = deadline - Date.now();
-      if (message || feed.lost || feed.closed || left <= 0) return message;
-      if (priority !== undefined && priority > laneBase(laneOfPriority(priority))) {
-        const reranked = await this.#rerankedPriority(job, priority);
-        if (reranked < priority) void this.#queues.changePriority(job.model, job.completionId, reranked).catch(() => undefined);
-        priority = reranked;
-        wait = Math.max(0, Math.min(deadline - Date.now(), RERANK_STEP_MS));
-      } else {
-        wait = left;
-      }
-    }
-  }
-
-  /** A waiting job's priority reranked; unchanged when its account's jobs ahead of it cannot be read within RERANK_READ_MS. */
-  async #rerankedPriority(job: CompletionJob, priority: number): Promise<number> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), RERANK_READ_MS);
-    });
-    const ahead = await Promise.race([this.#aheadOf(job).catch(() => undefined), late]);
-    clearTimeout(timer);
-    // Not known, or the job waits no more (a worker took it): no step.
-    return ahead === undefined || ahead === null ? priority : rerankedPriority(priority, ahead);
-  }
-
   async #awaitStart(
     feed: CompletionFeed,
     job: CompletionJob,
@@ -396,7 +356,7 @@ export class InferenceGateway {
     keepQueued: boolean,
     interrupted: { value: boolean },
   ): Promise<void> {
-    const first = await this.#firstMessage(feed, job, startTimeoutMs);
+    const first = await this.#reranker.firstMessage(feed, job, startTimeoutMs);
     if (interrupted.value) {
       // This process stops before the job started: taken off the queue (or, taken by a worker just now,
       // stopped as one whose client got nothing); the client is told to retry.
