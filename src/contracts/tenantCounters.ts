@@ -153,8 +153,9 @@ return 1
 `;
 
 // The account's jobs of the model ahead of a waiting one: those running (in flight, not waiting) and those
-// waiting that were queued before it (a waiting entry's score is its queueing time plus its lane's wait,
-// so within a lane the lower score was queued first). -1: the job waits no more.
+// waiting that were queued before it (a waiting entry's score is its queueing time plus how long it may
+// wait, so among jobs that may wait as long, streamed or not, the lower score was queued first; across
+// them the count is approximate, which only moves a job's rank by those few). -1: the job waits no more.
 const AHEAD = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -317,8 +318,8 @@ export class TenantCounters {
 
   /**
    * The account's jobs of the model ahead of a waiting job: running now, or waiting since before it
-   * (expired entries not counted); null once the job waits no more. A waiting job ages no further than
-   * the rank this many jobs give (InferenceGateway).
+   * (expired entries not counted); null once the job waits no more. A waiting job is reranked to the
+   * rank this many jobs give (WaitingJobReranker).
    */
   async ahead(job: TenantJob): Promise<number | null> {
     const [, , inflight, waiting] = this.#sets(job);
