@@ -40,11 +40,16 @@ export function budgetRefusalError(refusal: HoldRefused, options: { ownHoldsMicr
   const several = whole > refusal.amountMicroChf;
   // Held by other requests: what is held less what this request's own earlier holds hold.
   const others = Math.max(0, refusal.heldMicroChf - (options.ownHeldMicroChf ?? 0));
-  const inUse = others ? ` and ${chf(others)} held by requests in progress` : "";
+  // The figures are read after the refusal: holds that refused it may have been given back since.
+  const fitsSpending = refusal.spentMicroChf + whole <= refusal.budgetMicroChf;
+  const inUse = others ? ` and ${chf(others)} held by requests in progress` : fitsSpending ? " and what requests in progress held then" : "";
   const situation =
     `this request may cost up to ${chf(whole)}${several ? " (its prompts together)" : ""}, but ${chf(refusal.spentMicroChf)} spent${inUse} ` +
     `leave${inUse ? "" : "s"} too little of the ${chf(refusal.budgetMicroChf)} budget for the billing period ${refusal.period.start} to ${refusal.period.end}.`;
-  if (others > 0 && refusal.spentMicroChf + whole <= refusal.budgetMicroChf) {
+  // What is spent leaves room for the whole request (its own holds included): holds of other requests in
+  // progress refused it (still there when the figures are read, or given back since), and retrying can
+  // succeed. Otherwise (the spending, or the request's own holds together) it cannot: the final 429.
+  if (fitsSpending) {
     const error = new BudgetInUseError(
       `Monthly budget in use: ${situation} The requests in progress give back what they do not use as they end: ` +
         `retry after the time in Retry-After, or ask for fewer tokens (max_tokens).`,
