@@ -200,13 +200,14 @@ describe("POST/DELETE /v1/responses: races and orphan function outputs (openai S
       { type: "function", name: "get_weather", parameters: { type: "object", properties: {}, additionalProperties: false }, strict: true },
     ];
     const calling = await openai.responses.create({ model: TINY_CHAT, input: "Weather?", tools, tool_choice: "required", max_output_tokens: 50 });
-    const call = calling.output.find((item) => item.type === "function_call") as OpenAI.Responses.ResponseFunctionToolCall;
-    expect(call).toBeDefined();
+    // The model may call more than once (parallel calls): every call is answered.
+    const calls = calling.output.filter((item) => item.type === "function_call") as OpenAI.Responses.ResponseFunctionToolCall[];
+    expect(calls.length).toBeGreaterThan(0);
     const followUp = await openai.responses.create({
       model: TINY_CHAT,
       max_output_tokens: 4,
       previous_response_id: calling.id,
-      input: [{ type: "function_call_output", call_id: call.call_id, output: "21" }],
+      input: calls.map((call) => ({ type: "function_call_output" as const, call_id: call.call_id, output: "21" })),
     });
     expect(followUp.status).not.toBe("failed");
   });
