@@ -37,6 +37,12 @@ describe("what an upstream server says, and what reaches the client and the bill
         json(res, 401, { error: { message: `Incorrect API key provided: ${request.headers.authorization}`, type: "invalid_request_error" } });
         return;
       }
+      if (behaviour === "refuse-400") {
+        // A refusal of the request that echoes the key and the upstream's address (found by a probe).
+        const message = `bad parameter for key ${request.headers.authorization?.slice(7)} at ${upstream.baseUrl}/chat/completions (10.0.0.5:8000)`;
+        json(res, 400, { error: { message, type: "invalid_request_error", param: "http://10.0.0.5" } });
+        return;
+      }
       if (behaviour === "no-done") {
         // The whole answer, its usage chunk, then neither `[DONE]` nor the end of the body: the connection stays open.
         await writeSse(res, [...text, finish, usageChunk(9, 3)]);
@@ -63,6 +69,7 @@ describe("what an upstream server says, and what reaches the client and the bill
         model("up-negative", "negative"),
         model("up-echo-key", "echo-key"),
         model("up-reset", "reset"),
+        model("up-refuse-400", "refuse-400"),
         model("up-no-done", "no-done"),
       ],
       env: { UPSTREAM_TEST_KEY: UPSTREAM_KEY },
@@ -121,6 +128,17 @@ describe("what an upstream server says, and what reaches the client and the bill
     for (const name of keys) {
       const type = await platform.testRedis.redis.type(name);
       if (type === "stream") expect(JSON.stringify(await platform.testRedis.redis.xrange(name, "-", "+")), name).not.toContain("SECRET");
+    }
+  });
+
+  it("passes an upstream's refusal of the request on as a 400 without its key or address", async () => {
+    const host = new URL(upstream.baseUrl).host;
+    for (const stream of [false, true]) {
+      const answer = await chat("up-refuse-400", { stream });
+      expect(answer.status, `stream ${stream}`).toBe(400);
+      expect(answer.body.error, `stream ${stream}`).toMatchObject({ type: "invalid_request_error", param: null });
+      expect(answer.body.error.message).toMatch(/^bad parameter for key \[redacted\] at \[redacted\]/);
+      for (const leak of ["SECRET", host, "10.0.0.5"]) expect(answer.text, leak).not.toContain(leak);
     }
   });
 

@@ -1,4 +1,5 @@
 import { CONTEXT_LENGTH_EXCEEDED, EngineError } from "../engine.ts";
+import { redactUpstreamWords, upstreamParam } from "./redactUpstreamWords.ts";
 import { ErrorBodySchema } from "./upstreamWire.ts";
 
 type UpstreamErrorDetail = { message: string | null; param: string | null };
@@ -36,10 +37,12 @@ export function upstreamErrorDetail(text: string): UpstreamErrorDetail {
  * - 408, 429, 503 and the gateway errors 502 / 504 (a proxy in front of the engine that cannot reach it
  *   or timed out) -> unavailable.
  * - other 5xx -> internal.
- * The messages never contain the upstream URL or key.
+ * The upstream's words are kept without its key, its address (`secrets`, see upstreamSecrets) or anything
+ * shaped like an address or a credential (redactUpstreamWords): a 4xx's message reaches the client.
  */
-export function engineErrorFromResponse(status: number, text: string): EngineError {
-  const detail = upstreamErrorDetail(text);
+export function engineErrorFromResponse(status: number, text: string, secrets: readonly string[] = []): EngineError {
+  const raw = upstreamErrorDetail(text);
+  const detail = { message: raw.message === null ? null : redactUpstreamWords(raw.message, secrets), param: upstreamParam(raw.param) };
   const suffix = detail.message === null ? "" : `: ${detail.message}`;
   if (status === 401 || status === 403) return new EngineError("unavailable", `upstream refused the credentials (${status})${suffix}`);
   if (status === 404) return new EngineError("unavailable", `upstream does not serve the model (404)${suffix}`);

@@ -3,6 +3,7 @@ import { context, propagation } from "@opentelemetry/api";
 import https from "node:https";
 import { urlToHttpOptions } from "node:url";
 import { engineErrorFromResponse } from "./engineErrorFromResponse.ts";
+import { upstreamSecrets } from "./redactUpstreamWords.ts";
 import type { UpstreamCall } from "./upstreamCall.ts";
 
 /** A 2xx answer whose body is still to be read, and the request to destroy to abandon it. */
@@ -31,11 +32,14 @@ export class UpstreamHttp {
   readonly #agent: http.Agent;
   readonly #send: SendRequest;
   readonly #headers: Record<string, string>;
+  /** What no error message may repeat: the key, the base URL, the host. */
+  readonly #secrets: string[];
   /** Request options per path ("/chat/completions", "/embeddings"), computed once. */
   readonly #targets = new Map<string, RequestOptions>();
 
   constructor(baseUrl: string, apiKey: string | undefined) {
     this.#baseUrl = baseUrl;
+    this.#secrets = upstreamSecrets(baseUrl, apiKey);
     const secure = new URL(baseUrl).protocol === "https:";
     // maxSockets Infinity: every concurrent stream gets its own connection (HTTP/1.1 cannot multiplex);
     // the engine set already bounds the concurrency per model.
@@ -63,7 +67,7 @@ export class UpstreamHttp {
     const status = answer.response.statusCode ?? 0;
     if (status >= 200 && status < 300) return answer;
     const text = await readText(call, answer, "connect");
-    throw engineErrorFromResponse(status, text);
+    throw engineErrorFromResponse(status, text, this.#secrets);
   }
 
   /** Destroys every connection, idle or in use. */
