@@ -5,6 +5,7 @@ import { silentLogger } from "../../src/observability/logger.ts";
 import { budgetRefusalError } from "../../src/api/inference/admission/budgetRefusalError.ts";
 import { HoldSweeper } from "../../src/ledger/budget/holdSweeper.ts";
 import { placeHold } from "../../src/ledger/budget/placeHold.ts";
+import { currentPeriodFigures } from "../../src/ledger/budget/currentPeriodFigures.ts";
 import { releaseHold } from "../../src/ledger/budget/releaseHold.ts";
 import { foldSettledHold } from "../../src/ledger/budget/foldSettledHold.ts";
 import { recordUsage } from "../../src/ledger/budget/recordUsage.ts";
@@ -142,6 +143,37 @@ describe("monthly budget holds", () => {
     expect(await budgetRow(db.pool, accountId, "2026-03-01")).toEqual({ budget: CHF_0_01, spent: 0, held: 0 });
     expect(await budgetRow(db.pool, accountId, "2026-04-01")).toEqual({ budget: CHF_0_01, spent: 250, held: 0 });
     expect(await openHolds(db.pool, accountId)).toBe(0);
+  });
+
+  it("counts a hold still open from the month before in the new month's admissions, so the month it is charged to stays within its budget", async () => {
+    // A probe: a stream admitted at 23:59:39 ran past midnight; January admitted 848 of a 1,000 budget
+    // beside it, then charged it 700 more (spent 1,548).
+    const accountId = await createBudgetedAccount(db.pool, 1_000);
+    const running = randomUUID();
+    expect((await placeHold(db.pool, { holdId: running, accountId, amountMicroChf: 834, now: new Date("2026-12-31T23:59:39.700Z") })).ok).toBe(true);
+    const january = new Date("2027-01-01T00:00:01.000Z");
+    const refused = await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 212, now: january });
+    expect(refused).toMatchObject({ ok: false, reason: "monthly_budget_exceeded", heldMicroChf: 834, spentMicroChf: 0 });
+    expect(budgetRefusalError(refused as Extract<typeof refused, { ok: false }>).status).toBe(429);
+    expect(await currentPeriodFigures(db.pool, accountId, january)).toMatchObject({
+      start: "2027-01-01",
+      spent_chf: 0,
+      held_chf: 0.000834,
+      remaining_chf: 0.000166,
+    });
+    const fits = await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 166, now: january });
+    expect(fits).toMatchObject({ ok: true, remainingMicroChf: 0 });
+    // The December stream finishes in January: charged there, its hold gone; January stays within its budget.
+    expect(await recorder.record(usageEvent({ accountId, completionId: running, costMicroChf: 700, finishedAt: "2027-01-01T00:00:04.910Z" }).data, {})).toBe(
+      "recorded",
+    );
+    const row = await budgetRow(db.pool, accountId, "2027-01-01");
+    expect(row).toEqual({ budget: 1_000, spent: 700, held: 166 });
+    expect(row!.spent + row!.held).toBeLessThanOrEqual(1_000);
+    expect(await budgetRow(db.pool, accountId, "2026-12-01")).toEqual({ budget: 1_000, spent: 0, held: 0 });
+    // With the carried hold folded, January admits what its own figures leave: 1,000 - 700 - 166 = 134.
+    expect((await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 134, now: january })).ok).toBe(true);
+    expect((await placeHold(db.pool, { holdId: randomUUID(), accountId, amountMicroChf: 1, now: january })).ok).toBe(false);
   });
 
   it("releases the hold of a request that is refused or fails before running, once", async () => {

@@ -133,7 +133,7 @@ describe("a speculative hold that fails", () => {
     const accountId = await createBudgetedAccount(db.pool, BUDGET);
     const completionId = randomUUID();
     const pool = hooked(apiPool, async (name, run) => {
-      if (name !== "place-budget-hold-v2") return run();
+      if (name !== "place-budget-hold-v3") return run();
       await run();
       throw connectionLost();
     });
@@ -151,7 +151,7 @@ describe("a speculative hold that fails", () => {
     const accountId = await createBudgetedAccount(db.pool, BUDGET);
     const completionId = randomUUID();
     const pool = hooked(apiPool, async (name, run) => {
-      if (name === "place-budget-hold-v2") throw connectionLost();
+      if (name === "place-budget-hold-v3") throw connectionLost();
       return run();
     });
     const { job, seen } = fakeJob();
@@ -170,7 +170,7 @@ describe("a speculative hold that fails", () => {
       const completionId = randomUUID();
       let refuseCalls = 0;
       const pool = hooked(apiPool, async (name, run) => {
-        if (name === "place-budget-hold-v2") {
+        if (name === "place-budget-hold-v3") {
           await run();
           throw connectionLost();
         }

@@ -1,6 +1,7 @@
 import type { Queryable } from "../eventStore/types.ts";
 import { microToChf } from "../money.ts";
 import { billingPeriod } from "./billingPeriod.ts";
+import { CARRIED_HOLDS_SQL } from "./placeHold.ts";
 
 /** The current billing period's money, as the HTTP API shows it (CHF numbers, up to 6 decimals). */
 export type PeriodFigures = {
@@ -19,12 +20,13 @@ export type PeriodFigures = {
 /**
  * Budget, spent, held and remaining for the billing period containing `now`. The budget is the account's
  * current monthly budget (rm_accounts); spent and held come from rm_budget (zero before the first
- * request of the period).
+ * request of the period); held includes the holds still open from earlier periods (charged to this one
+ * when they finish: see placeHold).
  */
 export async function currentPeriodFigures(db: Queryable, accountId: string, now: Date): Promise<PeriodFigures> {
   const period = billingPeriod(now);
   const result = await db.query<{ budget: string | null; spent: string | null; held: string | null }>(
-    `SELECT a.monthly_budget_micro_chf AS budget, b.spent_micro_chf AS spent, b.held_micro_chf AS held
+    `SELECT a.monthly_budget_micro_chf AS budget, b.spent_micro_chf AS spent, COALESCE(b.held_micro_chf, 0) + (${CARRIED_HOLDS_SQL}) AS held
        FROM rm_accounts a
        LEFT JOIN rm_budget b ON b.account_id = a.account_id AND b.period_start = $2::date
       WHERE a.account_id = $1::uuid`,

@@ -36,19 +36,25 @@ export type HoldRefused = {
 
 export type PlaceHoldResult = HoldPlaced | HoldRefused;
 
-const PLACE_HOLD_SQL = `WITH admitted AS (
+/**
+ * The account's ($1) holds still open from periods before $2: requests admitted then that have not been
+ * folded (running, or settled and waiting for their fold). They are charged to the period they finish in.
+ */
+export const CARRIED_HOLDS_SQL = "SELECT COALESCE(sum(amount_micro_chf), 0)::bigint FROM budget_holds WHERE account_id = $1::uuid AND period_start < $2::date";
+
+const PLACE_HOLD_SQL = `WITH carried AS (SELECT (${CARRIED_HOLDS_SQL}) AS amount), admitted AS (
     INSERT INTO rm_budget AS b (account_id, period_start, budget_micro_chf, spent_micro_chf, held_micro_chf, updated_at)
     SELECT a.account_id, $2::date, a.monthly_budget_micro_chf, 0, $3::bigint, $4::timestamptz
       FROM rm_accounts a
      WHERE a.account_id = $1::uuid
        AND a.subscription_status = 'active'
-       AND $3::bigint <= a.monthly_budget_micro_chf
+       AND $3::bigint + (SELECT amount FROM carried) <= a.monthly_budget_micro_chf
     ON CONFLICT (account_id, period_start) DO UPDATE
        SET held_micro_chf = b.held_micro_chf + EXCLUDED.held_micro_chf,
            budget_micro_chf = EXCLUDED.budget_micro_chf,
            updated_at = EXCLUDED.updated_at
-     WHERE b.spent_micro_chf + b.held_micro_chf + EXCLUDED.held_micro_chf <= EXCLUDED.budget_micro_chf
-    RETURNING b.account_id, b.period_start, b.budget_micro_chf - b.spent_micro_chf - b.held_micro_chf AS remaining
+     WHERE b.spent_micro_chf + b.held_micro_chf + EXCLUDED.held_micro_chf + (SELECT amount FROM carried) <= EXCLUDED.budget_micro_chf
+    RETURNING b.account_id, b.period_start, b.budget_micro_chf - b.spent_micro_chf - b.held_micro_chf - (SELECT amount FROM carried) AS remaining
   ), placed AS (
     INSERT INTO budget_holds (hold_id, account_id, period_start, amount_micro_chf, created_at)
     SELECT $5, account_id, period_start, $3::bigint, $4::timestamptz FROM admitted
@@ -70,6 +76,10 @@ const PLACE_HOLD_SQL = `WITH admitted AS (
  * - the period row is created on the first admission of the month (usage resets at the month start);
  * - an existing row is updated only if spent + held + hold <= budget (ON CONFLICT DO UPDATE ... WHERE
  *   evaluates on the row locked at its latest committed version);
+ * - `held` includes the account's holds still open from earlier periods (CARRIED_HOLDS_SQL): a request
+ *   admitted before a month's end is charged to the month it finishes in, so the new month's admissions
+ *   count it until it is folded (found by a probe: a stream running across midnight took January to
+ *   155 % of its budget); each such hold is counted in its own period's row too, so both stay within;
  * - the hold itself is recorded in budget_holds by the same statement, keyed by the completion id;
  * - a speculative admission that is refused is recorded in refused_holds by the same statement.
  *
@@ -82,7 +92,7 @@ export async function placeHold(db: Queryable, input: PlaceHoldInput): Promise<P
   const period = billingPeriod(now);
   // A named statement: parsed and planned once per connection, not on every admission.
   const placed = await db.query<{ remaining: string | null; placed: string }>({
-    name: "place-budget-hold-v2",
+    name: "place-budget-hold-v3",
     text: PLACE_HOLD_SQL,
     values: [accountId, period.start, amountMicroChf, now.toISOString(), holdId, input.speculative === true],
   });
@@ -91,7 +101,8 @@ export async function placeHold(db: Queryable, input: PlaceHoldInput): Promise<P
 
   // Refused: read the figures for the message (not part of the decision).
   const figures = await db.query<{ subscription_status: string; budget: string; spent: string | null; held: string | null }>(
-    `SELECT a.subscription_status, a.monthly_budget_micro_chf AS budget, b.spent_micro_chf AS spent, b.held_micro_chf AS held
+    `SELECT a.subscription_status, a.monthly_budget_micro_chf AS budget, b.spent_micro_chf AS spent,
+            COALESCE(b.held_micro_chf, 0) + (${CARRIED_HOLDS_SQL}) AS held
        FROM rm_accounts a
        LEFT JOIN rm_budget b ON b.account_id = a.account_id AND b.period_start = $2::date
       WHERE a.account_id = $1::uuid`,
