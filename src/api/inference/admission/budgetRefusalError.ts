@@ -58,10 +58,14 @@ export function budgetRefusalError(refusal: HoldRefused, options: { ownHoldsMicr
     error.headers["x-should-retry"] = "true";
     return error;
   }
+  // What is left for a smaller request (a probe read "do not retry" where fewer prompts were admitted at once).
+  const left = refusal.budgetMicroChf - refusal.spentMicroChf - others;
+  const smaller =
+    left > 0
+      ? `Do not retry this request before then: a smaller one that may cost at most ${chf(left)} (fewer max_tokens, a shorter prompt${several ? ", fewer prompts" : ""}) fits now; or ask for a higher monthly budget.`
+      : "Do not retry before then; ask for a higher monthly budget to continue now.";
   const error = new RateLimitError(
-    `Monthly budget exceeded: ${situation} ` +
-      `Usage resets at the start of the next billing period, on ${refusal.period.nextStart} (00:00 UTC). ` +
-      `Do not retry before then; ask for a higher monthly budget to continue now.`,
+    `Monthly budget exceeded: ${situation} ` + `Usage resets at the start of the next billing period, on ${refusal.period.nextStart} (00:00 UTC). ${smaller}`,
     MONTHLY_BUDGET_EXCEEDED,
   );
   // The OpenAI SDKs retry every 429 unless told otherwise; this one cannot succeed before the reset.
