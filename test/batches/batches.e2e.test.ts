@@ -341,8 +341,10 @@ describe("the Batch API", () => {
     const { key } = await platform.createKey();
     const openai = platform.openai(key);
     const ids: string[] = [];
+    const inputFileIds: string[] = [];
     for (let i = 0; i < 3; i++) {
       const inputFileId = await uploadBatchFile(openai, [chatLine(i, TINY_CHAT)]);
+      inputFileIds.push(inputFileId);
       ids.push((await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" })).id);
     }
     const first = await openai.batches.list({ limit: 2 });
@@ -356,10 +358,14 @@ describe("the Batch API", () => {
     await expect(other.batches.retrieve(ids[0]!)).rejects.toMatchObject({ status: 404 });
     await expect(other.batches.cancel(ids[0]!)).rejects.toMatchObject({ status: 404 });
     expect((await other.batches.list()).data).toEqual([]);
-    // Another account's file cannot be a batch's input either.
-    await expect(other.batches.create({ input_file_id: "file-x", endpoint: "/v1/chat/completions", completion_window: "24h" })).rejects.toMatchObject({
-      status: 404,
-    });
+    // Another account's file cannot be a batch's input either: 404 file_not_found, as on the Files routes (an unknown id alike).
+    for (const inputFileId of [inputFileIds[0]!, "file-x"]) {
+      await expect(other.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" })).rejects.toMatchObject({
+        status: 404,
+        code: "file_not_found",
+        param: "input_file_id",
+      });
+    }
     for (const id of ids) await waitForStatus(openai, id, ["completed"]);
   }, 120_000);
 

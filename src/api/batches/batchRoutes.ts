@@ -68,7 +68,7 @@ export function batchRoutes(deps: AppDeps): Router {
       throw new InvalidRequestError(`The endpoint ${body.endpoint} is not available for batches yet.`, { param: "endpoint", code: "invalid_value" });
     }
     const file = await files.get(principal.accountId, body.input_file_id);
-    if (!file) throw new NotFoundError(`No file found with id '${body.input_file_id}'.`, { param: "input_file_id", code: "not_found" });
+    if (!file) throw new NotFoundError(`No file found with id '${body.input_file_id}'.`, { param: "input_file_id", code: "file_not_found" });
     if (file.purpose !== "batch") {
       throw new InvalidRequestError(`The file ${file.id} has purpose '${file.purpose}'; a batch reads a file uploaded with purpose 'batch'.`, {
         param: "input_file_id",
