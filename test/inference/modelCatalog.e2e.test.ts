@@ -49,8 +49,8 @@ describe("the model catalogue and embedding dimensions (real HTTP API, tiny mode
     expect(chat).not.toHaveProperty("reasoning_efforts");
     const one = await get(`/v1/models/${SHORT_EMBED}`);
     expect(one.body).toMatchObject({ id: SHORT_EMBED, object: "model", embedding_dimensions: 64, capabilities: { embeddings: true, chat: false } });
-    expect(one.body.supported_parameters).toEqual(["encoding_format", "dimensions"]);
-    expect((await get(`/v1/models/${TINY_EMBED}`)).body.supported_parameters).toEqual(["encoding_format"]);
+    expect(one.body.supported_parameters).toEqual(["encoding_format", "dimensions", "user"]);
+    expect((await get(`/v1/models/${TINY_EMBED}`)).body.supported_parameters).toEqual(["encoding_format", "user"]);
   });
 
   it("shortens embeddings to `dimensions` and renormalises them, where the model allows it", async () => {

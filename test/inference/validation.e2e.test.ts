@@ -94,6 +94,41 @@ describe("validation errors: 400 invalid_request_error naming the param (openai 
     expect(error.message).toContain("only function tools are served");
   });
 
+  it("refuses what a probe found accepted or misnamed: empty content parts, two tools of one name, a max_tokens past 2^53", async () => {
+    const empty = await badChat({ model: TINY_CHAT, messages: [{ role: "user", content: [] }] });
+    expect(empty.param).toBe("messages[0].content");
+    expect(empty.message).toBe("400 Invalid 'messages[0].content': empty array. Expected an array with minimum length 1, but got an empty array instead.");
+    const fn = (name: string, property: string) => ({
+      type: "function",
+      function: { name, parameters: { type: "object", properties: { [property]: { type: "integer" } } } },
+    });
+    const twice = await badChat({
+      model: TINY_CHAT,
+      messages: user,
+      tools: [fn("a", "x"), fn("a", "y")],
+      tool_choice: { type: "function", function: { name: "a" } },
+    });
+    expect(twice.param).toBe("tools[1].function.name");
+    expect(twice.message).toContain("another tool is already named 'a'");
+    const huge = await badChat({ model: TINY_CHAT, messages: user, max_tokens: 1e20 });
+    expect(huge.param).toBe("max_tokens");
+    expect(huge.message).toContain("at most the model's context length");
+    expect(huge.message).not.toContain("9007199254740991");
+    const responses = await platform.request("POST", "/v1/responses", {
+      token: key,
+      body: {
+        model: TINY_CHAT,
+        input: "Hi",
+        tools: [
+          { type: "function", name: "a", parameters: {} },
+          { type: "function", name: "a", parameters: {} },
+        ],
+      },
+    });
+    expect(responses.status).toBe(400);
+    expect(responses.body.error).toMatchObject({ param: "tools[1].name" });
+  });
+
   it("names unknown top-level fields instead of dropping them", async () => {
     const error = await badChat({ model: TINY_CHAT, messages: user, temprature: 0.5 });
     expect(error.param).toBe("temprature");

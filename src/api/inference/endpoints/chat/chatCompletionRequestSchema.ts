@@ -21,7 +21,18 @@ export const ChatCompletionRequestSchema = z
     if (body.stream_options && body.stream !== true) {
       ctx.addIssue({ code: "custom", path: ["stream_options"], message: "stream_options is only allowed when stream is true." });
     }
-    const toolNames = new Set((body.tools ?? []).map((t) => t.function.name));
+    const toolNames = new Set<string>();
+    (body.tools ?? []).forEach((tool, index) => {
+      // Two tools of one name: which one a call (or tool_choice) means would be a guess.
+      if (toolNames.has(tool.function.name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["tools", index, "function", "name"],
+          message: `another tool is already named '${tool.function.name}'; tool names must be unique.`,
+        });
+      }
+      toolNames.add(tool.function.name);
+    });
     if (body.tool_choice && body.tool_choice !== "none" && toolNames.size === 0) {
       ctx.addIssue({ code: "custom", path: ["tool_choice"], message: "tool_choice is only allowed when tools are specified." });
     }

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { itemsInOrder } from "../shared/itemsInOrder.ts";
 import type { ParameterTable } from "../shared/requestParameters.ts";
-import { SAMPLING_PARAMETERS } from "../shared/samplingSchemas.ts";
+import { SAMPLING_PARAMETERS, tokenBoundSchema } from "../shared/samplingSchemas.ts";
 import { ChatMessageSchema, ResponseFormatSchema, TextPartSchema, ToolChoiceSchema, ToolSchema } from "./chatSchemas.ts";
 import { MetadataSchema } from "../shared/metadataSchema.ts";
 
@@ -76,5 +76,5 @@ export const CHAT_PARAMETERS = {
     uses: (body) => Boolean(body.reasoning_effort),
     unsupported: () => "reasoning_effort (it is not a reasoning model)",
   },
-  max_completion_tokens: { schema: z.number().int().min(1).nullish(), policy: "honoured" },
+  max_completion_tokens: { schema: tokenBoundSchema.nullish(), policy: "honoured" },
 } as const satisfies ParameterTable<ChatParameterBody>;

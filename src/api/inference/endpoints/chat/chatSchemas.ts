@@ -16,6 +16,8 @@ const PART_CAPABILITIES: Record<string, string> = {
 
 /** Why content is refused: a part type no model here takes names the capability; else what is expected. */
 function contentError(input: unknown): string {
+  // OpenAI's words for an empty array of parts.
+  if (Array.isArray(input) && input.length === 0) return "empty array. Expected an array with minimum length 1, but got an empty array instead.";
   if (Array.isArray(input)) {
     for (const part of input) {
       const type = typeof part === "object" && part !== null ? (part as { type?: unknown }).type : undefined;
@@ -27,8 +29,8 @@ function contentError(input: unknown): string {
   return 'expected a string or an array of text parts ({"type": "text", "text": "..."}).';
 }
 
-/** Message content: a string or text parts (other part types, e.g. images, are not served). */
-const ContentSchema = z.union([z.string(), itemsInOrder(TextPartSchema)], { error: (issue) => contentError(issue.input) });
+/** Message content: a string or at least one text part (other part types, e.g. images, are not served). */
+const ContentSchema = z.union([z.string(), itemsInOrder(TextPartSchema, z.array(z.unknown()).min(1))], { error: (issue) => contentError(issue.input) });
 
 const FunctionNameSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, '_' or '-'");
 

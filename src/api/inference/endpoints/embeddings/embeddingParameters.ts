@@ -41,5 +41,5 @@ export const EMBEDDING_PARAMETERS = {
   /** Fewer dimensions (truncated and renormalised), for models whose registry entry allows it. */
   dimensions: { schema: z.number().int().min(1).nullish(), policy: "honoured", listed: (model) => model.truncatable_embeddings === true },
   /** End-user id for the caller's own tracking. */
-  user: { schema: z.string().max(256).nullish(), policy: "ignored" },
+  user: { schema: z.string().max(256).nullish(), policy: "ignored", listed: true },
 } as const satisfies ParameterTable;

@@ -1,3 +1,4 @@
+import { tokenBoundSchema } from "../shared/samplingSchemas.ts";
 import { z } from "zod";
 import { itemsInOrder } from "../shared/itemsInOrder.ts";
 import type { ParameterTable } from "../shared/requestParameters.ts";
@@ -29,7 +30,7 @@ export const RESPONSE_PARAMETERS = {
   input: { schema: z.union([z.string(), itemsInOrder(InputItemSchema, z.array(z.unknown()).min(1))]), policy: "honoured", listed: false },
   /** A system message before the context; not carried over by previous_response_id. */
   instructions: { schema: z.string().nullish(), policy: "honoured" },
-  max_output_tokens: { schema: z.number().int().min(1).nullish(), policy: "honoured" },
+  max_output_tokens: { schema: tokenBoundSchema.nullish(), policy: "honoured" },
   temperature: { schema: z.number().min(0).max(2).nullish(), policy: "honoured" },
   top_p: { schema: z.number().min(0).max(1).nullish(), policy: "honoured" },
   tools: { schema: z.array(ResponseToolSchema).max(128).nullish(), policy: "honoured", capability: "tools", uses: hasTools },

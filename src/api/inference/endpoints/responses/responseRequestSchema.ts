@@ -31,7 +31,13 @@ export const ResponseRequestSchema = z
         seen.add(item.id);
       }
     }
-    const toolNames = new Set((body.tools ?? []).map((t) => t.name));
+    const toolNames = new Set<string>();
+    (body.tools ?? []).forEach((tool, index) => {
+      if (toolNames.has(tool.name)) {
+        ctx.addIssue({ code: "custom", path: ["tools", index, "name"], message: `another tool is already named '${tool.name}'; tool names must be unique.` });
+      }
+      toolNames.add(tool.name);
+    });
     if (body.tool_choice && body.tool_choice !== "none" && body.tool_choice !== "auto" && toolNames.size === 0) {
       ctx.addIssue({ code: "custom", path: ["tool_choice"], message: "tool_choice is only allowed when tools are specified." });
     }

@@ -16,12 +16,27 @@ const stopSequence = z
   });
 
 /**
+ * A bound on tokens to generate (max_tokens, max_completion_tokens, max_output_tokens): a positive integer.
+ * One past 2^53 is named too large for the model, not for JavaScript (zod's own words named 9007199254740991);
+ * the model's context length, which bounds it, is checked with the model.
+ */
+export const tokenBoundSchema = z
+  .number()
+  .int({
+    error: (issue) =>
+      typeof issue.input === "number" && Number.isInteger(issue.input)
+        ? "too large: at most the model's context length (context_length in GET /v1/models)."
+        : undefined,
+  })
+  .min(1);
+
+/**
  * The parameters chat and text completions share, with the spec's ranges, in the order that opens both
  * endpoints' parameter tables (CHAT_PARAMETERS, COMPLETION_PARAMETERS spread it first).
  */
 export const SAMPLING_PARAMETERS = {
   model: { schema: z.string().min(1), policy: "honoured", listed: false },
-  max_tokens: { schema: z.number().int().min(1).nullish(), policy: "honoured" },
+  max_tokens: { schema: tokenBoundSchema.nullish(), policy: "honoured" },
   temperature: { schema: z.number().min(0).max(2).nullish(), policy: "honoured" },
   top_p: { schema: z.number().min(0).max(1).nullish(), policy: "honoured" },
   stream: { schema: z.boolean().nullish(), policy: "honoured" },
