@@ -627,6 +627,54 @@ describe("web console in Chromium against the real service (API, worker, project
     expect(await page.getByRole("button", { name: "Create key" }).isDisabled()).toBe(false);
   });
 
+  it("refreshes a stale key count when the server refuses a 6th key made meanwhile in another tab", async () => {
+    await page.getByText("4 of 5 active keys in use.").waitFor();
+    const other = await context.newPage();
+    await other.goto("/account");
+    await other.getByLabel("Key name").fill("made in another tab");
+    await other.getByRole("button", { name: "Create key" }).click();
+    await other.getByRole("button", { name: "I have saved it" }).click();
+    await other.close();
+    // This tab still says 4 of 5: its Create is refused (400), and the list is read again.
+    await page.getByLabel("Key name").fill("one too many");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.getByText("5 of 5 active keys in use. You have reached the limit: revoke a key").waitFor();
+    expect(await page.getByRole("button", { name: "Create key" }).isDisabled()).toBe(true);
+    await page.getByRole("button", { name: "Revoke made in another tab" }).click();
+    await page.getByRole("alertdialog").getByRole("button", { name: "Revoke key" }).click();
+    await page.getByText("4 of 5 active keys in use.").waitFor();
+  });
+
+  it("sends a tab to the login page, never showing or writing the other account, when another account logs in in another tab", async () => {
+    // A probe: the stale tab, still headed with the first account, listed the second's keys and created one in it.
+    const otherEmail = newEmail("console-other");
+    const other = await context.newPage();
+    await other.goto("/account");
+    await other.getByRole("button", { name: "Log out" }).click();
+    await other.getByRole("heading", { name: "Log in" }).waitFor();
+    await other.getByRole("link", { name: /create an account/i }).click();
+    await other.getByLabel("Email address").fill(otherEmail);
+    await other.getByLabel("Password").fill(PASSWORD);
+    await other.getByRole("button", { name: "Create account" }).click();
+    await other.getByRole("heading", { name: "Account settings" }).waitFor();
+    await other.close();
+    const keyReads: number[] = [];
+    const onResponse = (response: { url(): string; status(): number }) => {
+      if (response.url().endsWith("/api/v1/accounts/user/api-keys")) keyReads.push(response.status());
+    };
+    page.on("response", onResponse);
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await page.getByRole("heading", { name: "Log in" }).waitFor();
+    page.off("response", onResponse);
+    expect(keyReads).toEqual([401]);
+    await page.getByRole("status").filter({ hasText: "Someone logged in to another account in this browser" }).waitFor();
+    await page.getByLabel("Email address").fill(email);
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.getByText("4 of 5 active keys in use.").waitFor();
+    expect(await page.locator("span.who").textContent()).toBe(email);
+  });
+
   it("says in the playground that a rate limit's 429 is a wait of moments, not the budget", async () => {
     const found = await platform.request("GET", `/api/v1/admin/accounts?email=${encodeURIComponent(email)}`, { token: TEST_ADMIN_TOKEN });
     const limit = (requestsPerMinute: number | null) =>
@@ -669,9 +717,9 @@ describe("web console in Chromium against the real service (API, worker, project
   });
 
   it("had no script error, no CSP violation and no request outside the app's origin in all of the above", () => {
-    // The browser logs the answers the walk expected: 401 (no session yet, wrong password), the 429 of the
-    // rate limit, the 402 and the 503 of the log out made to fail.
-    const expected = /^console error: Failed to load resource: the server responded with a status of (40[12]|429|503) /;
+    // The browser logs the answers the walk expected: 401 (no session yet, wrong password, a session
+    // replaced), the 400 of a 6th key, the 429 of the rate limit, the 402 and the 503 of the log out made to fail.
+    const expected = /^console error: Failed to load resource: the server responded with a status of (40[012]|429|503) /;
     expect(watch.problems.filter((p) => !expected.test(p))).toEqual([]);
     expect(watch.problems.length).toBeGreaterThan(0);
   });

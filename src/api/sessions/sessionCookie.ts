@@ -43,10 +43,16 @@ export function clearSessionCookie(ctx: Context): void {
   ctx.cookies.set(cookieName(ctx), "", { httpOnly: true, sameSite: "strict", secure: ctx.secure, path: "/", expires: new Date(0), overwrite: true });
 }
 
-/** Whether a cookie-authenticated request may go on: safe methods always; others only with the session's CSRF token. */
-export function csrfTokenAccepted(ctx: Context, sessionToken: string): boolean {
-  if (SAFE_METHODS.has(ctx.method)) return true;
-  const sent = Buffer.from(ctx.get(CSRF_HEADER));
+/**
+ * What the CSRF header of a cookie-authenticated request says: `accepted` (the session's token; or none on
+ * a safe method), `missing` (none on a state-changing method), or `other` (the token of another session:
+ * a console page loaded before someone logged in to another account in the same browser, whose cookie
+ * it now carries; the page sends its token on every call so this is noticed before it shows anything).
+ */
+export function csrfTokenCheck(ctx: Context, sessionToken: string): "accepted" | "missing" | "other" {
+  const header = ctx.get(CSRF_HEADER);
+  if (header === "") return SAFE_METHODS.has(ctx.method) ? "accepted" : "missing";
+  const sent = Buffer.from(header);
   const expected = Buffer.from(csrfTokenFor(sessionToken));
-  return sent.length === expected.length && timingSafeEqual(sent, expected);
+  return sent.length === expected.length && timingSafeEqual(sent, expected) ? "accepted" : "other";
 }

@@ -13,14 +13,16 @@ export class ApiFailure extends Error {
 
 /**
  * The console's API client: same origin, the HttpOnly session cookie goes along by itself; the CSRF
- * token (answered at login, kept only in this page's memory) goes in a header on state-changing calls.
+ * token (answered at login, kept only in this page's memory) goes in a header on every call, so the
+ * server can tell when the cookie is no longer this page's session (another login in the same browser:
+ * 401 `session_replaced`), and on state-changing calls it is required.
  */
 export function createApi() {
   const state = { csrfToken: null, onSessionEnded: () => undefined };
   async function request(method, path, body) {
     const headers = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
-    if (method !== "GET" && state.csrfToken) headers["x-csrf-token"] = state.csrfToken;
+    if (state.csrfToken) headers["x-csrf-token"] = state.csrfToken;
     let response;
     try {
       response = await fetch(path, {
@@ -43,7 +45,7 @@ export function createApi() {
     const data = await response.json().catch(() => null);
     if (!response.ok) {
       // The session ended while the console was open (logged out elsewhere, expired): back to the login page.
-      if (response.status === 401 && state.csrfToken && !path.startsWith("/console/session")) state.onSessionEnded();
+      if (response.status === 401 && state.csrfToken && !path.startsWith("/console/session")) state.onSessionEnded(data?.error?.code ?? null);
       throw new ApiFailure(response.status, data?.error);
     }
     return data;
@@ -53,7 +55,7 @@ export function createApi() {
     setCsrfToken(token) {
       state.csrfToken = token;
     },
-    /** What to do when a call finds the session ended (401). */
+    /** What to do when a call finds the session ended (401), given the error's code (`session_replaced`: another login). */
     onSessionEnded(handler) {
       state.onSessionEnded = handler;
     },

@@ -81,6 +81,8 @@ export function KeysSection({ api, onKeyCreated, navigate }) {
       await load();
     } catch (failure) {
       setError(failure);
+      // At the limit (a key made in another tab meanwhile): the list shows why, and Create is disabled.
+      if (failure?.code === "api_key_limit_reached") await load();
     } finally {
       setBusy(false);
     }

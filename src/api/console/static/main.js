@@ -86,12 +86,16 @@ function App({ api }) {
   }, [api]);
 
   useEffect(() => {
-    api.onSessionEnded(() => {
+    api.onSessionEnded((code) => {
       api.setCsrfToken(null);
       // The key belongs to the session that made it: whoever logs in next on this page must not use it.
       setPlaygroundKey("");
       setSession(null);
-      setAuthNotice("Your session has ended. Log in again.");
+      setAuthNotice(
+        code === "session_replaced"
+          ? "Someone logged in to another account in this browser, which ended this page's session. Log in again."
+          : "Your session has ended. Log in again.",
+      );
     });
     loadSession();
     const onPop = () => setPath(location.pathname);
