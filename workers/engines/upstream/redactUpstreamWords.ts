@@ -6,13 +6,15 @@ const MAX_MESSAGE_CHARS = 500;
 
 /**
  * Parts of an upstream's words that may name its address or a credential: URLs, IP addresses, host:port,
- * Bearer credentials, `sk-`-style keys, and long random-looking tokens (letters and digits, 32 or more).
+ * Bearer credentials, `sk-`-style keys (masked ones too: `sk-upstr****T123`), file paths, and long
+ * random-looking tokens (letters and digits, 32 or more).
  */
 const ADDRESS_OR_SECRET = new RegExp(
   [
     String.raw`\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+`,
     String.raw`\bBearer\s+\S+`,
-    String.raw`\b(?:sk|pk|rk|key|token|secret)[-_][A-Za-z0-9_-]{4,}`,
+    String.raw`\b(?:sk|pk|rk|key|token|secret)[-_][A-Za-z0-9_*.-]{4,}`,
+    String.raw`(?<![\w.])\/[\w.-]+(?:\/[\w.-]+)+`,
     String.raw`\[[0-9a-f:]{2,}\](?::\d{1,5})?`,
     String.raw`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b`,
     String.raw`\b[a-z0-9-]+(?:\.[a-z0-9-]+)*:\d{2,5}\b`,

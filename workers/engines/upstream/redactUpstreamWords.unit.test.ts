@@ -13,9 +13,11 @@ describe("redactUpstreamWords", () => {
       "key sk-upstream-SECRET",
       "token 0123456789abcdef0123456789abcdef01",
       "[fe80::1]:8000",
+      "Incorrect API key provided: sk-upstr**********T123",
+      "internal validation at /srv/vllm/secret_path.py",
     ].join("; ");
     const redacted = redactUpstreamWords(said, secrets);
-    for (const leak of ["plain-key-42", "10.0.0.5", "vllm.internal", "192.168", "abc.def", "SECRET", "0123456789abcdef", "fe80"]) {
+    for (const leak of ["plain-key-42", "10.0.0.5", "vllm.internal", "192.168", "abc.def", "SECRET", "0123456789abcdef", "fe80", "T123", "secret_path", "/srv"]) {
       expect(redacted, leak).not.toContain(leak);
     }
     expect(redacted).toContain("bad param [redacted]");
