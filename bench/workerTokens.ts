@@ -74,7 +74,7 @@ const writer = {
 const usage = { record: async () => "recorded", recorded: async () => null } as unknown as UsageRecorder;
 const runner = new CompletionJobRunner({
   model,
-  engine: meteredEngine(adapter, model.id, metrics.inference),
+  engine: meteredEngine(adapter, model.id, metrics.inference, model.context_length),
   usage,
   publisherFor: (job, firstSeq) => new DeltaPublisher(keys, job, { window, writer, replayTtlSeconds: 3600, replayMaxLen: 1000, firstSeq }),
   replay: { read: async () => [] },

@@ -101,7 +101,7 @@ export async function startWorker({ config, pool, logger, metrics, localReplies 
   try {
     for (const model of models) {
       const loaded = await engines.engineFor(model);
-      const engine = meteredEngine(options.wrapEngine ? options.wrapEngine(model, loaded) : loaded, model.id, metrics.inference);
+      const engine = meteredEngine(options.wrapEngine ? options.wrapEngine(model, loaded) : loaded, model.id, metrics.inference, model.context_length);
       warnOnCapabilityMismatch(model, engine, logger);
       const runner = new CompletionJobRunner({
         model,

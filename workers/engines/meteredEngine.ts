@@ -8,8 +8,11 @@ type GenerationMetrics = PlatformMetrics["inference"];
  * first delta with output), the time between later deltas, tokens in and out (a call that fails after
  * its first token, such as a cancel, counts its prompt and the tokens its deltas counted, as its job
  * charges them), decode speed, and failures by kind. Wraps any adapter (embedded, upstream) without changing what it does.
+ * Token counts are held within what a call can have used, as its charge is (an upstream reporting 10^12
+ * tokens made the counters' rates meaningless): a prompt within the model's context (`contextLength`, per
+ * input for embeddings), a completion within the request's `maxTokens` or the tokens its deltas counted.
  */
-export function meteredEngine(engine: Engine, modelId: string, metrics: GenerationMetrics): Engine {
+export function meteredEngine(engine: Engine, modelId: string, metrics: GenerationMetrics, contextLength: number): Engine {
   const model = { model: modelId };
   // Bound once: an observation through the histogram itself makes a closure per call besides its label work.
   const interTokenLatency = metrics.interTokenLatency.labels(model);
@@ -22,6 +25,7 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
     onDelta: DeltaSink,
     signal: AbortSignal,
     countPrompt: () => Promise<number>,
+    maxTokens: number | undefined,
   ): Promise<EngineResult> => {
     const calledAt = performance.now();
     let firstAt: number | null = null;
@@ -44,13 +48,14 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
       if (generated > 0) {
         metrics.outputTokens.inc(model, generated);
         void countPrompt().then(
-          (tokens) => metrics.inputTokens.inc(model, tokens),
+          (tokens) => metrics.inputTokens.inc(model, Math.min(tokens, contextLength)),
           () => undefined,
         );
       }
       throw error;
     });
-    const { promptTokens, completionTokens } = result.usage;
+    const promptTokens = within(result.usage.promptTokens, contextLength);
+    const completionTokens = within(result.usage.completionTokens, maxTokens === undefined ? Number.POSITIVE_INFINITY : Math.max(maxTokens, generated));
     metrics.inputTokens.inc(model, promptTokens);
     metrics.outputTokens.inc(model, completionTokens);
     const decodeSeconds = firstAt === null ? 0 : (lastAt - firstAt) / 1000;
@@ -76,10 +81,11 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
         onDelta,
         signal,
         () => engine.countChatTokens(request.messages, request.tools),
+        request.maxTokens,
       ),
     embed: async (texts: string[], signal: AbortSignal): Promise<EmbedResult> => {
       const result = await counted(() => engine.embed(texts, signal), signal);
-      metrics.inputTokens.inc(model, result.promptTokens);
+      metrics.inputTokens.inc(model, within(result.promptTokens, contextLength * texts.length));
       return result;
     },
     countChatTokens: (messages, tools) => engine.countChatTokens(messages, tools),
@@ -87,4 +93,9 @@ export function meteredEngine(engine: Engine, modelId: string, metrics: Generati
     maxConcurrency: () => engine.maxConcurrency(),
     close: () => engine.close(),
   };
+}
+
+/** A reported count as a counter may add it: a whole number from 0 to `bound`. */
+function within(tokens: number, bound: number): number {
+  return Number.isFinite(tokens) ? Math.min(Math.max(0, Math.floor(tokens)), bound) : 0;
 }
