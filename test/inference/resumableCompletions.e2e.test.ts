@@ -413,3 +413,56 @@ describe("cancel frees the worker's slot (engine paced at 1 s per delta, 2 slots
     await Promise.all([...readers, waiting].map((r) => r.cancel()));
   });
 });
+
+describe("a stream whose client leaves while it waits in line (engine paced at 300 ms per delta, grace period 1 s)", () => {
+  let platform: TestPlatform;
+  let key: string;
+  let accountId: string;
+  beforeAll(async () => {
+    platform = await startTestPlatform({
+      wrapEngine: (_model, engine) => pacedEngine(engine, 300),
+      env: { DELTA_COALESCE_MS: "0", COMPLETION_ABANDON_GRACE_MS: "1000" },
+    });
+    const created = await platform.createKey();
+    key = created.key;
+    accountId = created.account.accountId;
+  });
+  afterAll(async () => {
+    await platform?.close();
+  });
+
+  const stream = (signal?: AbortSignal) =>
+    fetch(`${platform.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: TINY_CHAT, messages: [{ role: "user", content: "Tell me a story" }], max_tokens: 40, temperature: 0, stream: true }),
+      ...(signal ? { signal } : {}),
+    });
+
+  it("is taken off the queue at the end of its grace period, counted from when its client left: never run, nothing charged", async () => {
+    // A probe: such a stream started when a slot freed, a minute after its client left, and ran whole (charged).
+    const running = await Promise.all([stream(), stream()]);
+    const readers = running.map((r) => new SseReader(r));
+    await Promise.all(readers.map((r) => r.nextEvent()));
+    const controller = new AbortController();
+    const left = await stream(controller.signal);
+    const completionId = left.headers.get("x-completion-id")!;
+    const waiting = new SseReader(left);
+    for (let item = await waiting.next(); !item?.comment?.startsWith("queued"); item = await waiting.next()) expect(item).toBeDefined();
+    controller.abort();
+    await waiting.cancel();
+    // Past its grace period, the slots are freed: the job is gone from the queue, so nothing takes it.
+    await new Promise((resolve) => setTimeout(resolve, 1_800));
+    for (const response of running) {
+      const id = response.headers.get("x-completion-id")!;
+      await fetch(`${platform.baseUrl}/v1/chat/completions/${id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${key}` } });
+    }
+    await Promise.all(readers.map((r) => r.rest()));
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await completionEvents(platform.deps.pool, completionId)).toEqual([]);
+    expect(await eventually(async () => ((await openHolds(platform.deps.pool, accountId)) === 0 ? true : undefined), 5_000)).toBe(true);
+    const stored = await fetch(`${platform.baseUrl}/v1/chat/completions/${completionId}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(stored.status).toBe(409);
+    expect(await stored.json()).toMatchObject({ error: { code: "completion_cancelled" } });
+  });
+});

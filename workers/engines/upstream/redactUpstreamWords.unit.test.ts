@@ -17,7 +17,19 @@ describe("redactUpstreamWords", () => {
       "internal validation at /srv/vllm/secret_path.py",
     ].join("; ");
     const redacted = redactUpstreamWords(said, secrets);
-    for (const leak of ["plain-key-42", "10.0.0.5", "vllm.internal", "192.168", "abc.def", "SECRET", "0123456789abcdef", "fe80", "T123", "secret_path", "/srv"]) {
+    for (const leak of [
+      "plain-key-42",
+      "10.0.0.5",
+      "vllm.internal",
+      "192.168",
+      "abc.def",
+      "SECRET",
+      "0123456789abcdef",
+      "fe80",
+      "T123",
+      "secret_path",
+      "/srv",
+    ]) {
       expect(redacted, leak).not.toContain(leak);
     }
     expect(redacted).toContain("bad param [redacted]");

@@ -34,14 +34,15 @@ export class AbandonmentWatch {
     this.#logger = deps.logger;
   }
 
-  /** A client stopped listening before the completion's end. */
-  detached(record: CompletionRecord): void {
+  /** A client stopped listening before the completion's end (answers true: for a caller to note it did). */
+  detached(record: CompletionRecord): true {
     this.#records.detach(record.completionId).then(
       (left) => {
         if (left <= 0) this.#schedule(record);
       },
       (error: unknown) => this.#logger.warn("could not count a completion's listeners", { completionId: record.completionId, error: error as Error }),
     );
+    return true;
   }
 
   close(): void {

@@ -42,6 +42,8 @@ export type InferenceJobSpec = {
   tellPosition?: boolean;
   /** Not started within the start timeout: left in line, and `started` rejects with StillQueuedError (InferenceGateway). */
   keepQueued?: boolean;
+  /** Settles when the client goes before the job started (a stream's): its grace period starts then (StartOptions). */
+  clientLeft?: Promise<void>;
   /**
    * Its budget hold (keyed by the completion id) is placed already: a Batch API line run again under the
    * same completion id after its job was lost. No second hold is placed (it could not be: one per id);
@@ -203,6 +205,7 @@ export class CompletionJobs {
         },
         ...(position ? { onPosition: position } : {}),
         ...(spec.keepQueued ? { keepQueued: true } : {}),
+        ...(spec.clientLeft ? { clientLeft: spec.clientLeft } : {}),
       });
     const starting = spec.holdPlaced
       ? start(false, admitted)

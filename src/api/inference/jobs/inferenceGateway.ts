@@ -60,6 +60,12 @@ export type StartOptions = {
    * fair-share priority), this one included.
    */
   onPosition?: (position: number) => void;
+  /**
+   * Settles when the client goes while the job waits to start: its grace period (AbandonmentWatch) starts
+   * then, so a job still in line at its end is taken off the queue, never run nor charged (a stream left
+   * in line started when a slot freed, a minute later, and ran whole).
+   */
+  clientLeft?: Promise<void>;
 };
 
 /**
@@ -170,6 +176,8 @@ export class InferenceGateway {
       feed.close();
     };
     const forgetWait = interruptible ? this.#interrupts.addWait(endWait) : () => undefined;
+    /** Set once the client went before the start (clientLeft) and the record was detached then; false once started. */
+    let detachedEarly: boolean | null = null;
     try {
       // The enqueue goes out first: it starts the way to the first token. The liveness check and the
       // waiting count follow right behind it, once BullMQ has issued the job's command (at the end of
@@ -219,6 +227,9 @@ export class InferenceGateway {
       }
       // Queued and not refused: admission may go on (a stream opens its response), then hear its position.
       options.onQueued?.();
+      options.clientLeft?.then(() => {
+        if (detachedEarly === null) detachedEarly = this.#abandonment.detached(record);
+      });
       // Its place in line by the scheduling (lane and fair-share rank: the jobs a worker takes before it).
       // (Read while the job waits: the feed keeps the worker's messages meanwhile.) A count this request
       // read itself was sent behind its enqueue, so it includes the job: with at most one job waiting, that
@@ -247,6 +258,8 @@ export class InferenceGateway {
       this.#waiting.delete(job.completionId);
       forgetWait();
     }
+    const leftBeforeStart = detachedEarly === true;
+    detachedEarly = false;
     const idleMs = this.#limits.jobIdleTimeoutMs;
     const queues = this.#queues;
     let ended = false;
@@ -315,7 +328,7 @@ export class InferenceGateway {
         feed.close();
         // A batch line's job is not abandoned when its dispatcher lets go (an API process stopping): the
         // next dispatcher follows it, and only a cancel or the batch's expiry stops it.
-        if (early && job.lane !== "batch") this.#abandonment.detached(record);
+        if (early && job.lane !== "batch" && !leftBeforeStart) this.#abandonment.detached(record);
       },
     };
   }

@@ -83,8 +83,13 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
     return;
   }
   let job: RunningJob | undefined;
-  const sse = new SseResponse(ctx, () => job?.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
-  const starting = inference.jobs.start(ctx, { ...jobSpec, stream: true, includeUsage: spec.includeUsage, tellPosition: true });
+  // A client that goes while its job waits in line starts the job's grace period then (not at its start).
+  let leave = (): void => undefined;
+  const clientLeft = new Promise<void>((resolve) => {
+    leave = resolve;
+  });
+  const sse = new SseResponse(ctx, () => (job ? job.release() : leave()), { keepAliveMs: inference.limits.sseKeepAliveMs });
+  const starting = inference.jobs.start(ctx, { ...jobSpec, stream: true, includeUsage: spec.includeUsage, tellPosition: true, clientLeft });
   // Admitted: the headers go out with the first chunk, or once the hold has passed without one (a job
   // waiting in line, a long prompt being read), so that a refusal found at the start is still a 400.
   let hold: NodeJS.Timeout | undefined;
