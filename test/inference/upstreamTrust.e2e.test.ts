@@ -16,6 +16,8 @@ const user = [{ role: "user", content: "Hi" }];
 const prices = { owned_by: "upstream-lab", context_length: 4096, pricing: { input_per_million_chf: 1, output_per_million_chf: 2 } };
 const capabilities = { chat: true, completions: true, embeddings: false, tools: false, json_schema: false, logprobs: false, reasoning: false };
 
+const flakyCalls = new Map<string, number>();
+
 describe("what an upstream server says, and what reaches the client and the bill", () => {
   let upstream: FakeUpstream;
   let platform: TestPlatform;
@@ -25,7 +27,12 @@ describe("what an upstream server says, and what reaches the client and the bill
     // The model name sent upstream picks the behaviour.
     upstream.handle(async (request, res) => {
       const behaviour = request.body?.model as string;
-      const text = [chunk({ delta: { role: "assistant", content: "one" } }), chunk({ delta: { content: " two" } }), chunk({ delta: { content: " three" } })];
+      const textChunks = () => [
+        chunk({ delta: { role: "assistant", content: "one" } }),
+        chunk({ delta: { content: " two" } }),
+        chunk({ delta: { content: " three" } }),
+      ];
+      const text = textChunks();
       const finish = chunk({ delta: {}, finish_reason: "stop" });
       const usage = { absurd: usageChunk(1_000_000, 5_000_000), zero: usageChunk(0, 0), negative: usageChunk(-1, -5) }[behaviour];
       if (usage !== undefined) {
@@ -35,6 +42,18 @@ describe("what an upstream server says, and what reaches the client and the bill
       }
       if (behaviour === "echo-key") {
         json(res, 401, { error: { message: `Incorrect API key provided: ${request.headers.authorization}`, type: "invalid_request_error" } });
+        return;
+      }
+      if (behaviour === "flaky") {
+        // Away for the first request of each text, then back.
+        const text = JSON.stringify(request.body?.messages);
+        flakyCalls.set(text, (flakyCalls.get(text) ?? 0) + 1);
+        if (flakyCalls.get(text) === 1) {
+          json(res, 503, { error: { message: "loading", type: "server_error" } });
+          return;
+        }
+        await writeSse(res, [...textChunks(), finish, usageChunk(5, 3), "data: [DONE]\n\n"]);
+        res.end();
         return;
       }
       if (behaviour === "refuse-400") {
@@ -70,6 +89,7 @@ describe("what an upstream server says, and what reaches the client and the bill
         model("up-echo-key", "echo-key"),
         model("up-reset", "reset"),
         model("up-refuse-400", "refuse-400"),
+        model("up-flaky", "flaky"),
         model("up-no-done", "no-done"),
       ],
       env: { UPSTREAM_TEST_KEY: UPSTREAM_KEY },
@@ -139,6 +159,27 @@ describe("what an upstream server says, and what reaches the client and the bill
       expect(answer.body.error, `stream ${stream}`).toMatchObject({ type: "invalid_request_error", param: null });
       expect(answer.body.error.message).toMatch(/^bad parameter for key \[redacted\] at \[redacted\]/);
       for (const leak of ["SECRET", host, "10.0.0.5"]) expect(answer.text, leak).not.toContain(leak);
+    }
+  });
+
+  it("runs an Idempotency-Key's retry anew after the model was unavailable (charged nothing), then answers later retries from that run", async () => {
+    for (const stream of [false, true]) {
+      const messages = [{ role: "user", content: `flaky ${stream}` }];
+      const headers = { "idempotency-key": `flaky-${stream}` };
+      const post = () =>
+        platform.request("POST", "/v1/chat/completions", { token: key, headers, body: { model: "up-flaky", messages, max_tokens: 100, stream } });
+      const away = await post();
+      expect(away.status, `stream ${stream}`).toBe(503);
+      const back = await post();
+      expect(back.status, back.text).toBe(200);
+      expect(back.text).toContain("three");
+      const again = await post();
+      expect(again.status).toBe(200);
+      const backId = back.headers.get("x-completion-id")!;
+      expect(backId).not.toBe(away.headers.get("x-completion-id"));
+      expect(again.headers.get("x-completion-id")).toBe(backId);
+      expect(flakyCalls.get(JSON.stringify(messages))).toBe(2);
+      expect((await charged(backId))!.completionTokens).toBe(3);
     }
   });
 

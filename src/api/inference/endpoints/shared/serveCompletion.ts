@@ -1,6 +1,6 @@
 import type { Context } from "koa";
 import type { CompletionWork, Endpoint } from "../../../../contracts/completionJob.ts";
-import { isTerminal } from "../../../../contracts/deltaMessage.ts";
+import { type DeltaMessage, isTerminal } from "../../../../contracts/deltaMessage.ts";
 import type { RegisteredModel } from "../../../../models/modelRegistry.ts";
 import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
@@ -173,8 +173,22 @@ export async function claimIdempotencyKey(
       inference.idempotency.stillClaimed(principal.keyId, idempotencyKey, claim.completionId),
     );
     // Null: the first request failed and gave its claim back: this one claims again.
-    if (record) return { existing: record, giveBack: async () => undefined };
+    if (!record) continue;
+    // A completion that failed for a passing reason (the model unavailable, an engine failure) and was
+    // charged nothing: the retry its 503 / 500 asked for runs anew (it replayed that error forever).
+    const last = await inference.records.lastMessage(record.completionId).catch(() => undefined);
+    if (last && failedUncharged(last)) {
+      await inference.idempotency.release(principal.keyId, idempotencyKey, record.completionId);
+      continue;
+    }
+    return { existing: record, giveBack: async () => undefined };
   }
+}
+
+/** A completion's last message that says it failed (not by its owner's cancel, nor for its request) and charged nothing. */
+function failedUncharged(last: DeltaMessage): boolean {
+  if (last.type !== "error" || (last.error.kind !== "unavailable" && last.error.kind !== "internal")) return false;
+  return !last.usage || last.usage.promptTokens + last.usage.completionTokens === 0;
 }
 
 /**
