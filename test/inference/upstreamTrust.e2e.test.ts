@@ -44,6 +44,13 @@ describe("what an upstream server says, and what reaches the client and the bill
         json(res, 401, { error: { message: `Incorrect API key provided: ${request.headers.authorization}`, type: "invalid_request_error" } });
         return;
       }
+      if (behaviour === "ignores-max") {
+        // 30 deltas of one token, whatever max_tokens said, then the finish and the usage.
+        const many = Array.from({ length: 30 }, (_, i) => chunk({ delta: { content: `tok${i} ` } }));
+        await writeSse(res, [...many, finish, usageChunk(5, 30), "data: [DONE]\n\n"]);
+        res.end();
+        return;
+      }
       if (behaviour === "flaky") {
         // Away for the first request of each text, then back.
         const text = JSON.stringify(request.body?.messages);
@@ -90,6 +97,7 @@ describe("what an upstream server says, and what reaches the client and the bill
         model("up-reset", "reset"),
         model("up-refuse-400", "refuse-400"),
         model("up-flaky", "flaky"),
+        model("up-ignores-max", "ignores-max"),
         model("up-no-done", "no-done"),
       ],
       env: { UPSTREAM_TEST_KEY: UPSTREAM_KEY },
@@ -160,6 +168,23 @@ describe("what an upstream server says, and what reaches the client and the bill
       expect(answer.body.error.message).toMatch(/^bad parameter for key \[redacted\] at \[redacted\]/);
       for (const leak of ["SECRET", host, "10.0.0.5"]) expect(answer.text, leak).not.toContain(leak);
     }
+  });
+
+  it("ends a reply at max_tokens, length, when the upstream goes on past it: the client gets no more than it is charged", async () => {
+    const expected = Array.from({ length: 10 }, (_, i) => `tok${i} `).join("");
+    const whole = await chat("up-ignores-max", { max_tokens: 10 });
+    expect(whole.status).toBe(200);
+    expect(whole.body.choices[0]).toMatchObject({ message: { content: expected }, finish_reason: "length" });
+    expect(whole.body.usage.completion_tokens).toBe(10);
+    expect((await charged(whole.body.id))!.completionTokens).toBe(10);
+    const streamed = await chat("up-ignores-max", { max_tokens: 10, stream: true, stream_options: { include_usage: true } });
+    const chunks = streamed.text
+      .split("\n")
+      .filter((line) => line.startsWith("data: {"))
+      .map((line) => JSON.parse(line.slice(6)));
+    expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe(expected);
+    expect(chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0].finish_reason).toBe("length");
+    expect(chunks.at(-1).usage.completion_tokens).toBe(10);
   });
 
   it("runs an Idempotency-Key's retry anew after the model was unavailable (charged nothing), then answers later retries from that run", async () => {

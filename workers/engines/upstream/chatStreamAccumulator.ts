@@ -23,9 +23,22 @@ export class ChatStreamAccumulator {
   #deltaCount = 0;
   /** Completion tokens counted into the deltas so far (see #chunk). */
   #countedTokens = 0;
+  /** The request's bound on generated tokens: an upstream that goes past it is cut there (`cut`). */
+  readonly #maxTokens: number;
+  #cut = false;
 
-  constructor(onDelta: DeltaSink) {
+  constructor(onDelta: DeltaSink, maxTokens: number = Number.POSITIVE_INFINITY) {
     this.#onDelta = onDelta;
+    this.#maxTokens = maxTokens;
+  }
+
+  /**
+   * The upstream sent more than the request's max tokens (it ignored max_tokens): the stream was ended
+   * there, `length`, as OpenAI ends one (a probe's upstream sent 30 deltas for max_tokens 10: all reached
+   * the client, 10 were charged). The rest of the body is not read: its connection is to be dropped.
+   */
+  get cut(): boolean {
+    return this.#cut;
   }
 
   get done(): boolean {
@@ -99,8 +112,14 @@ export class ChatStreamAccumulator {
       const logprobs = choice.logprobs?.content;
       if (logprobs && logprobs.length > 0) delta.logprobs = logprobs.map(toTokenLogprob);
       if (delta.content !== undefined || delta.reasoning !== undefined || delta.toolCalls !== undefined || delta.logprobs !== undefined) {
+        if (this.#countedTokens >= this.#maxTokens) {
+          this.#cut = true;
+          this.#finishReason = "length";
+          this.#done = true;
+          return;
+        }
         this.#deltaCount++;
-        const total = typeof reported === "number" && reported > this.#countedTokens ? reported : this.#countedTokens + 1;
+        const total = Math.min(this.#maxTokens, typeof reported === "number" && reported > this.#countedTokens ? reported : this.#countedTokens + 1);
         delta.tokens = total - this.#countedTokens;
         this.#countedTokens = total;
         this.#onDelta(delta);

@@ -60,13 +60,15 @@ export class UpstreamEngine implements Engine {
     let draining = false;
     try {
       const answer = await this.#http.post(call, "/chat/completions", body);
-      const accumulator = new ChatStreamAccumulator(onDelta);
+      const accumulator = new ChatStreamAccumulator(onDelta, request.maxTokens);
       await relayChatStream(call, answer, accumulator);
       call.throwIfAborted();
+      // Cut at max tokens (the upstream went on past them): its connection is dropped, not drained.
+      if (accumulator.cut) answer.request.destroy();
       if (!accumulator.done && accumulator.finishReason === null) {
         throw new EngineError("internal", "upstream ended the stream before the completion finished");
       }
-      if (!answer.response.readableEnded) {
+      if (!answer.response.readableEnded && !accumulator.cut) {
         // `[DONE]` came before the end of the body (normally just the end of the chunked encoding):
         // answer now, and release the call once relayChatStream has read the rest, so the connection
         // goes back to the pool instead of being torn down.
