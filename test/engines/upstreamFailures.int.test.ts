@@ -1,3 +1,4 @@
+import { eventually } from "../support/eventually.ts";
 import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatRequest, EngineDelta } from "../../workers/engines/engine.ts";
@@ -145,6 +146,24 @@ describe("UpstreamEngine failures mid-stream", () => {
     const { error, deltas } = await chatError(engineFor());
     expectEngineError(error, "internal");
     expect(deltas).toEqual([{ content: "a", tokens: 1 }]);
+  });
+
+  it("one endless line (9 MB without a line end) -> internal, its connection dropped, the memory it took bounded", async () => {
+    let closed = false;
+    upstream.handle(async (_req, res) => {
+      res.on("close", () => {
+        closed = true;
+      });
+      await writeSse(res, [chunk({ delta: { content: "a" } }), "data: "]);
+      const block = "y".repeat(64 * 1024);
+      for (let i = 0; i < 144 && !res.destroyed; i++) {
+        if (!res.write(block)) await new Promise((resolve) => res.once("drain", resolve));
+      }
+    });
+    const { error, deltas } = await chatError(engineFor());
+    expect(expectEngineError(error, "internal").message).toContain("longer than");
+    expect(deltas).toEqual([{ content: "a", tokens: 1 }]);
+    await eventually(async () => (closed ? true : undefined), 5_000);
   });
 
   it("a stream that goes silent for longer than requestTimeoutMs -> internal", async () => {

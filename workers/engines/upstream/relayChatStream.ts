@@ -1,5 +1,6 @@
 import type { ChatStreamAccumulator } from "./chatStreamAccumulator.ts";
-import { SseParser, type SseSink } from "./sseParser.ts";
+import { EngineError } from "../engine.ts";
+import { SseParser, type SseSink, SseTooLongError } from "./sseParser.ts";
 import type { UpstreamCall } from "./upstreamCall.ts";
 import type { UpstreamAnswer } from "./upstreamHttp.ts";
 
@@ -34,16 +35,33 @@ export function relayChatStream(call: UpstreamCall, { request, response }: Upstr
     response.on("data", (text: string) => {
       call.touch();
       if (settle.settled) return;
-      parser.feedText(text, onEvent);
+      try {
+        parser.feedText(text, onEvent);
+      } catch (error) {
+        // A line or event too long to read (SseTooLongError): the reply fails; its connection is dropped.
+        request.destroy();
+        settle.rethrow(tooLong(error));
+        return;
+      }
       if (accumulator.done) settle.done();
     });
     response.on("end", () => {
       if (settle.settled) return;
-      parser.finish(onEvent);
+      try {
+        parser.finish(onEvent);
+      } catch (error) {
+        settle.rethrow(tooLong(error));
+        return;
+      }
       settle.done();
     });
     response.on("error", settle.fail);
     response.on("close", () => settle.fail(new Error("connection closed before the end of the stream")));
     request.on("error", settle.fail);
   });
+}
+
+/** The parser's refusal of a line or event too long, as the engine's failure; any other error unchanged. */
+function tooLong(error: unknown): unknown {
+  return error instanceof SseTooLongError ? new EngineError("internal", error.message) : error;
 }

@@ -1,6 +1,6 @@
 import { StringDecoder } from "node:string_decoder";
 import { describe, expect, it } from "vitest";
-import { SseParser, type SseEvent } from "./sseParser.ts";
+import { SseParser, SseTooLongError, type SseEvent } from "./sseParser.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
@@ -81,5 +81,23 @@ describe("SseParser", () => {
 
   it("dispatches nothing for comments and blank lines alone", () => {
     expect(parseInPieces(": a\n\n\n: b\n\n", 3)).toEqual([]);
+  });
+
+  it("refuses a line, or an event's data, longer than its bound, read a piece at a time", () => {
+    const parser = new SseParser({ maxChars: 1000 });
+    const events: string[] = [];
+    const sink = (_event: string, data: string) => events.push(data);
+    parser.feedText("data: ok\n\ndata: ", sink);
+    expect(events).toEqual(["ok"]);
+    expect(() => {
+      for (let i = 0; i < 20; i++) parser.feedText("y".repeat(100), sink);
+    }).toThrow(SseTooLongError);
+    const lines = new SseParser({ maxChars: 1000 });
+    expect(() => lines.feedText(`${"data: yyyyyyyyyy\n".repeat(200)}\n`, sink)).toThrow(SseTooLongError);
+    // A line just within the bound, split across reads, is read whole.
+    const within = new SseParser({ maxChars: 1000 });
+    const read: string[] = [];
+    for (const piece of ["data: ", "z".repeat(500), "z".repeat(490), "\r", "\n\n"]) within.feedText(piece, (_e, data) => read.push(data));
+    expect(read).toEqual(["z".repeat(990)]);
   });
 });
