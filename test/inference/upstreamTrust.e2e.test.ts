@@ -44,6 +44,12 @@ describe("what an upstream server says, and what reaches the client and the bill
         json(res, 401, { error: { message: `Incorrect API key provided: ${request.headers.authorization}`, type: "invalid_request_error" } });
         return;
       }
+      if (behaviour === "unstorable") {
+        const parts = ["D\u0000E", "F\ud800G", "\udc00H", "I\ud83d\ude00"].map((content) => chunk({ delta: { content } }));
+        await writeSse(res, [...parts, finish, usageChunk(5, 4), "data: [DONE]\n\n"]);
+        res.end();
+        return;
+      }
       if (behaviour === "ignores-max") {
         // 30 deltas of one token, whatever max_tokens said, then the finish and the usage.
         const many = Array.from({ length: 30 }, (_, i) => chunk({ delta: { content: `tok${i} ` } }));
@@ -98,6 +104,7 @@ describe("what an upstream server says, and what reaches the client and the bill
         model("up-refuse-400", "refuse-400"),
         model("up-flaky", "flaky"),
         model("up-ignores-max", "ignores-max"),
+        model("up-unstorable", "unstorable"),
         model("up-no-done", "no-done"),
       ],
       env: { UPSTREAM_TEST_KEY: UPSTREAM_KEY },
@@ -185,6 +192,16 @@ describe("what an upstream server says, and what reaches the client and the bill
     expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe(expected);
     expect(chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0].finish_reason).toBe("length");
     expect(chunks.at(-1).usage.completion_tokens).toBe(10);
+  });
+
+  it("relays an upstream's NUL and lone surrogates as U+FFFD, so the live reply is the stored one (a pair is kept)", async () => {
+    const expected = "D\uFFFDEF\uFFFDG\uFFFDHI\ud83d\ude00";
+    const whole = await chat("up-unstorable");
+    expect(whole.body.choices[0].message.content).toBe(expected);
+    const stored = await platform.request("GET", `/v1/chat/completions/${whole.body.id}`, { token: key });
+    expect(stored.body.choices[0].message.content).toBe(expected);
+    const streamed = await chat("up-unstorable", { stream: true });
+    expect(streamed.text).not.toMatch(/\\u0000|\\ud800|\\udc00/i);
   });
 
   it("runs an Idempotency-Key's retry anew after the model was unavailable (charged nothing), then answers later retries from that run", async () => {

@@ -94,12 +94,12 @@ export class ChatStreamAccumulator {
     for (const choice of chunk.choices ?? []) {
       if ((choice.index ?? 0) !== 0) continue;
       const delta: EngineDelta = {};
-      const content = choice.delta?.content;
+      const content = storable(choice.delta?.content);
       if (content) {
         delta.content = content;
         this.#contentBytes += Buffer.byteLength(content);
       }
-      const reasoning = choice.delta?.reasoning_content || choice.delta?.reasoning;
+      const reasoning = storable(choice.delta?.reasoning_content || choice.delta?.reasoning);
       if (reasoning) {
         delta.reasoning = reasoning;
         this.#reasoningBytes += Buffer.byteLength(reasoning);
@@ -129,6 +129,20 @@ export class ChatStreamAccumulator {
   }
 }
 
+/** A NUL, or half of a surrogate pair without its other half. */
+const UNSTORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * An upstream's text as the platform can store it, each NUL and lone surrogate replaced by U+FFFD: what
+ * reaches the client live is what a later read of the stored reply gives (PostgreSQL's text takes
+ * neither; a probe's upstream sent both, and strict JSON parsers refuse a lone surrogate).
+ */
+export function storable(text: string | null | undefined): string | null | undefined {
+  if (!text) return text;
+  UNSTORABLE.lastIndex = 0;
+  return UNSTORABLE.test(text) ? text.replace(UNSTORABLE, "\uFFFD") : text;
+}
+
 /** Any chunk that is not a plain delta (see plainChatChunk.ts), checked against the full schema. */
 function validChunk(json: unknown): ChatChunk {
   const parsed = ChatChunkSchema.safeParse(json);
@@ -146,7 +160,7 @@ function toToolCallDelta(call: WireToolCall, position: number): ToolCallDelta {
   if (call.function) {
     const fn: NonNullable<ToolCallDelta["function"]> = {};
     if (typeof call.function.name === "string" && call.function.name !== "") fn.name = call.function.name;
-    if (typeof call.function.arguments === "string") fn.arguments = call.function.arguments;
+    if (typeof call.function.arguments === "string") fn.arguments = storable(call.function.arguments)!;
     out.function = fn;
   }
   return out;
