@@ -28,7 +28,10 @@ export const JobErrorSchema = z.object({
   kind: z.enum(["invalid_request", "unavailable", "internal", "cancelled"]),
   message: z.string(),
   param: z.string().nullable(),
-  /** OpenAI's code for an invalid request, where the engine gave one (absent: `invalid_value`). */
+  /**
+   * OpenAI's code for an invalid request, where the engine gave one (absent: `invalid_value`); `abandoned`
+   * on a cancelled job the platform stopped (nobody listened, or it was silent), not its owner.
+   */
   code: z.string().max(64).nullish(),
 });
 

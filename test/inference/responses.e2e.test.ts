@@ -388,9 +388,11 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     controller.abort();
     const ended = await eventually(async () => {
       const response = await openai.responses.retrieve(id);
-      return ["completed", "incomplete", "cancelled"].includes(response.status!) ? response : undefined;
+      return ["completed", "incomplete", "failed"].includes(response.status!) ? response : undefined;
     }, 20_000);
     expect(ended.usage!.output_tokens).toBeGreaterThan(0);
+    // Stopped by the platform (nobody listened for the grace period), not by its owner: failed, saying why.
+    if (ended.status === "failed") expect(ended.error).toMatchObject({ code: "server_error", message: expect.stringContaining("no client was listening") });
     await eventually(async () => ((await completionEvents(platform.deps.pool, id)).length === 1 ? true : undefined), 10_000);
     await eventually(async () => ((await openHolds(platform.deps.pool, accountId)) === 0 ? true : undefined), 10_000);
   });

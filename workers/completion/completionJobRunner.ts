@@ -245,7 +245,13 @@ export class CompletionJobRunner {
       // Stopped by its owner, or nobody came back for it: what was generated stands and is charged; a
       // request the API ended early: what its client was sent.
       logger.info("job cancelled", { completionId: job.completionId, model: job.model, reason: tracked.reason, deliveredThrough });
-      failure = { kind: "cancelled", message: CANCELLED_MESSAGE[tracked.reason], param: null };
+      // `abandoned` says it was the platform's doing (nobody listening, or the job silent), not its owner's.
+      failure = {
+        kind: "cancelled",
+        message: CANCELLED_MESSAGE[tracked.reason],
+        param: null,
+        ...(tracked.reason === "abandoned" ? { code: "abandoned" } : {}),
+      };
     }
     if (failure && unchargedBatchFailure(job, failure)) {
       // A batch line's run that failed for the platform's reason: nobody received its partial reply (a

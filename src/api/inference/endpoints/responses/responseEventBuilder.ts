@@ -113,7 +113,9 @@ export class ResponseEventBuilder {
       case "error": {
         if (message.error.kind === "invalid_request" && this.#state.output.length === 0 && this.#open === null) this.#refusal = message.error;
         events.push(...this.#close("incomplete"));
-        const cancelled = message.error.kind === "cancelled";
+        // Cancelled by its owner; a job the platform stopped (`abandoned`: silent too long) failed (a probe
+        // read `cancelled` from GET but `response.failed` from the stream, its owner having cancelled nothing).
+        const cancelled = message.error.kind === "cancelled" && message.error.code !== "abandoned";
         this.#end(cancelled ? "cancelled" : "failed", {
           usage: message.usage ? responseUsage(message.usage) : null,
           error: cancelled ? null : { code: message.error.kind === "invalid_request" ? "invalid_prompt" : "server_error", message: message.error.message },

@@ -45,4 +45,18 @@ describe("ResponseEventBuilder", () => {
     builder.take({ seq: 3, type: "usage", usage: { promptTokens: 3, completionTokens: 1, reasoningTokens: 0 } });
     expect(builder.object().output).toMatchObject([{ type: "message", status: "completed", content: [{ text: "Hi" }] }]);
   });
+
+  it("given a job the platform stopped (abandoned), then the response failed with an error; given its owner's cancel, then it is cancelled", () => {
+    const usage = { promptTokens: 3, completionTokens: 21, reasoningTokens: 0 };
+    const stopped = new ResponseEventBuilder(head, () => 1_700_000_001);
+    stopped.start();
+    stopped.take({ seq: 1, type: "delta", delta: { content: "w0 w1" } });
+    const ended = stopped.take({ seq: 2, type: "error", error: { kind: "cancelled", code: "abandoned", message: "stopped", param: null }, usage });
+    expect(ended.at(-1)!.type).toBe("response.failed");
+    expect(stopped.object()).toMatchObject({ status: "failed", error: { code: "server_error", message: "stopped" }, usage: { output_tokens: 21 } });
+    const cancelled = new ResponseEventBuilder(head, () => 1_700_000_001);
+    cancelled.start();
+    cancelled.take({ seq: 1, type: "error", error: { kind: "cancelled", message: "cancelled by its owner", param: null }, usage });
+    expect(cancelled.object()).toMatchObject({ status: "cancelled", error: null });
+  });
 });
