@@ -51,6 +51,11 @@ export const UpstreamEngineConfigSchema = z
      * such a generation then ends with an error.
      */
     continueFinalMessage: z.boolean().optional(),
+    /**
+     * Longest wait for the upstream's response headers, and longest silence between two reads of its
+     * stream (default 120 s): past it, the reply fails (a stream's client gets an error event).
+     */
+    requestTimeoutMs: z.number().int().min(1_000).max(3_600_000).optional(),
   })
   .strict();
 

@@ -72,7 +72,14 @@ describe("UpstreamEngine.chat streaming", () => {
       ]);
       res.end();
     });
-    const { deltas, result } = await chatCollect(engineFor({ capabilities: { tools: true } }));
+    const withTools = {
+      ...request(),
+      tools: [
+        { type: "function" as const, function: { name: "get_weather" } },
+        { type: "function" as const, function: { name: "get_time" } },
+      ],
+    };
+    const { deltas, result } = await chatCollect(engineFor({ capabilities: { tools: true } }), withTools);
     expect(deltas).toEqual([
       { toolCalls: [{ index: 0, id: "call_1", type: "function", function: { name: "get_weather", arguments: "" } }], tokens: 1 },
       { toolCalls: [{ index: 0, function: { arguments: '{"city":' } }], tokens: 1 },
@@ -81,6 +88,30 @@ describe("UpstreamEngine.chat streaming", () => {
     ]);
     expect(result.finishReason).toBe("tool_calls");
     expect(result.usage).toEqual({ promptTokens: 40, completionTokens: 20, reasoningTokens: 0 });
+  });
+
+  it("drops tool calls a request without tools did not ask for (finishing stop), and refuses a tool call without a name", async () => {
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [
+        chunk({ delta: { role: "assistant", content: "Hi" } }),
+        chunk({ delta: { tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "get_weather", arguments: "{}" } }] } }),
+        chunk({ delta: {}, finish_reason: "tool_calls" }),
+        "data: [DONE]\n\n",
+      ]);
+      res.end();
+    });
+    const { deltas, result } = await chatCollect(engineFor({ capabilities: { tools: true } }));
+    expect(deltas).toEqual([{ content: "Hi", tokens: 1 }]);
+    expect(result.finishReason).toBe("stop");
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [
+        chunk({ delta: { tool_calls: [{ index: 0, id: "call_1", type: "function", function: { arguments: "{}" } }] } }),
+        "data: [DONE]\n\n",
+      ]);
+      res.end();
+    });
+    const withTools = { ...request(), tools: [{ type: "function" as const, function: { name: "get_weather" } }] };
+    await expect(chatCollect(engineFor({ capabilities: { tools: true } }), withTools)).rejects.toThrow("without its function's name");
   });
 
   it("keeps reasoning_content (and Ollama's reasoning) apart from the answer, with the reported reasoning tokens", async () => {
@@ -338,7 +369,9 @@ describe("UpstreamEngine connection pool", () => {
     });
     const engine = engineFor();
     await chatCollect(engine);
-    await pause(20);
+    // Time for the drained connection to go back to the pool (20 ms was too short on a loaded machine: the
+    // second request then went out on a new connection).
+    await pause(250);
     const before = upstream.received.length;
     const { deltas } = await chatCollect(engine);
     expect(text(deltas)).toBe("ok");

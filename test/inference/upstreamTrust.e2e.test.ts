@@ -44,6 +44,10 @@ describe("what an upstream server says, and what reaches the client and the bill
         json(res, 401, { error: { message: `Incorrect API key provided: ${request.headers.authorization}`, type: "invalid_request_error" } });
         return;
       }
+      if (behaviour === "stall") {
+        await writeSse(res, [textChunks()[0]!]);
+        return; // never another byte
+      }
       if (behaviour === "unstorable") {
         const parts = ["D\u0000E", "F\ud800G", "\udc00H", "I\ud83d\ude00"].map((content) => chunk({ delta: { content } }));
         await writeSse(res, [...parts, finish, usageChunk(5, 4), "data: [DONE]\n\n"]);
@@ -87,10 +91,10 @@ describe("what an upstream server says, and what reaches the client and the bill
       }
       res.writeHead(500).end();
     });
-    const model = (id: string, behaviour: string) => ({
+    const model = (id: string, behaviour: string, engine: { requestTimeoutMs?: number } = {}) => ({
       id,
       ...prices,
-      engine: { type: "upstream" as const, baseUrl: upstream.baseUrl, model: behaviour, apiKeyEnv: "UPSTREAM_TEST_KEY" },
+      engine: { type: "upstream" as const, baseUrl: upstream.baseUrl, model: behaviour, apiKeyEnv: "UPSTREAM_TEST_KEY", ...engine },
       capabilities,
     });
     platform = await startTestPlatform({
@@ -105,6 +109,7 @@ describe("what an upstream server says, and what reaches the client and the bill
         model("up-flaky", "flaky"),
         model("up-ignores-max", "ignores-max"),
         model("up-unstorable", "unstorable"),
+        model("up-stall", "stall", { requestTimeoutMs: 1_000 }),
         model("up-no-done", "no-done"),
       ],
       env: { UPSTREAM_TEST_KEY: UPSTREAM_KEY },
@@ -202,6 +207,17 @@ describe("what an upstream server says, and what reaches the client and the bill
     expect(stored.body.choices[0].message.content).toBe(expected);
     const streamed = await chat("up-unstorable", { stream: true });
     expect(streamed.text).not.toMatch(/\\u0000|\\ud800|\\udc00/i);
+  });
+
+  it("fails a reply whose upstream goes silent for the registry entry's requestTimeoutMs (1 s here, 120 s by default)", async () => {
+    const started = Date.now();
+    const whole = await chat("up-stall");
+    expect(whole.status).toBe(500);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const streamed = await chat("up-stall", { stream: true });
+    expect(streamed.text).toContain("one");
+    expect(streamed.text).toContain('"error"');
+    expect(streamed.text.trimEnd().endsWith("data: [DONE]")).toBe(true);
   });
 
   it("runs an Idempotency-Key's retry anew after the model was unavailable (charged nothing), then answers later retries from that run", async () => {

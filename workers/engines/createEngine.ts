@@ -27,6 +27,7 @@ export async function createEngine(model: RegisteredModel, config: Pick<Config, 
     ...(apiKey ? { apiKey } : {}),
     contextLength: model.context_length,
     ...(engine.continueFinalMessage === undefined ? {} : { continueFinalMessage: engine.continueFinalMessage }),
+    ...(engine.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: engine.requestTimeoutMs }),
     capabilities: pickCapabilities(model.capabilities),
   });
 }

@@ -27,9 +27,15 @@ export class ChatStreamAccumulator {
   readonly #maxTokens: number;
   #cut = false;
 
-  constructor(onDelta: DeltaSink, maxTokens: number = Number.POSITIVE_INFINITY) {
+  /** Whether the request offered tools: without, an upstream's tool calls are dropped (its text kept). */
+  readonly #toolsOffered: boolean;
+  /** The tool calls started so far (their indexes): each must start with its function's name. */
+  readonly #toolCalls = new Set<number>();
+
+  constructor(onDelta: DeltaSink, maxTokens: number = Number.POSITIVE_INFINITY, toolsOffered = true) {
     this.#onDelta = onDelta;
     this.#maxTokens = maxTokens;
+    this.#toolsOffered = toolsOffered;
   }
 
   /**
@@ -105,8 +111,14 @@ export class ChatStreamAccumulator {
         this.#reasoningBytes += Buffer.byteLength(reasoning);
       }
       const toolCalls = choice.delta?.tool_calls;
-      if (toolCalls && toolCalls.length > 0) {
+      // A request without tools gets no tool call, whatever the upstream sends (a probe's did).
+      if (toolCalls && toolCalls.length > 0 && this.#toolsOffered) {
         delta.toolCalls = toolCalls.map(toToolCallDelta);
+        for (const call of delta.toolCalls) {
+          if (this.#toolCalls.has(call.index)) continue;
+          if (!call.function?.name) throw new EngineError("internal", "upstream sent a tool call without its function's name");
+          this.#toolCalls.add(call.index);
+        }
         for (const call of delta.toolCalls) this.#contentBytes += Buffer.byteLength((call.function?.name ?? "") + (call.function?.arguments ?? ""));
       }
       const logprobs = choice.logprobs?.content;
@@ -124,7 +136,10 @@ export class ChatStreamAccumulator {
         this.#countedTokens = total;
         this.#onDelta(delta);
       }
-      if (choice.finish_reason) this.#finishReason = toFinishReason(choice.finish_reason);
+      if (choice.finish_reason) {
+        const reason = toFinishReason(choice.finish_reason);
+        this.#finishReason = reason === "tool_calls" && !this.#toolsOffered ? "stop" : reason;
+      }
     }
   }
 }

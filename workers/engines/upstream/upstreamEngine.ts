@@ -60,7 +60,7 @@ export class UpstreamEngine implements Engine {
     let draining = false;
     try {
       const answer = await this.#http.post(call, "/chat/completions", body);
-      const accumulator = new ChatStreamAccumulator(onDelta, request.maxTokens);
+      const accumulator = new ChatStreamAccumulator(onDelta, request.maxTokens, (request.tools?.length ?? 0) > 0);
       await relayChatStream(call, answer, accumulator);
       call.throwIfAborted();
       // Cut at max tokens (the upstream went on past them): its connection is dropped, not drained.
