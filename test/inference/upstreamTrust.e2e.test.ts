@@ -76,7 +76,8 @@ describe("what an upstream server says, and what reaches the client and the bill
       if (behaviour === "refuse-400") {
         // A refusal of the request that echoes the key and the upstream's address (found by a probe).
         const message = `bad parameter for key ${request.headers.authorization?.slice(7)} at ${upstream.baseUrl}/chat/completions (10.0.0.5:8000)`;
-        json(res, 400, { error: { message, type: "invalid_request_error", param: "http://10.0.0.5" } });
+        // Its key as the `param` too (found by a second probe).
+        json(res, 400, { error: { message, type: "invalid_request_error", param: request.headers.authorization?.slice(7) } });
         return;
       }
       if (behaviour === "no-done") {

@@ -42,7 +42,7 @@ export function upstreamErrorDetail(text: string): UpstreamErrorDetail {
  */
 export function engineErrorFromResponse(status: number, text: string, secrets: readonly string[] = []): EngineError {
   const raw = upstreamErrorDetail(text);
-  const detail = { message: raw.message === null ? null : redactUpstreamWords(raw.message, secrets), param: upstreamParam(raw.param) };
+  const detail = { message: raw.message === null ? null : redactUpstreamWords(raw.message, secrets), param: upstreamParam(raw.param, secrets) };
   const suffix = detail.message === null ? "" : `: ${detail.message}`;
   if (status === 401 || status === 403) return new EngineError("unavailable", `upstream refused the credentials (${status})${suffix}`);
   if (status === 404) return new EngineError("unavailable", `upstream does not serve the model (404)${suffix}`);
