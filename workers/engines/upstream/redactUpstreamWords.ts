@@ -17,7 +17,7 @@ const ADDRESS_OR_SECRET = new RegExp(
     String.raw`\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+`,
     String.raw`\b(?:api[_-]?key|access[_-]?key(?:[_-]?id)?|secret(?:[_-]?key)?|client[_-]?secret|(?:access[_-]?|refresh[_-]?)?token|auth(?:orization)?|passw(?:or)?d|pwd|credentials?|key)\b["']?\s*[:=]\s*["']?(?:(?:Bearer|Basic|Digest|Token)\s+[^\s"',;&]+|(?=[^\s"',;&]*\d)[^\s"',;&]{6,})`,
     String.raw`\b(?:Bearer|Basic|Digest)\s+[^\s"',;]+`,
-    String.raw`(?:sk|pk|rk)[-_][A-Za-z0-9_*.-]{4,}`,
+    "(?:sk|pk|rk)[-_][A-Za-z0-9_*.-]{4,}",
     String.raw`\b(?:key|token|secret)[-_][A-Za-z0-9_*.-]{4,}`,
     String.raw`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{12,}\b`,
     String.raw`\beyJ[\w-]+\.[\w-]+\.[\w-]*`,
