@@ -114,6 +114,20 @@ describe("UpstreamEngine.chat streaming", () => {
     await expect(chatCollect(engineFor({ capabilities: { tools: true } }), withTools)).rejects.toThrow("without its function's name");
   });
 
+  it("relays a NUL or lone surrogate in a tool call's id, name or arguments as U+FFFD, as it is stored", async () => {
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [
+        chunk({ delta: { tool_calls: [{ index: 0, id: "c\u0000id", type: "function", function: { name: "get\ud800", arguments: '{"a":"x\u0000"}' } }] } }),
+        chunk({ delta: {}, finish_reason: "tool_calls" }),
+        "data: [DONE]\n\n",
+      ]);
+      res.end();
+    });
+    const withTools = { ...request(), tools: [{ type: "function" as const, function: { name: "get" } }] };
+    const { deltas } = await chatCollect(engineFor({ capabilities: { tools: true } }), withTools);
+    expect(deltas[0]!.toolCalls).toEqual([{ index: 0, id: "c\uFFFDid", type: "function", function: { name: "get\uFFFD", arguments: '{"a":"x\uFFFD"}' } }]);
+  });
+
   it("keeps reasoning_content (and Ollama's reasoning) apart from the answer, with the reported reasoning tokens", async () => {
     upstream.handle(async (_req, res) => {
       await writeSse(res, [

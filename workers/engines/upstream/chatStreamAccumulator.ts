@@ -170,11 +170,11 @@ type WireLogprob = NonNullable<NonNullable<NonNullable<ChatChunk["choices"]>[num
 
 function toToolCallDelta(call: WireToolCall, position: number): ToolCallDelta {
   const out: ToolCallDelta = { index: call.index ?? position };
-  if (call.id) out.id = call.id;
+  if (call.id) out.id = storable(call.id)!;
   if (call.type === "function") out.type = "function";
   if (call.function) {
     const fn: NonNullable<ToolCallDelta["function"]> = {};
-    if (typeof call.function.name === "string" && call.function.name !== "") fn.name = call.function.name;
+    if (typeof call.function.name === "string" && call.function.name !== "") fn.name = storable(call.function.name)!;
     if (typeof call.function.arguments === "string") fn.arguments = storable(call.function.arguments)!;
     out.function = fn;
   }
