@@ -127,6 +127,14 @@ describe("validation errors: 400 invalid_request_error naming the param (openai 
     });
     expect(responses.status).toBe(400);
     expect(responses.body.error).toMatchObject({ param: "tools[1].name" });
+    for (const item of [
+      { role: "user", content: [] },
+      { type: "message", role: "user", content: [] },
+    ]) {
+      const emptyInput = await platform.request("POST", "/v1/responses", { token: key, body: { model: TINY_CHAT, input: [item] } });
+      expect(emptyInput.status).toBe(400);
+      expect(emptyInput.body.error).toMatchObject({ param: "input[0]", message: expect.stringContaining("empty array") });
+    }
   });
 
   it("names unknown top-level fields instead of dropping them", async () => {

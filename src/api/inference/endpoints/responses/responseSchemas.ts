@@ -19,7 +19,7 @@ const TextPartSchema = z.looseObject({ type: z.enum(["input_text", "output_text"
 const RefusalPartSchema = z
   .looseObject({ type: z.literal("refusal"), refusal: z.string() })
   .transform(({ refusal }) => ({ type: "output_text" as const, text: refusal }));
-const ContentSchema = z.union([z.string(), itemsInOrder(z.union([TextPartSchema, RefusalPartSchema]))], {
+const ContentSchema = z.union([z.string(), itemsInOrder(z.union([TextPartSchema, RefusalPartSchema]), z.array(z.unknown()).min(1))], {
   error: () => 'expected a string or an array of text parts ({"type": "input_text", "text": "..."}); images, files and audio are not served.',
 });
 
@@ -64,9 +64,19 @@ export const InputItemSchema = z.union([MessageItemSchema, FunctionCallItemSchem
   // input_audio) says so, not that the item is of no known type.
   error: (issue) =>
     isMessageLike(issue.input)
-      ? CONTENT_NOT_SERVED
+      ? emptyContent(issue.input)
+        ? EMPTY_CONTENT
+        : CONTENT_NOT_SERVED
       : "expected a message, function_call, function_call_output, reasoning or item_reference item (other item types are not served).",
 });
+
+/** OpenAI's words for a message whose content is an empty array of parts. */
+const EMPTY_CONTENT = "a message's content is an empty array. Expected an array with minimum length 1, but got an empty array instead.";
+
+function emptyContent(input: unknown): boolean {
+  const content = (input as { content?: unknown }).content;
+  return Array.isArray(content) && content.length === 0;
+}
 
 function isMessageLike(input: unknown): boolean {
   if (input === null || typeof input !== "object") return false;
