@@ -63,6 +63,8 @@ describe("budgets and usage end to end (openai SDK, queue, worker, projector)", 
     expect(apiError.type).toBe("rate_limit_exceeded");
     expect(apiError.code).toBe("monthly_budget_exceeded");
     expect(apiError.message).toMatch(/resets at the start of the next billing period, on \d{4}-\d{2}-01/);
+    // No smaller request of this kind fits the micro-CHF left: none is suggested.
+    expect(apiError.message).not.toContain("smaller one");
     expect(apiError.headers?.get("retry-after")).toBeNull();
     expect(calls.n).toBe(1);
 

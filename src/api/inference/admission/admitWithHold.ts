@@ -2,7 +2,7 @@ import type { Clock } from "../../../runtime/clock.ts";
 import type { Pool } from "../../../db/createPool.ts";
 import { ApiError, ModelUnavailableError, ServiceUnavailableError } from "../../http/errors.ts";
 import { budgetRefusalError } from "./budgetRefusalError.ts";
-import { jobHoldMicroChf, type HoldableModel, type HoldableWork } from "./jobHoldMicroChf.ts";
+import { jobHoldMicroChf, smallestHoldMicroChf, type HoldableModel, type HoldableWork } from "./jobHoldMicroChf.ts";
 import { placeHold, type PlaceHoldInput } from "../../../ledger/budget/placeHold.ts";
 import { refuseHold } from "../../../ledger/budget/refuseHold.ts";
 import { releaseHold } from "../../../ledger/budget/releaseHold.ts";
@@ -63,7 +63,10 @@ export async function admitWithHold<T extends { release(): void }>(deps: Admissi
   // is run again later under the same completion id, which a speculative refusal (its job queued and
   // cancelled, the id recorded as refused) would leave answered by that cancel and never charged. Nobody
   // waits for a line's first token.
-  if (input.lane !== "batch" && deps.policy.maySpeculate(input.accountId, hold.amountMicroChf, now)) return admitSpeculatively(deps, hold, job);
+  // The least a smaller request of this kind could cost: a refusal suggests one only when it would fit.
+  const smallestMicroChf = smallestHoldMicroChf(input.work, input.model, input.lane);
+  if (input.lane !== "batch" && deps.policy.maySpeculate(input.accountId, hold.amountMicroChf, now))
+    return admitSpeculatively(deps, hold, job, smallestMicroChf);
   const placed = await placeHold(deps.pool, hold).catch((error: unknown) => {
     deps.policy.forget(input.accountId);
     // No job is started: a hold that was placed after all is released.
@@ -72,7 +75,7 @@ export async function admitWithHold<T extends { release(): void }>(deps: Admissi
   });
   deps.policy.observe(input.accountId, placed, now);
   countHold(deps, placed, "careful");
-  if (!placed.ok) throw budgetRefusalError(placed);
+  if (!placed.ok) throw budgetRefusalError(placed, { smallestMicroChf });
   try {
     return await job.start(false, () => job.admitted?.());
   } catch (error) {
@@ -90,7 +93,12 @@ export async function admitWithHold<T extends { release(): void }>(deps: Admissi
  * refuseFailedHold), where the worker's settle looks before it charges, and the cancel tells its worker
  * (which, for a job that already finished, waits for the admission to be decided before it records).
  */
-async function admitSpeculatively<T extends { release(): void }>(deps: AdmissionDeps, hold: PlaceHoldInput, job: AdmittedStart<T>): Promise<T> {
+async function admitSpeculatively<T extends { release(): void }>(
+  deps: AdmissionDeps,
+  hold: PlaceHoldInput,
+  job: AdmittedStart<T>,
+  smallestMicroChf: number,
+): Promise<T> {
   let queued!: () => void;
   const enqueued = new Promise<void>((resolve) => {
     queued = resolve;
@@ -99,7 +107,7 @@ async function admitSpeculatively<T extends { release(): void }>(deps: Admission
   starting.catch(() => undefined);
   // A start that fails before its job was queued: nothing was held, nothing runs.
   await Promise.race([enqueued, starting]);
-  const refusal = await placeSpeculativeHold(deps, hold);
+  const refusal = await placeSpeculativeHold(deps, hold, smallestMicroChf);
   if (refusal !== null) {
     await job.cancel().catch(() => undefined);
     void starting.then(
@@ -124,7 +132,7 @@ async function admitSpeculatively<T extends { release(): void }>(deps: Admission
  * its connection) recorded nothing: the refusal is recorded now (refuseFailedHold), unless the hold
  * turns out to have been placed after all (its statement committed unseen), which admits the request.
  */
-async function placeSpeculativeHold(deps: AdmissionDeps, hold: PlaceHoldInput): Promise<unknown> {
+async function placeSpeculativeHold(deps: AdmissionDeps, hold: PlaceHoldInput, smallestMicroChf: number): Promise<unknown> {
   let placed: PlaceHoldResult;
   try {
     placed = await placeHold(deps.pool, { ...hold, speculative: true });
@@ -138,7 +146,7 @@ async function placeSpeculativeHold(deps: AdmissionDeps, hold: PlaceHoldInput): 
   }
   deps.policy.observe(hold.accountId, placed, hold.now);
   countHold(deps, placed, "speculative");
-  return placed.ok ? null : budgetRefusalError(placed);
+  return placed.ok ? null : budgetRefusalError(placed, { smallestMicroChf });
 }
 
 /**

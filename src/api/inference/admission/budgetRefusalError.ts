@@ -30,9 +30,13 @@ export class BudgetInUseError extends RateLimitError {
  * should treat the code as final) and `x-should-retry: false`, which the official OpenAI SDKs honour by not
  * retrying; a budget only held by requests in progress, a BudgetInUseError. `ownHoldsMicroChf`: what the
  * request holds in all, when it places several holds (a multi-prompt completion), which the spending must
- * leave room for: its own holds in the way, retrying cannot help.
+ * leave room for: its own holds in the way, retrying cannot help. `smallestMicroChf`: the least a request
+ * like this one can cost (smallestHoldMicroChf); a final refusal suggests a smaller request only when it fits.
  */
-export function budgetRefusalError(refusal: HoldRefused, options: { ownHoldsMicroChf?: number; ownHeldMicroChf?: number } = {}): ApiError {
+export function budgetRefusalError(
+  refusal: HoldRefused,
+  options: { ownHoldsMicroChf?: number; ownHeldMicroChf?: number; smallestMicroChf?: number } = {},
+): ApiError {
   if (refusal.reason === "subscription_required") return new SubscriptionRequiredError();
   const chf = (micro: number) => `CHF ${microToChf(micro)}`;
   // What the request holds in all (several prompts of one request each hold): the spending must leave room for it.
@@ -60,8 +64,10 @@ export function budgetRefusalError(refusal: HoldRefused, options: { ownHoldsMicr
   }
   // What is left for a smaller request (a probe read "do not retry" where fewer prompts were admitted at once).
   const left = refusal.budgetMicroChf - refusal.spentMicroChf - others;
+  // Only when a smaller request of this kind can fit (its prompt with one output token): a probe was told a
+  // smaller one fits where its prompt alone cost more than what was left.
   const smaller =
-    left > 0
+    options.smallestMicroChf !== undefined && left >= options.smallestMicroChf
       ? `Do not retry this request before then: a smaller one that may cost at most ${chf(left)} (fewer max_tokens, a shorter prompt${several ? ", fewer prompts" : ""}) fits now; or ask for a higher monthly budget.`
       : "Do not retry before then; ask for a higher monthly budget to continue now.";
   const error = new RateLimitError(

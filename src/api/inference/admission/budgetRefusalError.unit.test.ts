@@ -37,11 +37,19 @@ describe("budgetRefusalError", () => {
 
   it("says what a smaller request may cost when the final refusal leaves room for one, and not to retry this one", () => {
     // A probe: 331 of 1,158 spent; three prompts needing 993 were told "ask for a higher budget", two were admitted at once.
-    const roomLeft = budgetRefusalError(refusal({ amount: 331, budget: 1158, spent: 331, held: 662 }), { ownHoldsMicroChf: 993, ownHeldMicroChf: 662 });
+    const roomLeft = budgetRefusalError(refusal({ amount: 331, budget: 1158, spent: 331, held: 662 }), {
+      ownHoldsMicroChf: 993,
+      ownHeldMicroChf: 662,
+      smallestMicroChf: 120,
+    });
     expect(roomLeft.headers["x-should-retry"]).toBe("false");
     expect(roomLeft.message).toContain(
       "Do not retry this request before then: a smaller one that may cost at most CHF 0.000827 (fewer max_tokens, a shorter prompt, fewer prompts) fits now",
     );
+    // A second probe: CHF 0.05 left, but the smallest request of this kind (its prompt, one token) costs CHF 0.121.
+    const tooSmall = budgetRefusalError(refusal({ amount: 250_000, budget: 50_000, spent: 0, held: 0 }), { smallestMicroChf: 121_000 });
+    expect(tooSmall.message).not.toContain("smaller one");
+    expect(tooSmall.message).toContain("Do not retry before then; ask for a higher monthly budget to continue now.");
     const none = budgetRefusalError(refusal({ amount: 205, budget: 1, spent: 1, held: 0 }));
     expect(none.message).toContain("Do not retry before then; ask for a higher monthly budget to continue now.");
     expect(none.message).not.toContain("smaller one");

@@ -25,3 +25,12 @@ export function jobHoldMicroChf(work: HoldableWork, model: HoldableModel, lane: 
   const promptTokens = work.input.reduce((sum, text) => sum + promptTokensUpperBound([text], model.context_length), 0);
   return worstCaseCostMicroChf(promptTokens, 0, model, discount);
 }
+
+/**
+ * The least a request like this one can cost: its prompt with one output token (chat, completions), or
+ * its smallest input alone (embeddings). A budget refusal suggests a smaller request only when this fits.
+ */
+export function smallestHoldMicroChf(work: HoldableWork, model: HoldableModel, lane: Lane = "interactive"): number {
+  if (work.kind === "chat") return jobHoldMicroChf({ kind: "chat", request: { ...work.request, maxTokens: 1 } }, model, lane);
+  return Math.min(...work.input.map((text) => jobHoldMicroChf({ kind: "embeddings", input: [text] }, model, lane)));
+}

@@ -15,7 +15,7 @@ import { principalOf } from "../../../auth/principalOf.ts";
 import { releaseHolds } from "../../../../ledger/budget/releaseHold.ts";
 import { budgetRefusalError } from "../../admission/budgetRefusalError.ts";
 import { placeHold } from "../../../../ledger/budget/placeHold.ts";
-import { jobHoldMicroChf } from "../../admission/jobHoldMicroChf.ts";
+import { jobHoldMicroChf, smallestHoldMicroChf } from "../../admission/jobHoldMicroChf.ts";
 
 /**
  * A non-streamed text completion of several prompts (OpenAI semantics: one choice per prompt, `index`
@@ -130,12 +130,13 @@ async function holdEveryPrompt(
 ): Promise<void> {
   const amounts = requests.map((request) => jobHoldMicroChf({ kind: "chat", request }, model));
   const whole = amounts.reduce((sum, amount) => sum + amount, 0);
+  const smallest = Math.min(...requests.map((request) => smallestHoldMicroChf({ kind: "chat", request }, model)));
   const now = deps.clock.now();
   let held = 0;
   try {
     for (const [index, amount] of amounts.entries()) {
       const placed = await placeHold(deps.pool, { holdId: ids[index]!, accountId, amountMicroChf: amount, now });
-      if (!placed.ok) throw budgetRefusalError(placed, { ownHoldsMicroChf: whole, ownHeldMicroChf: held });
+      if (!placed.ok) throw budgetRefusalError(placed, { ownHoldsMicroChf: whole, ownHeldMicroChf: held, smallestMicroChf: smallest });
       held += amount;
     }
   } catch (error) {
