@@ -54,6 +54,13 @@ describe("what an upstream server says, and what reaches the client and the bill
         res.end();
         return;
       }
+      if (behaviour === "huge-deltas") {
+        // Deltas of 100,000 characters each, counted as one token each by a server that says nothing.
+        const huge = Array.from({ length: 3 }, () => chunk({ delta: { content: "word ".repeat(20_000) } }));
+        await writeSse(res, [...huge, finish, "data: [DONE]\n\n"]);
+        res.end();
+        return;
+      }
       if (behaviour === "ignores-max") {
         // 30 deltas of one token, whatever max_tokens said, then the finish and the usage.
         const many = Array.from({ length: 30 }, (_, i) => chunk({ delta: { content: `tok${i} ` } }));
@@ -109,6 +116,7 @@ describe("what an upstream server says, and what reaches the client and the bill
         model("up-refuse-400", "refuse-400"),
         model("up-flaky", "flaky"),
         model("up-ignores-max", "ignores-max"),
+        model("up-huge-deltas", "huge-deltas"),
         model("up-unstorable", "unstorable"),
         model("up-stall", "stall", { requestTimeoutMs: 1_000 }),
         model("up-no-done", "no-done"),
@@ -198,6 +206,20 @@ describe("what an upstream server says, and what reaches the client and the bill
     expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe(expected);
     expect(chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0].finish_reason).toBe("length");
     expect(chunks.at(-1).usage.completion_tokens).toBe(10);
+    // A delta is at least a token per 128 characters: 10 tokens hold at most 1,280 of them.
+    for (const stream of [false, true]) {
+      const huge = await chat("up-huge-deltas", { max_tokens: 10, stream });
+      expect(huge.status).toBe(200);
+      const text = stream
+        ? huge.text
+            .split("\n")
+            .filter((line) => line.startsWith("data: {"))
+            .map((line) => JSON.parse(line.slice(6)).choices[0]?.delta?.content ?? "")
+            .join("")
+        : huge.body.choices[0].message.content;
+      expect(text.length, `stream ${stream}`).toBe(1_280);
+      expect(huge.text).toContain('"finish_reason":"length"');
+    }
   });
 
   it("relays an upstream's NUL and lone surrogates as U+FFFD, so the live reply is the stored one (a pair is kept)", async () => {

@@ -80,6 +80,13 @@ export class ChatStreamAccumulator {
     return this.#done;
   }
 
+  /** The reply reached the request's max tokens while the upstream went on: it ends there, `length` (see `cut`). */
+  #endAtMaxTokens(): void {
+    this.#cut = true;
+    this.#finishReason = "length";
+    this.#done = true;
+  }
+
   #chunk(chunk: ChatChunk, raw: string): void {
     if ((chunk.error !== undefined && chunk.error !== null) || chunk.object === "error") {
       throw new EngineError("internal", `upstream stream failed: ${upstreamErrorDetail(raw).message ?? "error chunk"}`);
@@ -101,15 +108,9 @@ export class ChatStreamAccumulator {
       if ((choice.index ?? 0) !== 0) continue;
       const delta: EngineDelta = {};
       const content = storable(choice.delta?.content);
-      if (content) {
-        delta.content = content;
-        this.#contentBytes += Buffer.byteLength(content);
-      }
+      if (content) delta.content = content;
       const reasoning = storable(choice.delta?.reasoning_content || choice.delta?.reasoning);
-      if (reasoning) {
-        delta.reasoning = reasoning;
-        this.#reasoningBytes += Buffer.byteLength(reasoning);
-      }
+      if (reasoning) delta.reasoning = reasoning;
       const toolCalls = choice.delta?.tool_calls;
       // A request without tools gets no tool call, whatever the upstream sends (a probe's did).
       if (toolCalls && toolCalls.length > 0 && this.#toolsOffered) {
@@ -119,22 +120,34 @@ export class ChatStreamAccumulator {
           if (!call.function?.name) throw new EngineError("internal", "upstream sent a tool call without its function's name");
           this.#toolCalls.add(call.index);
         }
-        for (const call of delta.toolCalls) this.#contentBytes += Buffer.byteLength((call.function?.name ?? "") + (call.function?.arguments ?? ""));
       }
       const logprobs = choice.logprobs?.content;
       if (logprobs && logprobs.length > 0) delta.logprobs = logprobs.map(toTokenLogprob);
       if (delta.content !== undefined || delta.reasoning !== undefined || delta.toolCalls !== undefined || delta.logprobs !== undefined) {
         if (this.#countedTokens >= this.#maxTokens) {
-          this.#cut = true;
-          this.#finishReason = "length";
-          this.#done = true;
+          this.#endAtMaxTokens();
           return;
         }
+        // At least a token per MAX_CHARS_PER_TOKEN characters, whatever the upstream says: a delta of
+        // 100,000 characters is not one token (a probe got a megabyte of text for max_tokens 10). Past the
+        // tokens left, the delta is cut to what they can hold and the reply ends there.
+        const left = this.#maxTokens - this.#countedTokens;
+        const atLeast = Math.ceil(deltaChars(delta) / MAX_CHARS_PER_TOKEN);
+        const overran = atLeast > left;
+        if (overran) cutDelta(delta, left * MAX_CHARS_PER_TOKEN);
         this.#deltaCount++;
-        const total = Math.min(this.#maxTokens, typeof reported === "number" && reported > this.#countedTokens ? reported : this.#countedTokens + 1);
+        this.#contentBytes += Buffer.byteLength(delta.content ?? "");
+        this.#reasoningBytes += Buffer.byteLength(delta.reasoning ?? "");
+        for (const call of delta.toolCalls ?? []) this.#contentBytes += Buffer.byteLength((call.function?.name ?? "") + (call.function?.arguments ?? ""));
+        const reportedTotal = typeof reported === "number" && reported > this.#countedTokens ? reported : this.#countedTokens + 1;
+        const total = Math.min(this.#maxTokens, Math.max(reportedTotal, this.#countedTokens + Math.min(atLeast, left)));
         delta.tokens = total - this.#countedTokens;
         this.#countedTokens = total;
         this.#onDelta(delta);
+        if (overran) {
+          this.#endAtMaxTokens();
+          return;
+        }
       }
       if (choice.finish_reason) {
         const reason = toFinishReason(choice.finish_reason);
@@ -142,6 +155,39 @@ export class ChatStreamAccumulator {
       }
     }
   }
+}
+
+/**
+ * The most characters a token of any tokenizer holds (runs of spaces or symbols are the longest): a delta
+ * counts at least one token per this many characters.
+ */
+const MAX_CHARS_PER_TOKEN = 128;
+
+/** The characters of a delta's text, reasoning and tool-call arguments. */
+function deltaChars(delta: EngineDelta): number {
+  let chars = (delta.content?.length ?? 0) + (delta.reasoning?.length ?? 0);
+  for (const call of delta.toolCalls ?? []) chars += call.function?.arguments?.length ?? 0;
+  return chars;
+}
+
+/** Cuts a delta's text, then its reasoning, then its tool-call arguments, to `chars` characters in all. */
+function cutDelta(delta: EngineDelta, chars: number): void {
+  let left = chars;
+  const take = (text: string): string => {
+    const kept = cutAt(text, left);
+    left -= kept.length;
+    return kept;
+  };
+  if (delta.content !== undefined) delta.content = take(delta.content);
+  if (delta.reasoning !== undefined) delta.reasoning = take(delta.reasoning);
+  for (const call of delta.toolCalls ?? []) if (call.function?.arguments !== undefined) call.function.arguments = take(call.function.arguments);
+}
+
+/** The first `chars` characters of `text`, not between the halves of a surrogate pair. */
+function cutAt(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  const end = chars > 0 && /[\uD800-\uDBFF]/.test(text.charAt(chars - 1)) ? chars - 1 : chars;
+  return text.slice(0, Math.max(0, end));
 }
 
 /** A NUL, or half of a surrogate pair without its other half. */
