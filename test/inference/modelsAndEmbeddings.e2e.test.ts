@@ -241,7 +241,10 @@ describe("models, embeddings and auth through the openai SDK", () => {
     ] as const) {
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
       expect(error.status).toBe(400);
-      expect(error.message).toMatch(/maximum context length is 1024 tokens/);
+      // An embedding's input may have at most the context length less one token (llama.cpp's bound), and says so.
+      expect(error.message).toMatch(
+        param === "input[1]" ? /embeds at most 1023 tokens per input \(its context length is 1024 tokens\)/ : /maximum context length is 1024 tokens/,
+      );
       expect(error.code).toBe("context_length_exceeded");
       expect(error.param).toBe(param);
     }

@@ -27,10 +27,11 @@ export class MeanPooledEmbedder {
       if (signal.aborted) throw abortReason(signal);
       const length = context.calculateInputLength(text);
       if (length === 0) throw new EngineError("invalid_request", `input[${index}] is empty`, "input");
+      // llama.cpp embeds at most the context size less one token (a probe read "512 tokens; the maximum is 512").
       if (length >= this.#options.contextSize) {
         throw new EngineError(
           "invalid_request",
-          `input[${index}] has ${length} tokens; this model's maximum context length is ${this.#options.contextSize} tokens`,
+          `input[${index}] has ${length} tokens; this model embeds at most ${this.#options.contextSize - 1} tokens per input (its context length is ${this.#options.contextSize} tokens)`,
           texts.length === 1 ? "input" : `input[${index}]`,
           CONTEXT_LENGTH_EXCEEDED,
         );
