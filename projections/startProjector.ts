@@ -1,3 +1,4 @@
+import { ConfigError } from "../src/config/config.ts";
 import { readFile } from "node:fs/promises";
 import { checkpointSignerFromPem } from "../src/ledger/audit/checkpointSignature.ts";
 import { systemClock } from "../src/runtime/clock.ts";
@@ -19,7 +20,7 @@ import { createRedis } from "../src/redis/createRedis.ts";
  */
 export async function startProjector({ config, pool, logger, metrics }: RoleContext): Promise<RunningRole> {
   // A key that is configured but unreadable stops the start: silently unsigned checkpoints would not do.
-  const signer = config.auditSigningKeyPath ? checkpointSignerFromPem(await readFile(config.auditSigningKeyPath, "utf8")) : null;
+  const signer = config.auditSigningKeyPath ? await signerFromFile(config.auditSigningKeyPath) : null;
   const runner = new ProjectionRunner({
     pool,
     logger,
@@ -76,4 +77,13 @@ export async function startProjector({ config, pool, logger, metrics }: RoleCont
       redis.disconnect();
     },
   };
+}
+
+/** The checkpoint signer of AUDIT_SIGNING_KEY_PATH; a file that cannot be read or is no key stops start-up naming the variable. */
+async function signerFromFile(path: string): Promise<ReturnType<typeof checkpointSignerFromPem>> {
+  try {
+    return checkpointSignerFromPem(await readFile(path, "utf8"));
+  } catch (error) {
+    throw new ConfigError(`start-up failed: AUDIT_SIGNING_KEY_PATH: ${(error as Error).message}.`);
+  }
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Config } from "../src/config/config.ts";
+import { ConfigError, type Config } from "../src/config/config.ts";
 import type { LocalReplyChannels } from "../src/contracts/localReplyChannels.ts";
 import { createPool, poolTimeouts, shortStatements, type Pool } from "../src/db/createPool.ts";
 import { createRedis } from "../src/redis/createRedis.ts";
@@ -54,7 +54,7 @@ export async function startWorker({ config, pool, logger, metrics, localReplies 
   const registry = loaded.withPriceTableVersion(await publishPriceTable(pool, loaded.priceTableVersion, loaded.prices(), systemClock.now()));
   const wanted = config.workerModels;
   const unknown = (wanted ?? []).filter((id) => !registry.get(id));
-  if (unknown.length) throw new Error(`WORKER_MODELS names models the registry does not have: ${unknown.join(", ")}`);
+  if (unknown.length) throw new ConfigError(`start-up failed: WORKER_MODELS names models the registry does not have: ${unknown.join(", ")}.`);
   const models = registry.all().filter((m) => !wanted || wanted.includes(m.id));
   const workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const keys = new InferenceKeys(config.redisPrefix);

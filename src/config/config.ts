@@ -118,6 +118,9 @@ function redisTarget(e: Env): RedisTarget {
     ...(e.REDIS_PASSWORD ? { password: e.REDIS_PASSWORD } : {}),
     tls: e.REDIS_TLS === "true" || e.REDIS_TLS === "1",
   };
+  if (e.REDIS_SENTINEL_NAME && !e.REDIS_SENTINELS) {
+    throw new ConfigError("Invalid environment:\n  REDIS_SENTINEL_NAME: only with REDIS_SENTINELS (the sentinels that know the master)");
+  }
   if (e.REDIS_CLUSTER_NODES) return { mode: "cluster", nodes: e.REDIS_CLUSTER_NODES, ...auth };
   if (e.REDIS_SENTINELS) {
     if (!e.REDIS_SENTINEL_NAME) throw new ConfigError("Invalid environment:\n  REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the master's name)");

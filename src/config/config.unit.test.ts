@@ -25,4 +25,42 @@ describe("loadConfig: limits, proxies and CORS", () => {
   it("refuses a zero limit", () => {
     expect(() => loadConfig({ LOGIN_ATTEMPTS_PER_ADDRESS: "0" })).toThrow(/LOGIN_ATTEMPTS_PER_ADDRESS/);
   });
+
+  it("refuses a timer past what Node's timers take (2^31 - 1 ms), by its name, in ms, s or hours (it fired at once)", () => {
+    for (const [name, value] of [
+      ["JOB_IDLE_TIMEOUT_MS", "2147483648"],
+      ["SHUTDOWN_GRACE_MS", "99999999999999999999999"],
+      ["BUDGET_SWEEP_INTERVAL_S", "2147484"],
+      ["SESSION_IDLE_HOURS", "597"],
+    ]) {
+      expect(() => loadConfig({ [name!]: value }), name).toThrow(new RegExp(name!));
+    }
+    expect(loadConfig({ JOB_IDLE_TIMEOUT_MS: "2147483647" }).jobIdleTimeoutMs).toBe(2_147_483_647);
+  });
+
+  it("takes a blank value as unset (the default), and refuses numbers not in decimal digits", () => {
+    const blank = loadConfig({ SESSION_IDLE_HOURS: " ", PG_STATEMENT_TIMEOUT_MS: " ", CORS_V1_ORIGINS: " ", LOG_LEVEL: "", METRICS_ON_API_PORT: " " });
+    const defaults = loadConfig({});
+    expect(blank.sessionIdleMs).toBe(defaults.sessionIdleMs);
+    expect(blank.cors.v1).toBe("*");
+    expect(blank.logLevel).toBe("info");
+    for (const value of ["0x10", "1e3", "1.0", "-1", "12abc"]) expect(() => loadConfig({ PORT: value }), value).toThrow(/PORT/);
+  });
+
+  it("never repeats a password of a URL it refuses", () => {
+    for (const env of [{ DATABASE_URL: "postgres://postgres:S3cretPassw0rd@127.0.0.1:notaport/x" }, { REDIS_URL: "redis://:secretpw@127.0.0.1:notaport" }]) {
+      let message = "";
+      try {
+        loadConfig(env);
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).toMatch(/not a URL/);
+      expect(message).not.toMatch(/S3cretPassw0rd|secretpw/);
+    }
+  });
+
+  it("refuses REDIS_SENTINEL_NAME without REDIS_SENTINELS (it was ignored)", () => {
+    expect(() => loadConfig({ REDIS_SENTINEL_NAME: "mymaster" })).toThrow(/REDIS_SENTINEL_NAME/);
+  });
 });

@@ -6,19 +6,41 @@ import { parseRedisNodes } from "../redis/redisTarget.ts";
  * it to the environment; everything else receives a Config.
  */
 
-const intFromEnv = (fallback: number) =>
+/** The longest delay a Node timer takes (2^31 - 1 ms): a longer one fires at once, with only a warning. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * A whole number in decimal digits (`0x10`, `1e3` or `1.0` are refused); unset, empty or only spaces: the
+ * default (` ` had become 0, turning features off). `max`: the largest taken.
+ */
+const intFromEnv = (fallback: number, max = Number.MAX_SAFE_INTEGER) =>
   z
     .string()
     .optional()
-    .transform((v, ctx) => {
+    .transform((raw, ctx) => {
+      const v = raw?.trim();
       if (v === undefined || v === "") return fallback;
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 0) {
-        ctx.addIssue({ code: "custom", message: `expected a non-negative integer, got "${v}"` });
+      const n = /^\d+$/.test(v) ? Number(v) : Number.NaN;
+      if (!Number.isSafeInteger(n)) {
+        ctx.addIssue({ code: "custom", message: `expected a non-negative whole number in decimal digits, got "${raw}"` });
+        return z.NEVER;
+      }
+      if (n > max) {
+        ctx.addIssue({ code: "custom", message: `must be at most ${max}, got ${n}` });
         return z.NEVER;
       }
       return n;
     });
+
+/** Milliseconds a timer waits: at most MAX_TIMER_MS (about 24.8 days). */
+const msFromEnv = (fallback: number) => intFromEnv(fallback, MAX_TIMER_MS);
+/** Seconds a timer waits: at most MAX_TIMER_MS in all. */
+const secondsFromEnv = (fallback: number) => intFromEnv(fallback, Math.floor(MAX_TIMER_MS / 1000));
+/** Hours a timer may wait: at most MAX_TIMER_MS in all. */
+const hoursFromEnv = (fallback: number) => intFromEnv(fallback, Math.floor(MAX_TIMER_MS / 3_600_000));
+
+/** An optional value whose empty or blank form means "not set" (the default). */
+const blankIsUnset = (value: unknown) => (typeof value === "string" && value.trim() === "" ? undefined : value);
 
 const urlWithProtocol = (protocols: string[], fallback: string) =>
   z
@@ -30,7 +52,8 @@ const urlWithProtocol = (protocols: string[], fallback: string) =>
       try {
         parsed = new URL(value);
       } catch {
-        ctx.addIssue({ code: "custom", message: `not a URL: "${value}"` });
+        // Never the password it may hold (`postgres://user:secret@host:notaport/db`).
+        ctx.addIssue({ code: "custom", message: `not a URL: "${value.replace(/(\/\/[^:/@]*:)[^@/]*@/, "$1***@")}"` });
         return z.NEVER;
       }
       if (!protocols.includes(parsed.protocol)) {
@@ -46,7 +69,7 @@ const corsOrigins = (fallback: string) =>
     .string()
     .optional()
     .transform((v, ctx) => {
-      const items = (v === undefined ? fallback : v)
+      const items = (v === undefined || v.trim() === "" ? fallback : v)
         .split(",")
         .map((s) => s.trim())
         .filter(Boolean);
@@ -99,53 +122,53 @@ export const EnvSchema = z.object({
     .optional()
     .refine((v) => v === undefined || v === "" || v.length >= 16, "must be at least 16 characters"),
   MODELS_CONFIG: z.string().optional(),
-  SESSION_TTL_HOURS: intFromEnv(24 * 7).refine((n) => n > 0, "must be positive"),
-  SESSION_IDLE_HOURS: intFromEnv(24).refine((n) => n >= 0, "must be 0 (off) or positive"),
-  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).optional().default("info"),
+  SESSION_TTL_HOURS: hoursFromEnv(24 * 7).refine((n) => n > 0, "must be positive"),
+  SESSION_IDLE_HOURS: hoursFromEnv(24).refine((n) => n >= 0, "must be 0 (off) or positive"),
+  LOG_LEVEL: z.preprocess(blankIsUnset, z.enum(["debug", "info", "warn", "error"]).optional().default("info")),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: z.enum(["true", "false", ""]).optional(),
-  PROJECTOR_POLL_MS: intFromEnv(100).refine((n) => n >= 10, "must be at least 10"),
+  PROJECTOR_POLL_MS: msFromEnv(100).refine((n) => n >= 10, "must be at least 10"),
   PROJECTOR_BATCH_SIZE: intFromEnv(200).refine((n) => n > 0, "must be positive"),
-  BUDGET_HOLD_MAX_AGE_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
-  BUDGET_SWEEP_INTERVAL_S: intFromEnv(60),
-  AUDIT_CHECKPOINT_INTERVAL_S: intFromEnv(60),
+  BUDGET_HOLD_MAX_AGE_S: secondsFromEnv(1800).refine((n) => n > 0, "must be positive"),
+  BUDGET_SWEEP_INTERVAL_S: secondsFromEnv(60),
+  AUDIT_CHECKPOINT_INTERVAL_S: secondsFromEnv(60),
   AUDIT_CHECKPOINT_EVENTS: intFromEnv(0).refine((n) => n >= 0, "must not be negative"),
   AUDIT_SIGNING_KEY_PATH: z.string().optional(),
   AUDIT_PUBLIC_KEY_PATH: z.string().optional(),
-  JOB_START_TIMEOUT_MS: intFromEnv(10_000).refine((n) => n > 0, "must be positive"),
-  JOB_IDLE_TIMEOUT_MS: intFromEnv(300_000).refine((n) => n > 0, "must be positive"),
+  JOB_START_TIMEOUT_MS: msFromEnv(10_000).refine((n) => n > 0, "must be positive"),
+  JOB_IDLE_TIMEOUT_MS: msFromEnv(300_000).refine((n) => n > 0, "must be positive"),
   CLIENT_FOLLOWS_PER_ACCOUNT: intFromEnv(64).refine((n) => n > 0, "must be positive"),
-  JOB_START_TIMEOUT_STREAM_MS: intFromEnv(600_000).refine((n) => n > 0, "must be positive"),
+  JOB_START_TIMEOUT_STREAM_MS: msFromEnv(600_000).refine((n) => n > 0, "must be positive"),
   QUEUE_MAX_WAITING: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
-  COMPLETION_ABANDON_GRACE_MS: intFromEnv(60_000).refine((n) => n >= 0, "must not be negative"),
-  BATCH_COMPLETION_WINDOW_MS: intFromEnv(86_400_000).refine((n) => n > 0, "must be positive"),
+  COMPLETION_ABANDON_GRACE_MS: msFromEnv(60_000).refine((n) => n >= 0, "must not be negative"),
+  BATCH_COMPLETION_WINDOW_MS: msFromEnv(86_400_000).refine((n) => n > 0, "must be positive"),
   BATCH_MAX_IN_FLIGHT: intFromEnv(16).refine((n) => n > 0, "must be positive"),
-  BATCH_POLL_MS: intFromEnv(1_000).refine((n) => n >= 10, "must be at least 10"),
-  BATCH_LINE_LEASE_MS: intFromEnv(60_000).refine((n) => n >= 1_000, "must be at least 1000"),
-  SSE_KEEPALIVE_MS: intFromEnv(15_000).refine((n) => n >= 100, "must be at least 100"),
-  STREAM_HEADERS_HOLD_MS: intFromEnv(500).refine((n) => n >= 0 && n <= 10_000, "must be 0 to 10000"),
-  IDEMPOTENCY_TTL_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
+  BATCH_POLL_MS: msFromEnv(1_000).refine((n) => n >= 10, "must be at least 10"),
+  BATCH_LINE_LEASE_MS: msFromEnv(60_000).refine((n) => n >= 1_000, "must be at least 1000"),
+  SSE_KEEPALIVE_MS: msFromEnv(15_000).refine((n) => n >= 100, "must be at least 100"),
+  STREAM_HEADERS_HOLD_MS: msFromEnv(500).refine((n) => n >= 0 && n <= 10_000, "must be 0 to 10000"),
+  IDEMPOTENCY_TTL_S: secondsFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   WORKER_MODELS: z.string().optional(),
-  WORKER_HEARTBEAT_MS: intFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
-  WORKER_LOCK_MS: intFromEnv(5_000).refine((n) => n >= 200, "must be at least 200"),
-  WORKER_STALLED_CHECK_MS: intFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
-  USAGE_WAIT_MS: intFromEnv(10_000).refine((n) => n >= 0, "must be at least 0"),
-  DELTA_COALESCE_MS: intFromEnv(4),
-  COMPLETION_RETENTION_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
+  WORKER_HEARTBEAT_MS: msFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
+  WORKER_LOCK_MS: msFromEnv(5_000).refine((n) => n >= 200, "must be at least 200"),
+  WORKER_STALLED_CHECK_MS: msFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
+  USAGE_WAIT_MS: msFromEnv(10_000).refine((n) => n >= 0, "must be at least 0"),
+  DELTA_COALESCE_MS: msFromEnv(4),
+  COMPLETION_RETENTION_S: secondsFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   RESPONSES_RETENTION_DAYS: intFromEnv(30).refine((n) => n > 0, "must be positive"),
   DELTA_REPLAY_MAXLEN: intFromEnv(20_000).refine((n) => n > 0, "must be positive"),
-  PG_CONNECT_TIMEOUT_MS: intFromEnv(1500).refine((n) => n > 0, "must be positive"),
-  PG_API_STATEMENT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
-  PG_STATEMENT_TIMEOUT_MS: intFromEnv(30_000),
-  PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFromEnv(10_000),
-  REDIS_CONNECT_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
-  REDIS_COMMAND_TIMEOUT_MS: intFromEnv(1000).refine((n) => n > 0, "must be positive"),
-  SHUTDOWN_GRACE_MS: intFromEnv(30_000).refine((n) => n > 0, "must be positive"),
+  PG_CONNECT_TIMEOUT_MS: msFromEnv(1500).refine((n) => n > 0, "must be positive"),
+  PG_API_STATEMENT_TIMEOUT_MS: msFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  PG_STATEMENT_TIMEOUT_MS: msFromEnv(30_000),
+  PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: msFromEnv(10_000),
+  REDIS_CONNECT_TIMEOUT_MS: msFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  REDIS_COMMAND_TIMEOUT_MS: msFromEnv(1000).refine((n) => n > 0, "must be positive"),
+  SHUTDOWN_GRACE_MS: msFromEnv(30_000).refine((n) => n > 0, "must be positive"),
   METRICS_PORT: intFromEnv(0).refine((n) => n < 65536, "must be a TCP port (1-65535), or 0 for none"),
-  METRICS_ON_API_PORT: z.enum(["true", "false"], { message: 'expected "true" or "false"' }).optional().default("false"),
+  METRICS_ON_API_PORT: z.preprocess(blankIsUnset, z.enum(["true", "false"], { message: 'expected "true" or "false"' }).optional().default("false")),
   TRUST_PROXY_HOPS: intFromEnv(0),
   MAX_REQUEST_BODY_BYTES: intFromEnv(4 * 1024 * 1024).refine((n) => n >= 1024, "must be at least 1024"),
-  BODY_IDLE_TIMEOUT_MS: intFromEnv(30_000).refine((n) => n >= 100 && n <= 600_000, "must be 100 to 600000"),
+  BODY_IDLE_TIMEOUT_MS: msFromEnv(30_000).refine((n) => n >= 100 && n <= 600_000, "must be 100 to 600000"),
   LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: intFromEnv(10).refine((n) => n > 0, "must be positive"),
   LOGIN_ATTEMPTS_PER_ACCOUNT: intFromEnv(50).refine((n) => n > 0, "must be positive"),
   LOGIN_ATTEMPTS_PER_ADDRESS: intFromEnv(100).refine((n) => n > 0, "must be positive"),
@@ -165,9 +188,9 @@ export const EnvSchema = z.object({
   QUEUE_ACCOUNT_SHARE: z
     .string()
     .optional()
-    .transform((v) => (v === undefined || v === "" ? 0.5 : Number(v)))
+    .transform((v) => (v === undefined || v.trim() === "" ? 0.5 : Number(v)))
     .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, "must be a fraction > 0 and <= 1"),
-  QUEUE_INFLIGHT_TTL_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
+  QUEUE_INFLIGHT_TTL_S: secondsFromEnv(1800).refine((n) => n > 0, "must be positive"),
   // Files API (docs/configuration.md, "Files").
   FILES_MAX_BYTES: intFromEnv(209_715_200).refine((n) => n > 0, "must be positive"),
   FILES_MAX_LINES: intFromEnv(50_000).refine((n) => n > 0, "must be positive"),

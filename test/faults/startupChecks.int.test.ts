@@ -89,4 +89,17 @@ describe("start-up mistakes of the configuration: one line, no stack", () => {
       expect.stringMatching(/^start-up failed: Cannot read the model registry \/nonexistent\/registry\.json.*\(MODELS_CONFIG\)\.$/),
     ]);
   }, 60_000);
+
+  it("names WORKER_MODELS that the registry lacks, and an AUDIT_SIGNING_KEY_PATH that cannot be read (they printed stacks)", async () => {
+    const worker = await startFails("worker", { DATABASE_URL: db.url, METRICS_PORT: String(await freePort()), WORKER_MODELS: "no-such-model" });
+    expect(worker.code).toBe(1);
+    expect(worker.stderr.trim().split("\n")).toEqual(["start-up failed: WORKER_MODELS names models the registry does not have: no-such-model."]);
+    const projector = await startFails("projector", {
+      DATABASE_URL: db.url,
+      METRICS_PORT: String(await freePort()),
+      AUDIT_SIGNING_KEY_PATH: "/nonexistent.pem",
+    });
+    expect(projector.code).toBe(1);
+    expect(projector.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^start-up failed: AUDIT_SIGNING_KEY_PATH: ENOENT.*nonexistent\.pem.*\.$/)]);
+  }, 60_000);
 });
