@@ -130,6 +130,8 @@ describe("tracing across processes", () => {
     expect(serverPath(stored)).toBe(`/v1/chat/completions/${body.id}`);
     const exported = JSON.stringify(receiver.spans.map((s) => s.attributes));
     expect(exported).not.toContain(key.slice(3, 20));
+    // Nor in the exception events of the 404 it got (`Unknown request URL: GET /v1/sk-…`), nor anywhere else.
+    for (const body of receiver.exports) expect(body).not.toContain(key.slice(3, 20));
     expect(exported).not.toContain("ada%40example.com");
     const all = receiver.spans.filter((s) => s.traceId === traceId);
     expect(new Set(all.map((s) => s.service))).toEqual(new Set([API, WORKER]));

@@ -16,7 +16,8 @@ export type ReceivedSpan = {
   events: string[];
 };
 
-export type OtlpReceiver = { endpoint: string; spans: ReceivedSpan[]; close(): Promise<void> };
+/** `exports`: each export's JSON as it came (events, status messages and all), for checks of what never leaves. */
+export type OtlpReceiver = { endpoint: string; spans: ReceivedSpan[]; exports: string[]; close(): Promise<void> };
 
 type AnyValue = { stringValue?: string; intValue?: string | number; doubleValue?: number; boolValue?: boolean; arrayValue?: { values?: AnyValue[] } };
 type KeyValue = { key: string; value: AnyValue };
@@ -28,6 +29,7 @@ type KeyValue = { key: string; value: AnyValue };
  */
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
+  const exports: string[] = [];
   const server: Server = createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on("data", (part: Buffer) => parts.push(part));
@@ -36,7 +38,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         res.writeHead(415).end();
         return;
       }
-      const body = JSON.parse(Buffer.concat(parts).toString("utf8")) as {
+      const text = Buffer.concat(parts).toString("utf8");
+      exports.push(text);
+      const body = JSON.parse(text) as {
         resourceSpans?: {
           resource?: { attributes?: KeyValue[] };
           scopeSpans?: {
@@ -82,6 +86,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   return {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     spans,
+    exports,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

@@ -16,12 +16,12 @@ export class ApiError extends Error {
     message: string,
     options: { code?: string | null; param?: string | null; bare?: boolean; headers?: Record<string, string> } = {},
   ) {
-    super(clipped(message, MAX_MESSAGE_CHARS));
+    super(clipped(withoutCredentials(message), MAX_MESSAGE_CHARS));
     this.name = new.target.name;
     this.status = status;
     this.type = type;
     this.code = options.code ?? null;
-    this.param = options.param === undefined || options.param === null ? null : clipped(options.param, MAX_PARAM_CHARS);
+    this.param = options.param === undefined || options.param === null ? null : clipped(withoutCredentials(options.param), MAX_PARAM_CHARS);
     this.bare = options.bare ?? false;
     this.headers = options.headers ?? {};
   }
@@ -33,6 +33,18 @@ export class ApiError extends Error {
  */
 const MAX_MESSAGE_CHARS = 2_000;
 const MAX_PARAM_CHARS = 256;
+
+/** A credential of this platform's (an API key, a session or device token) as a client may send it anywhere. */
+const CREDENTIAL = /\b(?:sk-|sess_|dev_)[A-Za-z0-9_-]{8,}/g;
+
+/**
+ * An error's message or param without the credentials it quotes (a client that put its key in a path:
+ * "Unknown request URL: GET /v1/sk-…"): the error is recorded on its request's span (exception events),
+ * and spans carry no credential.
+ */
+export function withoutCredentials(text: string): string {
+  return text.includes("sk-") || text.includes("sess_") || text.includes("dev_") ? text.replace(CREDENTIAL, "REDACTED") : text;
+}
 
 /** `text` cut to at most `max` UTF-16 units plus "…", never between the two halves of a surrogate pair. */
 export function clipped(text: string, max: number): string {
