@@ -35,7 +35,7 @@ const MAX_MESSAGE_CHARS = 2_000;
 const MAX_PARAM_CHARS = 256;
 
 /** A credential of this platform's (an API key, a session or device token) as a client may send it anywhere. */
-const CREDENTIAL = /\b(?:sk-|sess_|dev_)[A-Za-z0-9_-]{8,}/g;
+const CREDENTIAL = /\b(?:sk-|sess_|dev_)[A-Za-z0-9_-]{20,}/g;
 
 /**
  * An error's message or param without the credentials it quotes (a client that put its key in a path:
