@@ -7,7 +7,8 @@ import type { Pool } from "../../db/createPool.ts";
 import { withTransaction } from "../../db/withTransaction.ts";
 import { NO_RATE_LIMITS, RateLimitsSchema } from "../../ledger/accounts/accountEvents.ts";
 import { releaseHolds } from "../../ledger/budget/releaseHold.ts";
-import type { Logger } from "../../observability/logger.ts";
+import type { LogFields, Logger } from "../../observability/logger.ts";
+import { throttledWarning } from "../../observability/throttledWarning.ts";
 import type { AppDeps } from "../appDeps.ts";
 import type { FileStore } from "../files/fileStore.ts";
 import { toApiError } from "../http/errorHandler.ts";
@@ -51,6 +52,8 @@ export class BatchDispatcher {
   readonly #pool: Pool;
   readonly #settings: Config["batches"];
   readonly #logger: Logger;
+  /** Each step's failure warning, at most once per 10 s while it keeps failing (PostgreSQL away: 4 lines a second). */
+  readonly #stepFailed = new Map<string, (fields?: LogFields) => void>();
   readonly #inFlight = new Map<string, InFlight>();
   #timer: NodeJS.Timeout | null = null;
   #ticking: Promise<void> | null = null;
@@ -130,7 +133,8 @@ export class BatchDispatcher {
     try {
       await run();
     } catch (error) {
-      this.#logger.warn(`batch dispatcher step failed: ${name}`, { error: error as Error });
+      if (!this.#stepFailed.has(name)) this.#stepFailed.set(name, throttledWarning(this.#logger, `batch dispatcher step failed: ${name}`));
+      this.#stepFailed.get(name)!({ error: error as Error });
     }
   }
 

@@ -1,4 +1,5 @@
-import type { Logger } from "../../../../observability/logger.ts";
+import type { LogFields, Logger } from "../../../../observability/logger.ts";
+import { throttledWarning } from "../../../../observability/throttledWarning.ts";
 import type { CompletionRecords } from "../../jobs/completionRecords.ts";
 import { JobReleasedError, type RunningJob } from "../../jobs/runningJob.ts";
 import type { ResponseHead } from "./responseObject.ts";
@@ -28,6 +29,8 @@ export class ResponseKeeper {
   readonly #records: CompletionRecords;
   readonly #follow: (id: string, afterSeq: number, options: { started: true }) => RunningJob;
   readonly #logger: Logger;
+  /** At most once per 10 s while ticks keep failing (PostgreSQL away). */
+  readonly #tickFailed: (fields?: LogFields) => void;
   readonly #options: ResponseKeeperOptions;
   readonly #runs = new Map<string, ResponseRun>();
   #timer: NodeJS.Timeout | null = null;
@@ -47,13 +50,14 @@ export class ResponseKeeper {
     this.#records = deps.records;
     this.#follow = deps.follow;
     this.#logger = deps.logger;
+    this.#tickFailed = throttledWarning(deps.logger, "responses tick failed");
     this.#options = deps.options ?? DEFAULT_KEEPER_OPTIONS;
   }
 
   start(): void {
     if (this.#timer || this.#options.tickMs <= 0) return;
     this.#timer = setInterval(() => {
-      this.#ticking = this.#ticking.then(() => this.tick()).catch((error: unknown) => this.#logger.warn("responses tick failed", { error: error as Error }));
+      this.#ticking = this.#ticking.then(() => this.tick()).catch((error: unknown) => this.#tickFailed({ error: error as Error }));
     }, this.#options.tickMs);
     this.#timer.unref();
   }
