@@ -53,21 +53,36 @@ export function createLogger(level: LogLevel, base: LogFields = {}, write?: (lin
     },
     destination,
   );
-  return wrap(Object.keys(base).length ? root.child(clean(base)) : root);
+  const bound = clean(base);
+  return wrap(Object.keys(base).length ? root.child(bound) : root, bound);
 }
 
-function wrap(logger: PinoLogger): Logger {
+/**
+ * `bound`: the fields of the logger's line prefix (its child's). A line's field of the same name and value
+ * is left out: pino would write the key twice (`"model":"m",…,"model":"m"`), which log pipelines read
+ * ambiguously.
+ */
+function wrap(logger: PinoLogger, bound: LogFields = {}): Logger {
+  const own = (fields: LogFields | undefined): LogFields => withoutBound(clean(fields), bound);
   return {
     debug: (message, fields) => {
-      if (logger.isLevelEnabled("debug")) logger.debug(clean(fields), message);
+      if (logger.isLevelEnabled("debug")) logger.debug(own(fields), message);
     },
     info: (message, fields) => {
-      if (logger.isLevelEnabled("info")) logger.info(clean(fields), message);
+      if (logger.isLevelEnabled("info")) logger.info(own(fields), message);
     },
-    warn: (message, fields) => logger.warn(clean(fields), message),
-    error: (message, fields) => logger.error(clean(fields), message),
-    child: (fields) => wrap(logger.child(clean(fields))),
+    warn: (message, fields) => logger.warn(own(fields), message),
+    error: (message, fields) => logger.error(own(fields), message),
+    child: (fields) => {
+      const added = own(fields);
+      return wrap(logger.child(added), { ...bound, ...added });
+    },
   };
+}
+
+function withoutBound(fields: LogFields, bound: LogFields): LogFields {
+  for (const key of Object.keys(fields)) if (Object.hasOwn(bound, key) && bound[key] === fields[key]) delete fields[key];
+  return fields;
 }
 
 function clean(fields: LogFields = {}): LogFields {

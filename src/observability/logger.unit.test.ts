@@ -17,6 +17,14 @@ describe("createLogger", () => {
     expect(new Date(parsed()[0]!.time as string).toISOString()).toBe(parsed()[0]!.time);
   });
 
+  it('writes a field its child already carries once (the worker\'s lines had "model" twice)', () => {
+    const { logger, lines } = capture();
+    logger.child({ role: "worker", model: "m" }).child({ other: 1 }).info("job cancelled", { model: "m", completionId: "c" });
+    expect(lines[0]!.match(/"model"/g)).toHaveLength(1);
+    expect(lines[0]).toContain('"completionId":"c"');
+    expect(lines[0]!.match(/"service"/g)).toHaveLength(1);
+  });
+
   it("drops lines below its level", () => {
     const { logger, lines } = capture("info");
     logger.debug("quiet");

@@ -38,6 +38,7 @@ export class AdminUsageError extends Error {
 }
 
 const DECIMAL = /^\d+(\.\d+)?$/;
+const COMMANDS: ReadonlySet<string> = new Set(["find-account", "set-subscription", "set-rate-limits", "export"]);
 
 const OPTIONS = {
   email: { type: "string" },
@@ -104,6 +105,8 @@ export function parseAdminArgs(argv: string[]): AdminCommand {
   const { values, positionals } = readArgs(argv);
   const [command, ...extra] = positionals;
   if (values.help || command === undefined || command === "help") return { command: "help" };
+  // Before the flags are read: `frobnicate` is an unknown command, not a call missing --email.
+  if (!COMMANDS.has(command)) throw new AdminUsageError(`unknown command: ${command}`);
   if (extra.length) throw new AdminUsageError(`unexpected argument: ${extra[0]}`);
   if (values.account !== undefined && values["account-id"] !== undefined) throw new AdminUsageError("give --account or --account-id, not both");
   const selectorFlags = parseFlags(SelectorFlagsSchema, { email: values.email, "account-id": values["account-id"] ?? values.account });

@@ -79,4 +79,9 @@ describe("parseAdminArgs set-rate-limits", () => {
       },
     });
   });
+
+  it("names an unknown command as such, not as a call missing its account", () => {
+    expect(() => parseAdminArgs(["frobnicate"])).toThrow("unknown command: frobnicate");
+    expect(() => parseAdminArgs(["frobnicate", "--email", "a@example.com"])).toThrow("unknown command: frobnicate");
+  });
 });
