@@ -12,7 +12,7 @@ import type { Engine, EngineDelta } from "../engines/engine.ts";
 import { toJobError } from "./toJobError.ts";
 import { boundedUsage } from "./boundedUsage.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
-import { CANCELLED_MESSAGE, type JobCancellations, type TrackedJob } from "./jobCancellations.ts";
+import { cancelledError, type JobCancellations, type TrackedJob } from "./jobCancellations.ts";
 import type { ReplayReader } from "./replayReader.ts";
 import { type ReplayFence, runToWrite } from "./replayFence.ts";
 import type { Delivered, Ending, ResumePoint, RunMode } from "./resumption.ts";
@@ -233,7 +233,7 @@ export class CompletionJobRunner {
       logger.info(`job cancelled: ${why}`, { completionId: job.completionId, model: job.model });
       // Its stream ends (a follower that attached meanwhile is not left waiting), charging nothing.
       announce();
-      publisher.send({ type: "error", error: { kind: "cancelled", message: CANCELLED_MESSAGE[tracked.reason], param: null }, usage: NO_USAGE });
+      publisher.send({ type: "error", error: cancelledError(tracked.reason), usage: NO_USAGE });
       await publisher.close();
       // Charged nothing: every token counted at its admission goes back to the account's window.
       return NO_USAGE;
@@ -245,13 +245,7 @@ export class CompletionJobRunner {
       // Stopped by its owner, or nobody came back for it: what was generated stands and is charged; a
       // request the API ended early: what its client was sent.
       logger.info("job cancelled", { completionId: job.completionId, model: job.model, reason: tracked.reason, deliveredThrough });
-      // `abandoned` says it was the platform's doing (nobody listening, or the job silent), not its owner's.
-      failure = {
-        kind: "cancelled",
-        message: CANCELLED_MESSAGE[tracked.reason],
-        param: null,
-        ...(tracked.reason === "abandoned" ? { code: "abandoned" } : {}),
-      };
+      failure = cancelledError(tracked.reason);
     }
     if (failure && unchargedBatchFailure(job, failure)) {
       // A batch line's run that failed for the platform's reason: nobody received its partial reply (a

@@ -1,3 +1,4 @@
+import type { JobError } from "../../src/contracts/deltaMessage.ts";
 import { type CancelReason, decodeCancelMessage } from "../../src/contracts/cancelMessage.ts";
 import type { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { createRedis, type Redis, type RedisTimeouts } from "../../src/redis/createRedis.ts";
@@ -180,6 +181,14 @@ export class JobCancellations {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * A cancelled job's error, by the cancel's reason; `abandoned` (code) says it was the platform's doing
+ * (nobody listening, or the job silent), not its owner's.
+ */
+export function cancelledError(reason: keyof typeof CANCELLED_MESSAGE): JobError {
+  return { kind: "cancelled", message: CANCELLED_MESSAGE[reason], param: null, ...(reason === "abandoned" ? { code: "abandoned" } : {}) };
 }
 
 /** What a cancelled job's stream says, by the cancel's reason. */
