@@ -264,6 +264,14 @@ describe("what an upstream server says, and what reaches the client and the bill
     }
   });
 
+  it("answers a Responses request answered whole 503 with Retry-After when the model is unavailable before any output, and keeps no response", async () => {
+    const answer = await platform.request("POST", "/v1/responses", { token: key, body: { model: "up-echo-key", input: "Hi" } });
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get("retry-after")).toBe("5");
+    expect(answer.body.error).toMatchObject({ type: "model_unavailable" });
+    expect(answer.text).not.toContain("SECRET");
+  });
+
   it("answers a reply whose usage chunk came after its finish at once, though the upstream never sends [DONE] nor ends the body", async () => {
     const started = Date.now();
     const answer = await chat("up-no-done");

@@ -43,7 +43,10 @@ export class ResponseEventBuilder {
     this.#state = { status: head.background ? "queued" : "in_progress", output: [], usage: null, error: null, incomplete_details: null, completed_at: null };
   }
 
-  /** The engine's refusal of the request, when it ended the response before any output (else null). */
+  /**
+   * The engine's refusal of the request, or its unavailability, when it ended the response before any
+   * output (else null): a response answered whole is then that HTTP error (400, or 503 to retry), not kept.
+   */
   get refusal(): JobError | null {
     return this.#refusal;
   }
@@ -111,7 +114,9 @@ export class ResponseEventBuilder {
         break;
       }
       case "error": {
-        if (message.error.kind === "invalid_request" && this.#state.output.length === 0 && this.#open === null) this.#refusal = message.error;
+        // Refused (or the model unavailable) before any output: a request answered whole gets the HTTP error.
+        const answerable = message.error.kind === "invalid_request" || message.error.kind === "unavailable";
+        if (answerable && this.#state.output.length === 0 && this.#open === null) this.#refusal = message.error;
         events.push(...this.#close("incomplete"));
         // Cancelled by its owner; a job the platform stopped (`abandoned`: silent too long) failed (a probe
         // read `cancelled` from GET but `response.failed` from the stream, its owner having cancelled nothing).

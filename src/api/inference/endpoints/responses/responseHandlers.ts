@@ -273,7 +273,8 @@ export function createResponseHandler(deps: AppDeps) {
       });
       await run.ended;
       // Refused by the engine before any output (a prompt over the context in tokens): an HTTP 400, as
-      // OpenAI answers it, and no response is kept (the request never was one).
+      // OpenAI answers it, and no response is kept (the request never was one); the model unavailable
+      // before any output: a 503 with Retry-After, which the SDKs retry (it was a 200 `failed`).
       const refusal = run.builder.refusal;
       if (refusal) {
         await undo();
