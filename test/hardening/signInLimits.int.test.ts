@@ -92,6 +92,18 @@ describe("login rate limits", () => {
     expectTooMany(await login(newEmail("nobody"), "wrong password!", address), "too_many_login_attempts");
   });
 
+  it("counts nothing against an account for logins its address's own limit refuses (a blocked address took accounts past their limit)", async () => {
+    const victim = await registerAt(newAddress());
+    const blocked = newAddress();
+    for (let i = 0; i < 5; i += 1) await login(newEmail("nobody"), "wrong password!", blocked);
+    for (let i = 0; i < 10; i += 1) expectTooMany(await login(victim, "wrong password!", blocked), "too_many_login_attempts");
+    // The account's own limit (6, all addresses) is untouched: a distributed guess still gets its 6 tries, and the owner logs in.
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i += 1) statuses.push((await login(victim, "wrong password!", newAddress())).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401]);
+    expect((await login(victim, PASSWORD, newAddress())).status).toBe(200);
+  });
+
   it("lets a client that logged in before (its device cookie) log in through a flooded address and a locked account; without it, 429", async () => {
     const owner = await registerAt(newAddress());
     const office = newAddress();

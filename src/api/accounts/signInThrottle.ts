@@ -43,14 +43,13 @@ export class SignInThrottle {
    */
   async beforeLogin(email: string, address: string, knownDevice: string | null = null): Promise<void> {
     const account = emailKey(email);
-    const waits =
-      knownDevice !== null
-        ? [await this.#perDevice.consume(knownDevice)]
-        : await Promise.all([this.#perAccountAddress.consume(`${account}:${address}`), this.#perAccount.consume(account), this.#perAddress.consume(address)]);
-    const wait = Math.max(...waits.map((w) => w ?? 0));
-    if (wait > 0) {
-      throw new TooManyAttemptsError(`Too many login attempts. Retry in ${wait} seconds.`, "too_many_login_attempts", wait);
-    }
+    if (knownDevice !== null) return refuseAfter(await this.#perDevice.consume(knownDevice));
+    // The client's own limits first: a client they refuse counts nothing against the account, whose
+    // limit holds for every address (a probe's blocked address still took an account past it, and left
+    // two new Redis keys per refused attempt).
+    refuseAfter(await this.#perAddress.consume(address));
+    refuseAfter(await this.#perAccountAddress.consume(`${account}:${address}`));
+    refuseAfter(await this.#perAccount.consume(account));
   }
 
   /** A successful login: its attempt is not held against the account or the address. */
@@ -67,4 +66,9 @@ export class SignInThrottle {
       throw new TooManyAttemptsError(`Too many registrations from this address. Retry in ${wait} seconds.`, "too_many_registrations", wait);
     }
   }
+}
+
+/** 429 too_many_login_attempts when a limit says to wait. */
+function refuseAfter(wait: number | null): void {
+  if (wait !== null && wait > 0) throw new TooManyAttemptsError(`Too many login attempts. Retry in ${wait} seconds.`, "too_many_login_attempts", wait);
 }
