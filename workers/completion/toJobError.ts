@@ -26,11 +26,17 @@ export function toJobError(error: unknown, endpoint?: Endpoint): JobError {
     return {
       kind: error.kind,
       message: CLIENT_MESSAGE[error.kind] ?? (aboutPrompt ? namingPrompt(error.message, promptParam) : error.message),
-      param: aboutPrompt ? promptParam : error.param,
+      param: aboutPrompt ? promptParam : endpoint === "responses" ? responsesParam(error.param) : error.param,
       ...(error.code === null ? {} : { code: error.code }),
     };
   }
   return { kind: "internal", message: CLIENT_MESSAGE.internal!, param: null };
+}
+
+/** A chat field an engine names, as the Responses API calls it: its `response_format` is `text.format` (a probe read a param it never sent). */
+function responsesParam(param: string | null): string | null {
+  if (param === null || !param.startsWith("response_format")) return param;
+  return param.replace(/^response_format(?:\.json_schema)?/, "text.format");
 }
 
 /** An engine's message about "the messages" (its context-length refusals), as the endpoint calls its prompt. */

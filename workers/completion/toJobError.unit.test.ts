@@ -37,4 +37,11 @@ describe("toJobError", () => {
       param: null,
     });
   });
+
+  it("names a response's text.format where the engine named chat's response_format", () => {
+    const refused = new EngineError("invalid_request", "Unsupported JSON schema: Failed to parse grammar", "response_format");
+    expect(toJobError(refused, "responses").param).toBe("text.format");
+    expect(toJobError(new EngineError("invalid_request", "x", "response_format.json_schema.schema"), "responses").param).toBe("text.format.schema");
+    expect(toJobError(refused, "chat").param).toBe("response_format");
+  });
 });
