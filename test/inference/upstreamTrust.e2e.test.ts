@@ -54,6 +54,12 @@ describe("what an upstream server says, and what reaches the client and the bill
         res.end();
         return;
       }
+      if (behaviour === "under-report") {
+        // One delta of 3,000 characters, reported as 1 token.
+        await writeSse(res, [chunk({ delta: { content: "w".repeat(3_000) } }), finish, usageChunk(3, 1), "data: [DONE]\n\n"]);
+        res.end();
+        return;
+      }
       if (behaviour === "huge-deltas") {
         // Deltas of 100,000 characters each, counted as one token each by a server that says nothing.
         const huge = Array.from({ length: 3 }, () => chunk({ delta: { content: "word ".repeat(20_000) } }));
@@ -117,6 +123,7 @@ describe("what an upstream server says, and what reaches the client and the bill
         model("up-flaky", "flaky"),
         model("up-ignores-max", "ignores-max"),
         model("up-huge-deltas", "huge-deltas"),
+        model("up-under-report", "under-report"),
         model("up-unstorable", "unstorable"),
         model("up-stall", "stall", { requestTimeoutMs: 1_000 }),
         model("up-no-done", "no-done"),
@@ -241,6 +248,14 @@ describe("what an upstream server says, and what reaches the client and the bill
     expect(streamed.text).toContain("one");
     expect(streamed.text).toContain('"error"');
     expect(streamed.text.trimEnd().endsWith("data: [DONE]")).toBe(true);
+  });
+
+  it("charges at least a token per 128 characters delivered, whatever the upstream reports", async () => {
+    const answer = await chat("up-under-report", { max_tokens: 100 });
+    expect(answer.status).toBe(200);
+    expect(answer.body.choices[0].message.content).toHaveLength(3_000);
+    expect(answer.body.usage.completion_tokens).toBe(24);
+    expect((await charged(answer.body.id))!.completionTokens).toBe(24);
   });
 
   it("runs an Idempotency-Key's retry anew after the model was unavailable (charged nothing), then answers later retries from that run", async () => {

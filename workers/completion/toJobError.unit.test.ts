@@ -42,6 +42,6 @@ describe("toJobError", () => {
     const refused = new EngineError("invalid_request", "Unsupported JSON schema: Failed to parse grammar", "response_format");
     expect(toJobError(refused, "responses").param).toBe("text.format");
     expect(toJobError(new EngineError("invalid_request", "x", "response_format.json_schema.schema"), "responses").param).toBe("text.format.schema");
-    expect(toJobError(refused, "chat").param).toBe("response_format");
+    expect(toJobError(refused, "chat.completions").param).toBe("response_format");
   });
 });

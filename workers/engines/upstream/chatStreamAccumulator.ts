@@ -56,8 +56,8 @@ export class ChatStreamAccumulator {
   get usage(): Usage | null {
     return this.#usage;
   }
-  get generated(): { contentBytes: number; reasoningBytes: number; deltaCount: number } {
-    return { contentBytes: this.#contentBytes, reasoningBytes: this.#reasoningBytes, deltaCount: this.#deltaCount };
+  get generated(): { contentBytes: number; reasoningBytes: number; deltaCount: number; countedTokens: number } {
+    return { contentBytes: this.#contentBytes, reasoningBytes: this.#reasoningBytes, deltaCount: this.#deltaCount, countedTokens: this.#countedTokens };
   }
 
   /** Handles one event (its type and data); returns true once the stream is complete (`[DONE]`, or the usage chunk after the finish). */
@@ -163,14 +163,14 @@ export class ChatStreamAccumulator {
  */
 const MAX_CHARS_PER_TOKEN = 128;
 
-/** The characters of a delta's text, reasoning and tool-call arguments. */
+/** The characters of a delta's text, reasoning and tool calls (ids, names, arguments). */
 function deltaChars(delta: EngineDelta): number {
   let chars = (delta.content?.length ?? 0) + (delta.reasoning?.length ?? 0);
-  for (const call of delta.toolCalls ?? []) chars += call.function?.arguments?.length ?? 0;
+  for (const call of delta.toolCalls ?? []) chars += (call.id?.length ?? 0) + (call.function?.name?.length ?? 0) + (call.function?.arguments?.length ?? 0);
   return chars;
 }
 
-/** Cuts a delta's text, then its reasoning, then its tool-call arguments, to `chars` characters in all. */
+/** Cuts a delta's text, then its reasoning, then its tool calls' ids, names and arguments, to `chars` characters in all. */
 function cutDelta(delta: EngineDelta, chars: number): void {
   let left = chars;
   const take = (text: string): string => {
@@ -180,7 +180,11 @@ function cutDelta(delta: EngineDelta, chars: number): void {
   };
   if (delta.content !== undefined) delta.content = take(delta.content);
   if (delta.reasoning !== undefined) delta.reasoning = take(delta.reasoning);
-  for (const call of delta.toolCalls ?? []) if (call.function?.arguments !== undefined) call.function.arguments = take(call.function.arguments);
+  for (const call of delta.toolCalls ?? []) {
+    if (call.id !== undefined) call.id = take(call.id);
+    if (call.function?.name !== undefined) call.function.name = take(call.function.name);
+    if (call.function?.arguments !== undefined) call.function.arguments = take(call.function.arguments);
+  }
 }
 
 /** The first `chars` characters of `text`, not between the halves of a surrogate pair. */

@@ -1,11 +1,12 @@
 import type { EngineUsage } from "../engine.ts";
 import type { Usage } from "./upstreamWire.ts";
 
-export type GeneratedAmount = { contentBytes: number; reasoningBytes: number; deltaCount: number };
+/** What the deltas relayed amount to: their bytes, their number, and the completion tokens counted into them (ChatStreamAccumulator). */
+export type GeneratedAmount = { contentBytes: number; reasoningBytes: number; deltaCount: number; countedTokens?: number };
 
 /**
  * Usage of a chat completion: the upstream's own counts from its final usage chunk, but never fewer
- * completion tokens than deltas relayed, nor a prompt of 0 tokens (estimated then). Servers that report
+ * completion tokens than were counted into the deltas relayed, nor a prompt of 0 tokens (estimated then). Servers that report
  * no reasoning_tokens get them estimated from the share of reasoning text in the output.
  *
  * Fallback, only for an upstream that sends no usage at all (an old server ignoring stream_options):
@@ -17,9 +18,12 @@ export function toEngineUsage(usage: Usage | null, generated: GeneratedAmount, e
   const promptTokens = usage && usage.prompt_tokens > 0 ? usage.prompt_tokens : estimatePrompt();
   // Never fewer completion tokens than deltas with output were relayed (each carried at least one, and
   // was counted so as delivered); above, the worker holds usage within max_tokens (boundedUsage).
+  // The tokens counted into the deltas: at least one each, and at least one per 128 characters (an
+  // upstream reporting 1 token for 300,000 characters was charged 1).
+  const counted = Math.max(generated.deltaCount, generated.countedTokens ?? 0);
   const completionTokens = usage
-    ? Math.max(usage.completion_tokens, generated.deltaCount)
-    : Math.max(generated.deltaCount, Math.ceil((generated.contentBytes + generated.reasoningBytes) / 3));
+    ? Math.max(usage.completion_tokens, counted)
+    : Math.max(counted, Math.ceil((generated.contentBytes + generated.reasoningBytes) / 3));
   const reported = usage?.completion_tokens_details?.reasoning_tokens;
   const outputBytes = generated.contentBytes + generated.reasoningBytes;
   const reasoningTokens = reported ?? (outputBytes === 0 ? 0 : Math.round((completionTokens * generated.reasoningBytes) / outputBytes));
