@@ -149,5 +149,15 @@ describe("PUT /api/v1/admin/accounts/{account_id}/subscription", () => {
     const account = await register(app, newEmail("json"));
     const res = await app.request("PUT", subscriptionPath(account.id), { body: '{"status": active}', ...asAdmin });
     expectApiError(res, 400, "invalid_request_error", { code: "invalid_json" });
+    // Valid JSON that is no object is told so, not "could not parse" (a probe sent `null`).
+    for (const [body, kind] of [
+      ["null", "null"],
+      ["42", "a number"],
+      ['"x"', "a string"],
+    ]) {
+      const scalar = await app.request("PUT", subscriptionPath(account.id), { body: body!, headers: { "content-type": "application/json" }, ...asAdmin });
+      expectApiError(scalar, 400, "invalid_request_error", { code: "invalid_json" });
+      expect(scalar.body.error.message).toBe(`The request body must be a JSON object; it is valid JSON, but ${kind}.`);
+    }
   });
 });

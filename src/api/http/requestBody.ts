@@ -105,6 +105,20 @@ export function bodyStalled(idleMs: number): ApiError {
   );
 }
 
+/** A body that does not open an object or array: valid JSON of another kind (`null`, a number) says so, anything else is not JSON. */
+function scalarOrInvalid(text: string): InvalidRequestError {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return invalidJson();
+  }
+  const kind = value === null ? "null" : typeof value;
+  return new InvalidRequestError(`The request body must be a JSON object; it is valid JSON, but ${kind === "null" ? "null" : `a ${kind}`}.`, {
+    code: "invalid_json",
+  });
+}
+
 function invalidJson(): InvalidRequestError {
   return new InvalidRequestError("We could not parse the JSON body of your request. The body must be valid JSON (Content-Type: application/json).", {
     code: "invalid_json",
@@ -128,7 +142,7 @@ async function readJsonBody(
   const text = Buffer.concat(chunks, received).toString("utf8");
   const first = text.trimStart()[0];
   if (first === undefined) return {};
-  if (first !== "{" && first !== "[") throw invalidJson();
+  if (first !== "{" && first !== "[") throw scalarOrInvalid(text);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text) as unknown;
