@@ -4,6 +4,7 @@ import type { Instrumentation } from "@opentelemetry/instrumentation";
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace";
 import { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler } from "@opentelemetry/sdk-trace";
+import { CredentialScrubbingSpanExporter } from "./credentialScrubbingSpanExporter.ts";
 import { type ExportFailureReport, ReportingSpanExporter } from "./reportingSpanExporter.ts";
 
 export const TRACER_NAME = "inference-platform";
@@ -40,7 +41,9 @@ export function startTelemetry(options: {
   if (options.otlpEndpoint) {
     const url = `${options.otlpEndpoint.replace(/\/$/, "")}/v1/traces`;
     const exporter = new OTLPTraceExporter({ url });
-    processors.push(new BatchSpanProcessor({ exporter: options.onExportFailure ? new ReportingSpanExporter(exporter, options.onExportFailure) : exporter }));
+    // No credential leaves in what a span says of an error (CredentialScrubbingSpanExporter).
+    const reporting = options.onExportFailure ? new ReportingSpanExporter(exporter, options.onExportFailure) : exporter;
+    processors.push(new BatchSpanProcessor({ exporter: new CredentialScrubbingSpanExporter(reporting) }));
   }
   if (processors.length === 0) return { shutdown: async () => undefined };
   const sdk = new NodeSDK({

@@ -92,7 +92,7 @@ async function freePort(): Promise<number> {
 
 describe("tracing across processes", () => {
   it("continues the API's trace in the worker process (job data) and in the upstream engine (traceparent header)", async () => {
-    const { key } = await platform.createKey();
+    const { key, account } = await platform.createKey();
     const response = await fetch(`${apiUrl}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
@@ -113,6 +113,20 @@ describe("tracing across processes", () => {
     // Nor a credential a client put in the path; the platform's own ids in paths stay.
     const keyInPath = await fetch(`${apiUrl}/v1/${key}`, { headers: { authorization: `Bearer ${key}` } });
     expect(keyInPath.status).toBe(404);
+    // A key in a key-management path (a domain error, not an API error, carried it into exception events),
+    // percent-encoded, and without its prefix as a model's name (found by a re-probe).
+    const keyAsKeyId = await fetch(`${apiUrl}/api/v1/accounts/user/api-keys/${key}`, { headers: { authorization: `Bearer ${account.sessionToken}` } });
+    expect(keyAsKeyId.status).toBe(404);
+    const encoded = await fetch(`${apiUrl}/v1/sk%2D${key.slice(3)}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(encoded.status).toBe(404);
+    expect(await encoded.text()).not.toContain(key.slice(3, 20));
+    const asModel = await fetch(`${apiUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: key.slice(3), messages: [{ role: "user", content: "x" }] }),
+    });
+    expect(asModel.status).toBe(400);
+    expect(await asModel.text()).not.toContain(key.slice(3, 20));
     const stored = await fetch(`${apiUrl}/v1/chat/completions/${body.id}`, { headers: { authorization: `Bearer ${key}` } });
     expect(stored.status).toBe(200);
     // The processes flush their spans when they stop (SIGTERM: the SDK's shutdown exports the batch).

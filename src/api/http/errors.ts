@@ -1,3 +1,4 @@
+import { credentialsRedacted } from "../../observability/credentialsRedacted.ts";
 /**
  * The one error vocabulary of the HTTP API. Every failure a client sees is an ApiError rendered by
  * errorHandler into the OpenAI shape {"error": {"message", "type", "param", "code"}}.
@@ -34,16 +35,9 @@ export class ApiError extends Error {
 const MAX_MESSAGE_CHARS = 2_000;
 const MAX_PARAM_CHARS = 256;
 
-/** A credential of this platform's (an API key, a session or device token) as a client may send it anywhere. */
-const CREDENTIAL = /\b(?:sk-|sess_|dev_)[A-Za-z0-9_-]{20,}/g;
-
-/**
- * An error's message or param without the credentials it quotes (a client that put its key in a path:
- * "Unknown request URL: GET /v1/sk-…"): the error is recorded on its request's span (exception events),
- * and spans carry no credential.
- */
+/** An error's message or param without the credentials it quotes: see credentialsRedacted. */
 export function withoutCredentials(text: string): string {
-  return text.includes("sk-") || text.includes("sess_") || text.includes("dev_") ? text.replace(CREDENTIAL, "REDACTED") : text;
+  return credentialsRedacted(text);
 }
 
 /** `text` cut to at most `max` UTF-16 units plus "…", never between the two halves of a surrogate pair. */
