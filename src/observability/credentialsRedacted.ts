@@ -1,5 +1,5 @@
 /** A character of a credential, as is or percent-encoded (`%2D`). */
-const CHAR = String.raw`(?:[A-Za-z0-9_-]|%[0-9A-Fa-f]{2})`;
+const CHAR = "(?:[A-Za-z0-9_-]|%[0-9A-Fa-f]{2})";
 /** A prefix (`sk-`, `sess_`, `dev_`) whose characters may be percent-encoded (`sk%2D`, `%73k-`). */
 const prefix = (text: string) => [...text].map((c) => `(?:${c.replace("-", "\\-")}|%${c.charCodeAt(0).toString(16)})`).join("");
 
