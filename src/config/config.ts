@@ -18,7 +18,9 @@ export const DEFAULT_MODELS_CONFIG = new URL("../../models/registry.json", impor
  * EnvSchema (envSchema.ts) and builds the Config everything else receives.
  */
 export function loadConfig(env: Record<string, string | undefined>): Config {
-  const parsed = EnvSchema.safeParse(env);
+  // A blank value (spaces only) is unset: the default, as an empty one is (docs/configuration.md).
+  const set = Object.fromEntries(Object.entries(env).map(([name, value]) => [name, value !== undefined && value.trim() === "" ? undefined : value]));
+  const parsed = EnvSchema.safeParse(set);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join(".")}: ${issue.message}`);
     throw new ConfigError(`Invalid environment:\n${lines.join("\n")}`);

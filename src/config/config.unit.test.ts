@@ -26,16 +26,18 @@ describe("loadConfig: limits, proxies and CORS", () => {
     expect(() => loadConfig({ LOGIN_ATTEMPTS_PER_ADDRESS: "0" })).toThrow(/LOGIN_ATTEMPTS_PER_ADDRESS/);
   });
 
-  it("refuses a timer past what Node's timers take (2^31 - 1 ms), by its name, in ms, s or hours (it fired at once)", () => {
+  it("refuses a timer past what Node's timers take (2^31 - 1 ms), by its name, in ms or s (it fired at once)", () => {
     for (const [name, value] of [
       ["JOB_IDLE_TIMEOUT_MS", "2147483648"],
       ["SHUTDOWN_GRACE_MS", "99999999999999999999999"],
       ["BUDGET_SWEEP_INTERVAL_S", "2147484"],
-      ["SESSION_IDLE_HOURS", "597"],
     ]) {
       expect(() => loadConfig({ [name!]: value }), name).toThrow(new RegExp(name!));
     }
     expect(loadConfig({ JOB_IDLE_TIMEOUT_MS: "2147483647" }).jobIdleTimeoutMs).toBe(2_147_483_647);
+    // Durations that are no timer (a session in PostgreSQL, Redis expiries) take longer values, as before.
+    const long = loadConfig({ SESSION_TTL_HOURS: "720", IDEMPOTENCY_TTL_S: "2592000", COMPLETION_RETENTION_S: "2592000", BUDGET_HOLD_MAX_AGE_S: "2592000" });
+    expect(long.idempotencyTtlSeconds).toBe(2_592_000);
   });
 
   it("takes a blank value as unset (the default), and refuses numbers not in decimal digits", () => {
@@ -45,6 +47,11 @@ describe("loadConfig: limits, proxies and CORS", () => {
     expect(blank.cors.v1).toBe("*");
     expect(blank.logLevel).toBe("info");
     for (const value of ["0x10", "1e3", "1.0", "-1", "12abc"]) expect(() => loadConfig({ PORT: value }), value).toThrow(/PORT/);
+    for (const value of ["0x1", "1e-1"]) expect(() => loadConfig({ QUEUE_ACCOUNT_SHARE: value }), value).toThrow(/QUEUE_ACCOUNT_SHARE/);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "notaurl" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
+    const spaces = loadConfig({ DATABASE_URL: " ", REDIS_URL: "  ", REDIS_TLS: " ", MODELS_CONFIG: " ", HOST: " " });
+    expect(spaces.databaseUrl).toBe(defaults.databaseUrl);
+    expect(spaces.host).toBe(defaults.host);
   });
 
   it("never repeats a password of a URL it refuses", () => {

@@ -34,10 +34,11 @@ const intFromEnv = (fallback: number, max = Number.MAX_SAFE_INTEGER) =>
 
 /** Milliseconds a timer waits: at most MAX_TIMER_MS (about 24.8 days). */
 const msFromEnv = (fallback: number) => intFromEnv(fallback, MAX_TIMER_MS);
-/** Seconds a timer waits: at most MAX_TIMER_MS in all. */
+/**
+ * Seconds a timer waits: at most MAX_TIMER_MS in all. Durations that are no timer (a session's lifetime in
+ * PostgreSQL, a Redis expiry, an age compared in SQL) take any whole number.
+ */
 const secondsFromEnv = (fallback: number) => intFromEnv(fallback, Math.floor(MAX_TIMER_MS / 1000));
-/** Hours a timer may wait: at most MAX_TIMER_MS in all. */
-const hoursFromEnv = (fallback: number) => intFromEnv(fallback, Math.floor(MAX_TIMER_MS / 3_600_000));
 
 /** An optional value whose empty or blank form means "not set" (the default). */
 const blankIsUnset = (value: unknown) => (typeof value === "string" && value.trim() === "" ? undefined : value);
@@ -122,14 +123,17 @@ export const EnvSchema = z.object({
     .optional()
     .refine((v) => v === undefined || v === "" || v.length >= 16, "must be at least 16 characters"),
   MODELS_CONFIG: z.string().optional(),
-  SESSION_TTL_HOURS: hoursFromEnv(24 * 7).refine((n) => n > 0, "must be positive"),
-  SESSION_IDLE_HOURS: hoursFromEnv(24).refine((n) => n >= 0, "must be 0 (off) or positive"),
+  SESSION_TTL_HOURS: intFromEnv(24 * 7).refine((n) => n > 0, "must be positive"),
+  SESSION_IDLE_HOURS: intFromEnv(24).refine((n) => n >= 0, "must be 0 (off) or positive"),
   LOG_LEVEL: z.preprocess(blankIsUnset, z.enum(["debug", "info", "warn", "error"]).optional().default("info")),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || URL.canParse(v), "must be a URL, e.g. http://127.0.0.1:4318"),
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: z.enum(["true", "false", ""]).optional(),
   PROJECTOR_POLL_MS: msFromEnv(100).refine((n) => n >= 10, "must be at least 10"),
   PROJECTOR_BATCH_SIZE: intFromEnv(200).refine((n) => n > 0, "must be positive"),
-  BUDGET_HOLD_MAX_AGE_S: secondsFromEnv(1800).refine((n) => n > 0, "must be positive"),
+  BUDGET_HOLD_MAX_AGE_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
   BUDGET_SWEEP_INTERVAL_S: secondsFromEnv(60),
   AUDIT_CHECKPOINT_INTERVAL_S: secondsFromEnv(60),
   AUDIT_CHECKPOINT_EVENTS: intFromEnv(0).refine((n) => n >= 0, "must not be negative"),
@@ -147,14 +151,14 @@ export const EnvSchema = z.object({
   BATCH_LINE_LEASE_MS: msFromEnv(60_000).refine((n) => n >= 1_000, "must be at least 1000"),
   SSE_KEEPALIVE_MS: msFromEnv(15_000).refine((n) => n >= 100, "must be at least 100"),
   STREAM_HEADERS_HOLD_MS: msFromEnv(500).refine((n) => n >= 0 && n <= 10_000, "must be 0 to 10000"),
-  IDEMPOTENCY_TTL_S: secondsFromEnv(86_400).refine((n) => n > 0, "must be positive"),
+  IDEMPOTENCY_TTL_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   WORKER_MODELS: z.string().optional(),
   WORKER_HEARTBEAT_MS: msFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
   WORKER_LOCK_MS: msFromEnv(5_000).refine((n) => n >= 200, "must be at least 200"),
   WORKER_STALLED_CHECK_MS: msFromEnv(2_000).refine((n) => n >= 50, "must be at least 50"),
   USAGE_WAIT_MS: msFromEnv(10_000).refine((n) => n >= 0, "must be at least 0"),
   DELTA_COALESCE_MS: msFromEnv(4),
-  COMPLETION_RETENTION_S: secondsFromEnv(86_400).refine((n) => n > 0, "must be positive"),
+  COMPLETION_RETENTION_S: intFromEnv(86_400).refine((n) => n > 0, "must be positive"),
   RESPONSES_RETENTION_DAYS: intFromEnv(30).refine((n) => n > 0, "must be positive"),
   DELTA_REPLAY_MAXLEN: intFromEnv(20_000).refine((n) => n > 0, "must be positive"),
   PG_CONNECT_TIMEOUT_MS: msFromEnv(1500).refine((n) => n > 0, "must be positive"),
@@ -188,9 +192,9 @@ export const EnvSchema = z.object({
   QUEUE_ACCOUNT_SHARE: z
     .string()
     .optional()
-    .transform((v) => (v === undefined || v.trim() === "" ? 0.5 : Number(v)))
+    .transform((v) => (v === undefined || v.trim() === "" ? 0.5 : /^\d*\.?\d+$/.test(v.trim()) ? Number(v) : Number.NaN))
     .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, "must be a fraction > 0 and <= 1"),
-  QUEUE_INFLIGHT_TTL_S: secondsFromEnv(1800).refine((n) => n > 0, "must be positive"),
+  QUEUE_INFLIGHT_TTL_S: intFromEnv(1800).refine((n) => n > 0, "must be positive"),
   // Files API (docs/configuration.md, "Files").
   FILES_MAX_BYTES: intFromEnv(209_715_200).refine((n) => n > 0, "must be positive"),
   FILES_MAX_LINES: intFromEnv(50_000).refine((n) => n > 0, "must be positive"),
