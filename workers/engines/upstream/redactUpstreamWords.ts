@@ -1,3 +1,4 @@
+import { isIPv6 } from "node:net";
 /** What replaces a redacted part of an upstream server's words. */
 export const REDACTED = "[redacted]";
 
@@ -15,24 +16,29 @@ const MAX_READ_CHARS = 4_000;
 const ADDRESS_OR_SECRET = new RegExp(
   [
     String.raw`\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+`,
-    String.raw`\b(?:api[_-]?key|access[_-]?key(?:[_-]?id)?|secret(?:[_-]?key)?|client[_-]?secret|(?:access[_-]?|refresh[_-]?)?token|auth(?:orization)?|passw(?:or)?d|pwd|credentials?|key)\b["']?\s*[:=]\s*["']?(?:(?:Bearer|Basic|Digest|Token)\s+[^\s"',;&]+|(?=[^\s"',;&]*\d)[^\s"',;&]{6,})`,
+    String.raw`\b(?:api[_-]?key|access[_-]?key(?:[_-]?id)?|secret(?:[_-]?key)?|client[_-]?secret|(?:access[_-]?|refresh[_-]?)?token|auth(?:orization)?|passw(?:or)?d|pwd|credentials?|key)\b["']?\s*[:=]\s*["']?(?:(?:Bearer|Basic|Digest|Token)\s+[^\s"',;&]+|(?=[^\s"',;&[\]]*\d)[^\s"',;&[\]]{6,}(?![[\]]))`,
     String.raw`\b(?:Bearer|Basic|Digest)\s+[^\s"',;]+`,
     "(?:sk|pk|rk)[-_][A-Za-z0-9_*.-]{4,}",
     String.raw`\b(?:key|token|secret)[-_][A-Za-z0-9_*.-]{4,}`,
     String.raw`\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{12,}\b`,
+    String.raw`\b(?:hf|ghp|gho|ghs|ghu|github_pat|glpat|xox[abpr])[-_][A-Za-z0-9_-]{16,}`,
+    String.raw`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`,
+    String.raw`(?<![\w./])[\w.-]+(?:\/[\w.-]+){2,}`,
     String.raw`\beyJ[\w-]+\.[\w-]+\.[\w-]*`,
     String.raw`(?<![\w.])\/[\w.-]+(?:\/[\w.-]+)+`,
     String.raw`\b[a-z]:\\[^\s"'<>]+`,
     String.raw`\[[0-9a-f:]{2,}\](?::\d{1,5})?`,
-    String.raw`(?<![\w:.])[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?![\w:])`,
     String.raw`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b`,
-    String.raw`\b[a-z0-9-]+(?:\.[a-z0-9-]+)*:\d{2,5}\b`,
+    String.raw`\b[a-z0-9-]+(?:\.[a-z0-9-]+)*:\d{3,5}\b`,
     String.raw`\b(?:[a-z0-9-]+\.){2,}[a-z]{2,24}\b`,
     String.raw`\b[a-z0-9-]+\.(?:internal|local|corp|lan|svc|cluster|intranet|home|localdomain)\b`,
     String.raw`(?=[A-Za-z0-9_+/=-]*\d)(?=[A-Za-z0-9_+/=-]*[A-Za-z])(?<![A-Za-z0-9_+/=-])[A-Za-z0-9_+/=-]{32,}`,
   ].join("|"),
   "gi",
 );
+
+/** What may be a bare IPv6 address (checked with isIPv6: `12:30:45` and `::=` are none). */
+const IPV6_CANDIDATE = /(?<![\w:.])[0-9a-f:.]*:[0-9a-f:.]*:[0-9a-f:.]*(?![\w:])/gi;
 
 /** A `param` an upstream names: a field path, or nothing. */
 const FIELD_PATH = /^[A-Za-z0-9_.[\]-]{1,64}$/;
@@ -49,7 +55,13 @@ function secretPattern(secret: string): string {
   // Split by punctuation only when long enough not to match ordinary words or numbers (a host `10.0.0.5`: `10005`).
   const spelled = escaped.join(secret.length >= 12 ? String.raw`[\s._\-/:]*` : "");
   const base64 = [Buffer.from(secret).toString("base64").replace(/=+$/, ""), Buffer.from(secret).toString("base64url")];
-  return [spelled, ...base64.map((form) => form.replace(/[+/]/g, "\\$&"))].join("|");
+  // A long one: any 12 characters of it in a row too (a message that quotes a part).
+  const parts = secret.length > 12 ? Array.from({ length: secret.length - 11 }, (_, i) => escapeRegExp(secret.slice(i, i + 12))) : [];
+  return [spelled, ...base64.map((form) => form.replace(/[+/]/g, "\\$&")), ...parts].join("|");
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
 }
 
 /**
@@ -60,9 +72,13 @@ function secretPattern(secret: string): string {
  */
 export function redactUpstreamWords(message: string, secrets: readonly string[]): string {
   let text = message.length > MAX_READ_CHARS ? message.slice(0, MAX_READ_CHARS) : message;
+  // Percent-escapes of printable ASCII read as what they stand for (a key quoted as `upkey%2DS3cret…`).
+  text = text.replace(/%([2-7][0-9A-F])/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
   const kept = secrets.filter((secret) => secret.length >= 4);
   if (kept.length > 0) text = text.replace(new RegExp(kept.map(secretPattern).join("|"), "gi"), REDACTED);
-  text = text.replace(ADDRESS_OR_SECRET, REDACTED);
+  text = text
+    .replace(IPV6_CANDIDATE, (candidate) => (/[0-9a-f]/i.test(candidate) && isIPv6(candidate) ? REDACTED : candidate))
+    .replace(ADDRESS_OR_SECRET, REDACTED);
   if (text.length > MAX_MESSAGE_CHARS) {
     // Not between the halves of a surrogate pair.
     const cut = /[\uD800-\uDBFF]/.test(text.charAt(MAX_MESSAGE_CHARS - 1)) ? MAX_MESSAGE_CHARS - 1 : MAX_MESSAGE_CHARS;

@@ -34,6 +34,13 @@ describe("redactUpstreamWords", () => {
       ["node vllm-3.svc down", "vllm-3"],
       ["internal validation at /srv/vllm/secret_path.py", "secret_path"],
       ["model C:\\models\\secret\\llama.gguf", "llama.gguf"],
+      // A second re-probe's.
+      ["bad key upstream%53ecret%4Bey42xyz", "42xyz"],
+      [`bad key ${encodeURIComponent("upstream-Secret/Key42xyz")}`, "Key42xyz"],
+      ["part SecretKey42xyz only", "SecretKey42"],
+      ["Invalid token hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "abcdefghijklmnop"],
+      ["cannot open models/private/llama.gguf", "private"],
+      ["mail ops-admin@acme.io", "ops-admin"],
     ];
     for (const [said, secret] of leaks) expect(redactUpstreamWords(said, secrets), said).not.toContain(secret);
     expect(redactUpstreamWords("bad param upstreamSecretKey42xyz", secrets)).toBe("bad param [redacted]");
@@ -48,6 +55,12 @@ describe("redactUpstreamWords", () => {
       "the request exceeds the available context size, try increasing it",
       "requested 10005 tokens",
       "std::vector<int> is not JSON",
+      'grammar error: root ::= "a" does not parse',
+      "resets at 12:30:45 UTC",
+      "JSON parse error at 1:15: unexpected token",
+      "Invalid key: 'messages[0]' is not allowed",
+      "use top-k:40 or less",
+      "content-type must be application/json",
     ];
     for (const said of readable) expect(redactUpstreamWords(said, secrets), said).toBe(said);
   });
