@@ -640,9 +640,14 @@ describe("web console in Chromium against the real service (API, worker, project
     await page.getByRole("button", { name: "Create key" }).click();
     await page.getByText("5 of 5 active keys in use. You have reached the limit: revoke a key").waitFor();
     expect(await page.getByRole("button", { name: "Create key" }).isDisabled()).toBe(true);
+    expect(await page.getByText("at most 5 active API keys").count()).toBe(1);
     await page.getByRole("button", { name: "Revoke made in another tab" }).click();
     await page.getByRole("alertdialog").getByRole("button", { name: "Revoke key" }).click();
     await page.getByText("4 of 5 active keys in use.").waitFor();
+    // The list read again is current: the refusal's message is over.
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await page.waitForLoadState("networkidle");
+    expect(await page.getByText("at most 5 active API keys").count()).toBe(0);
   });
 
   it("sends a tab to the login page, never showing or writing the other account, when another account logs in in another tab", async () => {

@@ -60,6 +60,8 @@ export function KeysSection({ api, onKeyCreated, navigate }) {
     try {
       setKeys((await api.get(KEYS_PATH)).data);
       setListFailed(false);
+      // What the list shows now is current: an earlier error (a refused 6th key) is over.
+      setError(null);
     } catch (failure) {
       setListFailed(true);
       setError(failure);
@@ -80,9 +82,9 @@ export function KeysSection({ api, onKeyCreated, navigate }) {
       setName("");
       await load();
     } catch (failure) {
-      setError(failure);
       // At the limit (a key made in another tab meanwhile): the list shows why, and Create is disabled.
       if (failure?.code === "api_key_limit_reached") await load();
+      setError(failure);
     } finally {
       setBusy(false);
     }
