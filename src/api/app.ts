@@ -1,3 +1,4 @@
+import { throttledWarning } from "../observability/throttledWarning.ts";
 import Koa from "koa";
 import type Router from "@koa/router";
 import type { AppDeps } from "./appDeps.ts";
@@ -34,6 +35,14 @@ export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {
     throw new NotFoundError(`Unknown request URL: ${ctx.method} ${ctx.path}.`, { code: "unknown_url" });
+  });
+  // What koa reports after the answer began (a client that stopped reading a download: ECONNRESET, a
+  // premature close) goes to the JSON log, not to stderr as koa's own multi-line stack.
+  const responseFailed = throttledWarning(deps.logger, "response not delivered whole");
+  app.on("error", (error: Error & { code?: string }) => {
+    const clientGone = error.code === "ECONNRESET" || error.code === "ERR_STREAM_PREMATURE_CLOSE" || error.code === "EPIPE";
+    if (clientGone) deps.logger.debug("client went away during the response", { code: error.code });
+    else responseFailed({ error });
   });
   return app;
 }

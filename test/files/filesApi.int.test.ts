@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { type IncomingMessage, request as httpRequest } from "node:http";
 import OpenAI, { toFile } from "openai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { assertOpenAiError, assertOpenAiShape } from "../support/openaiSchemas/openaiSchemas.ts";
 import { createTestAccount } from "../support/testAccounts.ts";
 import { startTestApp, type TestApp } from "../support/testApp.ts";
@@ -198,6 +198,32 @@ describe("Files API with the official openai SDK", () => {
     }
     await stranger.files.create({ file: await toFile(jsonl(1), "s.jsonl"), purpose: "batch" });
     for (const order of ["asc", "desc"] as const) expect((await stranger.files.list({ after: ids[2] as string, order })).data).toEqual([]);
+  });
+
+  it("writes nothing to stderr outside the JSON log when a client stops reading a download (koa printed ECONNRESET stacks)", async () => {
+    const owner = await createKey(app);
+    const created = await client(app, owner.key).files.create({ file: await toFile(jsonl(40_000), "big.jsonl"), purpose: "batch" });
+    const printed = vi.spyOn(console, "error");
+    try {
+      for (let i = 0; i < 3; i++) {
+        await new Promise<void>((resolve, reject) => {
+          const req = httpRequest(`${app.baseUrl}/v1/files/${created.id}/content`, { headers: { authorization: `Bearer ${owner.key}` } }, (res) => {
+            res.once("data", () => {
+              req.destroy();
+              resolve();
+            });
+          });
+          req.on("error", () => undefined);
+          req.on("close", () => resolve());
+          setTimeout(() => reject(new Error("no answer")), 10_000).unref();
+          req.end();
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(printed).not.toHaveBeenCalled();
+    } finally {
+      printed.mockRestore();
+    }
   });
 
   it("round-trips any bytes exactly: NUL bytes, invalid UTF-8, CRLF, no final newline, across chunk boundaries", async () => {
