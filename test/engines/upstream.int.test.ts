@@ -114,10 +114,31 @@ describe("UpstreamEngine.chat streaming", () => {
     await expect(chatCollect(engineFor({ capabilities: { tools: true } }), withTools)).rejects.toThrow("without its function's name");
   });
 
-  it("relays a NUL or lone surrogate in a tool call's id, name or arguments as U+FFFD, as it is stored", async () => {
+  it("relays only calls of tools the request lets the model call (none with tool_choice none), and takes a name that comes after the call's id", async () => {
     upstream.handle(async (_req, res) => {
       await writeSse(res, [
-        chunk({ delta: { tool_calls: [{ index: 0, id: "c\u0000id", type: "function", function: { name: "get\ud800", arguments: '{"a":"x\u0000"}' } }] } }),
+        chunk({ delta: { tool_calls: [{ index: 0, id: "call_1", type: "function" }] } }),
+        chunk({ delta: { tool_calls: [{ index: 0, function: { name: "get", arguments: "{}" } }] } }),
+        chunk({ delta: { tool_calls: [{ index: 1, id: "call_2", type: "function", function: { name: "rm_rf", arguments: "{" } }] } }),
+        chunk({ delta: { tool_calls: [{ index: 1, function: { arguments: "}" } }] } }),
+        chunk({ delta: {}, finish_reason: "tool_calls" }),
+        "data: [DONE]\n\n",
+      ]);
+      res.end();
+    });
+    const tools = [{ type: "function" as const, function: { name: "get" } }];
+    const { deltas, result } = await chatCollect(engineFor({ capabilities: { tools: true } }), { ...request(), tools });
+    expect(deltas.flatMap((d) => d.toolCalls ?? []).map((call) => call.index)).toEqual([0, 0]);
+    expect(result.finishReason).toBe("tool_calls");
+    const none = await chatCollect(engineFor({ capabilities: { tools: true } }), { ...request(), tools, toolChoice: "none" });
+    expect(none.deltas.flatMap((d) => d.toolCalls ?? [])).toEqual([]);
+    expect(none.result.finishReason).toBe("stop");
+  });
+
+  it("relays a NUL or lone surrogate in a tool call's id or arguments as U+FFFD, as it is stored", async () => {
+    upstream.handle(async (_req, res) => {
+      await writeSse(res, [
+        chunk({ delta: { tool_calls: [{ index: 0, id: "c\u0000id\ud800", type: "function", function: { name: "get", arguments: '{"a":"x\u0000"}' } }] } }),
         chunk({ delta: {}, finish_reason: "tool_calls" }),
         "data: [DONE]\n\n",
       ]);
@@ -125,7 +146,7 @@ describe("UpstreamEngine.chat streaming", () => {
     });
     const withTools = { ...request(), tools: [{ type: "function" as const, function: { name: "get" } }] };
     const { deltas } = await chatCollect(engineFor({ capabilities: { tools: true } }), withTools);
-    expect(deltas[0]!.toolCalls).toEqual([{ index: 0, id: "c\uFFFDid", type: "function", function: { name: "get\uFFFD", arguments: '{"a":"x\uFFFD"}' } }]);
+    expect(deltas[0]!.toolCalls).toEqual([{ index: 0, id: "c\uFFFDid\uFFFD", type: "function", function: { name: "get", arguments: '{"a":"x\uFFFD"}' } }]);
   });
 
   it("keeps reasoning_content (and Ollama's reasoning) apart from the answer, with the reported reasoning tokens", async () => {

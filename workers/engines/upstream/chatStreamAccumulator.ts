@@ -27,12 +27,18 @@ export class ChatStreamAccumulator {
   readonly #maxTokens: number;
   #cut = false;
 
-  /** Whether the request offered tools: without, an upstream's tool calls are dropped (its text kept). */
-  readonly #toolsOffered: boolean;
-  /** The tool calls started so far (their indexes): each must start with its function's name. */
+  /**
+   * The tools the request lets the model call (none with `tool_choice: "none"`; null: any): a call of
+   * another is dropped, its text kept. A request without tools gets no tool call, whatever the upstream sends.
+   */
+  readonly #toolsOffered: ReadonlySet<string> | null;
+  /** The tool calls started so far (their indexes), and those whose name has not come yet (it must, by the finish). */
   readonly #toolCalls = new Set<number>();
+  readonly #unnamed = new Set<number>();
+  /** Calls dropped (a tool not offered): their later deltas are dropped too. */
+  readonly #dropped = new Set<number>();
 
-  constructor(onDelta: DeltaSink, maxTokens: number = Number.POSITIVE_INFINITY, toolsOffered = true) {
+  constructor(onDelta: DeltaSink, maxTokens: number = Number.POSITIVE_INFINITY, toolsOffered: ReadonlySet<string> | null = null) {
     this.#onDelta = onDelta;
     this.#maxTokens = maxTokens;
     this.#toolsOffered = toolsOffered;
@@ -66,6 +72,7 @@ export class ChatStreamAccumulator {
     const data = eventData.trim();
     if (event === "error") throw new EngineError("internal", `upstream stream failed: ${upstreamErrorDetail(data).message ?? "error event"}`);
     if (data === "[DONE]") {
+      if (this.#unnamed.size > 0) throw new EngineError("internal", "upstream sent a tool call without its function's name");
       this.#done = true;
       return true;
     }
@@ -78,6 +85,22 @@ export class ChatStreamAccumulator {
     }
     this.#chunk(plainChatChunk(json) ?? validChunk(json), data);
     return this.#done;
+  }
+
+  /** Whether a tool call's delta is relayed: a call of a tool the request offers (its name may come in a later delta). */
+  #keepsCall(call: ToolCallDelta): boolean {
+    if (this.#dropped.has(call.index)) return false;
+    const name = call.function?.name;
+    if (name !== undefined && this.#toolsOffered !== null && !this.#toolsOffered.has(name)) {
+      this.#dropped.add(call.index);
+      this.#unnamed.delete(call.index);
+      return false;
+    }
+    if (!this.#toolCalls.has(call.index)) {
+      this.#toolCalls.add(call.index);
+      if (name === undefined) this.#unnamed.add(call.index);
+    } else if (name !== undefined) this.#unnamed.delete(call.index);
+    return true;
   }
 
   /** The reply reached the request's max tokens while the upstream went on: it ends there, `length` (see `cut`). */
@@ -112,14 +135,9 @@ export class ChatStreamAccumulator {
       const reasoning = storable(choice.delta?.reasoning_content || choice.delta?.reasoning);
       if (reasoning) delta.reasoning = reasoning;
       const toolCalls = choice.delta?.tool_calls;
-      // A request without tools gets no tool call, whatever the upstream sends (a probe's did).
-      if (toolCalls && toolCalls.length > 0 && this.#toolsOffered) {
-        delta.toolCalls = toolCalls.map(toToolCallDelta);
-        for (const call of delta.toolCalls) {
-          if (this.#toolCalls.has(call.index)) continue;
-          if (!call.function?.name) throw new EngineError("internal", "upstream sent a tool call without its function's name");
-          this.#toolCalls.add(call.index);
-        }
+      if (toolCalls && toolCalls.length > 0 && this.#toolsOffered?.size !== 0) {
+        const kept = toolCalls.map(toToolCallDelta).filter((call) => this.#keepsCall(call));
+        if (kept.length > 0) delta.toolCalls = kept;
       }
       const logprobs = choice.logprobs?.content;
       if (logprobs && logprobs.length > 0) delta.logprobs = logprobs.map(toTokenLogprob);
@@ -150,8 +168,9 @@ export class ChatStreamAccumulator {
         }
       }
       if (choice.finish_reason) {
+        if (this.#unnamed.size > 0) throw new EngineError("internal", "upstream sent a tool call without its function's name");
         const reason = toFinishReason(choice.finish_reason);
-        this.#finishReason = reason === "tool_calls" && !this.#toolsOffered ? "stop" : reason;
+        this.#finishReason = reason === "tool_calls" && this.#toolCalls.size === 0 ? "stop" : reason;
       }
     }
   }

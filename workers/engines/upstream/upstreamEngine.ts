@@ -60,7 +60,9 @@ export class UpstreamEngine implements Engine {
     let draining = false;
     try {
       const answer = await this.#http.post(call, "/chat/completions", body);
-      const accumulator = new ChatStreamAccumulator(onDelta, request.maxTokens, (request.tools?.length ?? 0) > 0);
+      // The tools the model may call: none without tools or with tool_choice "none".
+      const offered = new Set(request.toolChoice === "none" ? [] : (request.tools ?? []).map((tool) => tool.function.name));
+      const accumulator = new ChatStreamAccumulator(onDelta, request.maxTokens, offered);
       await relayChatStream(call, answer, accumulator);
       call.throwIfAborted();
       // Cut at max tokens (the upstream went on past them): its connection is dropped, not drained.
