@@ -24,17 +24,20 @@ describe("WaitingJobReranker", () => {
     });
     const job = (completionId: string) => ({ completionId, priority: laneBase("interactive") + 10 }) as CompletionJob;
     await sleep(1_000 - (Date.now() % 1_000) + 700);
-    const first = reranker.firstMessage(silentFeed(), job("first"), 4_800);
+    // Both give up on the same tick (their last wait ends there, not between ticks).
+    const first = reranker.firstMessage(silentFeed(), job("first"), 4_300);
     await sleep(500);
-    const second = reranker.firstMessage(silentFeed(), job("second"), 4_300);
+    const second = reranker.firstMessage(silentFeed(), job("second"), 3_800);
     await Promise.all([first, second]);
     const firstReads = reads.get("first")!;
     const secondReads = reads.get("second")!;
     expect(firstReads.length).toBeGreaterThanOrEqual(2);
     expect(secondReads.length).toBeGreaterThanOrEqual(1);
-    for (const at of [...firstReads, ...secondReads]) expect(at % 1_000, "a read on a tick").toBeLessThan(100);
+    // On a tick: within 250 ms of a whole second, either side (a timer may fire a millisecond early, or
+    // late on a loaded machine); on timers of their own the two jobs read 300 and 200 ms off the ticks.
+    for (const at of [...firstReads, ...secondReads]) expect(Math.min(at % 1_000, 1_000 - (at % 1_000)), "a read on a tick").toBeLessThan(250);
     // Every read of the later job comes with one of the earlier job's, at the same tick.
-    for (const at of secondReads) expect(firstReads.some((other) => Math.abs(other - at) < 100)).toBe(true);
+    for (const at of secondReads) expect(firstReads.some((other) => Math.abs(other - at) < 250)).toBe(true);
   }, 15_000);
 
   it("puts ticks on whole seconds", () => {
