@@ -17,12 +17,13 @@ export class ApiError extends Error {
     message: string,
     options: { code?: string | null; param?: string | null; bare?: boolean; headers?: Record<string, string> } = {},
   ) {
-    super(clipped(withoutCredentials(message), MAX_MESSAGE_CHARS));
+    // Never a credential it quotes (the error is recorded on its request's span): credentialsRedacted.
+    super(clipped(credentialsRedacted(message), MAX_MESSAGE_CHARS));
     this.name = new.target.name;
     this.status = status;
     this.type = type;
     this.code = options.code ?? null;
-    this.param = options.param === undefined || options.param === null ? null : clipped(withoutCredentials(options.param), MAX_PARAM_CHARS);
+    this.param = options.param === undefined || options.param === null ? null : clipped(credentialsRedacted(options.param), MAX_PARAM_CHARS);
     this.bare = options.bare ?? false;
     this.headers = options.headers ?? {};
   }
@@ -34,11 +35,6 @@ export class ApiError extends Error {
  */
 const MAX_MESSAGE_CHARS = 2_000;
 const MAX_PARAM_CHARS = 256;
-
-/** An error's message or param without the credentials it quotes: see credentialsRedacted. */
-export function withoutCredentials(text: string): string {
-  return credentialsRedacted(text);
-}
 
 /** `text` cut to at most `max` UTF-16 units plus "…", never between the two halves of a surrogate pair. */
 export function clipped(text: string, max: number): string {
