@@ -40,9 +40,6 @@ const msFromEnv = (fallback: number) => intFromEnv(fallback, MAX_TIMER_MS);
  */
 const secondsFromEnv = (fallback: number) => intFromEnv(fallback, Math.floor(MAX_TIMER_MS / 1000));
 
-/** An optional value whose empty or blank form means "not set" (the default). */
-const blankIsUnset = (value: unknown) => (typeof value === "string" && value.trim() === "" ? undefined : value);
-
 const urlWithProtocol = (protocols: string[], fallback: string) =>
   z
     .string()
@@ -125,7 +122,7 @@ export const EnvSchema = z.object({
   MODELS_CONFIG: z.string().optional(),
   SESSION_TTL_HOURS: intFromEnv(24 * 7).refine((n) => n > 0, "must be positive"),
   SESSION_IDLE_HOURS: intFromEnv(24).refine((n) => n >= 0, "must be 0 (off) or positive"),
-  LOG_LEVEL: z.preprocess(blankIsUnset, z.enum(["debug", "info", "warn", "error"]).optional().default("info")),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).optional().default("info"),
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .string()
     .optional()
@@ -169,7 +166,7 @@ export const EnvSchema = z.object({
   REDIS_COMMAND_TIMEOUT_MS: msFromEnv(1000).refine((n) => n > 0, "must be positive"),
   SHUTDOWN_GRACE_MS: msFromEnv(30_000).refine((n) => n > 0, "must be positive"),
   METRICS_PORT: intFromEnv(0).refine((n) => n < 65536, "must be a TCP port (1-65535), or 0 for none"),
-  METRICS_ON_API_PORT: z.preprocess(blankIsUnset, z.enum(["true", "false"], { message: 'expected "true" or "false"' }).optional().default("false")),
+  METRICS_ON_API_PORT: z.enum(["true", "false"], { message: 'expected "true" or "false"' }).optional().default("false"),
   TRUST_PROXY_HOPS: intFromEnv(0),
   MAX_REQUEST_BODY_BYTES: intFromEnv(4 * 1024 * 1024).refine((n) => n >= 1024, "must be at least 1024"),
   BODY_IDLE_TIMEOUT_MS: msFromEnv(30_000).refine((n) => n >= 100 && n <= 600_000, "must be 100 to 600000"),
