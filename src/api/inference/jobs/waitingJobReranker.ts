@@ -15,6 +15,9 @@ export function untilTick(at: number): number {
   return Math.ceil(at / RERANK_STEP_MS) * RERANK_STEP_MS;
 }
 
+/** Less time than this left before a wait's deadline: no rerank. */
+const RERANK_MIN_LEFT_MS = 50;
+
 /** How long a rerank waits for the account's jobs ahead of the job to be read (Redis slow or away: no rerank). */
 const RERANK_READ_MS = 250;
 
@@ -52,7 +55,9 @@ export class WaitingJobReranker {
       const message = await feed.next(wait);
       const left = deadline - Date.now();
       if (message || feed.lost || feed.closed || left <= 0) return message;
-      if (priority !== undefined && priority > laneBase(laneOfPriority(priority))) {
+      // No rerank in a wait's last moments (a timer may fire a millisecond before its deadline): the job is
+      // about to be given up, and its neighbours, ending their waits on the same tick, rerank nothing either.
+      if (left >= RERANK_MIN_LEFT_MS && priority !== undefined && priority > laneBase(laneOfPriority(priority))) {
         const reranked = await this.#reranked(job, priority);
         if (reranked < priority) void this.#deps.changePriority(job, reranked).catch(() => undefined);
         priority = reranked;
