@@ -26,12 +26,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`Invalid environment:\n${lines.join("\n")}`);
   }
   const e = parsed.data;
+  const redis = redisTarget(e, set.REDIS_URL !== undefined);
   return {
     port: e.PORT,
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
-    redis: redisTarget(e),
+    redis,
     redisPrefix: e.REDIS_PREFIX,
     adminToken: e.ADMIN_TOKEN === "" ? undefined : e.ADMIN_TOKEN,
     modelsConfigPath: e.MODELS_CONFIG ?? DEFAULT_MODELS_CONFIG,
@@ -112,9 +113,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   };
 }
 
-function redisTarget(e: Env): RedisTarget {
+function redisTarget(e: Env, urlSet: boolean): RedisTarget {
   if (e.REDIS_CLUSTER_NODES && e.REDIS_SENTINELS)
     throw new ConfigError("Invalid environment:\n  REDIS_CLUSTER_NODES and REDIS_SENTINELS: set one of them, not both");
+  // REDIS_URL beside them was ignored without a word: an operator who meant the one server got the others.
+  if (urlSet && (e.REDIS_CLUSTER_NODES || e.REDIS_SENTINELS)) {
+    const other = e.REDIS_CLUSTER_NODES ? "REDIS_CLUSTER_NODES" : "REDIS_SENTINELS";
+    throw new ConfigError(`Invalid environment:\n  REDIS_URL and ${other}: set one of them, not both (${other} replaces REDIS_URL)`);
+  }
   const auth = {
     ...(e.REDIS_USERNAME ? { username: e.REDIS_USERNAME } : {}),
     ...(e.REDIS_PASSWORD ? { password: e.REDIS_PASSWORD } : {}),

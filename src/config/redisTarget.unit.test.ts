@@ -61,6 +61,12 @@ describe("the Redis target of the configuration", () => {
     expect(loadConfig({ REDIS_PREFIX: "" }).redisPrefix).toBe("inference");
   });
 
+  it("refuses REDIS_URL beside a cluster or Sentinel (it was ignored without a word), but a blank one is unset", () => {
+    expect(() => loadConfig({ REDIS_URL: "redis://cache:6379", REDIS_CLUSTER_NODES: "a:7000" })).toThrow(/REDIS_URL and REDIS_CLUSTER_NODES: set one of them/);
+    expect(() => loadConfig({ REDIS_URL: "redis://cache:6379", REDIS_SENTINELS: "s1:26379", REDIS_SENTINEL_NAME: "m" })).toThrow(/REDIS_URL and REDIS_SENTINELS/);
+    expect(loadConfig({ REDIS_URL: " ", REDIS_CLUSTER_NODES: "a:7000" }).redis.mode).toBe("cluster");
+  });
+
   it("never shows a single server's password", () => {
     expect(describeRedisTarget({ mode: "single", url: "redis://u:secret@cache:6379" })).toBe("redis://u:***@cache:6379");
   });
