@@ -20,6 +20,8 @@ import { CompletionWorker } from "./completion/completionWorker.ts";
 import { CoalescingWindow } from "./completion/coalescingWindow.ts";
 import { DeltaPublisher } from "./completion/deltaPublisher.ts";
 import { JobCancellations } from "./completion/jobCancellations.ts";
+import { AbandonedJobWatch } from "./completion/abandonedJobWatch.ts";
+import { ApiPresence } from "../src/contracts/apiPresence.ts";
 import { ReplayFence } from "./completion/replayFence.ts";
 import { ReplayReader } from "./completion/replayReader.ts";
 import { TurnWriter } from "./completion/turnWriter.ts";
@@ -88,6 +90,14 @@ export async function startWorker({ config, pool, logger, metrics, localReplies 
     },
   });
   const cancellations = new JobCancellations(config.redis, keys, { timeouts: config.redisTimeouts, commands: redis });
+  const abandonedJobs = new AbandonedJobWatch({
+    redis,
+    keys,
+    presence: new ApiPresence(redis, keys),
+    graceMs: config.completionAbandonGraceMs,
+    cancel: (completionId) => cancellations.cancel(completionId, "abandoned"),
+    logger,
+  });
   const replay = new ReplayReader(redis, keys);
   const replayFence = new ReplayFence(redis, keys, { ttlSeconds: config.completionRetentionSeconds, maxLen: config.deltaReplayMaxLen });
   const workers: CompletionWorker[] = [];
@@ -121,6 +131,7 @@ export async function startWorker({ config, pool, logger, metrics, localReplies 
         now: () => new Date(),
         logger: logger.child({ model: model.id }),
         cancellations,
+        abandonedJobs,
         traceMessageContent: config.traceMessageContent,
         usageWaitMs: config.usageWaitMs,
       });
@@ -143,6 +154,7 @@ export async function startWorker({ config, pool, logger, metrics, localReplies 
     await heartbeat.start();
   } catch (error) {
     for (const stop of unwatch) stop();
+    abandonedJobs.stop();
     cancellations.close();
     await Promise.all(workers.map((w) => w.close()));
     await engines.close();
@@ -160,6 +172,7 @@ export async function startWorker({ config, pool, logger, metrics, localReplies 
       await Promise.all(workers.map((w) => w.close()));
       await engines.close();
       for (const stop of unwatch) stop();
+      abandonedJobs.stop();
       cancellations.close();
       redis.disconnect();
       deltaRedis.disconnect();

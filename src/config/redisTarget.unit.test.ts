@@ -63,7 +63,9 @@ describe("the Redis target of the configuration", () => {
 
   it("refuses REDIS_URL beside a cluster or Sentinel (it was ignored without a word), but a blank one is unset", () => {
     expect(() => loadConfig({ REDIS_URL: "redis://cache:6379", REDIS_CLUSTER_NODES: "a:7000" })).toThrow(/REDIS_URL and REDIS_CLUSTER_NODES: set one of them/);
-    expect(() => loadConfig({ REDIS_URL: "redis://cache:6379", REDIS_SENTINELS: "s1:26379", REDIS_SENTINEL_NAME: "m" })).toThrow(/REDIS_URL and REDIS_SENTINELS/);
+    expect(() => loadConfig({ REDIS_URL: "redis://cache:6379", REDIS_SENTINELS: "s1:26379", REDIS_SENTINEL_NAME: "m" })).toThrow(
+      /REDIS_URL and REDIS_SENTINELS/,
+    );
     expect(loadConfig({ REDIS_URL: " ", REDIS_CLUSTER_NODES: "a:7000" }).redis.mode).toBe("cluster");
   });
 

@@ -30,6 +30,11 @@ export class InferenceKeys {
     return `${this.prefix}:workers:${modelId}`;
   }
 
+  /** Sorted set: API process (its reply channel) -> expiry (ms since epoch) of its last beat (ApiPresence). */
+  apiProcesses(): string {
+    return `${this.prefix}:apis`;
+  }
+
   /** Pub/sub channel of one API process: workers publish the messages of the jobs it enqueued there. */
   replyChannel(listenerId: string): string {
     return `${this.prefix}:replies:${listenerId}`;
@@ -51,8 +56,8 @@ export class InferenceKeys {
 
   /**
    * Hash of one completion, kept as long as its replay stream: `meta` (owner, model, endpoint, created:
-   * CompletionRecord) written by the API at enqueue, `listeners` (clients attached now, for the grace
-   * period of abandoned work).
+   * CompletionRecord) written by the API at enqueue, `listeners:<API process>` (clients attached now
+   * through that process, for the grace period of abandoned work: completionListeners.ts).
    */
   completionRecord(completionId: string): string {
     return `${this.prefix}:completion:${completionId}`;

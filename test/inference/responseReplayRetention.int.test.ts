@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ApiPresence } from "../../src/contracts/apiPresence.ts";
 import { CompletionRecords } from "../../src/api/inference/jobs/completionRecords.ts";
 import { discardResponseReplay } from "../../src/api/inference/endpoints/responses/responseReplayRetention.ts";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
@@ -17,7 +18,7 @@ describe("discardResponseReplay", () => {
   beforeAll(async () => {
     redis = await createTestRedis();
     keys = new InferenceKeys(redis.prefix);
-    records = new CompletionRecords(redis.redis, keys, 86_400);
+    records = new CompletionRecords(redis.redis, keys, 86_400, { process: "test-api", presence: new ApiPresence(redis.redis, keys) });
   });
   afterAll(async () => {
     await redis?.close();

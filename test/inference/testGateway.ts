@@ -1,5 +1,6 @@
 import { AbandonmentWatch } from "../../src/api/inference/jobs/abandonmentWatch.ts";
 import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
+import { ApiPresence } from "../../src/contracts/apiPresence.ts";
 import { CompletionRecords } from "../../src/api/inference/jobs/completionRecords.ts";
 import { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
 import { InferenceGateway } from "../../src/api/inference/jobs/inferenceGateway.ts";
@@ -22,7 +23,9 @@ export async function startTestGateway(
   const keys = new InferenceKeys(redis.prefix);
   const queues = new CompletionQueues(redis.redis, keys);
   const subscriber = new DeltaSubscriber(redis.redis, keys);
-  const records = new CompletionRecords(redis.redis, keys, 3600);
+  const apiPresence = new ApiPresence(redis.redis, keys);
+  await apiPresence.beat(subscriber.replyTo, 600_000);
+  const records = new CompletionRecords(redis.redis, keys, 3600, { process: subscriber.replyTo, presence: apiPresence });
   const counters = new TenantCounters(redis.redis, redis.prefix);
   const abandonment = new AbandonmentWatch({ records, queues, graceMs: 60_000, lastMessage: (id) => records.lastMessage(id), logger: silentLogger });
   const gateway = new InferenceGateway({

@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
+import { ApiPresence } from "../../src/contracts/apiPresence.ts";
 import { CompletionRecords } from "../../src/api/inference/jobs/completionRecords.ts";
 import type { Redis as RedisServer } from "ioredis";
 import { createRedis, type Redis } from "../../src/redis/createRedis.ts";
@@ -77,7 +78,9 @@ describe("writing a turn's commands together", () => {
 
   it("a completion record is stored whole, with one listener and its expiry", async () => {
     const keys = new InferenceKeys(testRedis.prefix);
-    const records = new CompletionRecords(connection, keys, 120);
+    const presence = new ApiPresence(connection, keys);
+    await presence.beat("api-1", 60_000);
+    const records = new CompletionRecords(connection, keys, 120, { process: "api-1", presence });
     const record = {
       completionId: "chatcmpl-1",
       accountId: "acc-1",

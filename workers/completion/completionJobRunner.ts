@@ -12,6 +12,7 @@ import type { Engine, EngineDelta } from "../engines/engine.ts";
 import { toJobError } from "./toJobError.ts";
 import { boundedUsage } from "./boundedUsage.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
+import type { AbandonedJobWatch } from "./abandonedJobWatch.ts";
 import { cancelledError, type JobCancellations, type TrackedJob } from "./jobCancellations.ts";
 import type { ReplayReader } from "./replayReader.ts";
 import { type ReplayFence, runToWrite } from "./replayFence.ts";
@@ -39,6 +40,8 @@ export type CompletionJobRunnerDeps = {
   logger: Logger;
   /** Cancels from the API (speculative admissions refused); without it, jobs cannot be cancelled. */
   cancellations?: JobCancellations;
+  /** Stops the jobs whose clients' API process stopped (with `cancellations` only). */
+  abandonedJobs?: Pick<AbandonedJobWatch, "watch">;
   /** Engine spans carry the prompt and the reply (an operator's opt-in; default off). */
   traceMessageContent?: boolean;
   /** How long a client waits for its job's usage to be recorded before its stream ends anyway (default USAGE_WAIT_MS). */
@@ -107,12 +110,14 @@ export class CompletionJobRunner {
         },
         async (span) => {
           const tracked = this.#deps.cancellations?.track(job.completionId);
+          const unwatch = tracked ? this.#deps.abandonedJobs?.watch(job) : undefined;
           try {
             return await this.#run(job, tracked ? AbortSignal.any([signal, tracked.signal]) : signal, tracked, mode, run);
           } catch (error) {
             span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
             throw error;
           } finally {
+            unwatch?.();
             tracked?.done();
             span.end();
           }

@@ -12,6 +12,8 @@ import { InferenceGateway } from "./jobs/inferenceGateway.ts";
 import { UndeliveredReplyNotes } from "./jobs/undeliveredReplyNotes.ts";
 import type { Logger } from "../../observability/logger.ts";
 import { AbandonmentWatch } from "./jobs/abandonmentWatch.ts";
+import { ApiPresence } from "../../contracts/apiPresence.ts";
+import { ApiHeartbeat } from "./jobs/apiHeartbeat.ts";
 import { CompletionRecords } from "./jobs/completionRecords.ts";
 import { IdempotencyKeys } from "./jobs/idempotencyKeys.ts";
 import { ClientFollowers } from "./jobs/clientFollowers.ts";
@@ -118,7 +120,10 @@ export function createInferenceServices(
     queueMaxWaiting: config.queueMaxWaiting,
     onRefusal: (reason) => metrics.admission.refusals.inc({ reason }),
   });
-  const records = new CompletionRecords(redis, keys, config.completionRetentionSeconds);
+  const apiPresence = new ApiPresence(redis, keys);
+  const heartbeat = new ApiHeartbeat({ presence: apiPresence, process: subscriber.replyTo, logger });
+  heartbeat.start();
+  const records = new CompletionRecords(redis, keys, config.completionRetentionSeconds, { process: subscriber.replyTo, presence: apiPresence });
   const abandonment = new AbandonmentWatch({
     records,
     queues,
@@ -185,6 +190,7 @@ export function createInferenceServices(
     async close() {
       for (const stop of unwatch) stop();
       abandonment.close();
+      heartbeat.stop();
       // The feeds close first: the responses followed here are then let go without counting as abandoned
       // (another API process's recovery pass follows them on).
       await subscriber.close();

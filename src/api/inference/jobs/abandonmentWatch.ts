@@ -10,7 +10,8 @@ import type { CompletionRecord, CompletionRecords } from "./completionRecords.ts
  * the same Idempotency-Key). If nobody is listening then, in any API process (the record's listener
  * count), it is stopped: taken off the queue if no worker took it yet (ended with a cancelled message),
  * or aborted by its worker, which charges what was generated. A watch lives in the API process where
- * the last client left; if that process stops, the completion runs to its end (max_tokens bounds it).
+ * the last client left; if that process stops (or is killed with its clients), the worker running the
+ * job stops it (AbandonedJobWatch: the clients of a process that stopped beating listen no more).
  */
 export class AbandonmentWatch {
   readonly #records: CompletionRecords;
@@ -38,6 +39,7 @@ export class AbandonmentWatch {
   detached(record: CompletionRecord): true {
     this.#records.detach(record.completionId).then(
       (left) => {
+        // The last client of this process left (others may listen through other processes: the watch counts them when it fires).
         if (left <= 0) this.#schedule(record);
       },
       (error: unknown) => this.#logger.warn("could not count a completion's listeners", { completionId: record.completionId, error: error as Error }),

@@ -1,6 +1,8 @@
 import { z } from "zod";
 import type { DeltaMessage } from "../../../contracts/deltaMessage.ts";
 import { EndpointSchema } from "../../../contracts/completionJob.ts";
+import type { ApiPresence } from "../../../contracts/apiPresence.ts";
+import { countListeners, listenerField } from "../../../contracts/completionListeners.ts";
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
 import { decodeReplayEntry, encodeReplyBatch, encodeReplyEntry } from "../../../contracts/replyBatch.ts";
 import type { Redis } from "../../../redis/createRedis.ts";
@@ -21,29 +23,37 @@ export const CompletionRecordSchema = z.object({
 });
 export type CompletionRecord = z.infer<typeof CompletionRecordSchema>;
 
-// The record with one listener (the request that enqueued it) and its expiry, in one command on its one key.
+// The record with one listener (the request that enqueued it, through ARGV[3]'s process) and its expiry,
+// in one command on its one key.
 const CREATE = `
-redis.call('HSET', KEYS[1], 'meta', ARGV[1], 'listeners', '1')
+redis.call('HSET', KEYS[1], 'meta', ARGV[1], ARGV[3], '1')
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 `;
 
-type Scripts = { rmCompletionRecord(key: string, meta: string, retentionSeconds: number): Promise<number> };
+type Scripts = { rmCompletionRecord(key: string, meta: string, retentionSeconds: number, listenerField: string): Promise<number> };
 
 /**
  * The completions of the last `retentionSeconds` (InferenceKeys.completionRecord): written when the job
- * is enqueued, with the number of clients listening to it, which the abandonment watch reads.
+ * is enqueued, with the number of clients listening to it through each API process (this one's is
+ * `process`, its reply channel), which the abandonment watches read (completionListeners.ts).
  */
 export class CompletionRecords {
   readonly #redis: Redis;
   readonly #scripts: Scripts;
   readonly #keys: InferenceKeys;
   readonly #retentionSeconds: number;
+  readonly #field: string;
+  readonly #presence: ApiPresence;
+  readonly #now: () => number;
 
-  constructor(redis: Redis, keys: InferenceKeys, retentionSeconds: number) {
+  constructor(redis: Redis, keys: InferenceKeys, retentionSeconds: number, listening: { process: string; presence: ApiPresence; now?: () => number }) {
     this.#redis = redis;
     this.#keys = keys;
     this.#retentionSeconds = retentionSeconds;
+    this.#field = listenerField(listening.process);
+    this.#presence = listening.presence;
+    this.#now = listening.now ?? Date.now;
     redis.defineCommand("rmCompletionRecord", { numberOfKeys: 1, lua: CREATE });
     this.#scripts = redis as unknown as Scripts;
   }
@@ -55,7 +65,7 @@ export class CompletionRecords {
    * on this shared connection). Readers see the record whole or not at all.
    */
   async create(record: CompletionRecord): Promise<void> {
-    await this.#scripts.rmCompletionRecord(this.#keys.completionRecord(record.completionId), JSON.stringify(record), this.#retentionSeconds);
+    await this.#scripts.rmCompletionRecord(this.#keys.completionRecord(record.completionId), JSON.stringify(record), this.#retentionSeconds, this.#field);
   }
 
   async find(completionId: string): Promise<CompletionRecord | null> {
@@ -69,18 +79,20 @@ export class CompletionRecords {
     }
   }
 
-  /** One more client listens (a resume); returns how many listen now. */
+  /** One more client listens through this process (a resume); returns how many listen through it now. */
   async attach(completionId: string): Promise<number> {
-    return this.#redis.hincrby(this.#keys.completionRecord(completionId), "listeners", 1);
+    return this.#redis.hincrby(this.#keys.completionRecord(completionId), this.#field, 1);
   }
 
-  /** A client stopped listening before the end; returns how many still listen. */
+  /** A client of this process stopped listening before the end; returns how many still listen through it. */
   async detach(completionId: string): Promise<number> {
-    return this.#redis.hincrby(this.#keys.completionRecord(completionId), "listeners", -1);
+    return this.#redis.hincrby(this.#keys.completionRecord(completionId), this.#field, -1);
   }
 
+  /** Clients listening now, through any API process still running. */
   async listeners(completionId: string): Promise<number> {
-    return Number((await this.#redis.hget(this.#keys.completionRecord(completionId), "listeners")) ?? 0);
+    const [fields, expiries] = await Promise.all([this.#redis.hgetall(this.#keys.completionRecord(completionId)), this.#presence.expiries()]);
+    return countListeners(fields, expiries, this.#now()).live;
   }
 
   /** The last message of the completion's replay stream (undefined when it has none yet). */
