@@ -1,5 +1,5 @@
 import type { Config } from "../../config/config.ts";
-import { endIdleLines, type LineResult, retryLineLater, settleLine } from "./batchLineRows.ts";
+import { claimLinesToSettle, endIdleLines, type LineResult, retryLineLater, settleLine } from "./batchLineRows.ts";
 import { CompletionCancelledError } from "../inference/jobs/jobErrorToApiError.ts";
 import { SpanKind } from "@opentelemetry/api";
 import { platformTracer } from "../../observability/telemetry.ts";
@@ -19,6 +19,7 @@ import type { JobCaller } from "../inference/jobs/completionJobs.ts";
 import { type ActiveBatch, CANCELLED_RUNNING_LINE, type ClaimedLine, EXPIRED_LINE, type InFlight, lineRetryDelay } from "./batchLines.ts";
 import { batchLineEndpoint, type LineRunContext, startBatchJob } from "./batchLineEndpoints.ts";
 import { finalizeBatch } from "./finalizeBatch.ts";
+import { lineJobStillThere } from "./lineJobStillThere.ts";
 import { modelLabel } from "./modelLabel.ts";
 import { readOpenBatchLines } from "./openBatchLines.ts";
 import { validateNextBatch } from "./validateBatch.ts";
@@ -121,6 +122,9 @@ export class BatchDispatcher {
       for (let i = 0; i < 3 && !this.#stopped && (await validateNextBatch(this.#pool, this.#files, now)); i++);
     });
     await this.#step("end waiting lines", () => this.#endWaitingLines());
+    await this.#step("settle lines of stopped dispatchers", async () => {
+      for (const { batch, line, ending } of await claimLinesToSettle(this.#pool, DISPATCH_BATCHES, this.#settings.lineLeaseMs)) this.#run(batch, line, ending);
+    });
     await this.#step("cancel running lines", () => this.#cancelRunning());
     await this.#step("find lost jobs", () => this.#findLostJobs());
     await this.#step("renew leases", () => this.#renewLeases());
@@ -190,6 +194,8 @@ export class BatchDispatcher {
       // when its job has not started yet (its start may wait in line a long time: the line is settled here,
       // and the runner's own settle later changes nothing).
       if (reason === "expired") {
+        // Its job answered whole (charged) before the window's end was noticed: the follow ends the line with that answer.
+        if ((await this.#inference.records.lastMessage(entry.line.completion_id).catch(() => undefined))?.type === "usage") continue;
         entry.job?.release();
         await this.#settle(entry.line, EXPIRED_LINE).catch((error: unknown) =>
           this.#logger.warn("expired batch line not settled now", { error: error as Error }),
@@ -208,7 +214,7 @@ export class BatchDispatcher {
     for (const entry of this.#inFlight.values()) {
       if (!entry.following || entry.lost || !entry.job || now - entry.checkedAt < LOST_CHECK_MS) continue;
       entry.checkedAt = now;
-      const there = await this.#jobStillThere(entry.line.model, entry.line.completion_id, false).catch(() => true);
+      const there = await lineJobStillThere(this.#inference, entry.line.model, entry.line.completion_id, false).catch(() => true);
       if (there) continue;
       entry.lost = true;
       entry.job.release();
@@ -261,10 +267,20 @@ export class BatchDispatcher {
     }
   }
 
-  #run(batch: ActiveBatch, line: ClaimedLine): void {
+  /** Runs a claimed line; `settling`: a line of an ending batch whose dispatcher stopped, settled from its job (never run anew). */
+  #run(batch: ActiveBatch, line: ClaimedLine, settling?: "cancelled" | "expired"): void {
     const key = `${line.batch_id}/${line.line_no}`;
     if (this.#inFlight.has(key)) return;
-    const entry: InFlight = { line, job: null, cancelled: false, following: false, checkedAt: Date.now(), lost: false, expired: false, batchCancelled: false };
+    const entry: InFlight = {
+      line,
+      job: null,
+      cancelled: false,
+      following: false,
+      checkedAt: Date.now(),
+      lost: false,
+      expired: settling === "expired",
+      batchCancelled: settling === "cancelled",
+    };
     this.#inFlight.set(key, entry);
     const caller: JobCaller = {
       principal: { accountId: batch.account_id, keyId: batch.key_id, rateLimits: RateLimitsSchema.safeParse(batch.rate_limits).data ?? NO_RATE_LIMITS },
@@ -278,7 +294,7 @@ export class BatchDispatcher {
       start: async (spec) => {
         // Checked whether or not its record is there (lost with Redis, it is written again on enqueue): a
         // leftover entry BullMQ keeps as ended is removed here, or the new one would be ignored and never run.
-        if (await this.#jobStillThere(line.model, line.completion_id)) {
+        if (await lineJobStillThere(this.#inference, line.model, line.completion_id)) {
           // Dispatched again (an API restart, a loss found): the job is there, queued, running or ended whole.
           const record = await inference.records.find(line.completion_id);
           if (record) await inference.records.attach(line.completion_id);
@@ -286,6 +302,7 @@ export class BatchDispatcher {
           entry.job = inference.follow(line.completion_id, -1, { gapless: true });
           return { job: entry.job, created: record?.created ?? Math.floor(this.#deps.clock.now().getTime() / 1000) };
         }
+        if (settling) throw new Error("no job to settle the line from: it ends unanswered");
         // Its replay stream, if any, is of a run that will not be followed: a new run's messages start afresh.
         await inference.records.discardReplay(line.completion_id);
         // A run before it placed the line's budget hold (one per completion id): this run goes under it.
@@ -309,8 +326,8 @@ export class BatchDispatcher {
         if (!endpoint) throw new Error(`no line runner for ${batch.endpoint}`);
         const result = await endpoint.run(context, line.body);
         if (this.#stopped) return;
-        if (entry.expired) await this.#settle(line, EXPIRED_LINE);
-        else await this.#settle(line, { status: "done", statusCode: 200, response: result.body, error: null, usage: result.usage });
+        // Answered whole, so charged: the output file has it, also in a batch that expired meanwhile.
+        await this.#settle(line, { status: "done", statusCode: 200, response: result.body, error: null, usage: result.usage });
       } catch (error) {
         if (this.#stopped) return;
         if (entry.expired) {
@@ -346,28 +363,6 @@ export class BatchDispatcher {
     void runLine()
       .catch((error: unknown) => this.#logger.warn("batch line not recorded (its lease ends, it runs again)", { error: error as Error }))
       .finally(() => this.#inFlight.delete(key));
-  }
-
-  /**
-   * Whether a line's job dispatched before can be followed: it ended (its replay stream holds its last
-   * message) or BullMQ still has it queued or running. Otherwise its queue entry was lost (taken back
-   * after a start timeout, or lost with Redis): the line enqueues it again under the same completion id
-   * (a leftover entry BullMQ keeps as failed is removed first, or the new one would not be added).
-   */
-  async #jobStillThere(model: string, completionId: string, removeLeftover = true): Promise<boolean> {
-    const last = await this.#inference.records.lastMessage(completionId);
-    // Ended: followed only when its replay stream is whole (its first message kept: not cut by a loss of Redis).
-    if (last?.type === "usage" && (await this.#inference.records.firstMessage(completionId))?.seq === 0) return true;
-    // Ended for the line's own reason (its 400, a cancel): followed, its replay answers it. Ended for the
-    // platform's (internal, unavailable: e.g. stopped when its messages were lost with Redis): run again.
-    if (last?.type === "error" && last.error.kind !== "internal" && last.error.kind !== "unavailable") return true;
-    // Otherwise (nothing, a platform failure, or the end of a run whose start was lost with Redis): BullMQ decides.
-    const job = await this.#inference.queues.queue(model).getJob(completionId);
-    if (!job) return false;
-    const state = await job.getState();
-    if (state !== "completed" && state !== "failed" && state !== "unknown") return true;
-    if (removeLeftover) await job.remove().catch(() => undefined);
-    return false;
   }
 
   async #retryLater(line: ClaimedLine, delayMs: number): Promise<void> {

@@ -1,6 +1,6 @@
 import type { Pool } from "../../db/createPool.ts";
 import { storableJson } from "../http/jsonValueCheck.ts";
-import type { ClaimedLine } from "./batchLines.ts";
+import type { ActiveBatch, ClaimedLine } from "./batchLines.ts";
 
 /** How a line ends: its status, answer or error, and what it was charged. */
 export type LineResult = {
@@ -13,14 +13,15 @@ export type LineResult = {
 };
 
 /**
- * Ends the lines of a batch that no dispatcher runs (waiting, or running with a lapsed lease) with
- * `error`, counting them as failed, in one statement: how many ended per model, with their completion ids.
+ * Ends the waiting lines of a batch with `error`, counting them as failed, in one statement: how many
+ * ended per model, with their completion ids. A running line whose lease lapsed is not among them: its
+ * job may have answered, charged, while no dispatcher followed it (claimLinesToSettle).
  */
 export async function endIdleLines(pool: Pool, batchId: string, error: unknown): Promise<{ model: string; n: number; completion_ids: string[] }[]> {
   const ended = await pool.query<{ model: string; n: number; completion_ids: string[] }>(
     `WITH ended AS (
        UPDATE batch_lines SET status = 'failed', error = $2::jsonb, status_code = NULL, claimed_until = NULL
-       WHERE batch_id = $1 AND (status = 'waiting' OR (status = 'running' AND claimed_until <= now())) RETURNING model, completion_id),
+       WHERE batch_id = $1 AND status = 'waiting' RETURNING model, completion_id),
      counted AS (UPDATE batches SET failed_lines = failed_lines + (SELECT count(*) FROM ended) WHERE id = $1)
      SELECT model, count(*)::int AS n, array_agg(completion_id) AS completion_ids FROM ended GROUP BY model`,
     [batchId, JSON.stringify(error)],
@@ -60,4 +61,37 @@ export async function settleLine(pool: Pool, line: ClaimedLine, result: LineResu
     ],
   );
   return (settled.rows[0]?.n ?? 0) > 0;
+}
+
+/** A running line of a cancelling or expired batch whose dispatcher stopped, claimed to be settled from its job. */
+export type LineToSettle = { batch: ActiveBatch; ending: "cancelled" | "expired"; line: ClaimedLine };
+
+/**
+ * Claims (for `leaseMs`) up to `limit` running lines of cancelling and expired batches whose lease lapsed
+ * (the process that ran them stopped): each is settled from its job, never run anew. Its job answered
+ * while nobody followed it: the answer (charged) goes to the output file; still running: it is stopped,
+ * charging nothing; none: the line ends unanswered.
+ */
+export async function claimLinesToSettle(pool: Pool, limit: number, leaseMs: number): Promise<LineToSettle[]> {
+  const claimed = await pool.query<
+    ClaimedLine & { account_id: string; key_id: string; endpoint: ActiveBatch["endpoint"]; rate_limits: unknown; status: string }
+  >(
+    `WITH picked AS (
+       SELECT l.batch_id, l.line_no FROM batch_lines l JOIN batches b ON b.id = l.batch_id
+        WHERE l.status = 'running' AND l.claimed_until <= now()
+          AND (b.status = 'cancelling' OR (b.status = 'in_progress' AND b.final_status = 'expired'))
+        ORDER BY l.batch_id, l.line_no LIMIT $1 FOR UPDATE OF l SKIP LOCKED),
+     claimed AS (
+       UPDATE batch_lines l SET claimed_until = now() + make_interval(secs => $2::double precision / 1000)
+         FROM picked WHERE l.batch_id = picked.batch_id AND l.line_no = picked.line_no
+       RETURNING l.batch_id, l.line_no, l.model, l.body, l.completion_id, l.attempts)
+     SELECT c.*, b.account_id, b.key_id, b.endpoint, a.rate_limits, b.status
+       FROM claimed c JOIN batches b ON b.id = c.batch_id LEFT JOIN rm_accounts a ON a.account_id::text = b.account_id`,
+    [limit, leaseMs],
+  );
+  return claimed.rows.map((r) => ({
+    batch: { id: r.batch_id, account_id: r.account_id, key_id: r.key_id, endpoint: r.endpoint, rate_limits: r.rate_limits },
+    ending: r.status === "cancelling" ? "cancelled" : "expired",
+    line: { batch_id: r.batch_id, line_no: r.line_no, model: r.model, body: r.body, completion_id: r.completion_id, attempts: r.attempts },
+  }));
 }
