@@ -7,6 +7,7 @@ import { SpeculationPolicy } from "../../src/api/inference/admission/speculation
 import { createPool, type Pool, shortStatements } from "../../src/db/createPool.ts";
 import { placeHold } from "../../src/ledger/budget/placeHold.ts";
 import { refuseHold } from "../../src/ledger/budget/refuseHold.ts";
+import { settleUndeliveredReplies } from "../../src/ledger/budget/undeliveredReplies.ts";
 import { releaseHold } from "../../src/ledger/budget/releaseHold.ts";
 import { readStream } from "../../src/ledger/eventStore/readStream.ts";
 import { completionStreamId } from "../../src/ledger/usageRecordedEvent.ts";
@@ -174,7 +175,7 @@ describe("a speculative hold that fails", () => {
           await run();
           throw connectionLost();
         }
-        if (name === "refuse-budget-hold-v1" && refuseCalls++ === 0) {
+        if (name === "refuse-budget-hold-v2" && refuseCalls++ === 0) {
           // The first attempt (asking whether the hold is there): lost, or answered too late (it then finds the hold).
           if (silence === "fails") throw connectionLost();
           await sleep(FAILED_HOLD_RESOLVE_MS * 2);
@@ -194,6 +195,35 @@ describe("a speculative hold that fails", () => {
       expect(await settleAfterTheDeadline(accountId, completionId)).toBe("refused");
       expect((await readStream(db.pool, completionStreamId(completionId))).events).toHaveLength(0);
     }
+  });
+  it("in doubt, placed unseen, its job charged before the refusal lands (a partition): the client's error stands and the charge is refunded whole", async () => {
+    const accountId = await createBudgetedAccount(db.pool, BUDGET);
+    const completionId = randomUUID();
+    let refuseCalls = 0;
+    const pool = hooked(apiPool, async (name, run) => {
+      if (name === "place-budget-hold-v3") {
+        await run();
+        throw connectionLost();
+      }
+      if (name === "refuse-budget-hold-v2" && refuseCalls++ === 0) {
+        // PostgreSQL silent to the API while the job finishes and its worker, which sees the hold, records its usage.
+        await sleep(FAILED_HOLD_RESOLVE_MS * 2);
+        expect(await settleAfterTheDeadline(accountId, completionId)).toBe("recorded");
+      }
+      return run();
+    });
+    const { job, seen } = fakeJob();
+    await expect(admitWithHold(depsWith(pool), { completionId, accountId, work: WORK, model: MODEL }, job)).rejects.toThrow(
+      "Connection terminated unexpectedly",
+    );
+    expect(seen).toMatchObject({ cancelled: 1, admitted: 0 });
+    await eventually(async () => ((await refusals(completionId)) === 1 ? true : undefined), 5_000);
+    expect(await budgetRow(db.pool, accountId, period())).toEqual({ budget: BUDGET, spent: 70, held: 0 });
+    // The projector's sweeper settles the reply noted undelivered: the whole charge back.
+    const refunds = await settleUndeliveredReplies(db.pool, { now: new Date(), noteMaxAgeMs: 60_000 });
+    expect(refunds).toMatchObject([{ completionId, costMicroChf: 70, reason: "undelivered", deliveredCompletionTokens: null }]);
+    expect(await budgetRow(db.pool, accountId, period())).toEqual({ budget: BUDGET, spent: 0, held: 0 });
+    expect((await readStream(db.pool, completionStreamId(completionId))).events.map((e) => e.type)).toEqual(["UsageRecorded", "UsageRefunded"]);
   });
 });
 

@@ -28,6 +28,10 @@ const REFUSE_HOLD_SQL = `WITH found AS (
     INSERT INTO refused_holds (hold_id, refused_at)
     SELECT $1, $3::timestamptz FROM found WHERE NOT ($4::boolean AND (found.held OR found.charged))
     ON CONFLICT (hold_id) DO NOTHING
+  ), noted AS (
+    INSERT INTO undelivered_replies (completion_id, delivered_completion_tokens)
+    SELECT $1, -1 FROM found WHERE NOT ($4::boolean AND (found.held OR found.charged))
+    ON CONFLICT (completion_id) DO NOTHING
   )
   SELECT held, charged FROM found`;
 
@@ -41,10 +45,15 @@ const REFUSE_HOLD_SQL = `WITH found AS (
  * hold statement whose connection was lost may have committed unseen, and the request is then admitted
  * after all. (A hold statement still running on the server may commit after this one: both are then
  * there, and the refusal wins, since a settle looks at it first.)
+ *
+ * The request the refusal is recorded for was answered with an error: the same statement notes its reply
+ * undelivered (undelivered_replies, nothing sent), so that a charge recorded before the refusal landed
+ * (its hold committed late, its job finished and was settled while PostgreSQL did not answer the API:
+ * a network partition) is refunded whole by the projector's sweeper (UsageRefunded).
  */
 export async function refuseHold(db: Queryable, input: RefuseHoldInput): Promise<RefuseHoldResult> {
   const result = await db.query<{ held: boolean; charged: boolean }>({
-    name: "refuse-budget-hold-v1",
+    name: "refuse-budget-hold-v2",
     text: REFUSE_HOLD_SQL,
     values: [input.holdId, completionStreamId(input.holdId), input.now.toISOString(), input.unlessPlaced],
   });

@@ -174,8 +174,9 @@ const BACKGROUND_REFUSAL_PAUSES_MS = [100, 200, 500, 1000] as const;
  * A hold placed after all with its refusal recorded is released (its job is never charged), once the
  * refusal is there; were its statement still running on the server, it would commit after the refusal,
  * so in doubt the release is repeated (releaseHoldInDoubt). A job whose usage was recorded before the
- * refusal landed stays charged: its hold had committed, its worker saw it, and PostgreSQL did not answer
- * the API within FAILED_HOLD_RESOLVE_MS (the worker is told of the refusal through the cancel too, and
+ * refusal landed (its hold had committed, its worker saw it, and PostgreSQL did not answer the API within
+ * FAILED_HOLD_RESOLVE_MS) is refunded whole: the refusal notes the reply undelivered (refuseHold), as the
+ * client was answered with the error (the worker is told of the refusal through the cancel too, and
  * records nothing after it).
  */
 async function refuseFailedHold(deps: AdmissionDeps, holdId: string, inDoubt: boolean): Promise<"placed" | "refused"> {
