@@ -145,13 +145,13 @@ async function main(argv: string[]): Promise<number> {
       publicKeys,
       ...(signedHeads.length ? { signedHeads } : {}),
     });
-    process.stdout.write(formatAuditReport(report));
-    // A scope that holds nothing checked nothing: not a clean audit (an account id mistyped, say).
+    // A scope that holds nothing checked nothing: not a clean audit (an account id mistyped, say), and no "OK" is printed.
     if (report.findingCount === 0 && report.chains.events === 0 && (scope.accountId || scope.from || scope.to)) {
       throw new UsageError(
         `nothing was verified: the log holds no event${scope.accountId ? ` of account ${scope.accountId}` : ""}${scope.from || scope.to ? " in that time range" : ""}`,
       );
     }
+    process.stdout.write(formatAuditReport(report));
     return report.findingCount === 0 ? 0 : 1;
   } finally {
     await pool.end();

@@ -9,8 +9,12 @@ function signatureLine(report: AuditReport): string {
     : c.signed
       ? "checked only against the keys the checkpoints carry: give --public-key to prove who signed"
       : "";
-  const weak = c.signed === 0 ? "UNSIGNED checkpoints: they prove nothing against someone who can write to the database (set AUDIT_SIGNING_KEY_PATH)" : "";
-  return [`${c.signed} signed${keys}, ${c.unsigned} unsigned`, trust, weak].filter(Boolean).join("; ");
+  const weak =
+    c.signed === 0 && c.badlySigned === 0
+      ? "UNSIGNED checkpoints: they prove nothing against someone who can write to the database (set AUDIT_SIGNING_KEY_PATH)"
+      : "";
+  const bad = c.badlySigned ? `, ${c.badlySigned} signed but not verified (see the findings)` : "";
+  return [`${c.signed} signed${keys}${bad}, ${c.unsigned} unsigned`, trust, weak].filter(Boolean).join("; ");
 }
 
 /** The human summary `npm run audit -- verify` prints: figures first, then every finding, one a line. */

@@ -10,6 +10,8 @@ export type CheckpointStats = {
   streamHeads: number;
   /** Checkpoints with a signature that verifies. */
   signed: number;
+  /** Checkpoints with a signature that does not verify (or not with a key the auditor trusts): each a finding. */
+  badlySigned: number;
   unsigned: number;
   /** Key ids of the verified signatures. */
   keyIds: string[];
@@ -32,7 +34,7 @@ export async function verifyCheckpoints(
   streamIds: string[] | null,
   keys: CheckpointKeys,
 ): Promise<CheckpointStats> {
-  const stats: CheckpointStats = { checkpoints: 0, streamHeads: 0, signed: 0, unsigned: 0, keyIds: [], keysTrusted: keys.trusted.length > 0 };
+  const stats: CheckpointStats = { checkpoints: 0, streamHeads: 0, signed: 0, badlySigned: 0, unsigned: 0, keyIds: [], keysTrusted: keys.trusted.length > 0 };
   const inScope = streamIds ? new Set(streamIds) : null;
   let after = 0;
   let lastSigned = false;
@@ -54,8 +56,10 @@ export async function verifyCheckpoints(
     const checkpoint = parsed.data;
     if (checkpoint.signature) {
       const problem = keys.problem(version, checkpoint, checkpoint.signature);
-      if (problem) report({ ...at, kind: "signature", message: `checkpoint ${version}: ${problem}` });
-      else {
+      if (problem) {
+        stats.badlySigned++;
+        report({ ...at, kind: "signature", message: `checkpoint ${version}: ${problem}` });
+      } else {
         stats.signed++;
         if (!stats.keyIds.includes(checkpoint.signature.keyId)) stats.keyIds.push(checkpoint.signature.keyId);
       }

@@ -154,6 +154,15 @@ describe("audit export", () => {
     expect(bad.stdout).toContain(`FAIL line ${target + 1}: ${tampered.stream_id} v1: the hash does not match`);
   });
 
+  it("an empty export verifies nothing: exit 2, not OK", async () => {
+    const file = path.join(dir, "empty.ndjson");
+    await writeFile(file, "");
+    const result = await node(["tools/audit/verifyExport.ts", file]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).not.toContain("OK");
+    expect(result.stderr).toContain("holds no event: nothing was verified");
+  });
+
   it("operator export (csv) verifies offline; a removed line is named", async () => {
     const exported = await node(["src/api/admin/cli.ts", "export", "--account-id", owner.accountId, "--format", "csv"]);
     expect(exported.code, exported.stderr).toBe(0);
@@ -193,6 +202,27 @@ describe("audit export", () => {
     res = await app.request("GET", `${AUDIT_PATH}?limit=1`, { token: owner.sessionToken });
     expect(res.body.has_more).toBe(true);
     expect(res.body.checkpoints).toBeUndefined();
+  });
+
+  it("a stream's events logged out of version order (two transactions appending at once commit the other way round) verify offline; a duplicate or a gap does not", async () => {
+    const res = await app.request("GET", `${AUDIT_PATH}?limit=1000`, { token: owner.sessionToken });
+    expect(res.status, res.text).toBe(200);
+    type Line = { stream_id: string; version: number };
+    const data = res.body.data as Line[];
+    const stream = `account-${owner.accountId}`;
+    const first = data.findIndex((e) => e.stream_id === stream && e.version === 2);
+    const second = data.findIndex((e) => e.stream_id === stream && e.version === 3);
+    expect(first).toBeGreaterThanOrEqual(0);
+    expect(second).toBeGreaterThan(first);
+    // v3 in the log before v2, as a probe's honest export of concurrent key renames had them.
+    const swapped = [...data];
+    [swapped[first], swapped[second]] = [swapped[second]!, swapped[first]!];
+    const lines = (items: Line[]) => items.map((entry, i) => ({ line: i + 1, entry: entry as never }));
+    expect(checkExport(lines(swapped)).problems).toEqual([]);
+    const duplicated = [...data, data[first]!];
+    expect(checkExport(lines(duplicated)).problems).toEqual([`line ${data.length + 1}: ${stream} v2: the same version as line ${first + 1} (added)`]);
+    const gap = data.filter((_, i) => i !== first);
+    expect(checkExport(lines(gap)).problems).toEqual([`line ${second}: ${stream} v3: follows version 1 (missing events)`]);
   });
 
   it("one account's export shows no other account's events even with a forged cursor", async () => {
