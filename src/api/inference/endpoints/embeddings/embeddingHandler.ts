@@ -15,7 +15,8 @@ import { validated } from "../../../http/validate.ts";
 import { COMPLETION_ID_HEADER, claimIdempotencyKey, followExistingCompletion } from "../shared/serveCompletion.ts";
 
 /**
- * POST /v1/embeddings: through the same queue; `encoding_format: "base64"` gives little-endian float32;
+ * POST /v1/embeddings: through the same queue; `encoding_format: "base64"` gives little-endian float32,
+ * and `float` the same float32 values as JSON numbers (a client gets one vector whichever it asks for);
  * `dimensions` (models with truncatable_embeddings only) shortens each vector and renormalises it. With
  * an Idempotency-Key used before by this API key for the same body, the request answers that request's
  * embeddings (charged once); with another body it is refused.
@@ -79,7 +80,7 @@ export function embeddingsBody(body: EmbeddingRequest, model: RegisteredModel, c
   const base64 = body.encoding_format === "base64";
   return {
     object: "list",
-    data: embeddings.map((vector, index) => ({ object: "embedding", index, embedding: base64 ? toBase64Float32(vector) : vector })),
+    data: embeddings.map((vector, index) => ({ object: "embedding", index, embedding: base64 ? toBase64Float32(vector) : vector.map(Math.fround) })),
     model: model.id,
     usage: { prompt_tokens: usage.promptTokens, total_tokens: usage.promptTokens },
   };
