@@ -426,7 +426,12 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
 
   it("cancels a background response (twice: it stays cancelled), charged for what it generated", async () => {
     const queued = await openai.responses.create({ ...base, background: true, max_output_tokens: 200, input: "Tell me a long story" });
-    await eventually(async () => ((await openai.responses.retrieve(queued.id)).status === "in_progress" ? true : undefined), 10_000);
+    // While it runs, a GET shows the text generated so far (a probe saw `content: []` until the end).
+    const running = await eventually(async () => {
+      const current = await openai.responses.retrieve(queued.id);
+      return current.status === "in_progress" && current.output_text.length > 0 ? current : undefined;
+    }, 10_000);
+    expect(running.output).toMatchObject([{ type: "message", status: "in_progress", content: [{ type: "output_text" }] }]);
     const cancelled = await openai.responses.cancel(queued.id);
     expect(cancelled.status).toBe("cancelled");
     const again = await openai.responses.cancel(queued.id);

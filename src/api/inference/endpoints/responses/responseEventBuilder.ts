@@ -6,7 +6,7 @@ import { type ResponseHead, type ResponseObject, responseObject, type ResponseSt
 export type ResponseEvent = { type: string; sequence_number: number } & Record<string, unknown>;
 
 type Open =
-  | { kind: "reasoning"; index: number; item: ReasoningItem; text: string }
+  | { kind: "reasoning"; index: number; item: ReasoningItem; part: { type: "reasoning_text"; text: string } }
   | { kind: "message"; index: number; item: MessageItem; part: OutputText }
   | { kind: "call"; index: number; item: FunctionCallItem; toolIndex: number };
 
@@ -163,13 +163,15 @@ export class ResponseEventBuilder {
         const item: ReasoningItem = { id: this.#itemId("rs", index), type: "reasoning", summary: [], content: [] };
         const added = this.#add(item);
         events.push(added.event);
-        open = { kind: "reasoning", index, item, text: "" };
+        open = { kind: "reasoning", index, item, part: { type: "reasoning_text", text: "" } };
+        // The part is in the item from now on (not in the event above): the object as it stands shows the text so far.
+        item.content = [open.part];
         this.#open = open;
         events.push(
           this.#event("response.content_part.added", { item_id: item.id, output_index: index, content_index: 0, part: { type: "reasoning_text", text: "" } }),
         );
       }
-      open.text += delta.reasoning;
+      open.part.text += delta.reasoning;
       events.push(this.#event("response.reasoning_text.delta", { item_id: open.item.id, output_index: open.index, content_index: 0, delta: delta.reasoning }));
     }
     const logprobs = this.#head.settings.logprobs ? (delta.logprobs ?? []) : [];
@@ -220,6 +222,9 @@ export class ResponseEventBuilder {
     const added = this.#add(item).event;
     const part: OutputText = { type: "output_text", text: "", annotations: [], ...(this.#head.settings.logprobs ? { logprobs: [] } : {}) };
     this.#open = { kind: "message", index, item, part };
+    // The part is in the item from now on (the event above has it empty, as added): the object as it
+    // stands (a GET while it runs) shows the text so far.
+    item.content = [part];
     return [added, this.#event("response.content_part.added", { item_id: item.id, output_index: index, content_index: 0, part: structuredClone(part) })];
   }
 
@@ -231,12 +236,9 @@ export class ResponseEventBuilder {
     const events: ResponseEvent[] = [];
     const base = { item_id: open.item.id, output_index: open.index };
     if (open.kind === "reasoning") {
-      const part = { type: "reasoning_text" as const, text: open.text };
-      open.item.content = [part];
-      events.push(this.#event("response.reasoning_text.done", { ...base, content_index: 0, text: open.text }));
-      events.push(this.#event("response.content_part.done", { ...base, content_index: 0, part: structuredClone(part) }));
+      events.push(this.#event("response.reasoning_text.done", { ...base, content_index: 0, text: open.part.text }));
+      events.push(this.#event("response.content_part.done", { ...base, content_index: 0, part: structuredClone(open.part) }));
     } else if (open.kind === "message") {
-      open.item.content = [open.part];
       events.push(this.#event("response.output_text.done", { ...base, content_index: 0, text: open.part.text, logprobs: open.part.logprobs ?? [] }));
       events.push(this.#event("response.content_part.done", { ...base, content_index: 0, part: structuredClone(open.part) }));
     } else {

@@ -46,6 +46,22 @@ describe("ResponseEventBuilder", () => {
     expect(builder.object().output).toMatchObject([{ type: "message", status: "completed", content: [{ text: "Hi" }] }]);
   });
 
+  it("given text still being generated, then the object as it stands shows it (its item in_progress), while the item's added event showed it empty", () => {
+    const builder = new ResponseEventBuilder(head, () => 1_700_000_001);
+    builder.start();
+    const first = builder.take({ seq: 1, type: "delta", delta: { content: "w0 " } });
+    builder.take({ seq: 2, type: "delta", delta: { content: "w1 " } });
+    expect(builder.object()).toMatchObject({
+      status: "in_progress",
+      output: [{ type: "message", status: "in_progress", content: [{ type: "output_text", text: "w0 w1 " }] }],
+    });
+    expect(first.find((e) => e.type === "response.output_item.added")).toMatchObject({ item: { content: [] } });
+    const reasoning = new ResponseEventBuilder(head, () => 1_700_000_001);
+    reasoning.start();
+    reasoning.take({ seq: 1, type: "delta", delta: { reasoning: "think" } });
+    expect(reasoning.object().output).toMatchObject([{ type: "reasoning", content: [{ type: "reasoning_text", text: "think" }] }]);
+  });
+
   it("given a job the platform stopped (abandoned), then the response failed with an error; given its owner's cancel, then it is cancelled", () => {
     const usage = { promptTokens: 3, completionTokens: 21, reasoningTokens: 0 };
     const stopped = new ResponseEventBuilder(head, () => 1_700_000_001);
