@@ -91,7 +91,8 @@ export class ResponseEventBuilder {
   /** The events of one message of the job (after `started`). */
   take(message: DeltaMessage): ResponseEvent[] {
     if (this.ended) return [];
-    const events = this.start();
+    // An error before the job started (cancelled while queued, taken off the queue): it never was in progress.
+    const events = message.type === "error" && !this.#started ? this.begin() : this.start();
     switch (message.type) {
       case "delta":
         events.push(...this.#delta(message.delta));

@@ -62,6 +62,16 @@ describe("ResponseEventBuilder", () => {
     expect(reasoning.object().output).toMatchObject([{ type: "reasoning", content: [{ type: "reasoning_text", text: "think" }] }]);
   });
 
+  it("given a background response cancelled while queued, then its events never say it was in progress", () => {
+    const builder = new ResponseEventBuilder({ ...head, background: true }, () => 1_700_000_001);
+    const events = [
+      ...builder.begin(),
+      ...builder.take({ seq: 0, type: "error", error: { kind: "cancelled", message: "cancelled by its owner", param: null } }),
+    ];
+    expect(events.map((e) => e.type)).toEqual(["response.created", "response.queued", "response.failed"]);
+    expect(builder.object()).toMatchObject({ status: "cancelled", output: [] });
+  });
+
   it("given a job the platform stopped (abandoned), then the response failed with an error; given its owner's cancel, then it is cancelled", () => {
     const usage = { promptTokens: 3, completionTokens: 21, reasoningTokens: 0 };
     const stopped = new ResponseEventBuilder(head, () => 1_700_000_001);
