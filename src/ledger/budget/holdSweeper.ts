@@ -1,6 +1,8 @@
 import type { Clock } from "../../runtime/clock.ts";
 import type { Pool } from "../../db/createPool.ts";
 import type { Logger } from "../../observability/logger.ts";
+import { isDatabaseUnavailable } from "../../db/databaseUnavailable.ts";
+import { throttledWarning } from "../../observability/throttledWarning.ts";
 import { foldSettledHold } from "./foldSettledHold.ts";
 import { releaseHold } from "./releaseHold.ts";
 import { settleUndeliveredReplies } from "./undeliveredReplies.ts";
@@ -60,11 +62,15 @@ export class HoldSweeper {
 
   start(): void {
     if (this.#timer || this.#options.intervalMs <= 0) return;
+    // PostgreSQL away is a passing outage, retried at the next sweep: a warning, at most once per 10 s;
+    // anything else is an error.
+    const unavailable = throttledWarning(this.#options.logger, "hold sweep failed: PostgreSQL unavailable, retried at the next sweep");
     this.#timer = setInterval(() => {
       this.#running = this.#running
         .then(() => this.sweepOnce())
         .catch((error: unknown) => {
-          this.#options.logger.error("hold sweep failed", { error: error as Error });
+          if (isDatabaseUnavailable(error)) unavailable({ error: error as Error });
+          else this.#options.logger.error("hold sweep failed", { error: error as Error });
           return 0;
         });
     }, this.#options.intervalMs);
