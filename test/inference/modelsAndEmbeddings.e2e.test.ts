@@ -214,6 +214,10 @@ describe("models, embeddings and auth through the openai SDK", () => {
     const chat = await refusal(() => openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: long }], max_tokens: 2 }));
     const text = await refusal(() => openai.completions.create({ model: TINY_CHAT, prompt: long, max_tokens: 2 }));
     const embedding = await refusal(() => openai.embeddings.create({ model: TINY_EMBED, input: ["short", long] }));
+    // One string: named `input` in the message too (it said `input[0]`).
+    const oneEmbedding = await refusal(() => openai.embeddings.create({ model: TINY_EMBED, input: long }));
+    expect(oneEmbedding.param).toBe("input");
+    expect(oneEmbedding.message).toMatch(/^400 input has \d+ tokens; this model embeds at most/);
     // Streamed: refused within the headers' hold (STREAM_HEADERS_HOLD_MS), so an HTTP 400 too, not an error event in a 200 stream.
     const streamed = await refusal(async () => {
       const stream = await openai.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: long }], max_tokens: 2, stream: true });

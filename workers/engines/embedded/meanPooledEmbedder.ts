@@ -26,13 +26,15 @@ export class MeanPooledEmbedder {
     for (const [index, text] of texts.entries()) {
       if (signal.aborted) throw abortReason(signal);
       const length = context.calculateInputLength(text);
-      if (length === 0) throw new EngineError("invalid_request", `input[${index}] is empty`, "input");
+      // One text (a string, or an array of one): named as the param is, `input`.
+      const place = texts.length === 1 ? "input" : `input[${index}]`;
+      if (length === 0) throw new EngineError("invalid_request", `${place} is empty`, place);
       // llama.cpp embeds at most the context size less one token (a probe read "512 tokens; the maximum is 512").
       if (length >= this.#options.contextSize) {
         throw new EngineError(
           "invalid_request",
-          `input[${index}] has ${length} tokens; this model embeds at most ${this.#options.contextSize - 1} tokens per input (its context length is ${this.#options.contextSize} tokens)`,
-          texts.length === 1 ? "input" : `input[${index}]`,
+          `${place} has ${length} tokens; this model embeds at most ${this.#options.contextSize - 1} tokens per input (its context length is ${this.#options.contextSize} tokens)`,
+          place,
           CONTEXT_LENGTH_EXCEEDED,
         );
       }
