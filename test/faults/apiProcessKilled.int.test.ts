@@ -97,6 +97,34 @@ describe("an API process killed with the client of a running stream", () => {
     expect(body.usage.completion_tokens).toBe(generated);
   }, 60_000);
 
+  it("a streamed response (not in the background): stopped the same way, charged what was generated", async () => {
+    const apiA = await startApi();
+    const child = children.at(-1)!;
+    const response = await fetch(`${apiA}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, input: "Count.", max_output_tokens: TOKENS, stream: true }),
+    });
+    expect(response.status).toBe(200);
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let raw = "";
+    while (!raw.includes("response.output_text.delta")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the stream ended early: ${raw}`);
+      raw += decoder.decode(value, { stream: true });
+    }
+    const id = /"id":"(resp_[A-Za-z0-9]+)"/.exec(raw)![1]!;
+    reader.releaseLock();
+    await stopChild(child);
+    const events = await eventually(async () => {
+      const found = await completionEvents(db.pool, id);
+      return found.length > 0 ? found : undefined;
+    }, 30_000);
+    expect(events[0]!.data).toMatchObject({ outcome: "cancelled" });
+    expect((events[0]!.data as { completionTokens: number }).completionTokens).toBeLessThan(TOKENS);
+  }, 60_000);
+
   it("a client that resumes through another API process keeps it running to its end", async () => {
     const apiA = await startApi();
     const child = children.at(-1)!;

@@ -9,7 +9,7 @@ import { throttledWarning } from "../../src/observability/throttledWarning.ts";
 type Watched = { job: CompletionJob; since: number; noneSince: number | null };
 
 /**
- * Stops the running chat and text completions nobody listens to any more, where no API process would:
+ * Stops the running completions and responses nobody listens to any more, where no API process would:
  * the API's AbandonmentWatch lives in the process where the last client left, and a process killed
  * with its clients (kill -9, a crash, a lost host) leaves no watch and a listener count that never goes
  * down. Every `checkMs` this reads, for each job running here for at least a second, its record's
@@ -18,8 +18,10 @@ type Watched = { job: CompletionJob; since: number; noneSince: number | null };
  * as when its client left a running process). The grace counts from when the last process that held
  * clients stopped beating, when known (a job that waited in line past it stops at its first check),
  * else from this watch's first look that found nobody. Failed reads (Redis away) decide nothing.
- * Batch lines (their dispatcher follows them) and Responses (followed to their end by an API process,
- * which takes over those of a process that stopped) are not watched.
+ * Batch lines (their dispatcher follows them) and background responses (nobody listens to them: an API
+ * process follows each to its end, taking over those of a process that stopped) are not watched; a
+ * response streamed or answered whole is, as a chat completion (another process's keeper following it
+ * to store its end is no listener).
  */
 export class AbandonedJobWatch {
   readonly #redis: Redis;
@@ -58,7 +60,7 @@ export class AbandonedJobWatch {
 
   /** Watches a job while it runs here; call the answer when it ended. */
   watch(job: CompletionJob): () => void {
-    if (job.lane === "batch" || (job.endpoint !== "chat.completions" && job.endpoint !== "completions")) return () => undefined;
+    if (job.lane === "batch" || job.lane === "background" || job.endpoint === "embeddings") return () => undefined;
     const entry: Watched = { job, since: this.#now(), noneSince: null };
     this.#watched.set(job.completionId, entry);
     this.#timer ??= this.#startTimer();
