@@ -1,6 +1,6 @@
 import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
-import { axisDecimals, dailySeries } from "./dailySeries.js";
+import { axisDecimals, dailySeries, utcCalendarDate } from "./dailySeries.js";
 import { chf, count } from "./format.js";
 import { html } from "./html.js";
 
@@ -17,6 +17,8 @@ export function CostChart({ usage }) {
         height: 220,
         legend: { show: false },
         cursor: { show: true, drag: { x: false, y: false } },
+        // The bars are UTC days: the axis is labelled in UTC whatever the browser's time zone.
+        tzDate: utcCalendarDate,
         scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 0.01] } },
         axes: [
           { stroke: "#334155" },

@@ -17,3 +17,13 @@ export function axisDecimals(ticks) {
   if (!(step > 0)) return 2;
   return Math.min(6, Math.max(2, Math.ceil(-Math.log10(step))));
 }
+
+/**
+ * The chart's dates (uPlot's `tzDate`): a Date whose local fields are the UTC fields of `ts` (Unix
+ * seconds), so the axis names the UTC days the bars are (a browser west of UTC read each bar as the day
+ * before), as uPlot.tzDate(date, "Etc/UTC") does.
+ */
+export function utcCalendarDate(ts) {
+  const d = new Date(ts * 1000);
+  return new Date(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds());
+}

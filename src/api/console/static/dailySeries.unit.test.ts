@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: a browser module without type declarations (served as is, no build step)
-import { axisDecimals, dailySeries } from "./dailySeries.js";
+import { axisDecimals, dailySeries, utcCalendarDate } from "./dailySeries.js";
 
 describe("dailySeries", () => {
   it("has one point per day of the range, zero on days without usage, across a month end", () => {
@@ -31,5 +31,22 @@ describe("axisDecimals", () => {
     expect(axisDecimals([0, 1e-9])).toBe(6);
     expect(axisDecimals([0])).toBe(2);
     expect(axisDecimals([])).toBe(2);
+  });
+});
+
+describe("utcCalendarDate (the chart's axis dates)", () => {
+  it("names a bar's UTC day in a browser far west or east of UTC", () => {
+    const saved = process.env.TZ;
+    const midnight = Date.parse("2026-11-28T00:00:00Z") / 1000;
+    try {
+      for (const zone of ["America/Adak", "Pacific/Kiritimati", "UTC"]) {
+        process.env.TZ = zone;
+        const date = utcCalendarDate(midnight);
+        expect([date.getFullYear(), date.getMonth() + 1, date.getDate(), date.getHours()], zone).toEqual([2026, 11, 28, 0]);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.TZ;
+      else process.env.TZ = saved;
+    }
   });
 });
