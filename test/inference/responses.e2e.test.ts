@@ -375,6 +375,21 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(textOf(whole.events)).toBe(done.output_text);
   });
 
+  it("a replay stream that lost its start (Redis restarted empty while the job ran) is not replayed: the stream is read from what is stored", async () => {
+    const done = await openai.responses.create({ ...base, max_output_tokens: 12, input: "Tell me a story" });
+    const keys = new InferenceKeys(platform.deps.config.redisPrefix);
+    // What a Redis restarted empty mid-run keeps: the job's later messages only (its first ones are gone).
+    const stream = keys.replayStream(done.id);
+    const entries = await platform.deps.redis.xrange(stream, "-", "+");
+    expect(entries.length).toBeGreaterThan(4);
+    await platform.deps.redis.xdel(stream, ...entries.slice(0, 3).map(([entryId]) => entryId));
+    const resumed = await fetch(`${platform.baseUrl}/v1/responses/${done.id}?stream=true&starting_after=3`, { headers: { authorization: `Bearer ${key}` } });
+    expect(resumed.status).toBe(400);
+    const whole = await readRawStream(await fetch(`${platform.baseUrl}/v1/responses/${done.id}?stream=true`, { headers: { authorization: `Bearer ${key}` } }));
+    expect(whole.events.map((e) => e.sequence_number)).toEqual(whole.events.map((_, i) => i));
+    expect(textOf(whole.events)).toBe(done.output_text);
+  });
+
   it("a non-background response whose client disconnects still ends stored and retrievable", async () => {
     const controller = new AbortController();
     const raw = await fetch(`${platform.baseUrl}/v1/responses`, {

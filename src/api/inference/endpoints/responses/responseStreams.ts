@@ -74,6 +74,12 @@ function messagesOf(stored: StoredResponse): DeltaMessage[] {
   return messages;
 }
 
+/** Whether the response's replay stream holds its job's messages from the first (seq 0) to its end. */
+async function wholeReplay(inference: InferenceServices, id: string): Promise<boolean> {
+  if ((await inference.records.lastMessage(id)) === undefined) return false;
+  return (await inference.records.firstMessage(id))?.seq === 0;
+}
+
 /**
  * A stored response's stream events after `afterSeq`, then live until its end, from any API process: its
  * events are derived again from the start of its job's replay stream, so each has the sequence number it
@@ -82,9 +88,10 @@ function messagesOf(stored: StoredResponse): DeltaMessage[] {
  * its job's `started` message (then `response.in_progress`), as on the stream of its create.
  */
 export async function streamStoredResponse(inference: InferenceServices, ctx: Context, stored: StoredResponse, afterSeq: number): Promise<void> {
-  // An ended response whose replay stream is gone: its events are derived from what is stored, cut
+  // An ended response whose replay stream is gone, or lost its start (Redis restarted empty while the
+  // job ran: the stream holds only what came after): its events are derived from what is stored, cut
   // otherwise than the first stream's, so no event number of that stream can be resumed after.
-  const rebuilt = TERMINAL_STATUSES.has(stored.state.status) && (await inference.records.lastMessage(stored.id)) === undefined;
+  const rebuilt = TERMINAL_STATUSES.has(stored.state.status) && !(await wholeReplay(inference, stored.id));
   if (rebuilt && afterSeq >= 0) {
     throw new InvalidRequestError(
       "This response's stream events are no longer kept, so a stream cannot be resumed after one of them; read its stream again from the start (no starting_after or Last-Event-ID): its events then carry numbers of their own.",
@@ -93,7 +100,8 @@ export async function streamStoredResponse(inference: InferenceServices, ctx: Co
   }
   const builder = new ResponseEventBuilder(stored, nowSeconds);
   // With the job's `started`: a queued response's stream says `response.queued` until its job starts.
-  const follower = inference.followForClient(stored.accountId, stored.id, -1, { started: true });
+  // Gapless: read from the start, a stream missing its first messages (lost with Redis) ends the read.
+  const follower = inference.followForClient(stored.accountId, stored.id, -1, { started: true, gapless: true });
   const sse = new SseResponse(ctx, () => follower.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
   sse.open();
   const write = eventWriter(sse, afterSeq);
@@ -191,7 +199,7 @@ export async function endedObject(inference: InferenceServices, ctx: Context, st
     return run.builder.object();
   }
   const builder = new ResponseEventBuilder(stored, nowSeconds);
-  const follower = inference.followForClient(stored.accountId, stored.id, -1, { started: true });
+  const follower = inference.followForClient(stored.accountId, stored.id, -1, { started: true, gapless: true });
   const release = () => follower.release();
   ctx.res.once("close", release);
   try {
