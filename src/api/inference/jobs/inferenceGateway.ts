@@ -295,10 +295,12 @@ export class InferenceGateway {
         // recorded the whole usage before it hears this, the sweeper refunds the rest (a delta without its
         // count: what was sent is not known here, nothing is noted).
         if (!Number.isNaN(relayedTokens)) undelivered.note(job.completionId, relayedTokens);
-      } else if (job.lane !== "batch") {
+      } else if (job.lane !== "batch" && job.lane !== "background") {
         // Only silent: its replay stream keeps what it writes, for a GET or an Idempotency-Key retry to
         // read whole. It is stopped as work nobody listens to (charged for what it generated, which that
         // read shows), not as a reply lost on its way (charged for what was sent, while more is readable).
+        // Not a background response's: nobody waits on it, and its worker's death is no reason to stop it
+        // (the job is continued once a worker of its model takes it over; its API process follows it again).
         void retryWhileAway(() => queues.cancel(job.model, job.completionId, "abandoned"), { forMs: 10_000, intervalMs: 250 });
       }
       if (lost) throw silent("Part of the reply was lost with Redis.");

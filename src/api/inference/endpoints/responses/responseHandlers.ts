@@ -20,7 +20,7 @@ import { checkCallOutputsAnswered, newItemId, referencedItemIds, type StoredItem
 import { type ResponseHead, TERMINAL_STATUSES } from "./responseObject.ts";
 import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
 import type { StoredResponse } from "./responseStore.ts";
-import { currentObject, endedObject, eventWriter, stoppedObject, streamStoredResponse } from "./responseStreams.ts";
+import { currentObject, endedObject, endSilentStream, eventWriter, stoppedObject, streamStoredResponse } from "./responseStreams.ts";
 import { responseSettings, toResponseChatRequest } from "./toResponseChatRequest.ts";
 
 /** The caller's stored response, or 404 (another account's response does not exist for it). */
@@ -202,6 +202,8 @@ export function createResponseHandler(deps: AppDeps) {
     let sse: SseResponse | null = null;
     let unsubscribe: (() => void) | null = null;
     let streamEnded: () => void = () => undefined;
+    let terminalWritten = false;
+    let lastSeq = -1;
     const streamDone = new Promise<void>((resolve) => {
       streamEnded = resolve;
     });
@@ -236,7 +238,11 @@ export function createResponseHandler(deps: AppDeps) {
         sse.open();
         const write = eventWriter(sse, -1);
         unsubscribe = run.subscribe((event) => {
-          if (write(event)) streamEnded();
+          lastSeq = event.sequence_number;
+          if (write(event)) {
+            terminalWritten = true;
+            streamEnded();
+          }
         });
       }
     });
@@ -264,7 +270,10 @@ export function createResponseHandler(deps: AppDeps) {
       }
     }
     if (stream) {
-      await streamDone;
+      await Promise.race([streamDone, run.ended]);
+      // The run stopped without the response's end (its job fell silent: left to a later pass, which
+      // stores its end): the client is told so, not left with keep-alives for ever.
+      if (sse && admitted && !terminalWritten && !sse.clientGone) endSilentStream(sse, id, lastSeq);
       return;
     }
     if (!background) {

@@ -127,9 +127,13 @@ export async function streamStoredResponse(inference: InferenceServices, ctx: Co
     // id, so the client resumes after the last event it read.
     if (error instanceof ServerShuttingDownError && !sse.clientGone) {
       sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: error.code, message: error.message, param: null, sequence_number: lastSeq + 1 }));
+      sse.end();
+      return;
     }
-    // The client went away, or the job fell silent: the stream ends here (the response is read again later).
-    sse.end();
+    // The client went away, or the job fell silent (or its replay was lost): the stream ends here,
+    // saying so (the response is read again later).
+    if (!sse.clientGone) endSilentStream(sse, stored.id, lastSeq);
+    else sse.end();
   } finally {
     follower.release();
   }
@@ -217,4 +221,15 @@ export async function endedObject(inference: InferenceServices, ctx: Context, st
     ctx.res.off("close", release);
     follower.release();
   }
+}
+
+/**
+ * Ends a response's stream that stopped short of the response's end (its job fell silent, or its replay
+ * was lost with Redis): an `error` event without an id (the response goes on or is stored later; a
+ * client reads it again with GET, or resumes after its last event), not keep-alives for ever.
+ */
+export function endSilentStream(sse: SseResponse, id: string, lastSeq: number): void {
+  const message = `The response's stream stopped before its end (its model stopped answering); read it again later: GET /v1/responses/${id}.`;
+  sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: "server_error", message, param: null, sequence_number: lastSeq + 1 }));
+  sse.end();
 }
