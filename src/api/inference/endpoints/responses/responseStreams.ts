@@ -166,6 +166,7 @@ const STOPPED_WITHIN_MS = 5_000;
  * stopped: its output so far and the usage charged for it, and the status its stream ended with
  * (`cancelled`; `completed` or `incomplete` when the job ended whole before the cancel reached it, as it
  * is then stored and charged). Waits at most STOPPED_WITHIN_MS; the object as it stands then otherwise.
+ * Followed by no process here, an ended response's result is stored too.
  */
 export async function stoppedObject(inference: InferenceServices, stored: StoredResponse): Promise<ResponseObject> {
   const run = inference.responses.run(stored.id);
@@ -186,6 +187,9 @@ export async function stoppedObject(inference: InferenceServices, stored: Stored
     if (message.type === "started") builder.start();
     else builder.take(message);
   }
+  // No process of this one follows it (the one that created it stopped, or was killed, and none took it
+  // over yet, nor will: a cancelled response is no orphan): its end is stored here, as its follower would.
+  if (builder.ended) await inference.responses.store.finish(stored.id, builder.state).catch(() => undefined);
   return builder.object();
 }
 
