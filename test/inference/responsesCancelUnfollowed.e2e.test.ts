@@ -49,4 +49,33 @@ describe("cancelling a response no process here follows", () => {
     // Cancelled again: unchanged.
     expect(textOf(await openai.responses.cancel(created.id))).toBe(textOf(cancelled));
   }, 60_000);
+
+  it("a previous_response_id of a response that ended while no process followed it is taken at once (it was 400 'still in_progress' until a takeover)", async () => {
+    const openai = platform.openai(key);
+    await platform.inference.responses.close();
+    const created = await openai.responses.create({ model: TINY_CHAT, input: "Say hi", max_output_tokens: 8, temperature: 0, background: true });
+    await eventually(
+      async () =>
+        (await openai.responses.retrieve(created.id)).status !== "queued" && (await completionEvents(platform.deps.pool, created.id)).length > 0
+          ? true
+          : undefined,
+      20_000,
+    );
+    await eventually(async () => (platform.inference.responses.run(created.id) === undefined ? true : undefined), 10_000);
+    // As its row stands when the process that followed it was killed before it wrote the end.
+    await platform.deps.pool.query("UPDATE responses SET status = 'in_progress', output_items = '[]', usage = NULL, completed_at = NULL WHERE id = $1", [
+      created.id,
+    ]);
+    const next = await openai.responses.create({
+      model: TINY_CHAT,
+      input: "And again",
+      max_output_tokens: 4,
+      temperature: 0,
+      previous_response_id: created.id,
+    });
+    expect(next.status).toMatch(/^(completed|incomplete)$/);
+    const stored = await openai.responses.retrieve(created.id);
+    expect(stored.status).toMatch(/^(completed|incomplete)$/);
+    expect(textOf(stored).length).toBeGreaterThan(0);
+  }, 60_000);
 });

@@ -20,7 +20,7 @@ import { checkCallOutputsAnswered, newItemId, referencedItemIds, type StoredItem
 import { type ResponseHead, TERMINAL_STATUSES } from "./responseObject.ts";
 import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
 import type { StoredResponse } from "./responseStore.ts";
-import { currentObject, endedObject, endSilentStream, eventWriter, stoppedObject, streamStoredResponse } from "./responseStreams.ts";
+import { currentObject, endedObject, endSilentStream, eventWriter, settledFromReplay, stoppedObject, streamStoredResponse } from "./responseStreams.ts";
 import { responseSettings, toResponseChatRequest } from "./toResponseChatRequest.ts";
 
 /** The caller's stored response, or 404 (another account's response does not exist for it). */
@@ -49,7 +49,9 @@ function refuseUnstorable(body: unknown): void {
 /** The context a previous_response_id gives: its own context, input and output (its owner's only, and ended). */
 async function previousContext(inference: InferenceServices, accountId: string, previousId: string | null | undefined): Promise<StoredItem[]> {
   if (!previousId) return [];
-  const previous = await inference.responses.store.find(accountId, previousId);
+  const found = await inference.responses.store.find(accountId, previousId);
+  // Ended, but not stored as ended yet (the process that followed it was killed): stored now.
+  const previous = found && (await settledFromReplay(inference, found));
   if (!previous) {
     throw new InvalidRequestError(`Previous response with id '${previousId}' not found.`, {
       param: "previous_response_id",

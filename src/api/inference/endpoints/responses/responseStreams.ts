@@ -237,3 +237,23 @@ export function endSilentStream(sse: SseResponse, id: string, lastSeq: number): 
   sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: "server_error", message, param: null, sequence_number: lastSeq + 1 }));
   sse.end();
 }
+
+/**
+ * A stored response as its job left it: one still marked running whose job ended, while no process here
+ * follows it (the process that followed it stopped, and none took it over yet: up to a lease and a
+ * tick), is stored as ended now, from its replay stream, as its follower would have.
+ */
+export async function settledFromReplay(inference: InferenceServices, stored: StoredResponse): Promise<StoredResponse> {
+  if (TERMINAL_STATUSES.has(stored.state.status) || inference.responses.run(stored.id)) return stored;
+  const last = await inference.records.lastMessage(stored.id).catch(() => undefined);
+  if (!last || !isTerminal(last)) return stored;
+  const builder = new ResponseEventBuilder(stored, nowSeconds);
+  builder.begin();
+  for (const message of await inference.subscriber.replay(stored.id)) {
+    if (message.type === "started") builder.start();
+    else builder.take(message);
+  }
+  if (!builder.ended) return stored;
+  await inference.responses.store.finish(stored.id, builder.state);
+  return (await inference.responses.store.find(stored.accountId, stored.id)) ?? stored;
+}
