@@ -1,5 +1,6 @@
 import type { Config } from "../../config/config.ts";
-import { claimLinesToSettle, endIdleLines, type LineResult, retryLineLater, settleLine } from "./batchLineRows.ts";
+import { claimLinesToSettle, type LineResult, leaseLines, retryLineLater, settleLine } from "./batchLineRows.ts";
+import { EndingBatches } from "./endingBatches.ts";
 import { CompletionCancelledError } from "../inference/jobs/jobErrorToApiError.ts";
 import { SpanKind } from "@opentelemetry/api";
 import { platformTracer } from "../../observability/telemetry.ts";
@@ -56,6 +57,7 @@ export class BatchDispatcher {
   /** Each step's failure warning, at most once per 10 s while it keeps failing (PostgreSQL away: 4 lines a second). */
   readonly #stepFailed = new Map<string, (fields?: LogFields) => void>();
   readonly #inFlight = new Map<string, InFlight>();
+  readonly #ending: EndingBatches;
   #timer: NodeJS.Timeout | null = null;
   #ticking: Promise<void> | null = null;
   #stopped = false;
@@ -68,6 +70,7 @@ export class BatchDispatcher {
     this.#pool = deps.pool;
     this.#settings = deps.config.batches;
     this.#logger = deps.logger;
+    this.#ending = new EndingBatches(deps.pool, inference, deps.metrics);
   }
 
   start(): void {
@@ -84,15 +87,12 @@ export class BatchDispatcher {
     const lines = [...this.#inFlight.values()];
     for (const entry of lines) entry.job?.release();
     this.#inFlight.clear();
-    if (lines.length > 0) {
-      await this.#pool
-        .query(
-          `UPDATE batch_lines l SET claimed_until = now() FROM jsonb_to_recordset($1::jsonb) AS o(batch_id text, line_no int)
-           WHERE l.batch_id = o.batch_id AND l.line_no = o.line_no AND l.status = 'running'`,
-          [JSON.stringify(lines.map((e) => ({ batch_id: e.line.batch_id, line_no: e.line.line_no })))],
-        )
-        .catch(() => undefined);
-    }
+    if (lines.length > 0)
+      await leaseLines(
+        this.#pool,
+        lines.map((e) => e.line),
+        0,
+      ).catch(() => undefined);
   }
 
   /** Lines this process runs now (for /metrics and tests). */
@@ -121,7 +121,7 @@ export class BatchDispatcher {
     await this.#step("validate", async () => {
       for (let i = 0; i < 3 && !this.#stopped && (await validateNextBatch(this.#pool, this.#files, now)); i++);
     });
-    await this.#step("end waiting lines", () => this.#endWaitingLines());
+    await this.#step("end waiting lines", () => this.#ending.endWaitingLines((batchId, lineNo) => this.#inFlight.has(`${batchId}/${lineNo}`)));
     await this.#step("settle lines of stopped dispatchers", async () => {
       for (const { batch, line, ending } of await claimLinesToSettle(this.#pool, DISPATCH_BATCHES, this.#settings.lineLeaseMs)) this.#run(batch, line, ending);
     });
@@ -139,34 +139,6 @@ export class BatchDispatcher {
     } catch (error) {
       if (!this.#stepFailed.has(name)) this.#stepFailed.set(name, throttledWarning(this.#logger, `batch dispatcher step failed: ${name}`));
       this.#stepFailed.get(name)!({ error: error as Error });
-    }
-  }
-
-  /** Lines not started of expired and cancelling batches: the error file, not run, not charged. */
-  async #endWaitingLines(): Promise<void> {
-    // Only a batch with lines still to end expires: one whose lines all ended in time completes, even when
-    // the tick that finalizes it comes after its window.
-    await this.#pool.query(
-      `UPDATE batches b SET final_status = 'expired' WHERE status = 'in_progress' AND final_status IS NULL AND expires_at <= now()
-         AND EXISTS (SELECT 1 FROM batch_lines l WHERE l.batch_id = b.id AND l.status IN ('waiting', 'running'))`,
-    );
-    const ending = await this.#pool.query<{ id: string; status: string }>(
-      "SELECT id, status FROM batches WHERE status = 'cancelling' OR (status = 'in_progress' AND final_status = 'expired')",
-    );
-    for (const batch of ending.rows) {
-      const error =
-        batch.status === "cancelling"
-          ? { code: "batch_cancelled", message: "This request was not run: the batch was cancelled." }
-          : { code: "batch_expired", message: "This request could not be executed before the completion window expired." };
-      const ended = await endIdleLines(this.#pool, batch.id, error);
-      const outcome = batch.status === "cancelling" ? "cancelled" : "expired";
-      for (const { model, n } of ended) this.#deps.metrics.batches.linesEnded.inc({ model: modelLabel(this.#inference.registry, model), outcome }, n);
-      // A line that waited to run again after a run that failed for the platform's reason (which charged
-      // nothing) still holds its budget hold: it ends here without a run to settle it.
-      await releaseHolds(
-        this.#pool,
-        ended.flatMap((row) => row.completion_ids),
-      );
     }
   }
 
@@ -223,11 +195,10 @@ export class BatchDispatcher {
 
   async #renewLeases(): Promise<void> {
     if (this.#inFlight.size === 0) return;
-    await this.#pool.query(
-      `UPDATE batch_lines l SET claimed_until = now() + make_interval(secs => $2::double precision / 1000)
-       FROM jsonb_to_recordset($1::jsonb) AS o(batch_id text, line_no int)
-       WHERE l.batch_id = o.batch_id AND l.line_no = o.line_no AND l.status = 'running'`,
-      [JSON.stringify([...this.#inFlight.values()].map((e) => ({ batch_id: e.line.batch_id, line_no: e.line.line_no }))), this.#settings.lineLeaseMs],
+    await leaseLines(
+      this.#pool,
+      [...this.#inFlight.values()].map((e) => e.line),
+      this.#settings.lineLeaseMs,
     );
   }
 

@@ -95,3 +95,22 @@ export async function claimLinesToSettle(pool: Pool, limit: number, leaseMs: num
     line: { batch_id: r.batch_id, line_no: r.line_no, model: r.model, body: r.body, completion_id: r.completion_id, attempts: r.attempts },
   }));
 }
+
+/** The running lines of a batch (its model and job id each). */
+export async function runningLinesOf(pool: Pool, batchId: string): Promise<{ line_no: number; model: string; completion_id: string }[]> {
+  const rows = await pool.query<{ line_no: number; model: string; completion_id: string }>(
+    "SELECT line_no, model, completion_id FROM batch_lines WHERE batch_id = $1 AND status = 'running'",
+    [batchId],
+  );
+  return rows.rows;
+}
+
+/** Sets the leases of running lines to end `leaseMs` from now (0: now, handed over to any dispatcher). */
+export async function leaseLines(pool: Pool, lines: Pick<ClaimedLine, "batch_id" | "line_no">[], leaseMs: number): Promise<void> {
+  await pool.query(
+    `UPDATE batch_lines l SET claimed_until = now() + make_interval(secs => $2::double precision / 1000)
+     FROM jsonb_to_recordset($1::jsonb) AS o(batch_id text, line_no int)
+     WHERE l.batch_id = o.batch_id AND l.line_no = o.line_no AND l.status = 'running'`,
+    [JSON.stringify(lines.map((l) => ({ batch_id: l.batch_id, line_no: l.line_no }))), leaseMs],
+  );
+}
