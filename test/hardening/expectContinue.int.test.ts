@@ -88,4 +88,21 @@ describe("Expect: 100-continue", () => {
       client.socket.destroy();
     }
   });
+
+  it("answers another Expect (417) and a CONNECT (405) in OpenAI's error shape, not a bare status or a closed socket", async () => {
+    for (const [request, status, code] of [
+      ["GET /v1/models HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n", 417, "expectation_failed"],
+      ["CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 405, "method_not_allowed"],
+    ] as const) {
+      const client = await open();
+      try {
+        client.socket.write(request);
+        const answer = await client.next(/\r\n\r\n\{.*\}$/s);
+        expect(answer).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+        expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4))).toMatchObject({ error: { type: "invalid_request_error", code } });
+      } finally {
+        client.socket.destroy();
+      }
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import { answerClientErrors, HEADERS_TOO_LARGE } from "./clientErrors.ts";
 import { inviteBodiesOnlyWhenRead } from "./expectContinue.ts";
 
@@ -35,7 +36,32 @@ export function createApiServer(handle: Handle): Server {
   server.maxHeadersCount = MAX_REQUEST_HEADERS + 1;
   inviteBodiesOnlyWhenRead(server, guarded);
   answerClientErrors(server);
+  answerUnservedProtocol(server);
   return server;
+}
+
+/**
+ * What Node answers on its own otherwise: an `Expect` other than `100-continue` (a bare 417) and a
+ * CONNECT (the socket closed without a word), answered in OpenAI's error shape, the connection closed.
+ */
+function answerUnservedProtocol(server: Server): void {
+  server.on("checkExpectation", (_req: IncomingMessage, res: ServerResponse) => {
+    refuse(res, 417, "expectation_failed", "The request's Expect header asks for what this server does not do (only `100-continue` is served).");
+  });
+  server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
+    const body = JSON.stringify({
+      error: { message: "CONNECT is not served: this is an HTTP API, not a proxy.", type: "invalid_request_error", param: null, code: "method_not_allowed" },
+    });
+    socket.end(
+      `HTTP/1.1 405 Method Not Allowed\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
+}
+
+function refuse(res: ServerResponse, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ error: { message, type: "invalid_request_error", param: null, code } });
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
+  res.end(body);
 }
 
 /** Whether raw headers (name, value, name, value, ...) are over the count or the size in all. */
