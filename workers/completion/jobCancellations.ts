@@ -194,7 +194,8 @@ export function cancelledError(reason: keyof typeof CANCELLED_MESSAGE): JobError
 /** What a cancelled job's stream says, by the cancel's reason. */
 export const CANCELLED_MESSAGE = {
   user: "The completion was cancelled by its owner.",
-  abandoned: "The completion was stopped: no client was listening to it for the grace period.",
+  abandoned:
+    "The completion was stopped: no client was listening to it for the grace period (its connection closed, or the API process it came through stopped or stopped answering), or it made no progress for the idle timeout.",
   lost: "The completion was stopped: its request ended before the reply could reach the client.",
   expired: "The request was stopped before it finished: its batch expired or was cancelled. Nothing was charged for it.",
   refused: "The request was refused (a rate limit or the budget) before it was answered. Nothing was charged for it.",

@@ -15,11 +15,12 @@ export async function relayStream(
   sse: SseResponse,
   format: StreamFormat,
   includeUsage: boolean,
-  resumed: { firstSent: boolean } = { firstSent: false },
+  resumed: { firstSent: boolean; afterSeq?: number } = { firstSent: false },
 ): Promise<void> {
   // A resumed stream goes on as the original would have: its first chunk (the role) was sent already.
   let first = !resumed.firstSent;
-  let lastSeq = 0;
+  // The last event's number the client has: an error event is numbered after it (a resume's, after its resume point).
+  let lastSeq = Math.max(0, resumed.afterSeq ?? 0);
   try {
     for (;;) {
       const message = await job.next();

@@ -232,6 +232,7 @@ export async function serveExistingCompletion(
   // Resumed after the first chunk (seq 0 is `started`, 1 the first chunk): the role is not repeated.
   await relayStream(job, sse, options.shape.streamFormat({ ...head, includeUsage: options.includeUsage }), options.includeUsage, {
     firstSent: options.afterSeq >= 1,
+    afterSeq: options.afterSeq,
   });
 }
 
