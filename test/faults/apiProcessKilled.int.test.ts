@@ -125,6 +125,31 @@ describe("an API process killed with the client of a running stream", () => {
     expect((events[0]!.data as { completionTokens: number }).completionTokens).toBeLessThan(TOKENS);
   }, 60_000);
 
+  it("a streamed response resumed through another API process runs to its end (its GET listens)", async () => {
+    const apiA = await startApi();
+    const child = children.at(-1)!;
+    const response = await fetch(`${apiA}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, input: "Count.", max_output_tokens: TOKENS, stream: true }),
+    });
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let raw = "";
+    while (!raw.includes("response.output_text.delta")) raw += decoder.decode((await reader.read()).value, { stream: true });
+    const id = /"id":"(resp_[A-Za-z0-9]+)"/.exec(raw)![1]!;
+    reader.releaseLock();
+    await stopChild(child);
+    const resumed = await fetch(`${apiB}/v1/responses/${id}?stream=true`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(40_000) });
+    const events = parseSse(await resumed.text()).map((e) => JSON.parse(e.data) as { type: string });
+    expect(events.at(-1)!.type).toBe("response.completed");
+    const recorded = await eventually(async () => {
+      const found = await completionEvents(db.pool, id);
+      return found.length > 0 ? found : undefined;
+    }, 10_000);
+    expect(recorded[0]!.data).toMatchObject({ completionTokens: TOKENS });
+  }, 60_000);
+
   it("a client that resumes through another API process keeps it running to its end", async () => {
     const apiA = await startApi();
     const child = children.at(-1)!;

@@ -5,6 +5,7 @@ import { SseResponse } from "../../streaming/sseResponse.ts";
 import { ResponseEventBuilder, type ResponseEvent } from "./responseEventBuilder.ts";
 import { responseObject, TERMINAL_STATUSES, type ResponseObject } from "./responseObject.ts";
 import type { StoredResponse } from "./responseStore.ts";
+import type { CompletionRecord } from "../../jobs/completionRecords.ts";
 import { InvalidRequestError, ServerShuttingDownError } from "../../../http/errors.ts";
 
 const TERMINAL_EVENTS = new Set(["response.completed", "response.incomplete", "response.failed"]);
@@ -102,6 +103,10 @@ export async function streamStoredResponse(inference: InferenceServices, ctx: Co
   // With the job's `started`: a queued response's stream says `response.queued` until its job starts.
   // Gapless: read from the start, a stream missing its first messages (lost with Redis) ends the read.
   const follower = inference.followForClient(stored.accountId, stored.id, -1, { started: true, gapless: true });
+  // A client of a response that is not in the background listens to it, as a chat completion's resume
+  // does: while it reads, the response is not abandoned (its first client gone, or that client's API
+  // process killed); once it leaves before the end, the grace period counts from then.
+  const listening = await listenTo(inference, stored, rebuilt);
   const sse = new SseResponse(ctx, () => follower.release(), { keepAliveMs: inference.limits.sseKeepAliveMs });
   sse.open();
   const write = eventWriter(sse, afterSeq);
@@ -136,7 +141,21 @@ export async function streamStoredResponse(inference: InferenceServices, ctx: Co
     else sse.end();
   } finally {
     follower.release();
+    if (listening) inference.abandonment.detached(listening);
   }
+}
+
+/** Attaches a client to a running response that is not in the background; its record (to detach it later), or null. */
+async function listenTo(inference: InferenceServices, stored: StoredResponse, rebuilt: boolean): Promise<CompletionRecord | null> {
+  if (stored.background || rebuilt || TERMINAL_STATUSES.has(stored.state.status)) return null;
+  const record = await inference.records.find(stored.id).catch(() => null);
+  if (!record) return null;
+  return (await inference.records.attach(stored.id).then(
+    () => true,
+    () => false,
+  ))
+    ? record
+    : null;
 }
 
 /**
