@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { completionEvents, parseSse } from "./inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
+import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
 import { pacedEngine } from "./pacedEngine.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
 
@@ -87,4 +88,47 @@ describe("a Responses stream whose job falls silent", () => {
     }, 90_000);
     expect(events[0]!.data).toMatchObject({ outcome: "finished" });
   }, 120_000);
+
+  it("a response answered whole (not streamed) whose job falls silent is a 500, as a chat completion's, not a 200 in_progress", async () => {
+    silent = false;
+    pauseOnce = 0;
+    const request = fetch(`${platform.baseUrl}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: TINY_CHAT, input: "Tell me a long story", max_output_tokens: 60, temperature: 0 }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    silent = true;
+    const response = await request;
+    expect(response.status).toBe(500);
+    expect(await response.json()).toMatchObject({ error: { type: "api_error", message: "The model stopped answering." } });
+    silent = false;
+  }, 60_000);
+
+  it("a running response whose replay stream lost its start (Redis restarted empty) is not streamed from the cut replay: an error event says so", async () => {
+    silent = false;
+    const created = await fetch(`${platform.baseUrl}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: TINY_CHAT, input: "Tell me a long story", max_output_tokens: 60, temperature: 0, background: true }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    const keys = new InferenceKeys(platform.deps.config.redisPrefix);
+    const entries = await eventually(async () => {
+      const found = await platform.deps.redis.xrange(keys.replayStream(id), "-", "+");
+      return found.length >= 3 ? found : undefined;
+    }, 10_000);
+    silent = true;
+    await platform.deps.redis.xdel(keys.replayStream(id), entries[0]![0]);
+    const streamed = await fetch(`${platform.baseUrl}/v1/responses/${id}?stream=true`, {
+      headers: { authorization: `Bearer ${key}` },
+      signal: AbortSignal.timeout(20_000),
+    });
+    const events = parseSse(await streamed.text()).map((e) => JSON.parse(e.data) as { type: string; message?: string });
+    expect(events.some((e) => e.type === "response.output_text.delta")).toBe(false);
+    expect(events.at(-1)).toMatchObject({ type: "error", message: expect.stringContaining("lost with Redis") });
+    silent = false;
+    await fetch(`${platform.baseUrl}/v1/responses/${id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${key}` } });
+  }, 60_000);
 });

@@ -140,7 +140,7 @@ export class ServerShuttingDownError extends ApiError {
       503,
       "service_unavailable",
       resumable
-        ? "This API process is shutting down before the reply ended. The reply goes on: resume the stream with GET on the completion (x-completion-id) with stream=true and the Last-Event-ID header set to the id of the last event you received."
+        ? "This API process is shutting down before the reply ended. The reply goes on: resume the stream with GET on it (the completion's or response's id, also in x-completion-id) with stream=true and the Last-Event-ID header (or a response's starting_after) set to the id of the last event you received."
         : "This API process is shutting down before the reply ended; the request was stopped. Retry it.",
       { code: "server_shutting_down", headers: { "retry-after": "1" } },
     );

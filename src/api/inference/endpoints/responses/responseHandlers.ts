@@ -2,7 +2,7 @@ import type { Context } from "koa";
 import { jobErrorToApiError } from "../../jobs/jobErrorToApiError.ts";
 import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
-import { ApiError, ConflictError, InvalidRequestError, NotFoundError } from "../../../http/errors.ts";
+import { ApiError, ConflictError, InternalApiError, InvalidRequestError, NotFoundError } from "../../../http/errors.ts";
 import { validated } from "../../../http/validate.ts";
 import { resumePoint } from "../shared/storedCompletionQuerySchema.ts";
 import { discardResponseReplay, UNSTORED_REPLAY_KEPT_S } from "./responseReplayRetention.ts";
@@ -165,7 +165,13 @@ export function createResponseHandler(deps: AppDeps) {
         if (stream) return streamStoredResponse(inference, ctx, existing, -1);
         // As the first request answers: a background response as it stands, any other once it has ended.
         ctx.set("cache-control", "no-store");
-        ctx.body = existing.background ? await currentObject(inference, existing) : await endedObject(inference, ctx, existing);
+        if (existing.background) ctx.body = await currentObject(inference, existing);
+        else {
+          const ended = await endedObject(inference, ctx, existing);
+          // Its job fell silent before its end: a 500, as the first request got.
+          if (!TERMINAL_STATUSES.has(ended.status)) throw new InternalApiError("The model stopped answering.");
+          ctx.body = ended;
+        }
         return;
       }
     }
@@ -283,6 +289,9 @@ export function createResponseHandler(deps: AppDeps) {
         if (!ctx.res.writableFinished) run.releaseListener();
       });
       await run.ended;
+      // The run stopped without the response's end (its job fell silent for JOB_IDLE_TIMEOUT_MS): a 500,
+      // as a chat completion's, not a 200 of a response `in_progress` (a later GET reads how it ended).
+      if (!run.builder.ended && !ctx.res.destroyed) throw new InternalApiError("The model stopped answering.");
       // Refused by the engine before any output (a prompt over the context in tokens): an HTTP 400, as
       // OpenAI answers it, and no response is kept (the request never was one); the model unavailable
       // before any output: a 503 with Retry-After, which the SDKs retry (it was a 200 `failed`).

@@ -6,7 +6,7 @@ import { ResponseEventBuilder, type ResponseEvent } from "./responseEventBuilder
 import { responseObject, TERMINAL_STATUSES, type ResponseObject } from "./responseObject.ts";
 import type { StoredResponse } from "./responseStore.ts";
 import type { CompletionRecord } from "../../jobs/completionRecords.ts";
-import { InvalidRequestError, ServerShuttingDownError } from "../../../http/errors.ts";
+import { InvalidRequestError, ServerShuttingDownError, ServiceUnavailableError } from "../../../http/errors.ts";
 
 const TERMINAL_EVENTS = new Set(["response.completed", "response.incomplete", "response.failed"]);
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -137,7 +137,7 @@ export async function streamStoredResponse(inference: InferenceServices, ctx: Co
     }
     // The client went away, or the job fell silent (or its replay was lost): the stream ends here,
     // saying so (the response is read again later).
-    if (!sse.clientGone) endSilentStream(sse, stored.id, lastSeq);
+    if (!sse.clientGone) endSilentStream(sse, stored.id, lastSeq, error instanceof ServiceUnavailableError);
     else sse.end();
   } finally {
     follower.release();
@@ -251,8 +251,10 @@ export async function endedObject(inference: InferenceServices, ctx: Context, st
  * was lost with Redis): an `error` event without an id (the response goes on or is stored later; a
  * client reads it again with GET, or resumes after its last event), not keep-alives for ever.
  */
-export function endSilentStream(sse: SseResponse, id: string, lastSeq: number): void {
-  const message = `The response's stream stopped before its end (its model stopped answering); read it again later: GET /v1/responses/${id}.`;
+export function endSilentStream(sse: SseResponse, id: string, lastSeq: number, lost = false): void {
+  const message = lost
+    ? `Part of the response's stream was lost with Redis; read it again once it has ended (GET /v1/responses/${id}), from what is stored then.`
+    : `The response's stream stopped before its end (its model stopped answering); read it again later: GET /v1/responses/${id}.`;
   sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: "server_error", message, param: null, sequence_number: lastSeq + 1 }));
   sse.end();
 }
