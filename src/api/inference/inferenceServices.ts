@@ -12,6 +12,7 @@ import { InferenceGateway } from "./jobs/inferenceGateway.ts";
 import { UndeliveredReplyNotes } from "./jobs/undeliveredReplyNotes.ts";
 import type { Logger } from "../../observability/logger.ts";
 import { AbandonmentWatch } from "./jobs/abandonmentWatch.ts";
+import { RelayInterrupts } from "./jobs/relayInterrupts.ts";
 import { ApiPresence } from "../../contracts/apiPresence.ts";
 import { ApiHeartbeat } from "./jobs/apiHeartbeat.ts";
 import { CompletionRecords } from "./jobs/completionRecords.ts";
@@ -55,6 +56,11 @@ export type InferenceServices = {
    * grace is nearly over): a stream's client is told to resume it elsewhere. Returns how many.
    */
   interruptRelays(): number;
+  /**
+   * Responses creates this process answers (their runs are not relays of the gateway's): each one's
+   * interruption, called by interruptRelays; returns what forgets it.
+   */
+  responseCreates: Pick<RelayInterrupts, "addRelay" | "interrupting">;
   /** The limits of this API process's inference requests. */
   limits: InferenceLimits;
   /**
@@ -159,6 +165,7 @@ export function createInferenceServices(
   const follow = (completionId: string, afterSeq: number, options: FollowOptions = {}) =>
     new ReplayFollower(redis, keys, completionId, { afterSeq, idleTimeoutMs: config.jobIdleTimeoutMs, ...options });
   const clientFollowers = new ClientFollowers(config.clientFollowsPerAccount);
+  const responseCreates = new RelayInterrupts();
   const followForClient = (accountId: string, completionId: string, afterSeq: number, options: FollowOptions = {}) =>
     clientFollowers.take(accountId, () => follow(completionId, afterSeq, options));
   const responses = new ResponseKeeper({
@@ -183,7 +190,8 @@ export function createInferenceServices(
     tenants,
     follow,
     followForClient,
-    interruptRelays: () => gateway.interruptRelays() + clientFollowers.interruptAll(),
+    interruptRelays: () => gateway.interruptRelays() + clientFollowers.interruptAll() + responseCreates.interruptAll(),
+    responseCreates,
     limits,
     holdPool,
     speculation,

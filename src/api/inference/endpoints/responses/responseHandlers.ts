@@ -2,7 +2,7 @@ import type { Context } from "koa";
 import { jobErrorToApiError } from "../../jobs/jobErrorToApiError.ts";
 import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
-import { ApiError, ConflictError, InternalApiError, InvalidRequestError, NotFoundError } from "../../../http/errors.ts";
+import { ApiError, ConflictError, InternalApiError, InvalidRequestError, NotFoundError, ServerShuttingDownError } from "../../../http/errors.ts";
 import { validated } from "../../../http/validate.ts";
 import { resumePoint } from "../shared/storedCompletionQuerySchema.ts";
 import { discardResponseReplay, UNSTORED_REPLAY_KEPT_S } from "./responseReplayRetention.ts";
@@ -16,15 +16,16 @@ import { resolveModel } from "../shared/resolveModel.ts";
 import { COMPLETION_ID_HEADER } from "../shared/serveCompletion.ts";
 import { SseResponse } from "../../streaming/sseResponse.ts";
 import { StillQueuedError } from "../../jobs/stillQueuedError.ts";
-import { checkCallOutputsAnswered, newItemId, referencedItemIds, type StoredItem, toStoredItems } from "./responseItems.ts";
+import { checkCallOutputsAnswered, newItemId, referencedItemIds, toStoredItems } from "./responseItems.ts";
 import { type ResponseHead, TERMINAL_STATUSES } from "./responseObject.ts";
 import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
 import type { StoredResponse } from "./responseStore.ts";
-import { currentObject, endedObject, endSilentStream, eventWriter, settledFromReplay, stoppedObject, streamStoredResponse } from "./responseStreams.ts";
+import { currentObject, endedObject, endInterruptedStream, endSilentStream, eventWriter, interruptionOf, streamStoredResponse } from "./responseStreams.ts";
+import { previousContext } from "./previousContext.ts";
 import { responseSettings, toResponseChatRequest } from "./toResponseChatRequest.ts";
 
 /** The caller's stored response, or 404 (another account's response does not exist for it). */
-async function ownResponse(inference: InferenceServices, ctx: Context): Promise<StoredResponse> {
+export async function ownResponse(inference: InferenceServices, ctx: Context): Promise<StoredResponse> {
   const id = String(ctx.params.responseId ?? "");
   const stored = await inference.responses.store.find(principalOf(ctx).accountId, id);
   if (!stored) throw new NotFoundError(`Response with id '${id}' not found.`, { param: "response_id", code: "not_found" });
@@ -44,27 +45,6 @@ function refuseUnstorable(body: unknown): void {
     param: problem.path || null,
     code: "invalid_value",
   });
-}
-
-/** The context a previous_response_id gives: its own context, input and output (its owner's only, and ended). */
-async function previousContext(inference: InferenceServices, accountId: string, previousId: string | null | undefined): Promise<StoredItem[]> {
-  if (!previousId) return [];
-  const found = await inference.responses.store.find(accountId, previousId);
-  // Ended, but not stored as ended yet (the process that followed it was killed): stored now.
-  const previous = found && (await settledFromReplay(inference, found));
-  if (!previous) {
-    throw new InvalidRequestError(`Previous response with id '${previousId}' not found.`, {
-      param: "previous_response_id",
-      code: "previous_response_not_found",
-    });
-  }
-  if (!TERMINAL_STATUSES.has(previous.state.status)) {
-    throw new InvalidRequestError(`Previous response with id '${previousId}' is still ${previous.state.status}.`, {
-      param: "previous_response_id",
-      code: "invalid_value",
-    });
-  }
-  return [...previous.contextItems, ...previous.inputItems, ...previous.state.output];
 }
 
 const CLAIM_POLL_MS = 50;
@@ -277,18 +257,31 @@ export function createResponseHandler(deps: AppDeps) {
         throw error;
       }
     }
+    // This process's shutdown grace nearly over (interruptRelays): the client is told, as a chat's is; the
+    // response goes on (another process takes it over), to be read with GET.
+    const interruption = background ? null : interruptionOf(inference, run.ended);
+    const interrupted = () => interruption?.interrupted === true;
     if (stream) {
-      await Promise.race([streamDone, run.ended]);
-      // The run stopped without the response's end (its job fell silent: left to a later pass, which
-      // stores its end): the client is told so, not left with keep-alives for ever.
-      if (sse && admitted && !terminalWritten && !sse.clientGone) endSilentStream(sse, id, lastSeq);
+      await Promise.race([streamDone, run.ended, interruption?.happened]);
+      if (sse && admitted && !terminalWritten && !sse.clientGone) {
+        (unsubscribe as (() => void) | null)?.();
+        // Interrupted: a notice without an id (the client resumes after the last event it read). Else the
+        // run stopped without the response's end (its job fell silent: left to a later pass, which stores
+        // its end): the client is told so, not left with keep-alives for ever.
+        if (interrupted()) endInterruptedStream(sse, lastSeq);
+        else endSilentStream(sse, id, lastSeq);
+      }
       return;
     }
     if (!background) {
       ctx.res.on("close", () => {
         if (!ctx.res.writableFinished) run.releaseListener();
       });
-      await run.ended;
+      await Promise.race([run.ended, interruption?.happened]);
+      if (interrupted() && !run.builder.ended) {
+        run.releaseListener();
+        throw new ServerShuttingDownError(true);
+      }
       // The run stopped without the response's end (its job fell silent for JOB_IDLE_TIMEOUT_MS): a 500,
       // as a chat completion's, not a 200 of a response `in_progress` (a later GET reads how it ended).
       if (!run.builder.ended && !ctx.res.destroyed) throw new InternalApiError("The model stopped answering.");
@@ -320,42 +313,6 @@ export function retrieveResponseHandler(deps: AppDeps) {
     }
     ctx.set("cache-control", "no-store");
     ctx.body = await currentObject(inference, stored);
-  };
-}
-
-/**
- * POST /v1/responses/{id}/cancel: stops a response that has not ended (taken off the queue, or aborted
- * by its worker, which charges what it generated). Idempotent: a cancelled response stays cancelled.
- */
-export function cancelResponseHandler(deps: AppDeps) {
-  return async function cancelResponse(ctx: Context): Promise<void> {
-    const inference = requireInference(deps);
-    const stored = await ownResponse(inference, ctx);
-    const status = stored.state.status;
-    if (TERMINAL_STATUSES.has(status) && status !== "cancelled") {
-      throw new InvalidRequestError(`Cannot cancel a response with status '${status}'.`, { param: "response_id", code: "invalid_value" });
-    }
-    ctx.set("cache-control", "no-store");
-    if (status !== "cancelled") {
-      if (await inference.responses.store.cancel(stored.accountId, stored.id, deps.clock.now())) {
-        // Answered once its job has stopped: the output so far and the usage charged, as it stays (OpenAI
-        // answers the final object); or, when the job ended whole before the cancel reached it, as it ended.
-        if (!(await stopJob(inference, stored))) {
-          const stopped = await stoppedObject(inference, stored);
-          ctx.body = TERMINAL_STATUSES.has(stopped.status) ? stopped : { ...stopped, status: "cancelled" };
-          return;
-        }
-      } else {
-        // It ended meanwhile.
-        const ended = await inference.responses.store.find(stored.accountId, stored.id);
-        if (ended && TERMINAL_STATUSES.has(ended.state.status) && ended.state.status !== "cancelled") {
-          throw new InvalidRequestError(`Cannot cancel a response with status '${ended.state.status}'.`, { param: "response_id", code: "invalid_value" });
-        }
-      }
-    }
-    const now = (await inference.responses.store.find(stored.accountId, stored.id)) ?? stored;
-    const object = await currentObject(inference, { ...now, state: { ...now.state, status: "cancelled" } });
-    ctx.body = { ...object, status: "cancelled" };
   };
 }
 

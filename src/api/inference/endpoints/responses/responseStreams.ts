@@ -278,3 +278,28 @@ export async function settledFromReplay(inference: InferenceServices, stored: St
   await inference.responses.store.finish(stored.id, builder.state);
   return (await inference.responses.store.find(stored.accountId, stored.id)) ?? stored;
 }
+
+/** Ends a create's stream when this process's shutdown grace is nearly over: a notice without an id (the response goes on; the client resumes after its last event elsewhere). */
+export function endInterruptedStream(sse: SseResponse, lastSeq: number): void {
+  const notice = new ServerShuttingDownError(true);
+  sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: notice.code, message: notice.message, param: null, sequence_number: lastSeq + 1 }));
+  sse.end();
+}
+
+/**
+ * A create's interruption by this process's shutdown (InferenceServices.interruptRelays), until `ended`:
+ * `happened` resolves when it comes (at once when it came already); `interrupted` says whether it did.
+ */
+export function interruptionOf(inference: InferenceServices, ended: Promise<void>): { happened: Promise<void>; readonly interrupted: boolean } {
+  const state = { interrupted: false, happened: Promise.resolve() };
+  state.happened = new Promise<void>((resolve) => {
+    const interrupt = () => {
+      state.interrupted = true;
+      resolve();
+    };
+    const forget = inference.responseCreates.addRelay(interrupt);
+    if (inference.responseCreates.interrupting) interrupt();
+    void ended.then(forget);
+  });
+  return state;
+}

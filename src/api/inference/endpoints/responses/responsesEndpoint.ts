@@ -1,6 +1,7 @@
 import { validate } from "../../../http/validate.ts";
 import type { EndpointFamily } from "../shared/endpointFamily.ts";
-import { cancelResponseHandler, createResponseHandler, deleteResponseHandler, inputItemsHandler, retrieveResponseHandler } from "./responseHandlers.ts";
+import { cancelResponseHandler } from "./cancelResponseHandler.ts";
+import { createResponseHandler, deleteResponseHandler, inputItemsHandler, retrieveResponseHandler } from "./responseHandlers.ts";
 import { RESPONSE_PARAMETERS } from "./responseParameters.ts";
 import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySchema } from "./responseRequestSchema.ts";
 
