@@ -48,6 +48,8 @@ function refuseUnstorable(body: unknown): void {
 }
 
 const CLAIM_POLL_MS = 50;
+/** A wait that never ends (a background create is not interrupted). */
+const NEVER = new Promise<void>(() => undefined);
 
 /**
  * The stored response of the first request with the same Idempotency-Key (and body, so the same `store`):
@@ -262,7 +264,7 @@ export function createResponseHandler(deps: AppDeps) {
     const interruption = background ? null : interruptionOf(inference, run.ended);
     const interrupted = () => interruption?.interrupted === true;
     if (stream) {
-      await Promise.race([streamDone, run.ended, interruption?.happened]);
+      await Promise.race([streamDone, run.ended, interruption?.happened ?? NEVER]);
       if (sse && admitted && !terminalWritten && !sse.clientGone) {
         (unsubscribe as (() => void) | null)?.();
         // Interrupted: a notice without an id (the client resumes after the last event it read). Else the
@@ -277,7 +279,7 @@ export function createResponseHandler(deps: AppDeps) {
       ctx.res.on("close", () => {
         if (!ctx.res.writableFinished) run.releaseListener();
       });
-      await Promise.race([run.ended, interruption?.happened]);
+      await Promise.race([run.ended, interruption?.happened ?? NEVER]);
       if (interrupted() && !run.builder.ended) {
         run.releaseListener();
         throw new ServerShuttingDownError(true);
