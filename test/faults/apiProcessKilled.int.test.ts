@@ -1,8 +1,7 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../keys/keySteps.ts";
 import { completionEvents, parseSse } from "../inference/inferenceSteps.ts";
@@ -13,6 +12,7 @@ import { createTestAccount } from "../support/testAccounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { countingModel, countingToken, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
 import { requestVia } from "./processChat.ts";
+import { killChild, spawnRoles } from "./roleProcesses.ts";
 
 /**
  * An API process killed (kill -9) with the client of a running stream, in role processes of their own:
@@ -20,7 +20,6 @@ import { requestVia } from "./processChat.ts";
  * after `a`'s beat expired and charges what was generated (it ran to max_tokens and was charged whole).
  * A client that resumes through `b` keeps it running to its end.
  */
-const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 const MODEL = "slow-counting";
 const TOKENS = 300;
 const TOKEN_MS = 50;
@@ -56,7 +55,7 @@ beforeAll(async () => {
     LOG_LEVEL: "warn",
   };
   apiB = await startApi();
-  children.push(spawnRoles(["worker"], env));
+  children.push(spawnRoles(["worker"], env, logs));
   const account = await createTestAccount(db.pool, { monthlyBudgetChf: 100 });
   key = (await createKey({ request: requestVia(apiB) } as Parameters<typeof createKey>[0], account.sessionToken)).key;
   await eventually(async () => ((await listModels(apiB)).includes(MODEL) ? true : undefined), 60_000).catch((error: unknown) => {
@@ -65,7 +64,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all(children.map(stopChild));
+  await Promise.all(children.map(killChild));
   await upstream?.close();
   await redis?.stop();
   await db?.drop();
@@ -79,7 +78,7 @@ describe("an API process killed with the client of a running stream", () => {
     const { id, read } = await streamUntil(apiA, 5);
     expect(read).toContain(countingToken(4));
     const killedAt = Date.now();
-    await stopChild(child);
+    await killChild(child);
     const events = await eventually(async () => {
       const found = await completionEvents(db.pool, id);
       return found.length > 0 ? found : undefined;
@@ -100,23 +99,8 @@ describe("an API process killed with the client of a running stream", () => {
   it("a streamed response (not in the background): stopped the same way, charged what was generated", async () => {
     const apiA = await startApi();
     const child = children.at(-1)!;
-    const response = await fetch(`${apiA}/v1/responses`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: MODEL, input: "Count.", max_output_tokens: TOKENS, stream: true }),
-    });
-    expect(response.status).toBe(200);
-    const reader = response.body!.getReader();
-    const decoder = new TextDecoder();
-    let raw = "";
-    while (!raw.includes("response.output_text.delta")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the stream ended early: ${raw}`);
-      raw += decoder.decode(value, { stream: true });
-    }
-    const id = /"id":"(resp_[A-Za-z0-9]+)"/.exec(raw)![1]!;
-    reader.releaseLock();
-    await stopChild(child);
+    const id = await streamResponseUntilText(apiA);
+    await killChild(child);
     const events = await eventually(async () => {
       const found = await completionEvents(db.pool, id);
       return found.length > 0 ? found : undefined;
@@ -128,18 +112,8 @@ describe("an API process killed with the client of a running stream", () => {
   it("a streamed response resumed through another API process runs to its end (its GET listens)", async () => {
     const apiA = await startApi();
     const child = children.at(-1)!;
-    const response = await fetch(`${apiA}/v1/responses`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: MODEL, input: "Count.", max_output_tokens: TOKENS, stream: true }),
-    });
-    const reader = response.body!.getReader();
-    const decoder = new TextDecoder();
-    let raw = "";
-    while (!raw.includes("response.output_text.delta")) raw += decoder.decode((await reader.read()).value, { stream: true });
-    const id = /"id":"(resp_[A-Za-z0-9]+)"/.exec(raw)![1]!;
-    reader.releaseLock();
-    await stopChild(child);
+    const id = await streamResponseUntilText(apiA);
+    await killChild(child);
     const resumed = await fetch(`${apiB}/v1/responses/${id}?stream=true`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(40_000) });
     const events = parseSse(await resumed.text()).map((e) => JSON.parse(e.data) as { type: string });
     expect(events.at(-1)!.type).toBe("response.completed");
@@ -154,7 +128,7 @@ describe("an API process killed with the client of a running stream", () => {
     const apiA = await startApi();
     const child = children.at(-1)!;
     const { id, lastEventId } = await streamUntil(apiA, 5);
-    await stopChild(child);
+    await killChild(child);
     const resumed = await fetch(`${apiB}/v1/chat/completions/${id}?stream=true`, {
       headers: { authorization: `Bearer ${key}`, "last-event-id": lastEventId },
       signal: AbortSignal.timeout(40_000),
@@ -170,11 +144,31 @@ describe("an API process killed with the client of a running stream", () => {
   }, 60_000);
 });
 
+/** Streams a response through `api` until its first text arrived; the connection stays open (its process is killed next). */
+async function streamResponseUntilText(api: string): Promise<string> {
+  const response = await fetch(`${api}/v1/responses`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: MODEL, input: "Count.", max_output_tokens: TOKENS, stream: true }),
+  });
+  expect(response.status).toBe(200);
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let raw = "";
+  while (!raw.includes("response.output_text.delta")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`the stream ended early: ${raw}`);
+    raw += decoder.decode(value, { stream: true });
+  }
+  reader.releaseLock();
+  return /"id":"(resp_[A-Za-z0-9]+)"/.exec(raw)![1]!;
+}
+
 /** Starts an API role process; answers its base URL once it serves. */
 async function startApi(): Promise<string> {
   const port = await freePort();
   const api = `http://127.0.0.1:${port}`;
-  children.push(spawnRoles(["api"], { ...env, PORT: String(port) }));
+  children.push(spawnRoles(["api"], { ...env, PORT: String(port) }, logs));
   await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 60_000).catch((error: unknown) => {
     throw new Error(`the API did not start: ${logs.join("")}`, { cause: error });
   });
@@ -210,19 +204,4 @@ async function streamUntil(api: string, tokens: number): Promise<{ id: string; r
       return { id: chunks[0]!.id, read, lastEventId: events.at(-1)!.id! };
     }
   }
-}
-
-function spawnRoles(roles: string[], roleEnv: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [MAIN, ...roles.flatMap((role) => ["--role", role])], { env: roleEnv, stdio: ["ignore", "pipe", "pipe"] });
-  const name = roles.join("+");
-  child.stdout?.setEncoding("utf8").on("data", (text: string) => logs.push(`${name}: ${text}`));
-  child.stderr?.setEncoding("utf8").on("data", (text: string) => logs.push(`${name}: ${text}`));
-  return child;
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGKILL");
-  await exited;
 }

@@ -1,8 +1,7 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { InferenceKeys } from "../../src/contracts/inferenceKeys.ts";
@@ -16,6 +15,7 @@ import { createTestAccount, type TestAccount } from "../support/testAccounts.ts"
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { countingReply, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
 import { type ChatResult, chatThrough, requestVia } from "./processChat.ts";
+import { killChild, spawnRoles } from "./roleProcesses.ts";
 
 /**
  * Roles started by the launcher of `npm start` (src/main.ts, runRoles), each set an OS process of its
@@ -29,7 +29,6 @@ import { type ChatResult, chatThrough, requestVia } from "./processChat.ts";
  * LOCAL are published by `both`'s worker to `api`; those `both` enqueues for REMOTE are published to
  * `both` by `worker`. Every request is answered once and charged once.
  */
-const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 const LOCAL = "local-model";
 const REMOTE = "remote-model";
 const TOKENS = 8;
@@ -79,11 +78,14 @@ beforeAll(async () => {
   both = `http://127.0.0.1:${bothPort}`;
   apiOnly = `http://127.0.0.1:${apiPort}`;
   // The first one creates and migrates the database.
-  children.push(spawnRoles(["api", "worker"], { ...env, PORT: String(bothPort), HOST: "127.0.0.1", WORKER_MODELS: LOCAL }));
+  children.push(spawnRoles(["api", "worker"], { ...env, PORT: String(bothPort), HOST: "127.0.0.1", WORKER_MODELS: LOCAL }, logs));
   await eventually(async () => ((await fetch(`${both}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 60_000).catch((error: unknown) => {
     throw new Error(`the API did not start: ${logs.join("")}`, { cause: error });
   });
-  children.push(spawnRoles(["api"], { ...env, PORT: String(apiPort), HOST: "127.0.0.1" }), spawnRoles(["worker"], { ...env, WORKER_MODELS: REMOTE }));
+  children.push(
+    spawnRoles(["api"], { ...env, PORT: String(apiPort), HOST: "127.0.0.1" }, logs),
+    spawnRoles(["worker"], { ...env, WORKER_MODELS: REMOTE }, logs),
+  );
   const keys = new InferenceKeys(prefix);
   const watcher = new IORedis(redis.url).on("error", () => undefined);
   await eventually(async () => {
@@ -104,7 +106,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   monitor?.disconnect();
-  await Promise.all(children.map(stopChild));
+  await Promise.all(children.map(killChild));
   await upstream?.close();
   await redis?.stop();
   await db?.drop();
@@ -172,19 +174,4 @@ async function settleMonitor(): Promise<void> {
 async function chat(api: string, model: string, stream: boolean, index: number): Promise<ChatResult> {
   const body = { model, messages: [{ role: "user", content: `Count, request ${index}.` }], max_tokens: TOKENS + 100, temperature: 0 };
   return chatThrough(api, key, body, stream, AbortSignal.timeout(30_000));
-}
-
-function spawnRoles(roles: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [MAIN, ...roles.flatMap((role) => ["--role", role])], { env, stdio: ["ignore", "pipe", "pipe"] });
-  const name = roles.join("+");
-  child.stdout?.setEncoding("utf8").on("data", (text: string) => logs.push(`${name}: ${text}`));
-  child.stderr?.setEncoding("utf8").on("data", (text: string) => logs.push(`${name}: ${text}`));
-  return child;
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGKILL");
-  await exited;
 }
