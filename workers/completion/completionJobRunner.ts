@@ -20,7 +20,7 @@ import type { Delivered, Ending, ResumePoint, RunMode } from "./resumption.ts";
 import { endFromRecord, foldDelivered, generateChat, NEW_JOB, planResumption } from "./resumption.ts";
 import { type Generated, NO_USAGE, sentThrough, unchargedBatchFailure, unchargedWholeAnswerFailure, usageBeforeFailure, usageOf } from "./runCharges.ts";
 import { within } from "./settledWithin.ts";
-import { ADMISSION_DECIDED_WITHIN_MS, type RecordOutcome, type UsageRecorder } from "./usageRecorder.ts";
+import { ADMISSION_DECIDED_WITHIN_MS, type RecordOutcome, USAGE_WAIT_MS, type UsageRecorder } from "./usageRecorder.ts";
 import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
 
 export type CompletionJobRunnerDeps = {
@@ -47,13 +47,6 @@ export type CompletionJobRunnerDeps = {
   /** How long a client waits for its job's usage to be recorded before its stream ends anyway (default USAGE_WAIT_MS). */
   usageWaitMs?: number;
 };
-
-/**
- * How long a finished job's client waits for the usage to be recorded (PostgreSQL unreachable) before
- * its stream ends anyway, with the usage being recorded: under the API's SSE keep-alive-bounded waits,
- * and long enough to ride out a failover. The worker role passes the configuration's (USAGE_WAIT_MS).
- */
-export const USAGE_WAIT_MS = 10_000;
 
 /**
  * Runs one RunCompletion job: `started`, the engine's deltas (coalesced) or embeddings, `finish`, then the usage is

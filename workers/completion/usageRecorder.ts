@@ -8,6 +8,13 @@ import { UsageGroupCommit } from "../../src/ledger/budget/usageGroupCommit.ts";
 import { isDatabaseUnavailable } from "../../src/db/databaseUnavailable.ts";
 import { placeHold } from "../../src/ledger/budget/placeHold.ts";
 
+/**
+ * How long a finished job's client waits for the usage to be recorded (PostgreSQL unreachable) before
+ * its stream ends anyway, with the usage being recorded: under the API's SSE keep-alive-bounded waits,
+ * and long enough to ride out a failover. The worker role passes the configuration's (USAGE_WAIT_MS).
+ */
+export const USAGE_WAIT_MS = 10_000;
+
 export type RecordOutcome = "recorded" | "already_recorded" | "refused";
 
 export type RecordOptions = {
