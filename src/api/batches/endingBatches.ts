@@ -5,6 +5,9 @@ import type { InferenceServices } from "../inference/inferenceServices.ts";
 import { endIdleLines, runningLinesOf } from "./batchLineRows.ts";
 import { modelLabel } from "./modelLabel.ts";
 
+/** Waiting lines of an ending batch ended per statement (each within the API pool's statement timeout). */
+const END_LINES_PER_STATEMENT = 2000;
+
 /** The batches that end (cancelled, or their window over), as every dispatcher's round sees them. */
 export class EndingBatches {
   readonly #pool: Pool;
@@ -38,15 +41,18 @@ export class EndingBatches {
         batch.status === "cancelling"
           ? { code: "batch_cancelled", message: "This request was not run: the batch was cancelled." }
           : { code: "batch_expired", message: "This request could not be executed before the completion window expired." };
-      const ended = await endIdleLines(this.#pool, batch.id, error);
       const outcome = batch.status === "cancelling" ? "cancelled" : "expired";
-      for (const { model, n } of ended) this.#metrics.batches.linesEnded.inc({ model: modelLabel(this.#inference.registry, model), outcome }, n);
-      // A line that waited to run again after a run that failed for the platform's reason (which charged
-      // nothing) still holds its budget hold: it ends here without a run to settle it.
-      await releaseHolds(
-        this.#pool,
-        ended.flatMap((row) => row.completion_ids),
-      );
+      for (;;) {
+        const ended = await endIdleLines(this.#pool, batch.id, error, END_LINES_PER_STATEMENT);
+        for (const { model, n } of ended) this.#metrics.batches.linesEnded.inc({ model: modelLabel(this.#inference.registry, model), outcome }, n);
+        // A line that waited to run again after a run that failed for the platform's reason (which charged
+        // nothing) still holds its budget hold: it ends here without a run to settle it.
+        await releaseHolds(
+          this.#pool,
+          ended.flatMap((row) => row.completion_ids),
+        );
+        if (ended.reduce((sum, row) => sum + row.n, 0) < END_LINES_PER_STATEMENT) break;
+      }
       await this.#stopJobsRunElsewhere(batch.id, runsHere);
     }
   }
