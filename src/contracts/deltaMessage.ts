@@ -30,7 +30,8 @@ export const JobErrorSchema = z.object({
   param: z.string().nullable(),
   /**
    * OpenAI's code for an invalid request, where the engine gave one (absent: `invalid_value`); `abandoned`
-   * on a cancelled job the platform stopped (nobody listened, or it was silent), not its owner.
+   * on a cancelled job the platform stopped (nobody listened, or it was silent), not its owner; `lost` on
+   * one whose request the API ended early (its client told so: a shutdown's 503, Redis lost).
    */
   code: z.string().max(64).nullish(),
 });

@@ -14,7 +14,8 @@ import { startNpmStartProcess } from "./npmStartProcess.ts";
  * `npm start` told to stop (SIGTERM) while replies run longer than its shutdown grace: shortly before the
  * grace is over the API ends what it still relays with `server_shutting_down` instead of a connection
  * reset. A stream gets an error event without an id (its client resumes after the last id it read, as
- * the message says), then `[DONE]`; a whole answer gets a 503 and its job is stopped, charged nothing.
+ * the message says), then `[DONE]`; a whole answer gets a 503 and its job is stopped, charged nothing, and
+ * the retry the 503 asks for (with its Idempotency-Key, as the SDKs retry) runs anew on the next process.
  */
 const GRACE_MS = 4_000;
 
@@ -23,6 +24,7 @@ let redis: TestRedis;
 let upstream: CountingUpstream;
 let dir: string;
 let child: ChildProcess | undefined;
+let second: ChildProcess | undefined;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -33,7 +35,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  for (const c of [child, second]) if (c && c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
   await upstream?.close();
   await db?.drop();
   await redis?.close();
@@ -51,10 +53,10 @@ describe("npm start's shutdown with replies longer than its grace", () => {
     });
     child = started.child;
     const { api, key, exited, logs } = started;
-    const post = (stream: boolean) =>
-      fetch(`${api}/v1/chat/completions`, {
+    const post = (stream: boolean, headers: Record<string, string> = {}, via = api) =>
+      fetch(`${via}/v1/chat/completions`, {
         method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
         body: JSON.stringify({ model: "long-model", messages: [{ role: "user", content: "Count." }], max_tokens: 300, stream }),
         signal: AbortSignal.timeout(30_000),
       });
@@ -62,7 +64,8 @@ describe("npm start's shutdown with replies longer than its grace", () => {
     expect(streamed.status).toBe(200);
     const streamId = streamed.headers.get("x-completion-id")!;
     const reading = streamed.text().catch((error: unknown) => `READ FAILED: ${String(error)}`);
-    const whole = post(false);
+    const idempotencyKey = { "idempotency-key": "whole-answer-retried-after-a-shutdown" };
+    const whole = post(false, idempotencyKey);
     await eventually(async () => (upstream.requests.length >= 2 ? true : undefined), 10_000);
     // A third waits in line behind the two on the model's two slots: it never starts before the notice.
     const queued = await post(true);
@@ -116,5 +119,19 @@ describe("npm start's shutdown with replies longer than its grace", () => {
     const queuedEvents = await completionEvents(db.pool, queuedId);
     expect(queuedEvents.reduce((sum, e) => sum + (e.type === "UsageRecorded" ? e.data.costMicroChf : -e.data.costMicroChf), 0)).toBe(0);
     expect(upstream.requests.length).toBe(2);
-  }, 90_000);
+
+    // The SDK's retry of the 503 (same Idempotency-Key and body) through the next process: the request
+    // runs anew and is answered whole (it was a final 409 completion_cancelled, its job stopped by the shutdown).
+    const next = await startNpmStartProcess({ db, redis, dir, models: [countingModel(upstream, { id: "long-model", maxConcurrency: 2 })] });
+    second = next.child;
+    const retried = await post(false, idempotencyKey, next.api);
+    const retriedText = await retried.text();
+    expect(retried.status, retriedText).toBe(200);
+    const completion = JSON.parse(retriedText) as { id: string; choices: { message: { content: string } }[] };
+    expect(completion.id).not.toBe(wholeId);
+    expect(completion.choices[0]!.message.content.length).toBeGreaterThan(100);
+    // A second retry answers that same completion (the key now names it), charged once.
+    const again = (await (await post(false, idempotencyKey, next.api)).json()) as { id: string };
+    expect(again.id).toBe(completion.id);
+  }, 120_000);
 });

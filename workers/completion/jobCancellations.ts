@@ -188,7 +188,7 @@ function sleep(ms: number): Promise<void> {
  * (nobody listening, or the job silent), not its owner's.
  */
 export function cancelledError(reason: keyof typeof CANCELLED_MESSAGE): JobError {
-  return { kind: "cancelled", message: CANCELLED_MESSAGE[reason], param: null, ...(reason === "abandoned" ? { code: "abandoned" } : {}) };
+  return { kind: "cancelled", message: CANCELLED_MESSAGE[reason], param: null, ...(reason === "abandoned" || reason === "lost" ? { code: reason } : {}) };
 }
 
 /** What a cancelled job's stream says, by the cancel's reason. */
