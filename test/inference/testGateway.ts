@@ -1,6 +1,7 @@
 import { AbandonmentWatch } from "../../src/api/inference/jobs/abandonmentWatch.ts";
 import { CompletionQueues } from "../../src/api/inference/jobs/completionQueues.ts";
 import { ApiPresence } from "../../src/contracts/apiPresence.ts";
+import { FollowedRecords } from "../../src/api/inference/jobs/followedRecords.ts";
 import { CompletionRecords } from "../../src/api/inference/jobs/completionRecords.ts";
 import { DeltaSubscriber } from "../../src/api/inference/jobs/deltaSubscriber.ts";
 import { InferenceGateway } from "../../src/api/inference/jobs/inferenceGateway.ts";
@@ -33,6 +34,7 @@ export async function startTestGateway(
     queues,
     subscriber,
     records,
+    followed: new FollowedRecords(),
     abandonment,
     ...(options.undelivered ? { undelivered: options.undelivered } : {}),
     limits: { jobIdleTimeoutMs: options.jobIdleTimeoutMs, queueMaxWaiting: 1000 },

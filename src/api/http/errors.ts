@@ -130,6 +130,19 @@ export class ServiceUnavailableError extends ApiError {
 }
 
 /**
+ * Part of a reply was lost with Redis (restarted without its data) before what a read asks for: 503
+ * `redis_unavailable`, as a request whose reply is lost that way ends, with a message that says a retry
+ * of the same read cannot get it whole.
+ */
+export class ReplyLostError extends ServiceUnavailableError {
+  constructor() {
+    super("redis");
+    this.message =
+      "Part of this reply was lost with Redis (it restarted without its data) before the point asked for: it cannot be read whole from there. Resume after a later event, or send the request again.";
+  }
+}
+
+/**
  * The API process answering a request stops (its shutdown grace is nearly over) before the reply ended.
  * A stream's job runs on: the client resumes it from another process with the completion's id
  * (x-completion-id) and the id of the last event it read; a whole answer's job is stopped, uncharged.

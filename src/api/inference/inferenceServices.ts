@@ -15,6 +15,7 @@ import { AbandonmentWatch } from "./jobs/abandonmentWatch.ts";
 import { RelayInterrupts } from "./jobs/relayInterrupts.ts";
 import { ApiPresence } from "../../contracts/apiPresence.ts";
 import { ApiHeartbeat } from "./jobs/apiHeartbeat.ts";
+import { FollowedRecords } from "./jobs/followedRecords.ts";
 import { CompletionRecords } from "./jobs/completionRecords.ts";
 import { IdempotencyKeys } from "./jobs/idempotencyKeys.ts";
 import { ClientFollowers } from "./jobs/clientFollowers.ts";
@@ -44,6 +45,8 @@ export type InferenceServices = {
   queues: CompletionQueues;
   /** The completions of the retention period: owner, model, listeners (reads, resumes, cancels). */
   records: CompletionRecords;
+  /** The records of the completions this process's clients listen to (a resume holds its record while it reads). */
+  followedRecords: FollowedRecords;
   /** Stops completions nobody listens to any more, after the grace period. */
   abandonment: AbandonmentWatch;
   idempotency: IdempotencyKeys;
@@ -137,11 +140,13 @@ export function createInferenceServices(
     lastMessage: (completionId) => records.lastMessage(completionId),
     logger,
   });
+  const followedRecords = new FollowedRecords();
   const gateway = new InferenceGateway({
     presence,
     queues,
     subscriber,
     records,
+    followed: followedRecords,
     abandonment,
     undelivered: new UndeliveredReplyNotes(holdPool, logger),
     limits: { jobIdleTimeoutMs: config.jobIdleTimeoutMs, queueMaxWaiting: config.queueMaxWaiting },
@@ -184,6 +189,7 @@ export function createInferenceServices(
     subscriber,
     queues,
     records,
+    followedRecords,
     abandonment,
     idempotency: new IdempotencyKeys(redis, keys, config.idempotencyTtlSeconds),
     schemas: new JsonSchemaValidator(),

@@ -31,7 +31,20 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 `;
 
-type Scripts = { rmCompletionRecord(key: string, meta: string, retentionSeconds: number, listenerField: string): Promise<number> };
+// The record written again after Redis lost it (restarted empty), with this process's listeners: nothing
+// when it is there (a reconnect that lost nothing). A hash without `meta` is one a listener count made
+// after the loss (HINCRBY creates it): its count of this process is replaced by the one known here.
+const RESTORE = `
+if redis.call('HEXISTS', KEYS[1], 'meta') == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'meta', ARGV[1], ARGV[3], ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+`;
+
+type Scripts = {
+  rmCompletionRecord(key: string, meta: string, retentionSeconds: number, listenerField: string): Promise<number>;
+  rmRestoreCompletionRecord(key: string, meta: string, retentionSeconds: number, listenerField: string, listeners: number): Promise<number>;
+};
 
 /**
  * The completions of the last `retentionSeconds` (InferenceKeys.completionRecord): written when the job
@@ -55,6 +68,7 @@ export class CompletionRecords {
     this.#presence = listening.presence;
     this.#now = listening.now ?? Date.now;
     redis.defineCommand("rmCompletionRecord", { numberOfKeys: 1, lua: CREATE });
+    redis.defineCommand("rmRestoreCompletionRecord", { numberOfKeys: 1, lua: RESTORE });
     this.#scripts = redis as unknown as Scripts;
   }
 
@@ -66,6 +80,16 @@ export class CompletionRecords {
    */
   async create(record: CompletionRecord): Promise<void> {
     await this.#scripts.rmCompletionRecord(this.#keys.completionRecord(record.completionId), JSON.stringify(record), this.#retentionSeconds, this.#field);
+  }
+
+  /**
+   * Writes the record again, with `listeners` clients of this process, unless it is there: after a loss
+   * of Redis, for a completion this process's clients still listen to (FollowedRecords). Returns whether
+   * it was missing.
+   */
+  async restore(record: CompletionRecord, listeners: number): Promise<boolean> {
+    const key = this.#keys.completionRecord(record.completionId);
+    return (await this.#scripts.rmRestoreCompletionRecord(key, JSON.stringify(record), this.#retentionSeconds, this.#field, listeners)) === 1;
   }
 
   async find(completionId: string): Promise<CompletionRecord | null> {

@@ -4,6 +4,7 @@ import type { CompletionQueues } from "./completionQueues.ts";
 import { type DeltaMessage, isTerminal } from "../../../contracts/deltaMessage.ts";
 import type { AbandonmentWatch } from "./abandonmentWatch.ts";
 import type { CompletionRecord, CompletionRecords } from "./completionRecords.ts";
+import type { FollowedRecords } from "./followedRecords.ts";
 import { jobErrorToApiError } from "./jobErrorToApiError.ts";
 import { JobReleasedError, type RunningJob } from "./runningJob.ts";
 import type { DeltaSubscriber } from "./deltaSubscriber.ts";
@@ -78,6 +79,7 @@ export class InferenceGateway {
   readonly #queues: CompletionQueues;
   readonly #subscriber: DeltaSubscriber;
   readonly #records: CompletionRecords;
+  readonly #followed: FollowedRecords;
   readonly #abandonment: AbandonmentWatch;
   readonly #undelivered: UndeliveredNotes;
   readonly #limits: GatewayLimits;
@@ -94,6 +96,8 @@ export class InferenceGateway {
     queues: CompletionQueues;
     subscriber: DeltaSubscriber;
     records: CompletionRecords;
+    /** The records of the completions this process's clients listen to (written again after a loss of Redis). */
+    followed: FollowedRecords;
     abandonment: AbandonmentWatch;
     /** Where a reply given up on is noted with what its client was sent (none: not noted). */
     undelivered?: UndeliveredNotes;
@@ -110,6 +114,7 @@ export class InferenceGateway {
     this.#queues = deps.queues;
     this.#subscriber = deps.subscriber;
     this.#records = deps.records;
+    this.#followed = deps.followed;
     this.#abandonment = deps.abandonment;
     this.#undelivered = deps.undelivered ?? { note: () => undefined };
     this.#limits = deps.limits;
@@ -119,7 +124,22 @@ export class InferenceGateway {
     });
     this.#waitingCounts = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
     this.#liveness = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
-    this.#subscriber.onReconnect(() => void this.#resubmitWaiting());
+    this.#subscriber.onReconnect(() => void this.#resubmitWaiting().then(() => this.#restoreFollowed()));
+  }
+
+  /**
+   * Redis came back after a loss: the records of the running completions this process's clients listen
+   * to are written again where Redis lost them (a GET, a resume, a cancel of one read it; the workers'
+   * watches count its listeners), with how many listen through this process.
+   */
+  async #restoreFollowed(): Promise<void> {
+    let pending = this.#followed.all().filter(({ record }) => !this.#waiting.has(record.completionId));
+    for (let attempt = 0; attempt < 20 && pending.length > 0; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 250));
+      const failed: typeof pending = [];
+      for (const entry of pending) await this.#records.restore(entry.record, entry.listeners).catch(() => failed.push(entry));
+      pending = failed;
+    }
   }
 
   /**
@@ -168,6 +188,7 @@ export class InferenceGateway {
     // A batch line's feed keeps the recovery window (see FeedRecovery.lostAtOnce).
     const feed = this.#subscriber.open(job.completionId, { lostAtOnce: job.lane !== "batch" });
     this.#waiting.set(job.completionId, { job, record });
+    const unfollow = this.#followed.hold(record);
     const interruptible = job.lane !== "batch" && job.endpoint !== "responses";
     // Set when this process stops waiting for the job's start (interruptRelays).
     const startInterrupted = { value: false };
@@ -228,6 +249,7 @@ export class InferenceGateway {
       // Queued and not refused: admission may go on (a stream opens its response), then hear its position.
       options.onQueued?.();
       options.clientLeft?.then(() => {
+        unfollow();
         if (detachedEarly === null) detachedEarly = this.#abandonment.detached(record);
       });
       // Its place in line by the scheduling (lane and fair-share rank: the jobs a worker takes before it).
@@ -253,6 +275,7 @@ export class InferenceGateway {
       }
     } catch (error) {
       feed.close();
+      unfollow();
       throw error;
     } finally {
       this.#waiting.delete(job.completionId);
@@ -325,6 +348,7 @@ export class InferenceGateway {
       next: () => feed.next(idleMs).then(arrived),
       release: () => {
         forgetRelay();
+        unfollow();
         if (feed.closed && ended) return;
         const early = !ended && !feed.closed;
         feed.close();

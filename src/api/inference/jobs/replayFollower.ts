@@ -2,7 +2,7 @@ import { isTerminal, type DeltaMessage } from "../../../contracts/deltaMessage.t
 import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
 import { decodeReplayEntry } from "../../../contracts/replyBatch.ts";
 import { duplicateAs, type Redis } from "../../../redis/createRedis.ts";
-import { InternalApiError, ServiceUnavailableError } from "../../http/errors.ts";
+import { InternalApiError, ReplyLostError, ServiceUnavailableError } from "../../http/errors.ts";
 import { EndedBeforeResumeError, JobReleasedError, type RunningJob } from "./runningJob.ts";
 
 /** Longest single blocking read: a released follower's connection is closed at once anyway. */
@@ -64,7 +64,7 @@ export class ReplayFollower implements RunningJob {
       if (this.#released) throw new JobReleasedError();
       if (this.#gap) {
         this.release();
-        throw new ServiceUnavailableError("redis");
+        throw new ReplyLostError();
       }
       if (this.#endedBefore !== null) throw new EndedBeforeResumeError(this.#endedBefore, this.#afterSeq);
       const left = deadline - Date.now();

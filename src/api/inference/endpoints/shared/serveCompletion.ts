@@ -203,14 +203,17 @@ function failedUncharged(last: DeltaMessage): boolean {
  */
 export async function followExistingCompletion(inference: InferenceServices, ctx: Context, record: CompletionRecord, afterSeq: number): Promise<RunningJob> {
   ctx.set(COMPLETION_ID_HEADER, record.completionId);
-  const followed = inference.followForClient(principalOf(ctx).accountId, record.completionId, afterSeq);
+  // Gapless: a reply whose messages after `afterSeq` begin later (lost with Redis, restarted without its
+  // data) ends the read with a 503 rather than passing for the whole reply or the exact rest.
+  const followed = inference.followForClient(principalOf(ctx).accountId, record.completionId, afterSeq, { gapless: true });
   try {
     await inference.records.attach(record.completionId);
   } catch (error) {
     followed.release();
     throw error;
   }
-  return listening(followed, () => inference.abandonment.detached(record));
+  // Held while it reads: written again should Redis lose it meanwhile (FollowedRecords).
+  return listening(followed, () => inference.abandonment.detached(record), inference.followedRecords.hold(record));
 }
 
 /**
@@ -260,8 +263,8 @@ async function collectInto(
   }
 }
 
-/** A job whose release before its last message counts as a client going away (`onEarlyRelease`). */
-function listening(job: RunningJob, onEarlyRelease: () => void): RunningJob {
+/** A job whose release before its last message counts as a client going away (`onEarlyRelease`); `unhold` once released. */
+function listening(job: RunningJob, onEarlyRelease: () => void, unhold: () => void): RunningJob {
   let ended = false;
   let released = false;
   return {
@@ -275,6 +278,7 @@ function listening(job: RunningJob, onEarlyRelease: () => void): RunningJob {
       if (released) return;
       released = true;
       job.release();
+      unhold();
       if (!ended) onEarlyRelease();
     },
   };
