@@ -27,7 +27,9 @@ async function readRawStream(response: Response, stopAfter = Number.POSITIVE_INF
       if (!data) continue;
       const event = JSON.parse(data.slice(6)) as Event;
       expect(lines).toContain(`event: ${event.type}`);
-      expect(lines).toContain(`id: ${event.sequence_number}`);
+      // An error event that ends a stream short (or a resume past the end) has no id: it is no event of the response.
+      if (event.type === "error") expect(lines.filter((line) => line.startsWith("id:"))).toEqual([]);
+      else expect(lines).toContain(`id: ${event.sequence_number}`);
       events.push(event);
       if (events.length >= stopAfter) {
         await reader.cancel();
@@ -349,7 +351,7 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
         code: "invalid_value",
         message: expect.stringContaining("past this response's last event"),
         param: "starting_after",
-        sequence_number: end + 1,
+        sequence_number: end,
       },
     ]);
   });

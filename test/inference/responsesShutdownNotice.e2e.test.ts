@@ -50,13 +50,28 @@ describe("a Responses create when its API process is about to stop", () => {
           .slice(6),
       ),
     ).toMatchObject({ type: "error", code: "server_shutting_down" });
+    // Numbered as the last event sent (the client's resume point): the next real event keeps its own
+    // number, and a client that resumes after the highest number it saw (the SDKs show no SSE id) gets it.
+    const blocks = raw.trim().split("\n\n");
+    const numberOf = (block: string) =>
+      (
+        JSON.parse(
+          block
+            .split("\n")
+            .find((l) => l.startsWith("data: "))!
+            .slice(6),
+        ) as { sequence_number: number }
+      ).sequence_number;
+    const lastSent = blocks.at(-2)!;
+    expect(lastSent).toMatch(/^id: /m);
+    expect(numberOf(last)).toBe(numberOf(lastSent));
     const answered = await whole;
     expect(answered.status).toBe(503);
     expect(await answered.json()).toMatchObject({ error: { code: "server_shutting_down" } });
     // The response goes on and is charged once, whole.
-    const id = answered.headers.get("x-completion-id")!;
+    const wholeId = answered.headers.get("x-completion-id")!;
     const events = await eventually(async () => {
-      const found = await completionEvents(platform.deps.pool, id);
+      const found = await completionEvents(platform.deps.pool, wholeId);
       return found.length > 0 ? found : undefined;
     }, 20_000);
     expect(events[0]!.data).toMatchObject({ outcome: "finished" });

@@ -63,16 +63,18 @@ export async function relayStream(
     if (error instanceof JobReleasedError || sse.clientGone) return;
     if (error instanceof EndedBeforeResumeError) {
       // Resumed at its last event: the client has had everything; the stream just ends. Resumed at a point
-      // past it (no event had that id): an error event says so, numbered after the last, not a silent end
-      // that reads as a stream cut short or as everything received.
+      // past it (no event had that id): an error event says so, not a silent end that reads as a stream
+      // cut short or as everything received; without an id (no event of the reply has one past the last:
+      // a client that kept it as its resume point would be told the same for ever).
       if (error.afterSeq > error.lastSeq) {
-        sse.event(
-          error.lastSeq + 1,
-          errorBody(
-            new InvalidRequestError(`starting_after ${error.afterSeq} is past this completion's last event (${error.lastSeq}).`, {
-              param: "starting_after",
-              code: "invalid_value",
-            }),
+        sse.unnamedJson(
+          JSON.stringify(
+            errorBody(
+              new InvalidRequestError(`starting_after ${error.afterSeq} is past this completion's last event (${error.lastSeq}).`, {
+                param: "starting_after",
+                code: "invalid_value",
+              }),
+            ),
           ),
         );
       }
@@ -86,7 +88,10 @@ export async function relayStream(
       sse.done();
       return;
     }
-    sse.event(lastSeq + 1, errorBody(toApiError(error)));
+    // The API's own end of the stream (the reply lost with Redis, the job silent): without an id, as the
+    // reply's own events may still come under the next numbers (a resume after the last id read gets them,
+    // or the job's own last message).
+    sse.unnamedJson(JSON.stringify(errorBody(toApiError(error))));
     sse.done();
   } finally {
     job.release();

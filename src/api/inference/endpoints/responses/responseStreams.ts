@@ -14,22 +14,24 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 /**
  * Writes a response's events to an SSE stream (each with its sequence number as the SSE id), ending after
  * the terminal one. A resume point past the terminal event (no event of this stream has that number) ends
- * with an `error` event that says so (numbered after the terminal one): not with nothing, which a client
- * reads as a stream cut short.
+ * with an `error` event that says so (without an id, numbered as the terminal one): not with nothing,
+ * which a client reads as a stream cut short.
  */
 export function eventWriter(sse: SseResponse, afterSeq: number): (event: ResponseEvent) => boolean {
   return (event) => {
     if (event.sequence_number > afterSeq) sse.event(event.sequence_number, event, event.type);
     if (!TERMINAL_EVENTS.has(event.type)) return false;
     if (afterSeq > event.sequence_number) {
+      // Without an id, and numbered as the last event (no event has a number past it: a client that kept
+      // this one as its resume point would be told the same for ever).
       const error = {
         type: "error",
         code: "invalid_value",
         message: `starting_after ${afterSeq} is past this response's last event (${event.sequence_number}, ${event.type}).`,
         param: "starting_after",
-        sequence_number: event.sequence_number + 1,
+        sequence_number: event.sequence_number,
       };
-      sse.event(error.sequence_number, error, "error");
+      sse.namedJsonWithoutId("error", JSON.stringify(error));
       sse.end();
       return true;
     }
@@ -129,9 +131,9 @@ export async function streamStoredResponse(inference: InferenceServices, ctx: Co
     }
   } catch (error) {
     // This process stops (its shutdown grace nearly over): the response goes on; the notice carries no
-    // id, so the client resumes after the last event it read.
+    // id, so the client resumes after the last event it read, and that event's number (RESUME_POINT_NOTE).
     if (error instanceof ServerShuttingDownError && !sse.clientGone) {
-      sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: error.code, message: error.message, param: null, sequence_number: lastSeq + 1 }));
+      sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: error.code, message: error.message, param: null, sequence_number: lastSeq }));
       sse.end();
       return;
     }
@@ -247,6 +249,13 @@ export async function endedObject(inference: InferenceServices, ctx: Context, st
 }
 
 /**
+ * RESUME_POINT_NOTE: an `error` event that ends a stream short of the response's end (an API process
+ * stopping, the job silent, the replay lost) repeats the `sequence_number` of the last event sent: the
+ * client's resume point (`starting_after`). Numbered after it, it took the number of the next real event,
+ * and a client that resumed after the highest number it saw (the SDKs show no SSE id) lost that event.
+ */
+
+/**
  * Ends a response's stream that stopped short of the response's end (its job fell silent, or its replay
  * was lost with Redis): an `error` event without an id (the response goes on or is stored later; a
  * client reads it again with GET, or resumes after its last event), not keep-alives for ever.
@@ -255,7 +264,7 @@ export function endSilentStream(sse: SseResponse, id: string, lastSeq: number, l
   const message = lost
     ? `Part of the response's stream was lost with Redis; read it again once it has ended (GET /v1/responses/${id}), from what is stored then.`
     : `The response's stream stopped before its end (its model stopped answering); read it again later: GET /v1/responses/${id}.`;
-  sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: "server_error", message, param: null, sequence_number: lastSeq + 1 }));
+  sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: "server_error", message, param: null, sequence_number: lastSeq }));
   sse.end();
 }
 
@@ -282,7 +291,7 @@ export async function settledFromReplay(inference: InferenceServices, stored: St
 /** Ends a create's stream when this process's shutdown grace is nearly over: a notice without an id (the response goes on; the client resumes after its last event elsewhere). */
 export function endInterruptedStream(sse: SseResponse, lastSeq: number): void {
   const notice = new ServerShuttingDownError(true);
-  sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: notice.code, message: notice.message, param: null, sequence_number: lastSeq + 1 }));
+  sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: notice.code, message: notice.message, param: null, sequence_number: lastSeq }));
   sse.end();
 }
 
