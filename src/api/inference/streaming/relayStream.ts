@@ -19,13 +19,10 @@ export async function relayStream(
 ): Promise<void> {
   // A resumed stream goes on as the original would have: its first chunk (the role) was sent already.
   let first = !resumed.firstSent;
-  // The last event's number the client has: an error event is numbered after it (a resume's, after its resume point).
-  let lastSeq = Math.max(0, resumed.afterSeq ?? 0);
   try {
     for (;;) {
       const message = await job.next();
       if (sse.clientGone) return;
-      lastSeq = message.seq;
       switch (message.type) {
         case "delta": {
           // The chunk as JSON text (StreamFormat.deltaJson): no chunk object per token, no JSON.stringify of one.
