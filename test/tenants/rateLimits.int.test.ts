@@ -140,6 +140,19 @@ describe("rate limits per key and per account across two API processes", () => {
     expect(next.status).toBe(200);
   }, 60_000);
 
+  it("frees a request's place in progress before its client has the answer: one request at a time, through both APIs, is never refused", async () => {
+    const single = await platform.tenant();
+    expect((await platform.setRateLimits(single.accountId, { concurrent_requests: 1 })).status).toBe(200);
+    // Each sent once the one before it was answered whole (a stream to its [DONE], or a whole answer):
+    // its place in progress was freed by then (it came back a moment after the answer: some were 429).
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const answer = await tenantChat(platform.apis[i % 2]!, single.key, { maxTokens: 3, stream: i % 4 < 2 });
+      statuses.push(answer.status);
+    }
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
+  }, 120_000);
+
   it("refuses up front, and says not to retry, a multi-prompt completion whose prompts together can never pass", async () => {
     await awayFromWindowEnd();
     const multi = await platform.tenant();

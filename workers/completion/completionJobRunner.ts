@@ -1,12 +1,11 @@
 import type { CompletionJob } from "../../src/contracts/completionJob.ts";
 import type { JobError, Usage } from "../../src/contracts/deltaMessage.ts";
-import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
 import type { Logger } from "../../src/observability/logger.ts";
 import { context, SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { GEN_AI, genAiOperation } from "../../src/observability/genAiAttributes.ts";
 import { platformTracer } from "../../src/observability/telemetry.ts";
-import { contextOf, traceIdOf } from "../../src/observability/traceContext.ts";
+import { contextOf } from "../../src/observability/traceContext.ts";
 import { EngineCallSpan } from "./engineCallSpan.ts";
 import type { Engine, EngineDelta } from "../engines/engine.ts";
 import { toJobError } from "./toJobError.ts";
@@ -20,8 +19,8 @@ import type { Delivered, Ending, ResumePoint, RunMode } from "./resumption.ts";
 import { endFromRecord, foldDelivered, generateChat, NEW_JOB, planResumption } from "./resumption.ts";
 import { type Generated, NO_USAGE, sentThrough, unchargedBatchFailure, unchargedWholeAnswerFailure, usageBeforeFailure, usageOf } from "./runCharges.ts";
 import { within } from "./settledWithin.ts";
-import { ADMISSION_DECIDED_WITHIN_MS, type RecordOutcome, USAGE_WAIT_MS, type UsageRecorder } from "./usageRecorder.ts";
-import type { UsageRecordedData } from "../../src/ledger/usageRecordedEvent.ts";
+import { type RecordOutcome, USAGE_WAIT_MS, type UsageRecorder } from "./usageRecorder.ts";
+import { recordJobUsage } from "./recordJobUsage.ts";
 
 export type CompletionJobRunnerDeps = {
   model: RegisteredModel;
@@ -85,7 +84,8 @@ export class CompletionJobRunner {
   /**
    * `run`: which run of the job this is (ReplayFence: BullMQ's attemptsStarted; undefined: unfenced).
    */
-  run(job: CompletionJob, signal: AbortSignal, mode: RunMode = "new", run?: number): Promise<Usage | null> {
+  /** `beforeLast`: awaited with what the job charged right before its last message (usage or error) goes out. */
+  run(job: CompletionJob, signal: AbortSignal, mode: RunMode = "new", run?: number, beforeLast?: (used: Usage) => Promise<void>): Promise<Usage | null> {
     return context.with(contextOf(job.traceparent), () =>
       platformTracer().startActiveSpan(
         "RunCompletion",
@@ -105,7 +105,7 @@ export class CompletionJobRunner {
           const tracked = this.#deps.cancellations?.track(job.completionId);
           const unwatch = tracked ? this.#deps.abandonedJobs?.watch(job) : undefined;
           try {
-            return await this.#run(job, tracked ? AbortSignal.any([signal, tracked.signal]) : signal, tracked, mode, run);
+            return await this.#run(job, tracked ? AbortSignal.any([signal, tracked.signal]) : signal, tracked, mode, run, beforeLast);
           } catch (error) {
             span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
             throw error;
@@ -119,7 +119,14 @@ export class CompletionJobRunner {
     );
   }
 
-  async #run(job: CompletionJob, jobSignal: AbortSignal, tracked: TrackedJob | undefined, mode: RunMode, run: number | undefined): Promise<Usage | null> {
+  async #run(
+    job: CompletionJob,
+    jobSignal: AbortSignal,
+    tracked: TrackedJob | undefined,
+    mode: RunMode,
+    run: number | undefined,
+    beforeLast: ((used: Usage) => Promise<void>) | undefined,
+  ): Promise<Usage | null> {
     const { engine, logger } = this.#deps;
     const writeRun = await runToWrite(this.#deps.fence, job.completionId, mode, run);
     if (writeRun === null) {
@@ -268,7 +275,7 @@ export class CompletionJobRunner {
             : await usageBeforeFailure(this.#deps, job, generated)
           : usage;
     const outcome = failure ? (failure.kind === "cancelled" ? "cancelled" : "failed") : finishReason === "length" ? "length" : "finished";
-    const recording = this.#record(job, charged, outcome, startedAt, tracked);
+    const recording = recordJobUsage(this.#deps, job, charged, outcome, startedAt, tracked);
     // The client waits for the usage to be recorded (its stream has everything else, with keep-alives
     // meanwhile), but no longer than usageWaitMs: PostgreSQL unreachable, the stream is ended as it would
     // be, with the usage that is being recorded, and the job stays active until it is recorded.
@@ -300,6 +307,7 @@ export class CompletionJobRunner {
     // A cancelled job's error, and a failed one's that was charged, carries what was charged (the client's usage chunk, the stored partial reply).
     const charges = failure?.kind === "cancelled" || charged.promptTokens + charged.completionTokens > 0;
     const chargedUsage = failure && waited.kind !== "rejected" && charges ? { usage: charged } : {};
+    await beforeLast?.(failure ? charged : usage);
     publisher.send(failure ? { type: "error", error: failure, ...chargedUsage } : { type: "usage", usage });
     await publisher.close();
     if (waited.kind === "pending") {
@@ -314,42 +322,6 @@ export class CompletionJobRunner {
   }
 
   /**
-   * Records a job's usage (UsageRecorder: retried while PostgreSQL is unreachable, however long). A
-   * speculative job's usage waits for its admission to be decided; a refusal the API sends meanwhile
-   * (`tracked`: its cancel of reason refused, the client having been answered with an error) stops it,
-   * also before the refusal is recorded in PostgreSQL (the API may not reach it then).
-   */
-  #record(job: CompletionJob, charged: Usage, outcome: UsageRecordedData["outcome"], startedAt: Date, tracked?: TrackedJob): Promise<RecordOutcome> {
-    return this.#deps.usage.record(
-      {
-        completionId: job.completionId,
-        accountId: job.accountId,
-        keyId: job.keyId,
-        model: job.model,
-        endpoint: job.endpoint,
-        promptTokens: charged.promptTokens,
-        completionTokens: charged.completionTokens,
-        reasoningTokens: charged.reasoningTokens,
-        costMicroChf: costMicroChf(charged, this.#deps.model, job.lane === "batch" ? this.#deps.model.batchDiscountBps : 0),
-        priceTableVersion: this.#deps.model.priceTableVersion,
-        outcome,
-        startedAt: startedAt.toISOString(),
-        finishedAt: this.#deps.now().toISOString(),
-        traceId: traceIdOf(job.traceparent),
-        ...(job.lane === "batch" ? { batchDiscountBps: this.#deps.model.batchDiscountBps } : {}),
-      },
-      { correlationId: job.completionId, actor: "worker", ...(job.traceparent ? { traceparent: job.traceparent } : {}) },
-      job.speculative
-        ? {
-            speculative: true,
-            admissionDecidedBy: new Date(startedAt.getTime() + ADMISSION_DECIDED_WITHIN_MS),
-            ...(tracked ? { refused: () => tracked.reason === "refused" } : {}),
-          }
-        : {},
-    );
-  }
-
-  /**
    * A stream a worker ended while PostgreSQL was unreachable, and that died before its usage was
    * recorded: records what the stream's ending told the client (the usage chunk's numbers; for an error,
    * what was delivered before it), sending nothing more.
@@ -358,7 +330,7 @@ export class CompletionJobRunner {
     if (ending.type === "error" && unchargedBatchFailure(job, ending.error)) return;
     const now = this.#deps.now();
     if (ending.type === "usage") {
-      await this.#record(job, ending.usage, delivered.finishReason === "length" ? "length" : "finished", now);
+      await recordJobUsage(this.#deps, job, ending.usage, delivered.finishReason === "length" ? "length" : "finished", now);
       return;
     }
     const charged =
@@ -371,7 +343,7 @@ export class CompletionJobRunner {
             tokens: delivered.tokens,
             uncounted: delivered.uncounted,
           }));
-    await this.#record(job, charged, ending.error.kind === "cancelled" ? "cancelled" : "failed", now);
+    await recordJobUsage(this.#deps, job, charged, ending.error.kind === "cancelled" ? "cancelled" : "failed", now);
   }
 
   /**

@@ -15,6 +15,9 @@ import { boundedCloseBackend } from "./boundedCloseBackend.ts";
 /** The job runner's signal: jobs are stopped by the API's cancels (JobCancellations), not by the queue. */
 const NEVER_ABORTED = new AbortController().signal;
 
+/** How long a job's last message waits for its end in its account's counters (#endsFirst). */
+const TENANT_END_WAIT_MS = 1_000;
+
 /** How often a job whose worker died is handed out again; once more and BullMQ fails it. */
 const MAX_STALLED_RESTARTS = 1;
 
@@ -188,7 +191,7 @@ export class CompletionWorker {
     this.#tenantStarted(parsed.data);
     const metrics = this.#metrics;
     if (!metrics) {
-      const used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode, runOf(job)).catch((error: unknown) => {
+      const used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode, runOf(job), this.#endsFirst(parsed.data)).catch((error: unknown) => {
         this.#tenantEnded(parsed.data);
         throw error;
       });
@@ -206,7 +209,7 @@ export class CompletionWorker {
     metrics.slotsBusy.inc(model);
     let used: Usage | null = null;
     try {
-      used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode, runOf(job));
+      used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode, runOf(job), this.#endsFirst(parsed.data));
       metrics.completed.inc(model);
     } catch (error) {
       metrics.failed.inc(model);
@@ -228,15 +231,34 @@ export class CompletionWorker {
   }
 
   /**
+   * The job's end in its account's counters, before its last message goes out (its client may send its
+   * next request on it, and find its place among the requests in progress still taken): waited for, at
+   * most TENANT_END_WAIT_MS (Redis slow: the message goes out, the release goes on; the end of #process
+   * releases again, which changes nothing then).
+   */
+  #endsFirst(job: CompletionJob): (used: Usage) => Promise<void> {
+    return async (used) => {
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, TENANT_END_WAIT_MS);
+      });
+      await Promise.race([this.#tenantEnded(job, used), waited]);
+      clearTimeout(timer);
+    };
+  }
+
+  /**
    * The job ended: its account's in-flight, concurrency and waiting entries go (idempotent; they would
    * expire anyway), and of the tokens counted at its admission (the job carries them) those it did not
-   * use (`used`: the usage it charged) go back to the window they were counted in: the one call of a
-   * job's end (the API sends none). Without a usage, nothing is given back.
+   * use (`used`: the usage it charged) go back to the window they were counted in: the worker's call of a
+   * job's end (the API sends none), made right before its last message (#endsFirst) and again once it
+   * ended (whatever way it did). Without a usage, nothing is given back.
    */
-  #tenantEnded(job: CompletionJob, used: Usage | null = null): void {
+  #tenantEnded(job: CompletionJob, used: Usage | null = null): Promise<void> {
     const counted = job.countedTokens;
     const unused = counted && used ? { window: counted.window, tokens: counted.tokens - used.promptTokens - used.completionTokens } : undefined;
-    this.#tenants?.counters.release(job, unused).catch((error: unknown) => {
+    if (!this.#tenants) return Promise.resolve();
+    return this.#tenants.counters.release(job, unused).catch((error: unknown) => {
       this.#logger.warn("could not report a job ended to the tenant counters", { jobId: job.completionId, error: error as Error });
     });
   }
