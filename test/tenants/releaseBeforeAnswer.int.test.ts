@@ -46,7 +46,9 @@ describe("a job's end in its account's counters", () => {
       await new Promise((resolve) => setTimeout(resolve, 500));
       // The release script (six keys) names the job; the last message is the `usage` one appended to its replay stream.
       const release = commands.findIndex((args) => /^evalsha$|^eval$/i.test(args[0]!) && args[2] === "6" && args.includes(id));
-      const last = commands.findIndex((args) => /^xadd$/i.test(args[0]!) && args[1]!.endsWith(`:replay:${id}`) && args.some((a) => a.includes('"type":"usage"')));
+      const last = commands.findIndex(
+        (args) => /^xadd$/i.test(args[0]!) && args[1]!.endsWith(`:replay:${id}`) && args.some((a) => a.includes('"type":"usage"')),
+      );
       expect(release).toBeGreaterThanOrEqual(0);
       expect(last).toBeGreaterThanOrEqual(0);
       expect(release).toBeLessThan(last);
