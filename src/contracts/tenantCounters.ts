@@ -41,6 +41,8 @@ export type AdmitResult = {
   rank: number;
   /** The rate window the tokens were counted in (to give back unused tokens in the same window). */
   window: number;
+  /** The account's jobs of the model waiting for a worker before this one (the queue's bound spares an account with none). */
+  waiting: number;
   /** The binding (lower remaining) of the key's and the account's request and token limits. */
   requests: LimitStanding;
   tokens: LimitStanding;
@@ -114,7 +116,7 @@ if refused == '' then
   for i = 5, 8 do redis.call('PEXPIRE', KEYS[i], math.max(waitTtl, runTtl)) end
   redis.call('SET', KEYS[9], rank, 'PX', waitTtl)
 end
-return {refused, retry, rank, win, resetMs, reqKey, reqAcct, tokKey, tokAcct}
+return {refused, retry, rank, win, resetMs, reqKey, reqAcct, tokKey, tokAcct, waiting}
 `;
 
 // A worker took the job: it waits no more, and its in-flight entries count for another runTtl.
@@ -168,7 +170,7 @@ return math.max(0, inflight - waiting) + before
 `;
 
 type Scripts = {
-  rmTenantAdmit(...args: (string | number)[]): Promise<[string, number, number, number, number, number, number, number, number]>;
+  rmTenantAdmit(...args: (string | number)[]): Promise<[string, number, number, number, number, number, number, number, number, number]>;
   rmTenantStarted(...args: (string | number)[]): Promise<number>;
   rmTenantRelease(...args: (string | number)[]): Promise<number>;
   rmTenantAhead(...args: (string | number)[]): Promise<number>;
@@ -224,12 +226,13 @@ export class TenantCounters {
       return this.#admitScript(input);
     });
     const { limits } = input;
-    const [refused, retryAfterMs, rank, window, resetMs, reqKey, reqAccount, tokKeyUsed, tokAccountUsed] = reply;
+    const [refused, retryAfterMs, rank, window, resetMs, reqKey, reqAccount, tokKeyUsed, tokAccountUsed, waiting] = reply;
     return {
       refused: refused === "" ? null : (refused as RefusalReason),
       retryAfterMs: Number(retryAfterMs),
       rank: Number(rank),
       window: Number(window),
+      waiting: Number(waiting),
       requests: binding(limits.key.requestsPerMinute, Number(reqKey), limits.account.requestsPerMinute, Number(reqAccount), Number(resetMs)),
       tokens: binding(limits.key.tokensPerMinute, Number(tokKeyUsed), limits.account.tokensPerMinute, Number(tokAccountUsed), Number(resetMs)),
     };

@@ -363,6 +363,29 @@ describe("waiting in line (no worker at first)", () => {
     expect(refused.headers.get("retry-after")).toBe("5");
     expect(await refused.json()).toMatchObject({ error: { type: "model_unavailable", code: "queue_full" } });
 
+    // Another account with nothing waiting is not shut out by this one's backlog (each account within its
+    // share, together, filled the queue and refused every other): it gets in, one over the bound; its
+    // second request, with one of its own waiting, is refused as the first account's was.
+    const other = (await platform.createKey()).key;
+    const asOther = () =>
+      fetch(`${platform.baseUrl}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${other}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], stream: true, max_tokens: 8 }),
+      });
+    const othersResponse = await asOther();
+    expect(othersResponse.status).toBe(200);
+    const others = new SseReader(othersResponse);
+    expect((await others.next())!.retry).toBe("2000");
+    expect((await others.next())!.comment).toMatch(/^queued position=\d$/);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const othersSecond = await asOther();
+    expect(othersSecond.status).toBe(503);
+    expect(await othersSecond.json()).toMatchObject({ error: { code: "queue_full" } });
+    const othersId = othersResponse.headers.get("x-completion-id")!;
+    await fetch(`${platform.baseUrl}/v1/chat/completions/${othersId}/cancel`, { method: "POST", headers: { authorization: `Bearer ${other}` } });
+    await others.rest();
+
     const cancel = await fetch(`${platform.baseUrl}/v1/chat/completions/${completionId}/cancel`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}` },

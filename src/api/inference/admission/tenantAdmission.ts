@@ -34,7 +34,8 @@ export type TenantAdmissionInput = TenantJob & {
  * An admitted job's place: its BullMQ priority, and the tokens counted for it (the job carries them: its
  * worker gives back what it did not use when it reports the job's end; see CompletionWorker).
  */
-export type TenantAdmitted = { priority: number; lane: Lane; counted: CountedTokens; job: TenantJob };
+/** `accountWaiting`: the account's jobs of the model waiting before this one. */
+export type TenantAdmitted = { priority: number; lane: Lane; counted: CountedTokens; job: TenantJob; accountWaiting: number };
 
 const MESSAGES: Record<RefusalReason, (limit: string) => string> = {
   requests: (limit) => `Rate limit reached for requests per minute (${limit}). Retry after the time in Retry-After.`,
@@ -130,7 +131,13 @@ export class TenantAdmission {
       const message = `Rate limit reached for tokens per minute (${limit}); a request counts its prompt and the most it may generate (max_tokens), and this one alone counts more than the limit: retrying cannot help, ask for fewer tokens.`;
       throw new TenantRateLimitError(result.refused, limit, result.retryAfterMs, headers, false, message);
     }
-    return { priority: jobPriority(input.lane, result.rank), lane: input.lane, counted: { window: result.window, tokens }, job };
+    return {
+      priority: jobPriority(input.lane, result.rank),
+      lane: input.lane,
+      counted: { window: result.window, tokens },
+      job,
+      accountWaiting: result.waiting,
+    };
   }
 
   /**

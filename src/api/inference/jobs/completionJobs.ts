@@ -198,6 +198,7 @@ export class CompletionJobs {
         startTimeoutMs,
         reasoning,
         streamed: spec.stream,
+        accountWaiting: tenant.accountWaiting,
         ...(spec.includeUsage ? { includeUsage: true } : {}),
         onQueued: () => {
           enqueue.end();

@@ -50,6 +50,12 @@ export type StartOptions = {
   /** Called once Redis acknowledged the enqueue (before a worker started the job). */
   onQueued?: () => void;
   /**
+   * The account's jobs of the model waiting before this one (TenantAdmission): an account with none is
+   * not refused `queue_full` (other accounts' backlogs, each within its share, cannot shut it out; the
+   * queue may exceed `queueMaxWaiting` by one job per such account). Absent: counted as some.
+   */
+  accountWaiting?: number;
+  /**
    * The job stays queued when no worker started it within `startTimeoutMs`, or when this process stops
    * listening first (it shuts down): start() then rejects with StillQueuedError instead of taking the job
    * off the queue, and the job runs whenever a worker takes it (a background response, which another
@@ -236,7 +242,8 @@ export class InferenceGateway {
       if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId)))
         throw modelTemporarilyUnavailable(job.model);
       if (waiting.status === "fulfilled") {
-        if (waiting.value > this.#limits.queueMaxWaiting && (await this.#queues.removeWaiting(job.model, job.completionId))) {
+        const full = waiting.value > this.#limits.queueMaxWaiting && (options.accountWaiting ?? 1) > 0;
+        if (full && (await this.#queues.removeWaiting(job.model, job.completionId))) {
           throw new ModelUnavailableError(
             `The model '${job.model}' has too many requests waiting. Retry after a short delay or use another model.`,
             "queue_full",
