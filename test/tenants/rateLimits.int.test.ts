@@ -191,6 +191,8 @@ describe("rate limits per key and per account across two API processes", () => {
     expect(answer.status).toBe(429);
     expect(answer.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "tokens" });
     expect(answer.headers.get("x-should-retry")).toBe("false");
+    // No Retry-After either: a client that follows it would send again what can never pass.
+    expect(answer.headers.get("retry-after")).toBeNull();
     // Its message says so too (not "retry after the time in Retry-After").
     expect(answer.body.error.message).toContain("retrying cannot help");
     expect(answer.body.error.message).not.toMatch(/Retry after/i);

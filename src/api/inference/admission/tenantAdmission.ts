@@ -52,7 +52,11 @@ export class TenantRateLimitError extends ApiError {
   constructor(reason: RefusalReason, limit: string, retryAfterMs: number, headers: Record<string, string>, retry = true, message = MESSAGES[reason](limit)) {
     super(429, "rate_limit_exceeded", message, {
       code: reason,
-      headers: { ...headers, "retry-after": String(Math.max(1, Math.ceil(retryAfterMs / 1000))), "x-should-retry": retry ? "true" : "false" },
+      // A final refusal (retry false) has no Retry-After: a client that follows the header would wait and
+      // send again what can never pass (as the final monthly_budget_exceeded).
+      headers: retry
+        ? { ...headers, "retry-after": String(Math.max(1, Math.ceil(retryAfterMs / 1000))), "x-should-retry": "true" }
+        : { ...headers, "x-should-retry": "false" },
     });
     this.reason = reason;
   }
