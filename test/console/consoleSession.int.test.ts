@@ -127,6 +127,20 @@ describe("console session: HttpOnly SameSite=Strict cookie with CSRF protection"
     expect(after.body.error.code).toBe("invalid_session");
   });
 
+  it("clears the cookie too when the account API's logout is called with it (the session revoked, no stale cookie left)", async () => {
+    const email = newEmail("apilogout");
+    await register(app, email);
+    const login = await consoleLogin(email);
+    const out = await app.request("POST", "/api/v1/accounts/logout", { headers: withCookie(login, login.csrf) });
+    expect(out.status).toBe(204);
+    expect(out.headers.get("set-cookie")).toMatch(/^console_session=;.*expires=Thu, 01 Jan 1970/i);
+    // A Bearer logout sets no cookie (a script's session is not the browser's).
+    const bearer = (await app.request("POST", "/api/v1/accounts/login", { body: { email, password: PASSWORD } })).body.session_token as string;
+    const viaBearer = await app.request("POST", "/api/v1/accounts/logout", { token: bearer });
+    expect(viaBearer.status).toBe(204);
+    expect(viaBearer.headers.get("set-cookie")).toBeNull();
+  });
+
   it("over HTTPS behind a trusted proxy names the cookie __Host-, Secure, no Domain; there a plain-named cookie (planted by a sibling site) is no session", async () => {
     const proxied = await startTestApp({ shareWith: app, env: { TRUST_PROXY_HOPS: "1" } });
     try {

@@ -12,6 +12,7 @@ import { AccountNotFoundError } from "../../ledger/domainError.ts";
 import { findAccount } from "./findAccount.ts";
 import { registerAccount } from "./registerAccount.ts";
 import { currentPeriodFigures } from "../../ledger/budget/currentPeriodFigures.ts";
+import { clearSessionCookie, readSessionCookie } from "../sessions/sessionCookie.ts";
 
 /**
  * How a session token is obtained (the spec leaves it open): register, log in, log out, and the
@@ -41,6 +42,8 @@ export function accountRoutes(deps: AppDeps): Router {
   router.post("/logout", requireSession, async (ctx) => {
     const session = sessionOf(ctx);
     await revokeSession(deps.pool, session.sessionToken, deps.clock.now());
+    // Called with the console's cookie (that session): the cookie goes too, as the console's logout clears it.
+    if (readSessionCookie(ctx) === session.sessionToken) clearSessionCookie(ctx);
     ctx.status = 204;
   });
 
