@@ -167,6 +167,20 @@ describe("login rate limits", () => {
 });
 
 describe("password hashing capacity", () => {
+  it("gives back the attempts it refused 503 without checking: they do not bring the address to its lockout", async () => {
+    const user = await registerAt(newAddress());
+    const address = newAddress();
+    // Five wrong logins at once from one address (its limit: 5), on emails of nobody: the hashing gate
+    // checks some and refuses the rest 503; only those checked count.
+    const burst = await Promise.all(Array.from({ length: 5 }, () => login(newEmail("nobody"), "wrong password!", address)));
+    const checked = burst.filter((r) => r.status === 401).length;
+    expect(burst.filter((r) => r.status === 503).length).toBeGreaterThan(0);
+    expect(checked).toBeLessThan(5);
+    // The address has attempts left: a good login from it passes (every one of the five counted: 429).
+    const real = await login(user, PASSWORD, address);
+    expect(real.status, real.text).toBe(200);
+  });
+
   it("answers checks beyond what may wait 503 at once, with Retry-After, instead of queueing them for seconds", async () => {
     // 12 addresses, 12 unknown emails: no rate limit applies, only the hashing gate (1 at a time, 3 waiting).
     const timed = await Promise.all(

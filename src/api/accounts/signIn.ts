@@ -1,7 +1,7 @@
 import type { Config } from "../../config/config.ts";
 import type { Redis } from "../../redis/createRedis.ts";
 import type { LoginBody } from "./accountSchemas.ts";
-import { FairHashGate } from "./fairHashGate.ts";
+import { FairHashGate, PasswordHashingBusyError } from "./fairHashGate.ts";
 import { loginAccount, type LoginDeps } from "./loginAccount.ts";
 import { deviceTokenHash, KnownLoginDevices } from "./knownLoginDevices.ts";
 import { emailKey, SignInThrottle } from "./signInThrottle.ts";
@@ -45,7 +45,10 @@ export class SignIn {
       this.gate,
       body,
       device === null ? { key: clientAddress, knownDevice: false } : { key: device, knownDevice: true },
-    );
+    ).catch(async (error: unknown) => {
+      if (error instanceof PasswordHashingBusyError) await this.throttle.unchecked(body.email, clientAddress, device).catch(() => undefined);
+      throw error;
+    });
     await this.throttle.afterLoginSuccess(body.email, clientAddress, device);
     return { ...session, deviceToken: await this.devices.issue(deviceToken, known, account) };
   }

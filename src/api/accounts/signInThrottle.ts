@@ -59,6 +59,16 @@ export class SignInThrottle {
     await Promise.all([this.#perAccountAddress.reset(`${account}:${address}`), this.#perAccount.refund(account), this.#perAddress.refund(address)]);
   }
 
+  /**
+   * An attempt whose password was never checked (the hashing saturated: 503 too_many_password_checks):
+   * it is given back, so that refusals that cost nothing do not bring an address to its limit's lockout.
+   */
+  async unchecked(email: string, address: string, knownDevice: string | null = null): Promise<void> {
+    const account = emailKey(email);
+    if (knownDevice !== null) return this.#perDevice.refund(knownDevice);
+    await Promise.all([this.#perAccountAddress.refund(`${account}:${address}`), this.#perAccount.refund(account), this.#perAddress.refund(address)]);
+  }
+
   /** Counts a registration attempt from this address; 429 beyond the limit. */
   async beforeRegistration(address: string): Promise<void> {
     const wait = await this.#registrations.consume(address);
