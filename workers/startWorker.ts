@@ -101,6 +101,12 @@ export async function startWorker({ config, pool, logger, metrics, localReplies 
   const replay = new ReplayReader(redis, keys);
   const replayFence = new ReplayFence(redis, keys, { ttlSeconds: config.completionRetentionSeconds, maxLen: config.deltaReplayMaxLen });
   const workers: CompletionWorker[] = [];
+  // Connected again (Redis restarted, maybe without its data): the jobs running here are counted again.
+  const restoreTenants = () => {
+    for (const worker of workers) worker.restoreTenantEntries();
+  };
+  redis.on("ready", restoreTenants);
+  unwatch.push(() => redis.off("ready", restoreTenants));
   const heartbeat = new WorkerHeartbeat({
     presence: new WorkerPresence(redis, keys),
     workerId,

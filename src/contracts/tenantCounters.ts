@@ -119,7 +119,9 @@ end
 return {refused, retry, rank, win, resetMs, reqKey, reqAcct, tokKey, tokAcct, waiting}
 `;
 
-// A worker took the job: it waits no more, and its in-flight entries count for another runTtl.
+// A worker took the job: it waits no more, and its in-flight entries count for another runTtl (only
+// those still there: a job released meanwhile is not counted again). ARGV[3] 'restore': the entries are
+// written whether there or not (a running job's, lost with Redis).
 const STARTED = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -127,7 +129,7 @@ local id = ARGV[1]
 local runTtl = tonumber(ARGV[2])
 redis.call('ZREM', KEYS[1], id)
 for i = 2, 4 do
-  redis.call('ZADD', KEYS[i], 'XX', now + runTtl, id)
+  if ARGV[3] == 'restore' then redis.call('ZADD', KEYS[i], now + runTtl, id) else redis.call('ZADD', KEYS[i], 'XX', now + runTtl, id) end
   redis.call('PEXPIRE', KEYS[i], runTtl)
 end
 return 1
@@ -272,7 +274,16 @@ export class TenantCounters {
   /** A worker took the job (it waits no more; its in-flight entries live for another runTtlMs). */
   async started(job: TenantJob, runTtlMs: number): Promise<void> {
     const [concAccount, concKey, inflight, waiting] = this.#sets(job);
-    await this.#scripts.rmTenantStarted(waiting, inflight, concAccount, concKey, job.completionId, runTtlMs);
+    await this.#scripts.rmTenantStarted(waiting, inflight, concAccount, concKey, job.completionId, runTtlMs, "keep");
+  }
+
+  /**
+   * A job still running, written again in its account's in-flight sets (Redis came back without its data:
+   * its requests in progress counted none, and the account could run its limit again beside them).
+   */
+  async restoreRunning(job: TenantJob, runTtlMs: number): Promise<void> {
+    const [concAccount, concKey, inflight, waiting] = this.#sets(job);
+    await this.#scripts.rmTenantStarted(waiting, inflight, concAccount, concKey, job.completionId, runTtlMs, "restore");
   }
 
   /**

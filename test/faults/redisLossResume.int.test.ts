@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SseReader } from "../inference/sseReader.ts";
 import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
+import { TEST_ADMIN_TOKEN } from "../support/testApp.ts";
 import { startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
 import { countingModel, countingReply, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
 
@@ -105,5 +106,42 @@ describe("Redis restarted empty while a stream runs", () => {
     expect(earlyItems.at(-1)?.data).toBe("[DONE]");
     expect(JSON.parse(earlyItems.at(-2)!.data!)).toMatchObject({ error: { code: "redis_unavailable" } });
     expect(earlyItems.filter((item) => item.data?.includes('"choices"'))).toEqual([]);
+  }, 60_000);
+
+  it("keeps counting the running requests of an account against its concurrent_requests (its in-flight entries were lost with Redis)", async () => {
+    const { key: limited, account } = await platform.createKey();
+    const set = await fetch(`${platform.baseUrl}/api/v1/admin/accounts/${account.accountId}/rate_limits`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ concurrent_requests: 2 }),
+    });
+    expect(set.status).toBe(200);
+    const post = () =>
+      fetch(`${platform.baseUrl}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${limited}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "Count." }], max_tokens: TOKENS + 50, stream: true }),
+      });
+    const readers = await Promise.all([post(), post()]).then((responses) => responses.map((r) => new SseReader(r)));
+    const events = async (reader: SseReader, n: number) => {
+      for (let got = 0; got < n; ) {
+        const item = await reader.next();
+        if (!item) throw new Error("the stream ended early");
+        if (item.data !== undefined) got++;
+      }
+    };
+    await Promise.all(readers.map((reader) => events(reader, 5)));
+    expect((await post()).status).toBe(429);
+
+    await redis.shutdownNosave();
+    await redis.start();
+    // Both go on after the restart; the worker running them counts them again once connected.
+    await Promise.all(readers.map((reader) => events(reader, 15)));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const third = await post();
+    const body = (await third.json()) as { error?: { code: string } };
+    expect(third.status, JSON.stringify(body)).toBe(429);
+    expect(body.error?.code).toBe("concurrency");
+    await Promise.all(readers.map((reader) => reader.rest()));
   }, 60_000);
 });

@@ -96,6 +96,8 @@ export class CompletionWorker {
   #running: Promise<void> | null = null;
   #closing = false;
   readonly #abandoning = new Set<Promise<void>>();
+  /** The jobs running here (restoreTenantEntries). */
+  readonly #runningJobs = new Set<CompletionJob>();
   readonly #warnQueueError: (error: Error) => void;
 
   constructor(options: CompletionWorkerOptions) {
@@ -189,12 +191,15 @@ export class CompletionWorker {
     const mode: RunMode = job.stalledCounter > 0 || job.attemptsStarted > 1 ? "redelivered" : "new";
     if (mode === "new") recordQueueWait(parsed.data, job.timestamp, Date.now());
     this.#tenantStarted(parsed.data);
+    this.#runningJobs.add(parsed.data);
     const metrics = this.#metrics;
     if (!metrics) {
       const used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode, runOf(job), this.#endsFirst(parsed.data)).catch((error: unknown) => {
+        this.#runningJobs.delete(parsed.data);
         this.#tenantEnded(parsed.data);
         throw error;
       });
+      this.#runningJobs.delete(parsed.data);
       this.#tenantEnded(parsed.data, used);
       return;
     }
@@ -216,7 +221,24 @@ export class CompletionWorker {
       throw error;
     } finally {
       metrics.slotsBusy.dec(model);
+      this.#runningJobs.delete(parsed.data);
       this.#tenantEnded(parsed.data, used);
+    }
+  }
+
+  /**
+   * Redis is back (connected again): the jobs running here are written again in their accounts' in-flight
+   * sets, which a Redis restarted without its data lost (its accounts could otherwise run their
+   * concurrency limit again beside them). Harmless when nothing was lost. A job leaves #runningJobs
+   * before its final release, which goes on the same connection behind any restore sent before it.
+   */
+  restoreTenantEntries(): void {
+    const tenants = this.#tenants;
+    if (!tenants) return;
+    for (const job of this.#runningJobs) {
+      tenants.counters.restoreRunning(job, tenants.inFlightTtlMs).catch((error: unknown) => {
+        this.#logger.warn("could not count a running job in its account's counters again", { jobId: job.completionId, error: error as Error });
+      });
     }
   }
 
