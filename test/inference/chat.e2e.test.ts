@@ -185,6 +185,8 @@ describe("POST /v1/chat/completions through the queue, worker and embedded engin
     });
     const call = reply.choices[0]!.message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
     expect(call.function.name).toBe("b_tool");
+    // A call forced by name ends with "stop", as OpenAI's do ("required" and "auto" ones: "tool_calls").
+    expect(reply.choices[0]!.finish_reason).toBe("stop");
     const followUp = await openai.chat.completions.create({
       model: TINY_CHAT,
       messages: [

@@ -281,7 +281,9 @@ export function endFromRecord(publisher: DeltaPublisher, job: CompletionJob, del
     return;
   }
   if (job.work.kind === "chat" && delivered.finishReason === null) {
-    publisher.send({ type: "finish", finishReason: usage.outcome === "length" ? "length" : delivered.toolCalls ? "tool_calls" : "stop" });
+    // A call forced by name ends with "stop", as OpenAI's (and the engines') do.
+    const named = typeof job.work.request.toolChoice === "object";
+    publisher.send({ type: "finish", finishReason: usage.outcome === "length" ? "length" : delivered.toolCalls && !named ? "tool_calls" : "stop" });
   }
   publisher.send({
     type: "usage",

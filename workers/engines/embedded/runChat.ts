@@ -181,7 +181,8 @@ function finish(response: LlamaChatResponse<ChatModelFunctions>, plan: ChatPlan,
   if (plan.forced !== null) {
     if (plan.forced.kind === "named") {
       if (!toolCalls.started(0)) toolCalls.arguments(0, plan.forced.name, "{}");
-      return "tool_calls";
+      // OpenAI ends a call forced by name with "stop" (streamed or not), "required" and "auto" ones with "tool_calls".
+      return "stop";
     }
     for (const [index, call] of parseRequiredCalls(forcedText, plan.forced.parallel).entries()) toolCalls.arguments(index, call.name, call.arguments);
     return "tool_calls";

@@ -82,7 +82,9 @@ export class UpstreamEngine implements Engine {
       if (continueFrom !== undefined && accumulator.usage?.prompt_tokens != null) {
         usage.promptTokens = Math.max(0, usage.promptTokens - (options.continuedTokens ?? estimateTokens(continueFrom)));
       }
-      return { finishReason: accumulator.finishReason ?? "stop", usage };
+      // A call forced by name ends with "stop", as OpenAI's do (an upstream may say "tool_calls", as older vLLM did).
+      const finishReason = accumulator.finishReason === "tool_calls" && typeof request.toolChoice === "object" ? "stop" : (accumulator.finishReason ?? "stop");
+      return { finishReason, usage };
     } finally {
       if (!draining) this.#release(call);
     }
