@@ -176,6 +176,22 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
     expect(retried.body.choices).toHaveLength(3);
   });
 
+  it("admits one of several requests sent at once when the budget fits one whole (their holds placed one by one, each took part of it and all were refused)", async () => {
+    const tight = await platform.createKey();
+    const prompts = Array.from({ length: 10 }, (_, i) => `It is a truth ${i}`);
+    const body = { model: TINY_CHAT, prompt: prompts, max_tokens: 20, temperature: 0 };
+    await setBudget(platform.deps.pool, tight.account.accountId, 1);
+    const probe = await platform.request("POST", "/v1/completions", { token: tight.key, body });
+    const whole = Math.round(Number(/may cost up to CHF ([0-9.]+)/.exec(probe.body.error.message)![1]) * 1_000_000);
+    // Room for one request whole (and a half): five at once.
+    await setBudget(platform.deps.pool, tight.account.accountId, Math.round(whole * 1.5));
+    const answers = await Promise.all(Array.from({ length: 5 }, () => platform.request("POST", "/v1/completions", { token: tight.key, body })));
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(4);
+    expect(await eventually(async () => ((await openHolds(platform.deps.pool, tight.account.accountId)) === 0 ? true : undefined), 10_000)).toBe(true);
+  });
+
   it.each([
     [{ prompt: ["a", "b"], stream: true }, "prompt"],
     [{ prompt: [] }, "prompt"],

@@ -16,6 +16,7 @@ import { releaseHolds } from "../../../../ledger/budget/releaseHold.ts";
 import { budgetRefusalError } from "../../admission/budgetRefusalError.ts";
 import { placeHold } from "../../../../ledger/budget/placeHold.ts";
 import { jobHoldMicroChf, smallestHoldMicroChf } from "../../admission/jobHoldMicroChf.ts";
+import { withTransaction } from "../../../../db/withTransaction.ts";
 
 /**
  * A non-streamed text completion of several prompts (OpenAI semantics: one choice per prompt, `index`
@@ -117,8 +118,8 @@ function withFinishedNamed(error: unknown, finished: string[]): unknown {
 }
 
 /**
- * Places the hold of each prompt (careful admission: before its job is queued), in order; the first one
- * refused releases those placed and answers the refusal of the request as a whole (its own holds counted
+ * Places the hold of each prompt (careful admission: before its job is queued), in order, in one
+ * transaction; the first one refused undoes those placed and answers the refusal of the request as a whole (its own holds counted
  * as its own, not as other requests' in progress: when only they are in the way, retrying cannot help).
  */
 async function holdEveryPrompt(
@@ -134,12 +135,18 @@ async function holdEveryPrompt(
   const now = deps.clock.now();
   let held = 0;
   try {
-    for (const [index, amount] of amounts.entries()) {
-      const placed = await placeHold(deps.pool, { holdId: ids[index]!, accountId, amountMicroChf: amount, now });
-      if (!placed.ok) throw budgetRefusalError(placed, { ownHoldsMicroChf: whole, ownHeldMicroChf: held, smallestMicroChf: smallest });
-      held += amount;
-    }
+    // All or none, in one transaction: the first hold locks the account's budget row until the commit, so
+    // requests sent at once place theirs one request after the other (placed one by one, each took part
+    // of the budget and all were refused where one fitted whole).
+    await withTransaction(deps.pool, async (client) => {
+      for (const [index, amount] of amounts.entries()) {
+        const placed = await placeHold(client, { holdId: ids[index]!, accountId, amountMicroChf: amount, now });
+        if (!placed.ok) throw budgetRefusalError(placed, { ownHoldsMicroChf: whole, ownHeldMicroChf: held, smallestMicroChf: smallest });
+        held += amount;
+      }
+    });
   } catch (error) {
+    // Rolled back; a commit whose answer was lost may still have placed them.
     await releaseHolds(deps.pool, ids).catch(() => undefined);
     throw error;
   }
