@@ -54,6 +54,27 @@ describe("huge prompts are refused before anything tokenizes them", () => {
     expect(slowest, `slowest /healthz answer ${slowest.toFixed(0)} ms`).toBeLessThan(500);
   });
 
+  it("refuses a response_format schema longer than the context takes before compiling it (its tens of thousands of values cost the event loop hundreds of milliseconds first)", async () => {
+    // 999 properties of 20 values each: some 40,000 schema values, far more characters than the context.
+    const properties = Object.fromEntries(
+      Array.from({ length: 999 }, (_, i) => [`p${i}`, { type: "string", enum: Array.from({ length: 18 }, (_, k) => `v${k}`) }]),
+    );
+    const res = await platform.request("POST", "/v1/chat/completions", {
+      token: key,
+      body: {
+        model: TINY_CHAT,
+        messages: [{ role: "user", content: "Hi" }],
+        max_tokens: 2,
+        // A type that does not exist makes the schema itself invalid: refused for it only once compiled.
+        response_format: {
+          type: "json_schema",
+          json_schema: { name: "big", schema: { type: "object", properties: { ...properties, bad: { type: "no-such-type" } } } },
+        },
+      },
+    });
+    expectApiError(res, 400, "invalid_request_error", { code: "context_length_exceeded" });
+  });
+
   it("refuses a body over the size limit with 413 in the OpenAI shape", async () => {
     const res = await platform.request("POST", "/v1/chat/completions", {
       token: key,

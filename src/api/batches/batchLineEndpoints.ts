@@ -25,6 +25,7 @@ import { collectEmbeddings, collectReply } from "../inference/jobs/collectReply.
 import type { CompletionHead, ResponseShape } from "../inference/endpoints/shared/serveCompletion.ts";
 import type { InferenceJobSpec, JobCaller } from "../inference/jobs/completionJobs.ts";
 import type { BatchEndpoint } from "./batchObject.ts";
+import { assertPromptFits } from "../inference/admission/promptLengthLimit.ts";
 
 /** What a line's job answered: the endpoint's response body, and what it used. */
 export type LineResult = { body: unknown; usage: Usage };
@@ -73,8 +74,11 @@ const chat: BatchLineEndpoint = {
   async run(context, raw) {
     const body = ChatCompletionRequestSchema.parse(raw);
     const model = resolveModel(context.inference.registry, body.model, "chat");
+    const work = { kind: "chat" as const, request: toEngineChatRequest(body, model) };
+    // The cheap bound before the schemas are compiled (as the chat route).
+    assertPromptFits("chat.completions", work, model.context_length);
     checkRequestSchemas(body, context.inference.schemas, model.engine.type === "embedded");
-    return collectText(context, { model, endpoint: "chat.completions", work: { kind: "chat", request: toEngineChatRequest(body, model) } }, chatResponseShape);
+    return collectText(context, { model, endpoint: "chat.completions", work }, chatResponseShape);
   },
 };
 
