@@ -129,6 +129,9 @@ describe("audit export", () => {
     expectError(await app.request("GET", AUDIT_PATH), 401, "authentication_error");
     expectError(await app.request("GET", `${AUDIT_PATH}?cursor=nonsense`, { token: owner.sessionToken }), 400, "invalid_request_error", { param: "cursor" });
     expectError(await app.request("GET", `${AUDIT_PATH}?limit=0`, { token: owner.sessionToken }), 400, "invalid_request_error", { param: "limit" });
+    const twice = await app.request("GET", `${AUDIT_PATH}?limit=1&limit=2`, { token: owner.sessionToken });
+    expectError(twice, 400, "invalid_request_error", { param: "limit" });
+    expect(twice.body.error.message).toBe("The query parameter 'limit' was given more than once.");
     expectError(await app.request("GET", `${AUDIT_PATH}?format=xml`, { token: owner.sessionToken }), 400, "invalid_request_error", { param: "format" });
     expectError(await app.request("GET", `${AUDIT_PATH}?account=${other.accountId}`, { token: owner.sessionToken }), 400, "invalid_request_error");
   });

@@ -509,6 +509,16 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     const bogus = await fetch(`${platform.baseUrl}/v1/responses/${response.id}/input_items?include=bogus`, { headers: { authorization: `Bearer ${key}` } });
     expect(bogus.status).toBe(400);
     expect(((await bogus.json()) as { error: { param: string } }).error.param).toMatch(/^include/);
+    // Given twice, `include` is a list; `limit` given twice is a 400 that says so.
+    const twice = (query: string) =>
+      fetch(`${platform.baseUrl}/v1/responses/${response.id}/input_items?${query}`, { headers: { authorization: `Bearer ${key}` } });
+    expect((await twice("include=message.output_text.logprobs&include=message.output_text.logprobs")).status).toBe(200);
+    const limits = await twice("limit=1&limit=2");
+    expect(limits.status).toBe(400);
+    expect(((await limits.json()) as { error: unknown }).error).toMatchObject({
+      param: "limit",
+      message: "The query parameter 'limit' was given more than once.",
+    });
   });
 
   it("runs a function-tool loop: function_call, then its output with previous_response_id, then an answer", async () => {

@@ -100,9 +100,26 @@ export function validate<S extends z.ZodType>(schema: S, source: Source = "body"
     }
     const state = stateOf(ctx);
     state.validated ??= new Map();
-    state.validated.set(schema, parseWith(schema, input));
+    state.validated.set(schema, source === "query" ? parseQuery(schema, ctx.query) : parseWith(schema, input));
     await next();
   };
+}
+
+/**
+ * The query parsed with the schema; refused for a parameter given twice (`limit=1&limit=2`, which the
+ * schema sees as an array), a 400 that says so (it said "expected number, received NaN"). A parameter
+ * the schema takes repeated (`include=a&include=b`) passes.
+ */
+function parseQuery<S extends z.ZodType>(schema: S, query: Record<string, string | string[] | undefined>): z.infer<S> {
+  try {
+    return parseWith(schema, query);
+  } catch (error) {
+    const name = error instanceof InvalidRequestError ? error.param?.split(/[.[]/)[0] : undefined;
+    if (name !== undefined && Array.isArray(query[name])) {
+      throw new InvalidRequestError(`The query parameter '${name}' was given more than once.`, { param: name, code: "invalid_value" });
+    }
+    throw error;
+  }
 }
 
 /**
