@@ -24,6 +24,14 @@ export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   const routers = routeFactories.map((factory) => factory(deps));
   const routes = new RouteTemplates(routers);
   app.use(requestId());
+  // Draining: every answer closes its connection (the client's next request opens one elsewhere).
+  const shutdown = deps.shutdown;
+  if (shutdown) {
+    app.use(async (ctx, next) => {
+      if (shutdown.draining) ctx.set("connection", "close");
+      await next();
+    });
+  }
   app.use(traceRequests(routes));
   app.use(httpMetrics(deps.metrics, routes));
   app.use(accessLog(deps.logger.child({ log: "access" }), routes));

@@ -9,6 +9,7 @@ import type { Logger } from "../observability/logger.ts";
 import type { PlatformMetrics } from "../observability/metrics.ts";
 import type { SignIn } from "./accounts/signIn.ts";
 import type { FileStore } from "./files/fileStore.ts";
+import type { ApiShutdown } from "./apiShutdown.ts";
 
 /** What the API's route factories are built from. Passed in, never imported as globals. */
 export type AppDeps = {
@@ -29,4 +30,6 @@ export type AppDeps = {
   inference?: InferenceServices;
   /** The Files API's store (PostgreSQL, chunked): uploads, and the files the Batch API reads and writes. */
   files: FileStore;
+  /** Whether the process drains (its shutdown began); absent: it never does (tests, tools). */
+  shutdown?: ApiShutdown;
 };

@@ -13,6 +13,7 @@ import type { RoleContext, RunningRole } from "../runtime/role.ts";
 import { PostgresFileStore } from "./files/postgresFileStore.ts";
 import { FileRetentionSweeper } from "./files/fileRetentionSweeper.ts";
 import { BatchDispatcher } from "./batches/batchDispatcher.ts";
+import { ApiShutdown } from "./apiShutdown.ts";
 
 export async function startApi({ config, pool, logger, metrics, localReplies }: RoleContext): Promise<RunningRole> {
   const redis = createRedis(config.redis, { kind: "fail-fast", timeouts: config.redisTimeouts });
@@ -28,7 +29,8 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
   const files = new PostgresFileStore({ pool, clock: systemClock, retentionDays: config.files.retentionDays });
   const fileSweeper = new FileRetentionSweeper({ store: files, logger });
   fileSweeper.start();
-  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, metrics, accounts, keyAuth, signIn, inference, files };
+  const shutdown = new ApiShutdown();
+  const deps: AppDeps = { config, pool, redis, clock: systemClock, logger, metrics, accounts, keyAuth, signIn, inference, files, shutdown };
   const app = createApp(deps, routeFactories);
   // The Batch API's dispatcher runs in every API process (they share the work through PostgreSQL).
   const batches = new BatchDispatcher(deps, inference, files);
@@ -43,6 +45,8 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
   logger.info("api listening", { url: `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}`, host: config.host });
   return {
     async stop() {
+      // Draining from now: /readyz answers 503 and every answer closes its connection.
+      shutdown.begin();
       // close() ends the idle connections of this moment; one whose response ends later would stay open
       // for its keep-alive (65 s): ended as soon as it is idle, until the last one is gone.
       const idle = setInterval(() => server.closeIdleConnections(), 100);

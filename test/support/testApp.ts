@@ -16,6 +16,7 @@ import { createTestDatabase, TEST_POOL_TIMEOUTS, type TestDatabase } from "./tes
 import { createTestRedis, redisTargetEnv, TEST_REDIS_URL, type TestRedis } from "./testRedis.ts";
 import type { RedisTarget } from "../../src/redis/redisTarget.ts";
 import { PostgresFileStore } from "../../src/api/files/postgresFileStore.ts";
+import { ApiShutdown } from "../../src/api/apiShutdown.ts";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdef";
 
@@ -93,6 +94,7 @@ export async function startTestApp(
     keyAuth,
     signIn: new SignIn(config, testRedis.redis),
     files: new PostgresFileStore({ pool, clock, retentionDays: config.files.retentionDays }),
+    shutdown: new ApiShutdown(),
   };
   const app = createApp(deps, options.routes ?? routeFactories);
   const handle = app.callback();

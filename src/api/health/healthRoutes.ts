@@ -29,7 +29,8 @@ async function check(probe: () => Promise<unknown>): Promise<CheckResult> {
 /**
  * Liveness and readiness for load balancers: no auth, no secrets. /readyz checks PostgreSQL and Redis
  * side by side and answers within about a second: 200 `{status: "ready", postgres: "ok", redis: "ok"}`,
- * or 503 `{status: "unavailable", postgres: "ok" | "down", redis: "ok" | "down"}` with Retry-After.
+ * or 503 `{status: "unavailable", postgres: "ok" | "down", redis: "ok" | "down"}` with Retry-After; 503
+ * `{status: "draining"}` once the process was told to stop (ApiShutdown).
  */
 export function healthRoutes(deps: AppDeps): Router {
   const router = new Router({ sensitive: true });
@@ -37,6 +38,13 @@ export function healthRoutes(deps: AppDeps): Router {
     ctx.body = { status: "ok" };
   });
   router.get("/readyz", async (ctx) => {
+    if (deps.shutdown?.draining) {
+      // Told to stop: no new work for it, whatever its dependencies say.
+      ctx.status = 503;
+      ctx.set("retry-after", String(DEPENDENCY_RETRY_AFTER_SECONDS));
+      ctx.body = { status: "draining" };
+      return;
+    }
     const [postgres, redis] = await Promise.all([check(() => deps.pool.query("SELECT 1")), check(() => deps.redis.ping())]);
     if (postgres === "ok" && redis === "ok") {
       ctx.body = { status: "ready", postgres, redis };
