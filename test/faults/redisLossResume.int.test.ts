@@ -144,4 +144,40 @@ describe("Redis restarted empty while a stream runs", () => {
     expect(body.error?.code).toBe("concurrency");
     await Promise.all(readers.map((reader) => reader.rest()));
   }, 60_000);
+
+  it("ends a stream cancelled after the restart at once: its usage chunk, completion_cancelled, [DONE]", async () => {
+    const response = await fetch(`${platform.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: MODEL,
+        messages: [{ role: "user", content: "Count." }],
+        max_tokens: TOKENS + 50,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    });
+    const id = response.headers.get("x-completion-id")!;
+    const reader = new SseReader(response);
+    const events = async (n: number) => {
+      for (let got = 0; got < n; ) {
+        const item = await reader.next();
+        if (!item) throw new Error("the stream ended early");
+        if (item.data !== undefined) got++;
+      }
+    };
+    await events(10);
+    await redis.shutdownNosave();
+    await redis.start();
+    await events(10);
+    const cancelled = await fetch(`${platform.baseUrl}/v1/chat/completions/${id}/cancel`, { method: "POST", headers: { authorization: `Bearer ${key}` } });
+    // Its worker stops it (the queue lost the job with Redis: it was taken for one never run, and its
+    // stream ended with a message its client never saw: silent for minutes).
+    expect(((await cancelled.json()) as { status: string }).status).toBe("cancelling");
+    const started = performance.now();
+    const rest = await reader.rest();
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(rest.at(-1)?.data).toBe("[DONE]");
+    expect(JSON.parse(rest.at(-2)!.data!)).toMatchObject({ error: { code: "completion_cancelled" } });
+  }, 60_000);
 });

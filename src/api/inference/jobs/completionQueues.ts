@@ -117,7 +117,13 @@ export class CompletionQueues {
     // A job a worker took stays, even when its lock ran out with its dead worker (BullMQ would remove it
     // then): a worker's stalled check hands it to another, which finds its cancel and charges what it
     // generated. Removed, its partial reply would be charged by nobody and its hold left to the sweeper.
-    if ((await queue.getJobState(completionId)) === "active") return false;
+    const state = await queue.getJobState(completionId);
+    if (state === "active") return false;
+    // Not in the queue (Redis restarted without its data): a worker runs it still if its replay stream
+    // holds messages (the worker writes them again there); that worker ends it. Only one without any
+    // never ran (BullMQ answers a removal of a job it lacks as done: it was taken for one never run, its
+    // stream ended with a message numbered 0 behind the running reply's, which its client never saw).
+    if (state === "unknown" && (await this.#redis.exists(this.#keys.replayStream(completionId))) === 1) return false;
     return (await queue.remove(completionId)) === 1;
   }
 
