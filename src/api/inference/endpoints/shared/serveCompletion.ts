@@ -59,13 +59,21 @@ export async function serveNewCompletion(deps: AppDeps, inference: InferenceServ
   if (claim.existing) {
     // A retry is answered as the first request was: a cancelled or failed job is its error (409
     // completion_cancelled, ...), not the partial reply a GET shows.
-    return serveExistingCompletion(inference, ctx, claim.existing, {
-      afterSeq: -1,
-      stream: spec.stream,
-      includeUsage: spec.includeUsage,
-      shape: spec.shape,
-      partialWhenEnded: false,
-    });
+    try {
+      return await serveExistingCompletion(inference, ctx, claim.existing, {
+        afterSeq: -1,
+        stream: spec.stream,
+        includeUsage: spec.includeUsage,
+        shape: spec.shape,
+        partialWhenEnded: false,
+      });
+    } catch (error) {
+      // The first request ended, uncharged, for a passing reason while this retry waited on it (its API
+      // process, shutting down, stopped it and answered 503 "Retry it"): this retry runs it anew, as one
+      // sent a moment later would (it answered a final 409 completion_cancelled).
+      if (!ctx.headerSent && (await claim.runAnew())) return serveNewCompletion(deps, inference, ctx, spec);
+      throw error;
+    }
   }
   const giveBack = claim.giveBack;
   const created = Math.floor(deps.clock.now().getTime() / 1000);
@@ -150,10 +158,11 @@ export async function claimIdempotencyKey(
   endpoint: Endpoint,
   body: unknown,
   completionId: string,
-): Promise<{ existing: CompletionRecord | null; giveBack: () => Promise<void> }> {
+): Promise<{ existing: CompletionRecord | null; giveBack: () => Promise<void>; runAnew: () => Promise<boolean> }> {
   const principal = principalOf(ctx);
   const idempotencyKey = parseIdempotencyKey(ctx.get("idempotency-key") || undefined);
-  if (!idempotencyKey) return { existing: null, giveBack: async () => undefined };
+  const never = async () => false;
+  if (!idempotencyKey) return { existing: null, giveBack: async () => undefined, runAnew: never };
   const hash = requestHash(endpoint, body);
   for (;;) {
     const claim = await inference.idempotency.claim(principal.keyId, idempotencyKey, hash, completionId);
@@ -161,6 +170,7 @@ export async function claimIdempotencyKey(
       return {
         existing: null,
         giveBack: () => inference.idempotency.release(principal.keyId, idempotencyKey, completionId).catch(() => undefined),
+        runAnew: never,
       };
     }
     if (claim.bodyHash !== hash) {
@@ -176,12 +186,15 @@ export async function claimIdempotencyKey(
     if (!record) continue;
     // A completion that failed for a passing reason (the model unavailable, an engine failure) and was
     // charged nothing: the retry its 503 / 500 asked for runs anew (it replayed that error forever).
-    const last = await inference.records.lastMessage(record.completionId).catch(() => undefined);
-    if (last && failedUncharged(last)) {
+    const runAnew = async (): Promise<boolean> => {
+      const last = await inference.records.lastMessage(record.completionId).catch(() => undefined);
+      if (!last || !failedUncharged(last)) return false;
       await inference.idempotency.release(principal.keyId, idempotencyKey, record.completionId);
-      continue;
-    }
-    return { existing: record, giveBack: async () => undefined };
+      return true;
+    };
+    if (await runAnew()) continue;
+    // `runAnew`: the same once this request, attached to it, saw it end so.
+    return { existing: record, giveBack: async () => undefined, runAnew };
   }
 }
 
