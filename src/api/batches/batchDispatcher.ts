@@ -1,5 +1,5 @@
 import type { Config } from "../../config/config.ts";
-import { claimLinesToSettle, type LineResult, leaseLines, retryLineLater, settleLine } from "./batchLineRows.ts";
+import { batchEnding, claimLinesToSettle, type LineResult, leaseLines, retryLineLater, settleLine } from "./batchLineRows.ts";
 import { EndingBatches } from "./endingBatches.ts";
 import { CompletionCancelledError } from "../inference/jobs/jobErrorToApiError.ts";
 import { SpanKind } from "@opentelemetry/api";
@@ -314,6 +314,15 @@ export class BatchDispatcher {
           return;
         }
         const api = toApiError(error);
+        if (api instanceof CompletionCancelledError) {
+          // Stopped by its batch's end that another process's dispatcher saw first (EndingBatches stops the
+          // jobs of lines it does not run): it ends as the batch's end says, not as a 409 of its job.
+          const ending = await batchEnding(this.#pool, line.batch_id);
+          if (ending) {
+            await this.#settle(line, ending === "expired" ? EXPIRED_LINE : CANCELLED_RUNNING_LINE);
+            return;
+          }
+        }
         const retryInMs = lineRetryDelay(api, line.attempts);
         if (retryInMs !== null && api.status >= 500) {
           this.#logger.warn("batch line failed for the platform's reason: run again", {

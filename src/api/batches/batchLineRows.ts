@@ -127,3 +127,11 @@ export async function leaseLines(pool: Pool, lines: Pick<ClaimedLine, "batch_id"
     [JSON.stringify(lines.map((l) => ({ batch_id: l.batch_id, line_no: l.line_no }))), leaseMs],
   );
 }
+
+/** How a batch ends, while it does: cancelled (cancelling) or expired (its window over); null otherwise. */
+export async function batchEnding(pool: Pool, batchId: string): Promise<"cancelled" | "expired" | null> {
+  const row = await pool.query<{ status: string; final_status: string | null }>("SELECT status, final_status FROM batches WHERE id = $1", [batchId]);
+  const batch = row.rows[0];
+  if (batch?.status === "cancelling") return "cancelled";
+  return batch?.status === "in_progress" && batch.final_status === "expired" ? "expired" : null;
+}
