@@ -519,6 +519,17 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
       param: "limit",
       message: "The query parameter 'limit' was given more than once.",
     });
+    // Values that are not allowed are named as such, repeated or not.
+    const wrongTwice = await twice("include=a&include=b");
+    expect(wrongTwice.status).toBe(400);
+    expect(((await wrongTwice.json()) as { error: { message: string } }).error.message).not.toContain("more than once");
+    // The SDK sends a list as `include[]=...`: it is read (and checked), not ignored.
+    const viaSdk = await openai.responses.inputItems
+      .list(response.id, { include: ["bogus" as OpenAI.Responses.ResponseIncludable] })
+      .then(() => null)
+      .catch((error: unknown) => error);
+    expect((viaSdk as { status?: number } | null)?.status).toBe(400);
+    expect((await twice("include[]=message.output_text.logprobs&include[]=message.output_text.logprobs")).status).toBe(200);
   });
 
   it("runs a function-tool loop: function_call, then its output with previous_response_id, then an answer", async () => {

@@ -106,20 +106,26 @@ export function validate<S extends z.ZodType>(schema: S, source: Source = "body"
 }
 
 /**
- * The query parsed with the schema; refused for a parameter given twice (`limit=1&limit=2`, which the
- * schema sees as an array), a 400 that says so (it said "expected number, received NaN"). A parameter
- * the schema takes repeated (`include=a&include=b`) passes.
+ * The query parsed with the schema. A list may come as `name=a&name=b` or, as the OpenAI SDKs send it,
+ * `name[]=a&name[]=b` (it was ignored: `include[]` of an SDK's retrieve did nothing, and went unchecked).
+ * A parameter given twice that the schema takes once (`limit=1&limit=2`: an array where it expects one
+ * value) is a 400 that says so (it said "expected number, received NaN").
  */
 function parseQuery<S extends z.ZodType>(schema: S, query: Record<string, string | string[] | undefined>): z.infer<S> {
-  try {
-    return parseWith(schema, query);
-  } catch (error) {
-    const name = error instanceof InvalidRequestError ? error.param?.split(/[.[]/)[0] : undefined;
-    if (name !== undefined && Array.isArray(query[name])) {
-      throw new InvalidRequestError(`The query parameter '${name}' was given more than once.`, { param: name, code: "invalid_value" });
-    }
-    throw error;
+  const named: Record<string, string | string[] | undefined> = {};
+  for (const [key, value] of Object.entries(query)) {
+    const name = key.endsWith("[]") ? key.slice(0, -2) : key;
+    const before = named[name];
+    named[name] = before === undefined ? (key === name ? value : [value ?? []].flat()) : [before, value ?? []].flat();
   }
+  const result = schema.safeParse(named);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const name = issue?.path[0];
+  if (issue?.code === "invalid_type" && typeof name === "string" && Array.isArray(named[name])) {
+    throw new InvalidRequestError(`The query parameter '${name}' was given more than once.`, { param: name, code: "invalid_value" });
+  }
+  throw invalidRequestFromZod(result.error);
 }
 
 /**
