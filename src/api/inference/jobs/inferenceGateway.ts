@@ -344,9 +344,9 @@ export class InferenceGateway {
       if (ended || feed.closed) return;
       interrupted = new ServerShuttingDownError(streamed);
       // A whole answer's client gets nothing now: its job is stopped and charges nothing (as a request
-      // the API gave up on; its replay stream stays readable, so nothing is noted for a refund). A
-      // stream's job runs on for its client to resume.
-      if (!streamed) void cancelLost(queues, job, -1);
+      // the API gave up on; its replay stream stays readable, so nothing is noted for a refund), unless
+      // a client elsewhere follows it. A stream's job runs on for its client to resume.
+      if (!streamed) void this.#stopUnlessFollowed(job, record);
       feed.close();
     };
     const forgetRelay = interruptible ? this.#interrupts.addRelay(interrupt) : () => undefined;
@@ -364,6 +364,22 @@ export class InferenceGateway {
         if (early && job.lane !== "batch" && !leftBeforeStart) this.#abandonment.detached(record);
       },
     };
+  }
+
+  /**
+   * A whole answer's job whose relay this process ends at its shutdown: stopped, charging nothing (its
+   * client got nothing), unless a client elsewhere follows it (an Idempotency-Key retry attached through
+   * another process, a resume): it goes on for them, charged as they receive it, and this process's
+   * client no longer counts (a streamed retry attached to it got 112 tokens, then a cancel that charged 0).
+   */
+  async #stopUnlessFollowed(job: CompletionJob, record: CompletionRecord): Promise<void> {
+    // This process's own client still counts (the process beats until it exits).
+    const listening = await this.#records.listeners(job.completionId).catch(() => 1);
+    if (listening > 1) {
+      this.#abandonment.detached(record);
+      return;
+    }
+    await cancelLost(this.#queues, job, -1);
   }
 
   /**
