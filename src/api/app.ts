@@ -30,6 +30,8 @@ export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
     app.use(async (ctx, next) => {
       if (shutdown.draining) ctx.set("connection", "close");
       await next();
+      // A request that came before the drain began and is answered after it: its connection closes too.
+      if (shutdown.draining && !ctx.headerSent) ctx.set("connection", "close");
     });
   }
   app.use(traceRequests(routes));

@@ -45,4 +45,32 @@ describe("an API process that drains", () => {
     expect(other.status).toBe(403);
     expect(other.connection).toBe("close");
   });
+
+  it("closes the connection of a request that came before the drain began and is answered after it", async () => {
+    const fresh = await startTestApp();
+    try {
+      const answered = new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+        const req = request(
+          `${fresh.baseUrl}/api/v1/accounts/login`,
+          { method: "POST", headers: { connection: "keep-alive", "content-type": "application/json", "content-length": "36" } },
+          (res) => {
+            res.resume();
+            res.on("end", () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
+          },
+        );
+        req.on("error", reject);
+        // Half its body now, the rest once the drain began.
+        req.write('{"email":"a@example.com",');
+        setTimeout(() => {
+          fresh.deps.shutdown!.begin();
+          req.end('"p":1}     ');
+        }, 200);
+      });
+      const { status, connection } = await answered;
+      expect(status).toBe(400);
+      expect(connection).toBe("close");
+    } finally {
+      await fresh.close();
+    }
+  });
 });
