@@ -18,6 +18,8 @@ import { StillQueuedError } from "./stillQueuedError.ts";
 import { cancelLost } from "./cancelLost.ts";
 import { RelayInterrupts } from "./relayInterrupts.ts";
 import type { UndeliveredNotes } from "./undeliveredReplyNotes.ts";
+import type { GatewayLimits, StartOptions } from "./gatewayOptions.ts";
+import { recoverAfterRedisLoss } from "./redisLossRecovery.ts";
 
 /**
  * How long one read of a model's waiting count, and one of its worker liveness, is shared by the
@@ -27,53 +29,6 @@ import type { UndeliveredNotes } from "./undeliveredReplyNotes.ts";
  * in); liveness is decided by heartbeats seconds long anyway.
  */
 export const SHARED_READ_MS = 5;
-
-export type GatewayLimits = {
-  /** How long a started job may stay silent. */
-  jobIdleTimeoutMs: number;
-  /** More waiting jobs than this for a model: a new request is refused at once. */
-  queueMaxWaiting: number;
-};
-
-export type StartOptions = {
-  /** The model is a reasoning model (kept in the completion's record for later reads). */
-  reasoning: boolean;
-  /** How long to wait for a worker to start the job (per request class: streams wait longer). */
-  startTimeoutMs: number;
-  /** The request's stream_options.include_usage (kept in the record, for a resumed stream). */
-  includeUsage?: boolean;
-  /**
-   * Each message reaches the client as it is relayed (a stream); otherwise (a whole answer) the client
-   * gets nothing before the end. Decides what counts as delivered when the API ends the request early.
-   */
-  streamed?: boolean;
-  /** Called once Redis acknowledged the enqueue (before a worker started the job). */
-  onQueued?: () => void;
-  /**
-   * The account's jobs of the model waiting before this one (TenantAdmission): an account with none is
-   * not refused `queue_full` (other accounts' backlogs, each within its share, cannot shut it out; the
-   * queue may exceed `queueMaxWaiting` by one job per such account). Absent: counted as some.
-   */
-  accountWaiting?: number;
-  /**
-   * The job stays queued when no worker started it within `startTimeoutMs`, or when this process stops
-   * listening first (it shuts down): start() then rejects with StillQueuedError instead of taking the job
-   * off the queue, and the job runs whenever a worker takes it (a background response, which another
-   * process's recovery pass follows from its replay stream).
-   */
-  keepQueued?: boolean;
-  /**
-   * Where the job stands in line once queued: the waiting jobs a worker takes before it (by lane and
-   * fair-share priority), this one included.
-   */
-  onPosition?: (position: number) => void;
-  /**
-   * Settles when the client goes while the job waits to start: its grace period (AbandonmentWatch) starts
-   * then, so a job still in line at its end is taken off the queue, never run nor charged (a stream left
-   * in line started when a slot freed, a minute later, and ran whole).
-   */
-  clientLeft?: Promise<void>;
-};
 
 /**
  * The API's side of the queue: checks that a worker serves the model and that its queue is not too
@@ -130,41 +85,10 @@ export class InferenceGateway {
     });
     this.#waitingCounts = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
     this.#liveness = new SharedReads(deps.sharedReadMs ?? SHARED_READ_MS);
-    this.#subscriber.onReconnect(() => void this.#resubmitWaiting().then(() => this.#restoreFollowed()));
-  }
-
-  /**
-   * Redis came back after a loss: the records of the running completions this process's clients listen
-   * to are written again where Redis lost them (a GET, a resume, a cancel of one read it; the workers'
-   * watches count its listeners), with how many listen through this process.
-   */
-  async #restoreFollowed(): Promise<void> {
-    let pending = this.#followed.all().filter(({ record }) => !this.#waiting.has(record.completionId));
-    for (let attempt = 0; attempt < 20 && pending.length > 0; attempt++) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 250));
-      const failed: typeof pending = [];
-      for (const entry of pending) await this.#records.restore(entry.record, entry.listeners).catch(() => failed.push(entry));
-      pending = failed;
-    }
-  }
-
-  /**
-   * Redis came back after a loss: a Redis without persistence may have lost the queue. Every job this
-   * process still waits to see started is submitted again with its record, under the same job id (BullMQ
-   * ignores an add whose job id it has, so a job that survived is not queued twice).
-   */
-  async #resubmitWaiting(): Promise<void> {
-    // The subscriber may be back before the connection that enqueues: retry for a few seconds.
-    for (let attempt = 0; attempt < 20 && this.#waiting.size > 0; attempt++) {
-      let failed = 0;
-      for (const { job, record } of [...this.#waiting.values()]) {
-        await Promise.all([this.#queues.enqueue(job), this.#records.create(record)]).catch(() => {
-          failed++;
-        });
-      }
-      if (failed === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    // Redis came back (maybe without its data): what this process waits for and follows is written again.
+    this.#subscriber.onReconnect(
+      () => void recoverAfterRedisLoss({ waiting: this.#waiting, followed: this.#followed, queues: this.#queues, records: this.#records }),
+    );
   }
 
   /**
