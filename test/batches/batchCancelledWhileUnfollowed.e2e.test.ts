@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pacedEngine } from "../inference/pacedEngine.ts";
-import { eventually } from "../support/eventually.ts";
 import { TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
-import { batchCharges, createSameLinesBatch, waitForStatus } from "./batchSteps.ts";
+import { batchCharges, createSameLinesBatch, waitForStatus, waitForRunningLines } from "./batchSteps.ts";
 import { BatchTestPlatform } from "./batchTestPlatform.ts";
 
 const LINES = 2;
@@ -34,10 +33,7 @@ describe("a batch cancelled while its running lines' dispatcher is gone", () => 
     const openai = platform.openai(key);
     const body = { model: TINY_CHAT, messages: [{ role: "user" as const, content: "Tell me a long story" }], max_tokens: 16, temperature: 0 };
     const { batchId } = await createSameLinesBatch(openai, body, LINES);
-    const running = async () =>
-      (await platform.deps.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM batch_lines WHERE batch_id = $1 AND status = 'running'", [batchId]))
-        .rows[0]!.n;
-    await eventually(async () => ((await running()) === LINES ? true : undefined), 30_000);
+    await waitForRunningLines(platform.deps.pool, batchId, LINES);
     await batches.stopDispatcher();
     // As when its process was killed: the leases still run (a graceful stop hands them over at once).
     await platform.deps.pool.query("UPDATE batch_lines SET claimed_until = now() + interval '8 seconds' WHERE batch_id = $1 AND status = 'running'", [batchId]);

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchDispatcher } from "../../src/api/batches/batchDispatcher.ts";
 import { pacedEngine } from "../inference/pacedEngine.ts";
-import { eventually } from "../support/eventually.ts";
 import { TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
-import { createSameLinesBatch, readJsonl, waitForStatus } from "./batchSteps.ts";
+import { createSameLinesBatch, readJsonl, waitForStatus, waitForRunningLines } from "./batchSteps.ts";
 import { BatchTestPlatform } from "./batchTestPlatform.ts";
 
 const LINES = 2;
@@ -38,10 +37,7 @@ describe("a batch's cancel seen first by another process's dispatcher", () => {
     const openai = platform.openai(key);
     const body = { model: TINY_CHAT, messages: [{ role: "user" as const, content: "Tell me a long story" }], max_tokens: 16, temperature: 0 };
     const { batchId } = await createSameLinesBatch(openai, body, LINES);
-    const running = async () =>
-      (await platform.deps.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM batch_lines WHERE batch_id = $1 AND status = 'running'", [batchId]))
-        .rows[0]!.n;
-    await eventually(async () => ((await running()) === LINES ? true : undefined), 30_000);
+    await waitForRunningLines(platform.deps.pool, batchId, LINES);
     await openai.batches.cancel(batchId);
     await other.tick();
     const cancelled = await waitForStatus(openai, batchId, ["cancelled"], 30_000);

@@ -97,3 +97,10 @@ export async function expectLinesLikeReference(
     expect(events[0]!.costMicroChf).toBe(costMicroChf(usage, model, model.batchDiscountBps));
   }
 }
+
+/** Waits (at most 30 s) until `n` lines of the batch run (claimed by a dispatcher, their jobs started or queued). */
+export async function waitForRunningLines(pool: Pool, batchId: string, n: number): Promise<void> {
+  const running = async () =>
+    (await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM batch_lines WHERE batch_id = $1 AND status = 'running'", [batchId])).rows[0]!.n;
+  await eventually(async () => ((await running()) === n ? true : undefined), 30_000);
+}
