@@ -76,7 +76,7 @@ describe("PUT /api/v1/admin/accounts/{account_id}/subscription", () => {
     expect(events.map((e) => e.event_type)).toEqual(["AccountRegistered", "SubscriptionActivated", "MonthlyBudgetSet"]);
     expect(events[2]!.data).toMatchObject({ accountId: account.id, monthlyBudgetMicroChf: 50_000_000 });
     for (const event of events.slice(1)) {
-      expect(event.metadata).toEqual({ correlationId: res.headers.get("x-request-id"), actor: "admin" });
+      expect(event.metadata).toEqual({ correlationId: res.headers.get("x-request-id"), actor: "admin:http" });
     }
     expect(JSON.stringify(events)).not.toContain(TEST_ADMIN_TOKEN);
 

@@ -42,7 +42,7 @@ describe("admin CLI", () => {
     });
   });
 
-  it("sets a subscription by email, then by account id, appending each event once with actor admin", async () => {
+  it("sets a subscription by email, then by account id, appending each event once with actor admin:cli", async () => {
     const email = newEmail("cli-sub");
     const account = await register(app, email);
     const first = await admin("set-subscription", "--email", email, "--status", "active", "--budget-chf", "50");
@@ -56,7 +56,7 @@ describe("admin CLI", () => {
 
     const events = await accountEvents(app, account.id);
     expect(events.map((e) => e.event_type)).toEqual(["AccountRegistered", "SubscriptionActivated", "MonthlyBudgetSet", "MonthlyBudgetSet"]);
-    for (const event of events.slice(1)) expect(event.metadata).toEqual({ correlationId: expect.any(String), actor: "admin" });
+    for (const event of events.slice(1)) expect(event.metadata).toEqual({ correlationId: expect.any(String), actor: "admin:cli" });
 
     const found = await admin("find-account", "--account-id", account.id);
     expect(JSON.parse(found.stdout).subscription).toEqual({ status: "active", monthly_budget_chf: 12.5 });

@@ -35,7 +35,7 @@ export function adminRoutes(deps: AppDeps): Router {
       deps,
       { accountId },
       { status: body.status, ...(body.monthly_budget_chf === undefined ? {} : { monthlyBudgetChf: body.monthly_budget_chf }) },
-      requestMetadata(ctx, "admin"),
+      requestMetadata(ctx, "admin:http"),
     );
     deps.logger.info("subscription set by operator", { accountId, appendedEvents: result.appendedEvents, requestId: stateOf(ctx).requestId });
     ctx.body = result.account;
@@ -44,7 +44,7 @@ export function adminRoutes(deps: AppDeps): Router {
   router.put("/accounts/:account_id/rate_limits", requireAdmin, accountIdParam, validate(SetRateLimitsBodySchema), async (ctx) => {
     const accountId = requiredState(ctx, "accountId");
     const body = validated(ctx, SetRateLimitsBodySchema);
-    const result = await operatorActions.setRateLimits(deps, { accountId }, rateLimitsFromView(body), requestMetadata(ctx, "admin"));
+    const result = await operatorActions.setRateLimits(deps, { accountId }, rateLimitsFromView(body), requestMetadata(ctx, "admin:http"));
     deps.logger.info("rate limits set by operator", { accountId, appendedEvents: result.appendedEvents, requestId: stateOf(ctx).requestId });
     ctx.body = result.account;
   });

@@ -14,6 +14,13 @@ import { operatorActions } from "./operatorActions.ts";
 import { ADMIN_USAGE, AdminUsageError, parseAdminArgs, type AdminCommand } from "./parseAdminArgs.ts";
 
 /**
+ * Who an operator's change is recorded as: the channel it came by (`admin:cli` here, `admin:http` through
+ * the admin API), so an auditor tells the two apart. Never the operator's login or host: the account's own
+ * audit log shows its events' metadata to the account's holder.
+ */
+const ADMIN_CLI_ACTOR = "admin:cli";
+
+/**
  * The operator CLI: `npm run admin -- <command> [options]`. A thin front end over operatorActions, like
  * the admin HTTP API, but talking to the database directly. JSON on stdout; errors on stderr with a
  * non-zero exit status (2: bad input, 1: anything else, e.g. no such account).
@@ -34,12 +41,12 @@ async function run(command: Exclude<AdminCommand, { command: "help" }>): Promise
       return undefined;
     }
     if (command.command === "set-rate-limits") {
-      const set = await operatorActions.setRateLimits(deps, command.selector, command.limits, { correlationId: randomUUID(), actor: "admin" });
+      const set = await operatorActions.setRateLimits(deps, command.selector, command.limits, { correlationId: randomUUID(), actor: ADMIN_CLI_ACTOR });
       return set.account;
     }
     const result = await operatorActions.setSubscription(deps, command.selector, command.change, {
       correlationId: randomUUID(),
-      actor: "admin",
+      actor: ADMIN_CLI_ACTOR,
     });
     return result.account;
   } finally {

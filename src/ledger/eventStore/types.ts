@@ -6,7 +6,7 @@ export type Queryable = Pick<pg.PoolClient, "query">;
 export type EventMetadata = {
   correlationId?: string;
   causationId?: string;
-  /** Who caused it: `account:<id>`, `admin`, `worker`, ... never a secret. */
+  /** Who caused it: `account:<id>`, `admin:cli` or `admin:http` (an operator, by the CLI or the admin API), `worker`, ... never a secret. */
   actor?: string;
   traceparent?: string;
 };
