@@ -7,7 +7,8 @@ import { pacedEngine } from "./pacedEngine.ts";
 /**
  * The shutdown notice (interruptRelays, 5 s before SHUTDOWN_GRACE_MS ends) reaches Responses creates as
  * it reaches chat: a stream gets a `server_shutting_down` error event without an id, a create answered
- * whole a 503 (they were cut with a connection reset at the grace's end). The response goes on.
+ * whole a 503 (they were cut with a connection reset at the grace's end). A stream's response goes on;
+ * a whole create's is stopped, charged nothing, for the retry its 503 asks for.
  */
 describe("a Responses create when its API process is about to stop", () => {
   let platform: TestPlatform;
@@ -20,7 +21,7 @@ describe("a Responses create when its API process is about to stop", () => {
     await platform?.close();
   });
 
-  it("tells a stream's client and a whole create's client, and the response goes on", async () => {
+  it("tells a stream's client and a whole create's client; the stream's response goes on, the whole one's is stopped", async () => {
     const create = (stream: boolean) =>
       fetch(`${platform.baseUrl}/v1/responses`, {
         method: "POST",
@@ -67,13 +68,23 @@ describe("a Responses create when its API process is about to stop", () => {
     expect(numberOf(last)).toBe(numberOf(lastSent));
     const answered = await whole;
     expect(answered.status).toBe(503);
-    expect(await answered.json()).toMatchObject({ error: { code: "server_shutting_down" } });
-    // The response goes on and is charged once, whole.
+    expect(await answered.json()).toMatchObject({ error: { code: "server_shutting_down", message: expect.stringContaining("Retry it") } });
+    // Its client got nothing and is told to retry (as the SDKs do): its job is stopped, charged nothing
+    // (it went on, and the retry was charged a second time), and the stored response says it failed.
     const wholeId = answered.headers.get("x-completion-id")!;
     const events = await eventually(async () => {
       const found = await completionEvents(platform.deps.pool, wholeId);
       return found.length > 0 ? found : undefined;
     }, 20_000);
-    expect(events[0]!.data).toMatchObject({ outcome: "finished" });
+    expect(events.map((e) => e.type)).toEqual(["UsageRecorded"]);
+    expect(events[0]!.data).toMatchObject({ outcome: "cancelled", completionTokens: 0, costMicroChf: 0 });
+    const stored = await eventually(async () => {
+      const read = (await (await fetch(`${platform.baseUrl}/v1/responses/${wholeId}`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+        status: string;
+        error: { code: string } | null;
+      };
+      return read.status === "in_progress" ? undefined : read;
+    }, 20_000);
+    expect(stored).toMatchObject({ status: "failed", error: { code: "server_error" } });
   }, 60_000);
 });

@@ -31,6 +31,9 @@ import { ResponseStore } from "./endpoints/responses/responseStore.ts";
 import { CompletionJobs } from "./jobs/completionJobs.ts";
 import { type Clock, systemClock } from "../../runtime/clock.ts";
 
+/** How long a stopping API process waits for the stops of the jobs whose clients it told to retry (Redis away: not for ever). */
+const INTERRUPT_STOPS_BOUND_MS = 3_000;
+
 /**
  * What the inference and models routes of one API process use: the registry, worker presence, the
  * per-model queues and the one shared delta subscriber. Created by the API role, closed when it stops.
@@ -63,7 +66,7 @@ export type InferenceServices = {
    * Responses creates this process answers (their runs are not relays of the gateway's): each one's
    * interruption, called by interruptRelays; returns what forgets it.
    */
-  responseCreates: Pick<RelayInterrupts, "addRelay" | "interrupting">;
+  responseCreates: Pick<RelayInterrupts, "addRelay" | "interrupting" | "track">;
   /** The limits of this API process's inference requests. */
   limits: InferenceLimits;
   /**
@@ -202,6 +205,8 @@ export function createInferenceServices(
     holdPool,
     speculation,
     async close() {
+      // The stops of jobs whose clients this process told to retry (its shutdown) go out first.
+      await Promise.all([gateway.interruptsSettled(INTERRUPT_STOPS_BOUND_MS), responseCreates.settled(INTERRUPT_STOPS_BOUND_MS)]);
       for (const stop of unwatch) stop();
       abandonment.close();
       heartbeat.stop();

@@ -201,7 +201,7 @@ export class InferenceGateway {
       await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true, startInterrupted);
       // Started after this process began to stop: stopped, its client (sent nothing yet) told to retry.
       if (interruptible && this.#interrupts.interrupting) {
-        void cancelLost(this.#queues, job, -1);
+        this.#interrupts.track(cancelLost(this.#queues, job, -1));
         throw new ServerShuttingDownError(false);
       }
     } catch (error) {
@@ -270,7 +270,7 @@ export class InferenceGateway {
       // A whole answer's client gets nothing now: its job is stopped and charges nothing (as a request
       // the API gave up on; its replay stream stays readable, so nothing is noted for a refund), unless
       // a client elsewhere follows it. A stream's job runs on for its client to resume.
-      if (!streamed) void this.#stopUnlessFollowed(job, record);
+      if (!streamed) this.#interrupts.track(this.#stopUnlessFollowed(job, record));
       feed.close();
     };
     const forgetRelay = interruptible ? this.#interrupts.addRelay(interrupt) : () => undefined;
@@ -316,6 +316,15 @@ export class InferenceGateway {
   }
 
   /**
+   * The stops interruptRelays started, done (or `boundMs` passed): the shutdown waits for them before it
+   * closes Redis, or the stop of a whole answer's job, its client told "Retry it", never went out (the
+   * job ran on and was charged in full, and the retry a second time).
+   */
+  interruptsSettled(boundMs: number): Promise<void> {
+    return this.#interrupts.settled(boundMs);
+  }
+
+  /**
    * Throws 503 redis_unavailable while Redis is away: both connections must be up, the enqueue's and
    * the subscriber's that the job's replies come back on. Checked before anything else of a request.
    */
@@ -346,7 +355,7 @@ export class InferenceGateway {
     if (interrupted.value) {
       // This process stops before the job started: taken off the queue (or, taken by a worker just now,
       // stopped as one whose client got nothing); the client is told to retry.
-      if (!(await this.#queues.removeWaiting(job.model, job.completionId).catch(() => false))) void cancelLost(this.#queues, job, -1);
+      if (!(await this.#queues.removeWaiting(job.model, job.completionId).catch(() => false))) this.#interrupts.track(cancelLost(this.#queues, job, -1));
       throw new ServerShuttingDownError(false);
     }
     if (first?.type === "started") return;

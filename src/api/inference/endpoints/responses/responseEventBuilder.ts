@@ -119,9 +119,10 @@ export class ResponseEventBuilder {
         const answerable = message.error.kind === "invalid_request" || message.error.kind === "unavailable";
         if (answerable && this.#state.output.length === 0 && this.#open === null) this.#refusal = message.error;
         events.push(...this.#close("incomplete"));
-        // Cancelled by its owner; a job the platform stopped (`abandoned`: silent too long) failed (a probe
-        // read `cancelled` from GET but `response.failed` from the stream, its owner having cancelled nothing).
-        const cancelled = message.error.kind === "cancelled" && message.error.code !== "abandoned";
+        // Cancelled by its owner; a job the platform stopped (`abandoned`: silent too long; `lost`: its
+        // request ended early, by its API process's shutdown or a loss of Redis) failed (a probe read
+        // `cancelled` from GET but `response.failed` from the stream, its owner having cancelled nothing).
+        const cancelled = message.error.kind === "cancelled" && message.error.code === undefined;
         this.#end(cancelled ? "cancelled" : "failed", {
           usage: message.usage ? responseUsage(message.usage) : null,
           error: cancelled ? null : { code: message.error.kind === "invalid_request" ? "invalid_prompt" : "server_error", message: message.error.message },

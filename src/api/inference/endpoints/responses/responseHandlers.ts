@@ -22,6 +22,7 @@ import { InputItemsQuerySchema, ResponseRequestSchema, RetrieveResponseQuerySche
 import type { StoredResponse } from "./responseStore.ts";
 import { currentObject, endedObject, endInterruptedStream, endSilentStream, eventWriter, interruptionOf, streamStoredResponse } from "./responseStreams.ts";
 import { previousContext } from "./previousContext.ts";
+import { endedUncharged, stopInterruptedResponse } from "./stopInterruptedResponse.ts";
 import { responseSettings, toResponseChatRequest } from "./toResponseChatRequest.ts";
 
 /** The caller's stored response, or 404 (another account's response does not exist for it). */
@@ -55,7 +56,8 @@ const NEVER = new Promise<void>(() => undefined);
  * The stored response of the first request with the same Idempotency-Key (and body, so the same `store`):
  * waited for while that request is still starting (claimed, its row not yet written; its job admitted,
  * for one that stores nothing), at most jobStartTimeoutMs, as chat waits for the first request's record.
- * Null once the first request failed and gave its claim back (this one then runs as a new request).
+ * Null once the first request failed and gave its claim back (this one then runs as a new request), or
+ * a `store: false` one's job was stopped uncharged (its claim is given back here).
  *
  * A 409 with `x-should-retry: false` when retrying with this key cannot be answered: a `store: false`
  * first request whose job was admitted keeps its claim for the key's lifetime (given back only when its
@@ -68,7 +70,7 @@ async function responseOfClaim(
   accountId: string,
   responseId: string,
   store: boolean,
-  stillClaimed: () => Promise<boolean>,
+  claim: { stillClaimed: () => Promise<boolean>; release: () => Promise<void> },
 ): Promise<StoredResponse | null> {
   let goneOnce = false;
   for (let waited = 0; ; waited += CLAIM_POLL_MS) {
@@ -76,10 +78,15 @@ async function responseOfClaim(
       const stored = await inference.responses.store.find(accountId, responseId);
       if (stored) return stored;
     }
-    if (!(await stillClaimed())) return null;
+    if (!(await claim.stillClaimed())) return null;
     // The job is admitted (its record written) only after the stored row is.
     if (await inference.records.find(responseId)) {
       if (!store) {
+        // Stopped uncharged (its API process shutting down, ...): nothing to answer, the retry runs anew.
+        if (await endedUncharged(inference, responseId)) {
+          await claim.release();
+          return null;
+        }
         throw new ConflictError(
           "The request with this Idempotency-Key was sent with store: false: its response is not kept, so it cannot be answered again. Send another Idempotency-Key to run it again.",
           { code: "idempotency_response_not_stored", final: true },
@@ -139,10 +146,17 @@ export function createResponseHandler(deps: AppDeps) {
             code: "idempotency_key_reused",
           });
         }
-        const existing = await responseOfClaim(inference, principal.accountId, claim.completionId, store, () =>
-          inference.idempotency.stillClaimed(principal.keyId, idempotencyKey, claim.completionId),
-        );
+        const existing = await responseOfClaim(inference, principal.accountId, claim.completionId, store, {
+          stillClaimed: () => inference.idempotency.stillClaimed(principal.keyId, idempotencyKey, claim.completionId),
+          release: () => inference.idempotency.release(principal.keyId, idempotencyKey, claim.completionId),
+        });
         if (!existing) continue; // the first request failed and gave its claim back: this one runs as a new request
+        const runAnew = async () => {
+          if (!(await endedUncharged(inference, existing.id))) return false;
+          await inference.idempotency.release(principal.keyId, idempotencyKey, existing.id);
+          return true;
+        };
+        if (await runAnew()) continue;
         ctx.set(COMPLETION_ID_HEADER, existing.id);
         if (stream) return streamStoredResponse(inference, ctx, existing, -1);
         // As the first request answers: a background response as it stands, any other once it has ended.
@@ -150,6 +164,8 @@ export function createResponseHandler(deps: AppDeps) {
         if (existing.background) ctx.body = await currentObject(inference, existing);
         else {
           const ended = await endedObject(inference, ctx, existing);
+          // Stopped uncharged while this retry waited on it (its API process shutting down): run anew.
+          if (ended.status === "failed" && !ctx.res.destroyed && (await runAnew())) continue;
           // Its job fell silent before its end: a 500, as the first request got.
           if (!TERMINAL_STATUSES.has(ended.status)) throw new InternalApiError("The model stopped answering.");
           ctx.body = ended;
@@ -281,8 +297,10 @@ export function createResponseHandler(deps: AppDeps) {
       });
       await Promise.race([run.ended, interruption?.happened ?? NEVER]);
       if (interrupted() && !run.builder.ended) {
-        run.releaseListener();
-        throw new ServerShuttingDownError(true);
+        // Its client got nothing: the job is stopped, uncharged, for the retry the 503 asks for (the stop
+        // goes out before the process closes Redis); this run reads on to the job's end and stores it.
+        inference.responseCreates.track(stopInterruptedResponse(inference, model.id, id).finally(() => run.releaseListener()));
+        throw new ServerShuttingDownError(false);
       }
       // The run stopped without the response's end (its job fell silent for JOB_IDLE_TIMEOUT_MS): a 500,
       // as a chat completion's, not a 200 of a response `in_progress` (a later GET reads how it ended).

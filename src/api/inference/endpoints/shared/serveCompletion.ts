@@ -1,6 +1,6 @@
 import type { Context } from "koa";
 import type { CompletionWork, Endpoint } from "../../../../contracts/completionJob.ts";
-import { type DeltaMessage, isTerminal } from "../../../../contracts/deltaMessage.ts";
+import { isTerminal } from "../../../../contracts/deltaMessage.ts";
 import type { RegisteredModel } from "../../../../models/modelRegistry.ts";
 import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
@@ -8,6 +8,7 @@ import { errorBody, InternalApiError, InvalidRequestError, ServerShuttingDownErr
 import type { CompletionRecord } from "../../jobs/completionRecords.ts";
 import { newCompletionId } from "../../jobs/completionId.ts";
 import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts";
+import { failedUncharged } from "../../jobs/failedUncharged.ts";
 import type { InferenceServices } from "./requireInference.ts";
 import { principalOf } from "../../../auth/principalOf.ts";
 import { setHeader } from "../../../http/responseHeaders.ts";
@@ -196,17 +197,6 @@ export async function claimIdempotencyKey(
     // `runAnew`: the same once this request, attached to it, saw it end so.
     return { existing: record, giveBack: async () => undefined, runAnew };
   }
-}
-
-/**
- * A completion's last message that says it failed (not by its owner's cancel, nor for its request) and
- * charged nothing: also one stopped because the API ended its request early (`lost`: a whole answer's
- * process shutting down answered 503 "Retry it"), not a cancel of its owner or of nobody listening.
- */
-function failedUncharged(last: DeltaMessage): boolean {
-  if (last.type !== "error") return false;
-  const passing = last.error.kind === "unavailable" || last.error.kind === "internal" || (last.error.kind === "cancelled" && last.error.code === "lost");
-  return passing && (!last.usage || last.usage.promptTokens + last.usage.completionTokens === 0);
 }
 
 /**

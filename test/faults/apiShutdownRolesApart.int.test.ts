@@ -1,0 +1,150 @@
+import type { ChildProcess } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKey } from "../keys/keySteps.ts";
+import { completionEvents } from "../inference/inferenceSteps.ts";
+import { eventually } from "../support/eventually.ts";
+import { freePort } from "../support/freePort.ts";
+import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
+import { createTestAccount } from "../support/testAccounts.ts";
+import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
+import { countingModel, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
+import { requestVia } from "./processChat.ts";
+import { killChild, spawnRoles } from "./roleProcesses.ts";
+
+/**
+ * An API process told to stop (SIGTERM) while whole answers run longer than its shutdown grace, its
+ * worker a process of its own that goes on: each client gets 503 `server_shutting_down` ("Retry it") and
+ * its job is stopped, charged nothing, before the API process exits. The stop went out after Redis was
+ * closed (never): the worker ran the jobs to their end and charged them in full, and the SDK's retry (no
+ * Idempotency-Key) a second time. A Responses create answered whole is stopped too (it ran on), and its
+ * Idempotency-Key retry runs anew.
+ */
+const MODEL = "slow-counting";
+const TOKENS = 200;
+const TOKEN_MS = 40;
+const GRACE_MS = 4_000;
+
+let db: TestDatabase;
+let redis: RedisServer;
+let upstream: CountingUpstream;
+let dir: string;
+let env: Record<string, string>;
+let apiB: string;
+let key: string;
+const children: ChildProcess[] = [];
+const logs: string[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  redis = await startRedisServer();
+  // 8 s a reply: twice the grace.
+  upstream = await startCountingUpstream({ totalTokens: TOKENS, tokenDelayMs: TOKEN_MS, promptTokens: 10 });
+  dir = await mkdtemp(path.join(tmpdir(), "api-shutdown-apart-"));
+  const registry = path.join(dir, "registry.json");
+  await writeFile(registry, JSON.stringify({ price_table_version: "test-1", models: [countingModel(upstream, { id: MODEL, maxConcurrency: 4 })] }));
+  env = {
+    PATH: process.env.PATH ?? "",
+    DATABASE_URL: db.url,
+    REDIS_URL: redis.url,
+    REDIS_PREFIX: `test-api-shutdown-apart-${process.pid}`,
+    MODELS_CONFIG: registry,
+    SHUTDOWN_GRACE_MS: String(GRACE_MS),
+    METRICS_PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+  };
+  apiB = (await startApi()).api;
+  children.push(spawnRoles(["worker"], env, logs));
+  const account = await createTestAccount(db.pool, { monthlyBudgetChf: 100 });
+  key = (await createKey({ request: requestVia(apiB) } as Parameters<typeof createKey>[0], account.sessionToken)).key;
+  await eventually(async () => ((await listModels(apiB)).includes(MODEL) ? true : undefined), 60_000).catch((error: unknown) => {
+    throw new Error(`the worker did not start: ${logs.join("")}`, { cause: error });
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(children.map(killChild));
+  await upstream?.close();
+  await redis?.stop();
+  await db?.drop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe("an API process stopping with whole answers longer than its grace, its worker apart", () => {
+  it("answers 503 server_shutting_down and stops their jobs, charged nothing; a Responses retry runs anew", async () => {
+    const { api: apiA, child } = await startApi();
+    const post = (via: string, endpoint: string, body: object, headers: Record<string, string> = {}) =>
+      fetch(`${via}${endpoint}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(30_000),
+      });
+    const chatBody = { model: MODEL, messages: [{ role: "user", content: "Count." }], max_tokens: TOKENS };
+    const responseBody = { model: MODEL, input: "Count.", max_output_tokens: TOKENS };
+    const retryKey = { "idempotency-key": "response-retried-after-a-shutdown" };
+    // With an Idempotency-Key (as the SDKs' callers send it) and without.
+    const chat = post(apiA, "/v1/chat/completions", chatBody, { "idempotency-key": "chat-stopped-by-a-shutdown" });
+    const bareChat = post(apiA, "/v1/chat/completions", chatBody);
+    const response = post(apiA, "/v1/responses", responseBody, retryKey);
+    await eventually(async () => (upstream.requests.length >= 3 ? true : undefined), 10_000);
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGTERM");
+
+    const answers = await Promise.all([chat, bareChat, response]);
+    const ids: string[] = [];
+    for (const answer of answers) {
+      expect(answer.status).toBe(503);
+      expect(((await answer.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+        code: "server_shutting_down",
+        message: expect.stringContaining("Retry it"),
+      });
+      ids.push(answer.headers.get("x-completion-id")!);
+    }
+    await exited;
+
+    // The jobs were stopped (by the worker, which runs on): recorded as cancelled, charged nothing, long
+    // before their 8 s replies would have ended.
+    for (const id of ids) {
+      const events = await eventually(async () => {
+        const found = await completionEvents(db.pool, id);
+        return found.length > 0 ? found : undefined;
+      }, 15_000);
+      expect(
+        events.map((e) => e.type),
+        logs.join(""),
+      ).toEqual(["UsageRecorded"]);
+      expect(events[0]!.data).toMatchObject({ outcome: "cancelled", completionTokens: 0, costMicroChf: 0 });
+    }
+
+    // The SDK's retry of the response (same Idempotency-Key and body) through the other process runs anew
+    // (it answered the first run's stored result) and completes.
+    const retried = await post(apiB, "/v1/responses", responseBody, retryKey);
+    const retriedText = await retried.text();
+    expect(retried.status, retriedText).toBe(200);
+    const completed = JSON.parse(retriedText) as { id: string; status: string };
+    expect(completed.id).not.toBe(ids[2]);
+    expect(completed.status).toBe("completed");
+  }, 90_000);
+});
+
+/** Starts an API role process; answers its base URL once it serves. */
+async function startApi(): Promise<{ api: string; child: ChildProcess }> {
+  const port = await freePort();
+  const api = `http://127.0.0.1:${port}`;
+  const child = spawnRoles(["api"], { ...env, PORT: String(port) }, logs);
+  children.push(child);
+  await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 60_000).catch((error: unknown) => {
+    throw new Error(`the API did not start: ${logs.join("")}`, { cause: error });
+  });
+  return { api, child };
+}
+
+async function listModels(api: string): Promise<string[]> {
+  const response = await fetch(`${api}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).catch(() => null);
+  if (response?.status !== 200) return [];
+  return ((await response.json()) as { data: { id: string }[] }).data.map((m) => m.id);
+}
