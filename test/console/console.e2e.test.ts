@@ -257,6 +257,44 @@ describe("web console in Chromium against the real service (API, worker, project
     expect(stored.headers.get("x-completion-status")).toBe("cancelled");
   });
 
+  it("says so when Stop's cancel is refused (the service could not take it), reads on, and a second Stop stops it", async () => {
+    paceMs = 300;
+    onTestFinished(() => {
+      paceMs = 0;
+    });
+    // The service answers the first cancel 503 (as with Redis away): the page said "Stopped" and closed the
+    // stream while the reply ran on and was charged whole.
+    const cancelPattern = /\/v1\/chat\/completions\/[^/]+\/cancel$/;
+    await page.route(cancelPattern, (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: "application/json",
+        body: JSON.stringify({
+          error: { message: "The job queue (Redis) is temporarily unavailable.", type: "service_unavailable", code: "redis_unavailable" },
+        }),
+      }),
+    );
+    onTestFinished(() => page.unroute(cancelPattern));
+    await page.getByLabel("Message").fill("Tell me a story that goes on");
+    const answer = page.waitForResponse((response) => response.url().endsWith("/v1/chat/completions"));
+    await page.getByRole("button", { name: "Send" }).click();
+    const completionId = (await answer).headers()["x-completion-id"]!;
+    await page.locator("#pg-reply").filter({ hasText: /\S/ }).waitFor();
+    await page.getByRole("button", { name: "Stop" }).dispatchEvent("click");
+    await page.getByRole("alert").filter({ hasText: "could not stop it now (HTTP 503" }).waitFor();
+    // Still reading: the reply grows, and Stop is there to press again.
+    const shown = (await page.locator("#pg-reply").textContent()) ?? "";
+    await page.waitForFunction((before) => ((globalThis as any).document.querySelector("#pg-reply")?.textContent ?? "").length > before.length, shown);
+    await page.unroute(cancelPattern);
+    const cancelled = page.waitForResponse((response) => cancelPattern.test(response.url()));
+    await page.getByRole("button", { name: "Stop" }).dispatchEvent("click");
+    expect((await cancelled).status()).toBe(200);
+    await page.getByRole("status").filter({ hasText: "Stopped: the reply ends here" }).waitFor();
+    expect(await page.getByRole("alert").count()).toBe(0);
+    const stored = await platform.request("GET", `/v1/chat/completions/${completionId}`, { token: fullKey });
+    expect(stored.headers.get("x-completion-status")).toBe("cancelled");
+  });
+
   it("shows a reply whole, and says so, when Stop comes after the model had finished it (the page still reading it)", async () => {
     // The page's reading of the stream is held after its first text (as on a slow network) until Stop's cancel
     // has found the reply finished: the model is done at once.

@@ -91,9 +91,30 @@ export async function cancelChat({ apiKey, completionId }) {
     headers: { authorization: `Bearer ${apiKey}` },
     keepalive: true,
   }).catch(() => null);
+  const refused = await cancelRefusal(answer);
+  if (refused) return { refused };
   // A reply that had ended before the cancel reached it stays whole (and was charged whole).
-  const body = answer?.ok ? await answer.json().catch(() => null) : null;
+  const body = answer.ok ? await answer.json().catch(() => null) : null;
   return { alreadyFinished: body?.status === "completed" };
+}
+
+/**
+ * Why a cancel did not reach the service (no answer: the network; a 429 or 5xx: the service could not
+ * take it now), as an Error to show; null when it was answered (stopped, or ended before it, or unknown).
+ * The reply then runs on, and is charged, until a cancel gets through.
+ */
+async function cancelRefusal(answer) {
+  if (answer && answer.status !== 429 && answer.status < 500) return null;
+  const said = answer
+    ? (
+        await answer
+          .clone()
+          .json()
+          .catch(() => null)
+      )?.error?.message
+    : null;
+  const why = answer ? `The service could not stop it now (HTTP ${answer.status}${said ? `: ${said}` : ""}).` : "The service could not be reached.";
+  return new Error(`${why} The reply goes on and is charged until it is stopped: press Stop again.`);
 }
 
 /** The playground's conversation as Responses input items (a message per turn, its text as a string). */
@@ -141,8 +162,10 @@ export async function cancelResponse({ apiKey, completionId }) {
     headers: { authorization: `Bearer ${apiKey}` },
     keepalive: true,
   }).catch(() => null);
+  const refused = await cancelRefusal(answer);
+  if (refused) return { refused };
   // An ended response cannot be cancelled (400): it stays whole, as it was charged.
-  const body = answer ? await answer.json().catch(() => null) : null;
+  const body = await answer.json().catch(() => null);
   const status = answer?.ok ? body?.status : /status '(\w+)'/.exec(body?.error?.message ?? "")?.[1];
   return { alreadyFinished: status === "completed" || status === "incomplete" };
 }

@@ -103,13 +103,22 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
    * (the model can be faster than the page): that one is read to its end and shown whole, as it was charged.
    */
   async function cancelThenStop(cancel, completionId, controller) {
-    const { alreadyFinished } = await cancel({ apiKey: playgroundKey, completionId });
+    const { alreadyFinished, refused } = await cancel({ apiKey: playgroundKey, completionId });
+    if (refused) {
+      // Not stopped (the service could not take the cancel now): the reply is read on, as it runs on and
+      // is charged; the page says so, and Stop can be pressed again (it said "Stopped" and closed the
+      // stream, while the reply ran to its end and was charged whole).
+      if (running.current.completionId === completionId) running.current.stopped = false;
+      setError(refused);
+      return;
+    }
     if (alreadyFinished) running.current.finishedFirst = true;
     else controller?.abort();
   }
 
   /** Stop: the job is cancelled (not only the stream closed), so generation and its charge stop now. */
   function stop() {
+    setError(null);
     running.current.stopped = true;
     if (running.current.completionId) {
       cancelThenStop(running.current.cancel, running.current.completionId, abort.current);
