@@ -71,8 +71,25 @@ export function clusterOptions(kind: RedisKind, timeouts: RedisTimeouts = DEFAUL
     enableOfflineQueue: true,
     clusterRetryStrategy: reconnectDelay,
     slotsRefreshTimeout: timeouts.connectTimeoutMs,
+    ...(kind === "fail-fast" ? {} : FAILOVER_WAIT),
   };
 }
+
+/**
+ * A worker's or subscriber's command waits through a master's failover (its replica promoted after the
+ * cluster's node timeout, then an election: seconds) as it waits for one server to come back: tried
+ * again every 250 ms (its node's connection closed, the cluster down, TRYAGAIN; a MOVED 50 ms later, so
+ * that two nodes' differing maps during the failover do not use the tries up at once) for up to about 5
+ * minutes (the jobs' idle timeout). ioredis's defaults (16 tries, 100 ms apart) gave up within two
+ * seconds: a worker's writes of a running reply failed, and the streams lost their middle.
+ */
+const FAILOVER_WAIT = {
+  maxRedirections: 1_200,
+  retryDelayOnFailover: 250,
+  retryDelayOnClusterDown: 250,
+  retryDelayOnTryAgain: 250,
+  retryDelayOnMoved: 50,
+} satisfies ClusterOptions;
 
 /**
  * The one factory of Redis clients: `target` is where Redis is (a URL string means one server). A single

@@ -8,9 +8,11 @@ import type { RedisTarget } from "../../src/redis/redisTarget.ts";
 
 const run = promisify(execFile);
 
-/** A private Redis Cluster of masters without replicas on loopback ports of its own (see startRedisCluster). */
+/** A private Redis Cluster of masters (and replicas, if asked for) on loopback ports of its own (see startRedisCluster). */
 export type RedisCluster = {
   ports: number[];
+  /** Kills (SIGKILL) the master that serves `key`'s slot now; its replica takes over after the node timeout. Answers its port. */
+  killMasterOf(key: string): Promise<number>;
   target: Extract<RedisTarget, { mode: "cluster" }>;
   /** Kills every node (SIGKILL, like a crash; their data is lost, their cluster configuration kept). */
   kill(): Promise<void>;
@@ -22,17 +24,18 @@ export type RedisCluster = {
 
 /**
  * Starts `masters` redis-servers with cluster mode on free loopback ports (each port + 10000, the
- * cluster bus, free too), joins them with `redis-cli --cluster create` (no replicas) and waits until
- * every node reports cluster_state:ok.
+ * cluster bus, free too), and `replicas` per master, joins them with `redis-cli --cluster create` and
+ * waits until every node reports cluster_state:ok (and, with replicas, every master has its own).
  */
-export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
+export async function startRedisCluster(masters = 3, options: { replicas?: number; nodeTimeoutMs?: number } = {}): Promise<RedisCluster> {
+  const replicas = options.replicas ?? 0;
   const dir = await mkdtemp(path.join(tmpdir(), "redis-cluster-"));
   const children = new Map<number, ChildProcess>();
   const ports: number[] = [];
   const startNode = (port: number) => {
     const nodeDir = path.join(dir, String(port));
     const args = ["--port", String(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file", path.join(nodeDir, "nodes.conf")];
-    args.push("--cluster-node-timeout", "5000", "--save", "", "--appendonly", "no", "--dir", nodeDir);
+    args.push("--cluster-node-timeout", String(options.nodeTimeoutMs ?? 5000), "--save", "", "--appendonly", "no", "--dir", nodeDir);
     children.set(port, spawn("redis-server", args, { stdio: "ignore" }));
   };
   const clusterOk = () =>
@@ -46,15 +49,33 @@ export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    for (let i = 0; i < masters; i++) {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
       const port = await freeClusterPort(ports);
       ports.push(port);
       await mkdir(path.join(dir, String(port)));
       startNode(port);
     }
     await Promise.all(ports.map((port) => waitFor(async () => (await cli(port, "PING")) === "PONG", `node ${port} answers PING`)));
-    await run("redis-cli", ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"], { timeout: 30_000 });
+    await run("redis-cli", ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", String(replicas), "--cluster-yes"], {
+      timeout: 30_000,
+    });
     await clusterOk();
+    if (replicas > 0) {
+      // Every replica known to every node as such (the gossip takes a moment after the create).
+      await waitFor(
+        async () => (await cli(ports[0]!, "CLUSTER", "NODES")).split("\n").filter((l) => / slave /.test(l)).length === masters * replicas,
+        "replicas joined",
+      );
+      // ...and each replica in sync with its master (one whose master dies before its first sync is never promoted).
+      await Promise.all(
+        ports.map((port) =>
+          waitFor(async () => {
+            const info = await cli(port, "INFO", "replication");
+            return info.includes("role:master") || info.includes("master_link_status:up");
+          }, `node ${port} in sync`),
+        ),
+      );
+    }
   } catch (error) {
     await stop();
     throw error;
@@ -63,6 +84,19 @@ export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
     ports,
     target: { mode: "cluster", nodes: ports.map((port) => ({ host: "127.0.0.1", port })), tls: false },
     kill,
+    async killMasterOf(key: string) {
+      const alive = ports.filter((port) => children.has(port));
+      const slot = Number(await cli(alive[0]!, "CLUSTER", "KEYSLOT", key));
+      const master = (await cli(alive[0]!, "CLUSTER", "NODES"))
+        .split("\n")
+        .map((line) => line.split(" "))
+        .find((fields) => fields[2]!.includes("master") && !fields[2]!.includes("fail") && fields.slice(8).some((range) => inRange(range, slot)));
+      if (!master) throw new Error(`no master serves slot ${slot}`);
+      const port = Number(/:(\d+)@/.exec(master[1]!)![1]);
+      await stopChild(children.get(port)!);
+      children.delete(port);
+      return port;
+    },
     async restart() {
       for (const port of ports) if (!children.has(port)) startNode(port);
       await clusterOk();
@@ -78,6 +112,12 @@ async function cli(port: number, ...args: string[]): Promise<string> {
   } catch {
     return "";
   }
+}
+
+/** Whether a CLUSTER NODES slot field (`5461-10922` or `42`) holds `slot`. */
+function inRange(range: string, slot: number): boolean {
+  const [from, to] = range.split("-").map(Number);
+  return from !== undefined && !Number.isNaN(from) && slot >= from && slot <= (to ?? from);
 }
 
 async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
