@@ -5,7 +5,6 @@ import { CompletionCancelledError } from "../inference/jobs/jobErrorToApiError.t
 import { SpanKind } from "@opentelemetry/api";
 import { platformTracer } from "../../observability/telemetry.ts";
 import type { Pool } from "../../db/createPool.ts";
-import { withTransaction } from "../../db/withTransaction.ts";
 import { NO_RATE_LIMITS, RateLimitsSchema } from "../../ledger/accounts/accountEvents.ts";
 import { releaseHolds } from "../../ledger/budget/releaseHold.ts";
 import type { LogFields, Logger } from "../../observability/logger.ts";
@@ -19,6 +18,7 @@ import { ReplayFollower } from "../inference/jobs/replayFollower.ts";
 import type { JobCaller } from "../inference/jobs/completionJobs.ts";
 import { type ActiveBatch, CANCELLED_RUNNING_LINE, type ClaimedLine, EXPIRED_LINE, type InFlight, lineRetryDelay } from "./batchLines.ts";
 import { batchLineEndpoint, type LineRunContext, startBatchJob } from "./batchLineEndpoints.ts";
+import { batchesToDispatch, claimLinesToRun } from "./claimLinesToRun.ts";
 import { finalizeBatch } from "./finalizeBatch.ts";
 import { lineJobStillThere } from "./lineJobStillThere.ts";
 import { modelLabel } from "./modelLabel.ts";
@@ -60,6 +60,9 @@ export class BatchDispatcher {
   readonly #ending: EndingBatches;
   #timer: NodeJS.Timeout | null = null;
   #ticking: Promise<void> | null = null;
+  /** A dispatch round started by a line's end (#refill), and whether another is due after it. */
+  #refilling: Promise<void> | null = null;
+  #refillAgain = false;
   #stopped = false;
   #unwatchMetrics: (() => void) | null = null;
 
@@ -84,6 +87,7 @@ export class BatchDispatcher {
     this.#unwatchMetrics?.();
     if (this.#timer) clearTimeout(this.#timer);
     await this.#ticking;
+    await this.#refilling;
     const lines = [...this.#inFlight.values()];
     for (const entry of lines) entry.job?.release();
     this.#inFlight.clear();
@@ -202,39 +206,11 @@ export class BatchDispatcher {
     );
   }
 
-  /**
-   * Claims lines of the batches in progress, up to DISPATCH_BATCHES batches a tick: every account's
-   * oldest batch first, then every account's second, and so on, so an account with many batches never
-   * keeps another's out of the ticks (their lines then share the queue fairly, by account).
-   */
+  /** Claims lines of the batches in progress (claimLinesToRun: every account's oldest batch first) and runs them. */
   async #dispatch(): Promise<void> {
-    const batches = await this.#pool.query<ActiveBatch>(
-      `SELECT id, account_id, key_id, endpoint, rate_limits FROM (
-         SELECT b.id, b.account_id, b.key_id, b.endpoint, a.rate_limits, b.seq,
-                row_number() OVER (PARTITION BY b.account_id ORDER BY b.seq) AS account_rank
-           FROM batches b JOIN rm_accounts a ON a.account_id::text = b.account_id
-          WHERE b.status = 'in_progress' AND b.final_status IS NULL AND a.subscription_status = 'active') ranked
-        ORDER BY account_rank, seq LIMIT ${DISPATCH_BATCHES}`,
-    );
-    for (const batch of batches.rows) {
+    for (const batch of await batchesToDispatch(this.#pool, DISPATCH_BATCHES)) {
       if (this.#stopped) return;
-      const lines = await withTransaction(this.#pool, async (client) => {
-        await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`batch:${batch.id}`]);
-        const claimed = await client.query<ClaimedLine>(
-          `WITH room AS (
-             SELECT GREATEST($2::int - count(*)::int, 0) AS n FROM batch_lines WHERE batch_id = $1 AND status = 'running' AND claimed_until > now()),
-           picked AS (
-             SELECT line_no FROM batch_lines
-             WHERE batch_id = $1 AND ((status = 'waiting' AND (not_before IS NULL OR not_before <= now())) OR (status = 'running' AND claimed_until <= now()))
-             ORDER BY line_no LIMIT (SELECT n FROM room) FOR UPDATE SKIP LOCKED)
-           UPDATE batch_lines l SET status = 'running', claimed_until = now() + make_interval(secs => $3::double precision / 1000), attempts = attempts + 1
-           FROM picked WHERE l.batch_id = $1 AND l.line_no = picked.line_no
-           RETURNING l.batch_id, l.line_no, l.model, l.body, l.completion_id, l.attempts`,
-          [batch.id, this.#settings.maxInFlight, this.#settings.lineLeaseMs],
-        );
-        return claimed.rows;
-      });
-      for (const line of lines) this.#run(batch, line);
+      for (const line of await claimLinesToRun(this.#pool, batch.id, this.#settings.maxInFlight, this.#settings.lineLeaseMs)) this.#run(batch, line);
     }
   }
 
@@ -342,7 +318,31 @@ export class BatchDispatcher {
     };
     void runLine()
       .catch((error: unknown) => this.#logger.warn("batch line not recorded (its lease ends, it runs again)", { error: error as Error }))
-      .finally(() => this.#inFlight.delete(key));
+      .finally(() => {
+        this.#inFlight.delete(key);
+        this.#refill();
+      });
+  }
+
+  /**
+   * A line ended: its place among the batch's BATCH_MAX_IN_FLIGHT is filled now, not at the next tick (a
+   * batch ran at most BATCH_MAX_IN_FLIGHT lines a BATCH_POLL_MS, 16 a second by default, however fast its
+   * model). One dispatch round at a time; lines ending during one ask for one more after it.
+   */
+  #refill(): void {
+    if (this.#stopped) return;
+    if (this.#refilling) {
+      this.#refillAgain = true;
+      return;
+    }
+    this.#refilling = (async () => {
+      do {
+        this.#refillAgain = false;
+        await this.#step("dispatch", () => this.#dispatch());
+      } while (this.#refillAgain && !this.#stopped);
+    })().finally(() => {
+      this.#refilling = null;
+    });
   }
 
   async #retryLater(line: ClaimedLine, delayMs: number): Promise<void> {
