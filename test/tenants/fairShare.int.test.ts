@@ -10,7 +10,7 @@ import { type Tenant, TENANT_MODEL, TenantPlatform, tenantChat } from "./tenantP
  * two slots in all), each job ~300 ms. Account A queues a backlog of many jobs through both APIs;
  * account B's request, sent once A's backlog is queued, starts within about one job: it finishes while
  * most of A's backlog still waits (with one FIFO queue it would finish after all of it).
- * Then A's share of the queue: with QUEUE_MAX_WAITING 12 and QUEUE_ACCOUNT_SHARE 0.5, A may have 6
+ * Then an account's share of the queue: with QUEUE_MAX_WAITING 36 and QUEUE_ACCOUNT_SHARE 0.5, it may have 18
  * jobs waiting; its excess is refused at once (429 queue_share, Retry-After, x-should-retry: true)
  * while B is served.
  */
@@ -29,7 +29,7 @@ beforeAll(async () => {
     tokens: TOKENS,
     tokenDelayMs: TOKEN_DELAY_MS,
     // The test reads each API process's /metrics on its own port.
-    env: { QUEUE_MAX_WAITING: "40", QUEUE_ACCOUNT_SHARE: "0.5", METRICS_ON_API_PORT: "true" },
+    env: { QUEUE_MAX_WAITING: "36", QUEUE_ACCOUNT_SHARE: "0.5", METRICS_ON_API_PORT: "true" },
   });
   [a, b, c] = await Promise.all([platform.tenant(), platform.tenant(), platform.tenant()]);
 }, 120_000);
@@ -104,7 +104,7 @@ describe("fair share across accounts (two API processes, two workers)", () => {
   }, 60_000);
 
   it("refuses an account's excess over its share of the queue (429 queue_share) while another account is served", async () => {
-    // QUEUE_MAX_WAITING 40 x QUEUE_ACCOUNT_SHARE 0.5: 20 of C's jobs may wait; 2 run.
+    // QUEUE_MAX_WAITING 36 x QUEUE_ACCOUNT_SHARE 0.5: 18 of C's jobs may wait; 2 run.
     const REQUESTS = 34;
     const answers = Promise.all(Array.from({ length: REQUESTS }, (_, i) => tenantChat(platform.apis[i % 2]!, c.key, { content: `C ${i}` })));
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -115,7 +115,7 @@ describe("fair share across accounts (two API processes, two workers)", () => {
     const served = cAnswers.filter((r) => r.status === 200);
     expect(refused.length + served.length).toBe(REQUESTS);
     expect(refused.length).toBeGreaterThan(0);
-    expect(served.length).toBeGreaterThanOrEqual(20);
+    expect(served.length).toBeGreaterThanOrEqual(18);
     for (const r of refused) {
       expect(r.body.error).toMatchObject({ type: "rate_limit_exceeded", code: "queue_share" });
       expect(Number(r.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
@@ -127,5 +127,26 @@ describe("fair share across accounts (two API processes, two workers)", () => {
     const count = (text: string) => Number(/inference_admission_refusals_total\{reason="queue_share"\} (\d+)/.exec(text)?.[1] ?? 0);
     expect(count(metrics) + count(metrics2)).toBe(refused.length);
     expect(metrics).toMatch(/inference_queue_waiting_jobs\{model="counting-model",lane="interactive"\} \d+/);
+  }, 60_000);
+
+  it("refuses for good a multi-prompt completion with more prompts than the account's share of the queue", async () => {
+    // Its own prompts, queued together, filled the share: a 429 queue_share "Retry" that could never pass,
+    // whose message spoke of requests the account already had waiting (it had none).
+    const idle = await platform.tenant();
+    const send = (prompts: number) =>
+      fetch(`${platform.apis[0]!}/v1/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${idle.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: TENANT_MODEL, prompt: Array.from({ length: prompts }, (_, i) => `P ${i}`), max_tokens: 2 }),
+      });
+    const tooMany = await send(19);
+    expect(tooMany.status).toBe(429);
+    expect(tooMany.headers.get("x-should-retry")).toBe("false");
+    expect(tooMany.headers.get("retry-after")).toBeNull();
+    const error = ((await tooMany.json()) as { error: { code: string; message: string } }).error;
+    expect(error).toMatchObject({ code: "queue_share", message: expect.stringContaining("19 prompts") });
+    // Two fit (the share is 18 waiting).
+    const fits = await send(2);
+    expect(fits.status).toBe(200);
   }, 60_000);
 });

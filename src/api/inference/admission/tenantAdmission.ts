@@ -146,7 +146,8 @@ export class TenantAdmission {
 
   /**
    * A request of several jobs (a multi-prompt completion) that can never pass its limits, whatever the
-   * others do: more jobs than may run at once, or more tokens together than a window holds. Refused
+   * others do: more jobs than may run at once or wait at once (the account's share of the queue), or more
+   * tokens together than a window holds. Refused
    * before any of them is counted, with a 429 of that limit and x-should-retry: false (retrying it, as
    * the SDKs would after a plain 429, cannot help).
    */
@@ -158,6 +159,12 @@ export class TenantAdmission {
       const limit = limitText("concurrency", limits, 0);
       const message = `This request has ${input.works.length} prompts, more than may be in progress at once (${limit}); each prompt is a request in progress. Send fewer prompts per request.`;
       throw new TenantRateLimitError("concurrency", limit, 1000, {}, false, message);
+    }
+    if (input.works.length > limits.queueShare) {
+      // Queued together, its own prompts fill the account's share of the queue: refused every time.
+      this.#onRefusal("queue_share");
+      const message = `This request has ${input.works.length} prompts, more than this account may have waiting for a model at once (${limits.queueShare}, its share of the model's queue); each prompt waits as a request. Send fewer prompts per request.`;
+      throw new TenantRateLimitError("queue_share", String(limits.queueShare), 1000, {}, false, message);
     }
     const tokens = input.works.reduce((sum, work) => sum + Math.max(0, Math.ceil(countedTokens(work, input.contextLength))), 0);
     if (tokens > Math.min(limits.key.tokensPerMinute, limits.account.tokensPerMinute)) {
