@@ -108,6 +108,37 @@ describe("Redis restarted empty while a stream runs", () => {
     expect(earlyItems.filter((item) => item.data?.includes('"choices"'))).toEqual([]);
   }, 60_000);
 
+  it("a Responses stream read from before the loss says so with an error event redis_unavailable, and reads whole once ended", async () => {
+    const created = await fetch(`${platform.baseUrl}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, input: "Count.", max_output_tokens: TOKENS + 50, background: true }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    const read = (startingAfter?: number) =>
+      fetch(`${platform.baseUrl}/v1/responses/${id}?stream=true${startingAfter === undefined ? "" : `&starting_after=${startingAfter}`}`, {
+        headers: { authorization: `Bearer ${key}` },
+      }).then(async (response) =>
+        (await new SseReader(response).rest()).flatMap((item) => (item.data === undefined ? [] : [JSON.parse(item.data) as { type: string; code?: string }])),
+      );
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    await redis.shutdownNosave();
+    await redis.start();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Running: its start is gone; the read says why (it said server_error, as for a model gone silent).
+    for (const startingAfter of [undefined, 3]) {
+      const events = await read(startingAfter);
+      expect(events.at(-1)).toMatchObject({ type: "error", code: "redis_unavailable" });
+    }
+    // Once it ended, it is read whole from what is stored.
+    let ended: { type: string }[] = [];
+    for (let tries = 0; tries < 100 && ended.at(-1)?.type !== "response.completed"; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      ended = await read();
+    }
+    expect(ended.at(-1)?.type).toBe("response.completed");
+  }, 60_000);
+
   it("keeps counting the running requests of an account against its concurrent_requests (its in-flight entries were lost with Redis)", async () => {
     const { key: limited, account } = await platform.createKey();
     const set = await fetch(`${platform.baseUrl}/api/v1/admin/accounts/${account.accountId}/rate_limits`, {

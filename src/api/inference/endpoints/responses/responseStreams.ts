@@ -264,7 +264,9 @@ export function endSilentStream(sse: SseResponse, id: string, lastSeq: number, l
   const message = lost
     ? `Part of the response's stream was lost with Redis; read it again once it has ended (GET /v1/responses/${id}), from what is stored then.`
     : `The response's stream stopped before its end (its model stopped answering); read it again later: GET /v1/responses/${id}.`;
-  sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: "server_error", message, param: null, sequence_number: lastSeq }));
+  // Lost: `redis_unavailable`, as a chat completion's read of what was lost says.
+  const code = lost ? "redis_unavailable" : "server_error";
+  sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code, message, param: null, sequence_number: lastSeq }));
   sse.end();
 }
 
