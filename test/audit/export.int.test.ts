@@ -131,7 +131,7 @@ describe("audit export", () => {
     expectError(await app.request("GET", `${AUDIT_PATH}?limit=0`, { token: owner.sessionToken }), 400, "invalid_request_error", { param: "limit" });
     const twice = await app.request("GET", `${AUDIT_PATH}?limit=1&limit=2`, { token: owner.sessionToken });
     expectError(twice, 400, "invalid_request_error", { param: "limit" });
-    expect(twice.body.error.message).toBe("The query parameter 'limit' was given more than once.");
+    expect(twice.body.error.message).toBe("The query parameter 'limit' was given more than once; it takes one value.");
     expectError(await app.request("GET", `${AUDIT_PATH}?format=xml`, { token: owner.sessionToken }), 400, "invalid_request_error", { param: "format" });
     expectError(await app.request("GET", `${AUDIT_PATH}?account=${other.accountId}`, { token: owner.sessionToken }), 400, "invalid_request_error");
   });

@@ -517,7 +517,7 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
     expect(limits.status).toBe(400);
     expect(((await limits.json()) as { error: unknown }).error).toMatchObject({
       param: "limit",
-      message: "The query parameter 'limit' was given more than once.",
+      message: "The query parameter 'limit' was given more than once; it takes one value.",
     });
     // Values that are not allowed are named as such, repeated or not.
     const wrongTwice = await twice("include=a&include=b");
@@ -530,6 +530,13 @@ describe("POST /v1/responses and the stored responses (openai SDK)", () => {
       .catch((error: unknown) => error);
     expect((viaSdk as { status?: number } | null)?.status).toBe(400);
     expect((await twice("include[]=message.output_text.logprobs&include[]=message.output_text.logprobs")).status).toBe(200);
+    // A list indexed (`include[0]`) is read as one too (it was ignored, bad values unchecked).
+    expect((await twice("include[0]=bogus")).status).toBe(400);
+    // One of a set given twice says so (it said "invalid option"); one value given as a list says that.
+    const orders = (await (await twice("order=asc&order=desc")).json()) as { error: { message: string; param: string } };
+    expect(orders.error).toMatchObject({ param: "order", message: expect.stringContaining("given more than once") });
+    const listed = (await (await twice("order[]=asc")).json()) as { error: { message: string; param: string } };
+    expect(listed.error).toMatchObject({ param: "order", message: "The query parameter 'order' was given as a list ('order[]'); it takes one value." });
   });
 
   it("runs a function-tool loop: function_call, then its output with previous_response_id, then an answer", async () => {

@@ -111,10 +111,23 @@ export function validate<S extends z.ZodType>(schema: S, source: Source = "body"
  * A parameter given twice that the schema takes once (`limit=1&limit=2`: an array where it expects one
  * value) is a 400 that says so (it said "expected number, received NaN").
  */
+/**
+ * Whether the list given as `name` is refused for being a list: with its first value alone, `name` has no
+ * issue (`limit=1&limit=2`, `order=asc&order=desc`), unlike a list parameter's bad values (`include=a&include=b`).
+ */
+function takesOneValue(schema: z.ZodType, named: Record<string, unknown>, name: string, given: string[]): boolean {
+  const alone = schema.safeParse({ ...named, [name]: given[0] });
+  return alone.success || !alone.error.issues.some((one) => one.path[0] === name);
+}
+
+/** A list's query key: `name[]` or `name[<index>]`. */
+const LIST_KEY = /^(.+)\[\d*\]$/;
+
 function parseQuery<S extends z.ZodType>(schema: S, query: Record<string, string | string[] | undefined>): z.infer<S> {
   const named: Record<string, string | string[] | undefined> = {};
   for (const [key, value] of Object.entries(query)) {
-    const name = key.endsWith("[]") ? key.slice(0, -2) : key;
+    // `name[]` and `name[0]` (as some clients index a list) are `name`'s values.
+    const name = LIST_KEY.exec(key)?.[1] ?? key;
     const before = named[name];
     named[name] = before === undefined ? (key === name ? value : [value ?? []].flat()) : [before, value ?? []].flat();
   }
@@ -122,8 +135,11 @@ function parseQuery<S extends z.ZodType>(schema: S, query: Record<string, string
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const name = issue?.path[0];
-  if (issue?.code === "invalid_type" && typeof name === "string" && Array.isArray(named[name])) {
-    throw new InvalidRequestError(`The query parameter '${name}' was given more than once.`, { param: name, code: "invalid_value" });
+  const given = typeof name === "string" && issue?.path.length === 1 ? named[name] : undefined;
+  if (typeof name === "string" && Array.isArray(given) && takesOneValue(schema, named, name, given)) {
+    // One value expected (a number, one of a set, ...), a list given.
+    const how = given.length > 1 ? "was given more than once" : `was given as a list ('${name}[]')`;
+    throw new InvalidRequestError(`The query parameter '${name}' ${how}; it takes one value.`, { param: name, code: "invalid_value" });
   }
   throw invalidRequestFromZod(result.error);
 }
