@@ -5,6 +5,7 @@ import type { AppDeps } from "../../../appDeps.ts";
 import { newCompletionId } from "../../jobs/completionId.ts";
 import type { InferenceServices } from "../shared/requireInference.ts";
 import { JobReleasedError, type RunningJob } from "../../jobs/runningJob.ts";
+import { firstFailure } from "../../../../runtime/firstFailure.ts";
 import { collectReply, type CollectedReply } from "../../jobs/collectReply.ts";
 import { COMPLETION_ID_HEADER } from "../shared/serveCompletion.ts";
 import { releaseOnDisconnect } from "../../jobs/releaseOnDisconnect.ts";
@@ -67,24 +68,36 @@ export async function serveMultiPromptCompletion(
     await releaseHolds(deps.pool, unfinished).catch(() => undefined);
   };
 
-  const started = await Promise.allSettled(
-    spec.requests.map(
-      (request, index) =>
-        inference.jobs.start(ctx, {
-          model,
-          endpoint: "completions",
-          completionId: ids[index]!,
-          created,
-          work: { kind: "chat", request },
-          stream: false,
-          patient: index > 0,
-          holdPlaced: true,
-        }).started,
+  const starts = spec.requests.map(
+    (request, index) =>
+      inference.jobs.start(ctx, {
+        model,
+        endpoint: "completions",
+        completionId: ids[index]!,
+        created,
+        work: { kind: "chat", request },
+        stream: false,
+        patient: index > 0,
+        holdPlaced: true,
+      }).started,
+  );
+  const jobs: (RunningJob | null)[] = starts.map(() => null);
+  // The first prompt refused answers the request at once (a full queue's 503 waited for the other
+  // prompts' jobs to start, one of them queued meanwhile); those still starting are stopped by their ids.
+  const refused = await firstFailure(
+    starts.map((start, index) =>
+      start.then((job) => {
+        jobs[index] = job;
+      }),
     ),
   );
-  const jobs = started.map((result) => (result.status === "fulfilled" ? result.value : null));
-  const refused = started.find((result) => result.status === "rejected");
   if (refused) {
+    for (const [index, start] of starts.entries())
+      if (!jobs[index])
+        start.then(
+          (job) => job.release(),
+          () => undefined,
+        );
     await refuseUnfinished(jobs);
     throw refused.reason;
   }
