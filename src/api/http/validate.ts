@@ -106,12 +106,6 @@ export function validate<S extends z.ZodType>(schema: S, source: Source = "body"
 }
 
 /**
- * The query parsed with the schema. A list may come as `name=a&name=b` or, as the OpenAI SDKs send it,
- * `name[]=a&name[]=b` (it was ignored: `include[]` of an SDK's retrieve did nothing, and went unchecked).
- * A parameter given twice that the schema takes once (`limit=1&limit=2`: an array where it expects one
- * value) is a 400 that says so (it said "expected number, received NaN").
- */
-/**
  * Whether the list given as `name` is refused for being a list: with its first value alone, `name` has no
  * issue (`limit=1&limit=2`, `order=asc&order=desc`), unlike a list parameter's bad values (`include=a&include=b`).
  */
@@ -123,6 +117,12 @@ function takesOneValue(schema: z.ZodType, named: Record<string, unknown>, name: 
 /** A list's query key: `name[]` or `name[<index>]`. */
 const LIST_KEY = /^(.+)\[\d*\]$/;
 
+/**
+ * The query parsed with the schema. A list may come as `name=a&name=b` or, as the OpenAI SDKs send it,
+ * `name[]=a&name[]=b` (it was ignored: `include[]` of an SDK's retrieve did nothing, and went unchecked).
+ * A parameter given twice that the schema takes once (`limit=1&limit=2`: an array where it expects one
+ * value) is a 400 that says so (it said "expected number, received NaN").
+ */
 function parseQuery<S extends z.ZodType>(schema: S, query: Record<string, string | string[] | undefined>): z.infer<S> {
   const named: Record<string, string | string[] | undefined> = {};
   for (const [key, value] of Object.entries(query)) {
