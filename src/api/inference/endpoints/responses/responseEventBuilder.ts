@@ -122,7 +122,7 @@ export class ResponseEventBuilder {
         // Cancelled by its owner; a job the platform stopped (`abandoned`: silent too long; `lost`: its
         // request ended early, by its API process's shutdown or a loss of Redis) failed (a probe read
         // `cancelled` from GET but `response.failed` from the stream, its owner having cancelled nothing).
-        const cancelled = message.error.kind === "cancelled" && message.error.code === undefined;
+        const cancelled = message.error.kind === "cancelled" && !message.error.code;
         this.#end(cancelled ? "cancelled" : "failed", {
           usage: message.usage ? responseUsage(message.usage) : null,
           error: cancelled ? null : { code: message.error.kind === "invalid_request" ? "invalid_prompt" : "server_error", message: message.error.message },
