@@ -129,6 +129,51 @@ describe("an API process stopping with whole answers longer than its grace, its 
     expect(completed.id).not.toBe(ids[2]);
     expect(completed.status).toBe("completed");
   }, 90_000);
+
+  it("takes a request still waiting in line off the queue, releases its hold, and a retry attached elsewhere runs anew", async () => {
+    const { api: apiA, child } = await startApi();
+    const post = (via: string, body: object, headers: Record<string, string> = {}) =>
+      fetch(`${via}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(60_000),
+      });
+    // The model's four slots taken by streams through the other process: the next request waits in line.
+    const before = upstream.requests.length;
+    const busy = await Promise.all(
+      Array.from({ length: 4 }, () => post(apiB, { model: MODEL, messages: [{ role: "user", content: "Count." }], max_tokens: TOKENS, stream: true })),
+    );
+    const draining = busy.map((answer) => answer.text());
+    await eventually(async () => (upstream.requests.length >= before + 4 ? true : undefined), 10_000);
+    const body = { model: MODEL, messages: [{ role: "user", content: "Count." }], max_tokens: 20 };
+    const retryKey = { "idempotency-key": "waiting-in-line-at-a-shutdown" };
+    const first = post(apiA, body, retryKey);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The SDK's retry, sent meanwhile through the other process (a client that timed out): it attaches.
+    const retry = post(apiB, body, retryKey);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    child.kill("SIGTERM");
+
+    const stopped = await first;
+    expect(stopped.status).toBe(503);
+    expect(((await stopped.json()) as { error: { code: string } }).error.code).toBe("server_shutting_down");
+    const stoppedId = stopped.headers.get("x-completion-id");
+    expect(stoppedId).toMatch(/^chatcmpl-/);
+    // The attached retry is told it never ran and runs anew once a slot is free (it waited for ever).
+    const retried = await retry;
+    const retriedText = await retried.text();
+    expect(retried.status, retriedText).toBe(200);
+    const completion = JSON.parse(retriedText) as { id: string; choices: { message: { content: string } }[] };
+    expect(completion.choices[0]!.message.content.length).toBeGreaterThan(0);
+    // Every hold is settled once the streams ended: the stopped request's too, at once (it stayed held
+    // until the sweeper's half hour).
+    await Promise.all(draining);
+    await eventually(async () => {
+      const open = await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM budget_holds WHERE settled_at IS NULL");
+      return open.rows[0]!.n === 0 ? true : undefined;
+    }, 10_000);
+  }, 90_000);
 });
 
 /** Starts an API role process; answers its base URL once it serves. */

@@ -148,7 +148,9 @@ export class ReplyLostError extends ServiceUnavailableError {
  * (x-completion-id) and the id of the last event it read; a whole answer's job is stopped, uncharged.
  */
 export class ServerShuttingDownError extends ApiError {
-  constructor(resumable: boolean) {
+  /** The job was taken off the queue before any worker took it: it never ran (its budget hold goes at once). */
+  readonly neverRan: boolean;
+  constructor(resumable: boolean, options: { neverRan?: boolean } = {}) {
     super(
       503,
       "service_unavailable",
@@ -157,6 +159,7 @@ export class ServerShuttingDownError extends ApiError {
         : "This API process is shutting down before the reply ended; the request was stopped. Retry it.",
       { code: "server_shutting_down", headers: { "retry-after": "1" } },
     );
+    this.neverRan = options.neverRan === true;
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Clock } from "../../../runtime/clock.ts";
 import type { Pool } from "../../../db/createPool.ts";
-import { ApiError, ModelUnavailableError, ServiceUnavailableError } from "../../http/errors.ts";
+import { ApiError, ModelUnavailableError, ServerShuttingDownError, ServiceUnavailableError } from "../../http/errors.ts";
 import { budgetRefusalError } from "./budgetRefusalError.ts";
 import { jobHoldMicroChf, smallestHoldMicroChf, type HoldableModel, type HoldableWork } from "./jobHoldMicroChf.ts";
 import { placeHold, type PlaceHoldInput } from "../../../ledger/budget/placeHold.ts";
@@ -41,8 +41,9 @@ export type AdmittedStart<T extends { release(): void }> = {
  *   refused (or fails), the job is cancelled and its refusal recorded (by the hold statement itself, or
  *   after it failed), so the worker never charges it even if the cancel comes too late.
  *
- * When the start fails with model_unavailable, because Redis refused the enqueue (redis_unavailable), or
- * because the job was cancelled while it waited in line, it never ran, so the hold is released at once
+ * When the start fails with model_unavailable, because Redis refused the enqueue (redis_unavailable),
+ * because the job was cancelled while it waited in line, or taken off the queue by its API process's
+ * shutdown, it never ran, so the hold is released at once
  * (were the job queued after all, by a command Redis ran just before its connection dropped, its settle
  * charges the actual cost all the same); after any other failure the job may still run and settle, and
  * the hold is left to its settle or to the sweeper. A hold statement whose connection was lost may have
@@ -244,6 +245,7 @@ function neverRan(error: unknown): boolean {
   return (
     error instanceof ModelUnavailableError ||
     (error instanceof ServiceUnavailableError && error.dependency === "redis") ||
-    (error instanceof ApiError && error.code === "completion_cancelled")
+    (error instanceof ApiError && error.code === "completion_cancelled") ||
+    (error instanceof ServerShuttingDownError && error.neverRan)
   );
 }

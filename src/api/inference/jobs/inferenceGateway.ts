@@ -20,6 +20,7 @@ import { RelayInterrupts } from "./relayInterrupts.ts";
 import type { UndeliveredNotes } from "./undeliveredReplyNotes.ts";
 import type { GatewayLimits, StartOptions } from "./gatewayOptions.ts";
 import { recoverAfterRedisLoss } from "./redisLossRecovery.ts";
+import { SHUTDOWN_END, UNAVAILABLE_END } from "./unstartedEnds.ts";
 
 /**
  * How long one read of a model's waiting count, and one of its worker liveness, is shared by the
@@ -163,11 +164,10 @@ export class InferenceGateway {
         }
         throw isRedisUnavailable(enqueued.reason) ? new ServiceUnavailableError("redis", enqueued.reason) : enqueued.reason;
       }
-      if (live.status === "fulfilled" && !live.value && (await this.#queues.removeWaiting(job.model, job.completionId)))
-        throw modelTemporarilyUnavailable(job.model);
+      if (live.status === "fulfilled" && !live.value && (await this.#takeBack(job, record, UNAVAILABLE_END))) throw modelTemporarilyUnavailable(job.model);
       if (waiting.status === "fulfilled") {
         const full = waiting.value > this.#limits.queueMaxWaiting && (options.accountWaiting ?? 1) > 0;
-        if (full && (await this.#queues.removeWaiting(job.model, job.completionId))) {
+        if (full && (await this.#takeBack(job, record, UNAVAILABLE_END))) {
           throw new ModelUnavailableError(
             `The model '${job.model}' has too many requests waiting. Retry after a short delay or use another model.`,
             "queue_full",
@@ -198,7 +198,7 @@ export class InferenceGateway {
             : await this.#queues.positionOf(job.model, job.priority, own ? waiting.value : undefined).catch(() => waiting.value);
         options.onPosition(Math.max(1, position));
       }
-      await this.#awaitStart(feed, job, options.startTimeoutMs, silent, options.keepQueued === true, startInterrupted);
+      await this.#awaitStart(feed, job, record, options.startTimeoutMs, silent, options.keepQueued === true, startInterrupted);
       // Started after this process began to stop: stopped, its client (sent nothing yet) told to retry.
       if (interruptible && this.#interrupts.interrupting) {
         this.#interrupts.track(cancelLost(this.#queues, job, -1));
@@ -343,9 +343,21 @@ export class InferenceGateway {
     await this.#records.forget(completionId);
   }
 
+  /**
+   * Takes a job that no worker started back off the queue (true), and ends its record with `end`: a
+   * client attached to it meanwhile (an Idempotency-Key retry, a resume through another process) is told
+   * it ended, and a whole retry runs anew (it waited for a start that never came: for ever).
+   */
+  async #takeBack(job: CompletionJob, record: CompletionRecord, end: DeltaMessage): Promise<boolean> {
+    if (!(await this.#queues.removeWaiting(job.model, job.completionId))) return false;
+    await this.#records.endUnstarted(record, end).catch(() => undefined);
+    return true;
+  }
+
   async #awaitStart(
     feed: CompletionFeed,
     job: CompletionJob,
+    record: CompletionRecord,
     startTimeoutMs: number,
     silent: (internal: string) => Error,
     keepQueued: boolean,
@@ -355,8 +367,12 @@ export class InferenceGateway {
     if (interrupted.value) {
       // This process stops before the job started: taken off the queue (or, taken by a worker just now,
       // stopped as one whose client got nothing); the client is told to retry.
-      if (!(await this.#queues.removeWaiting(job.model, job.completionId).catch(() => false))) this.#interrupts.track(cancelLost(this.#queues, job, -1));
-      throw new ServerShuttingDownError(false);
+      if (!(await this.#takeBack(job, record, SHUTDOWN_END).catch(() => false))) {
+        this.#interrupts.track(cancelLost(this.#queues, job, -1));
+        throw new ServerShuttingDownError(false);
+      }
+      // It never ran: its budget hold goes at once (it stayed held until the sweeper's half hour).
+      throw new ServerShuttingDownError(false, { neverRan: true });
     }
     if (first?.type === "started") return;
     if (first?.type === "error") throw jobErrorToApiError(first.error);
@@ -369,7 +385,7 @@ export class InferenceGateway {
     }
     // Not started yet (or this process stops listening): left in line, as asked (not after a loss of Redis's messages).
     if (keepQueued && !feed.lost) throw new StillQueuedError();
-    if (await this.#queues.removeWaiting(job.model, job.completionId)) throw modelTemporarilyUnavailable(job.model);
+    if (await this.#takeBack(job, record, UNAVAILABLE_END)) throw modelTemporarilyUnavailable(job.model);
     // A worker took the job just now: its `started` is on the way.
     const late = await feed.next(this.#limits.jobIdleTimeoutMs);
     if (late?.type === "error") throw jobErrorToApiError(late.error);
