@@ -41,7 +41,9 @@ export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   app.use(corsPolicy(deps.config.cors));
   app.use(errorHandler(deps.logger));
   // Bodies are read by the route (validate), after its authentication; never here.
-  app.use(requestBodies({ maxBytes: deps.config.maxRequestBodyBytes, idleMs: deps.config.bodyIdleTimeoutMs }));
+  app.use(
+    requestBodies({ maxBytes: deps.config.maxRequestBodyBytes, idleMs: deps.config.bodyIdleTimeoutMs, publicDeadlineMs: deps.config.publicBodyTimeoutMs }),
+  );
   for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {
     throw new NotFoundError(`Unknown request URL: ${ctx.method} ${ctx.path}.`, { code: "unknown_url" });

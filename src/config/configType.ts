@@ -120,6 +120,14 @@ export type Config = {
   maxRequestBodyBytes: number;
   /** A request body (JSON or an upload) that stops arriving for this long: 408, the connection closed (BODY_IDLE_TIMEOUT_MS). */
   bodyIdleTimeoutMs: number;
+  /**
+   * The whole body of a request to a route anyone may call (registration, sign-in) within this (a few
+   * short fields): 408, the connection closed; one dripped a byte at a time held its connection for
+   * minutes (PUBLIC_BODY_TIMEOUT_MS).
+   */
+  publicBodyTimeoutMs: number;
+  /** A request's headers complete within this from its connection's start (or its previous answer): else 408, closed (HEADERS_TIMEOUT_MS). */
+  headersTimeoutMs: number;
   /** Attempts per window (windows are fixed: see docs/configuration.md); over a limit: 429 with Retry-After. */
   rateLimits: {
     loginPerAccountAddress: RateLimitSetting;

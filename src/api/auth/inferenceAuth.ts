@@ -40,16 +40,19 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
   const keysRefused = new AttemptLimiter(deps.redis, `${deps.config.redisPrefix}:rl:api-key-failures:address`, limit);
   const keyRefused = new AttemptLimiter(deps.redis, `${deps.config.redisPrefix}:rl:api-key-failures:address-key`, limit);
   const recentlyValid = recentlyValidKeysOf(deps);
-  const refuse = (reason: AuthRefusalReason, error: ApiError): never => {
+  const refuse = (ctx: Context, reason: AuthRefusalReason, error: ApiError): never => {
     deps.metrics.auth.refusals.inc({ reason });
+    // A request without a valid key keeps no connection open after its answer: a client making up keys
+    // opens one per try, and cannot hold idle connections for the keep-alive's 65 s at no cost.
+    if (reason !== "subscription_required") ctx.set("connection", "close");
     throw error;
   };
   return async function requireApiKey(ctx: Context, next: Next): Promise<void> {
     const secret = bearerToken(ctx);
     // `Bearer` with something that is no one token (`Bearer <key> extra`) is a malformed key, not a missing one.
-    if (!secret && /^Bearer\s+\S/i.test(ctx.get("authorization"))) return refuse("malformed_api_key", new ForbiddenError());
-    if (!secret) return refuse("missing_api_key", new ForbiddenError("Missing API key: send `Authorization: Bearer <API_KEY>`.", "missing_api_key"));
-    if (!isWellFormedApiKey(secret)) return refuse("malformed_api_key", new ForbiddenError());
+    if (!secret && /^Bearer\s+\S/i.test(ctx.get("authorization"))) return refuse(ctx, "malformed_api_key", new ForbiddenError());
+    if (!secret) return refuse(ctx, "missing_api_key", new ForbiddenError("Missing API key: send `Authorization: Bearer <API_KEY>`.", "missing_api_key"));
+    if (!isWellFormedApiKey(secret)) return refuse(ctx, "malformed_api_key", new ForbiddenError());
     const cached = deps.keyAuth.cached(secret);
     // A part of the key's hash: enough to tell an address's keys apart, never the key.
     const addressKey = () => `${ctx.ip}:${apiKeyHash(secret).slice(0, 24)}`;
@@ -57,8 +60,8 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
       // Both read at once: with Redis stalled each waits for the command timeout, and a request must get
       // its 503 within about two of them (this check's and its admission's).
       const [sameKeyBlocked, blocked] = await Promise.all([keyRefused.blockedFor(addressKey()), keysRefused.blockedFor(ctx.ip)]);
-      if (sameKeyBlocked !== null) return refuse("too_many_invalid_api_keys", tooManyFailures(sameKeyBlocked));
-      if (blocked !== null && !(await recentlyValid.has(secret))) return refuse("too_many_invalid_api_keys", tooManyFailures(blocked));
+      if (sameKeyBlocked !== null) return refuse(ctx, "too_many_invalid_api_keys", tooManyFailures(sameKeyBlocked));
+      if (blocked !== null && !(await recentlyValid.has(secret))) return refuse(ctx, "too_many_invalid_api_keys", tooManyFailures(blocked));
     }
     const result = cached ?? (await deps.keyAuth.authenticate(secret));
     if (!cached && result.outcome === "authorized") recentlyValid.mark(secret);
@@ -66,8 +69,8 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
       const sameKey = await keyRefused.count(addressKey());
       // A key counts once against its address, however often it is sent again.
       const wait = sameKey.attempts === 1 ? await keysRefused.consume(ctx.ip) : sameKey.retryAfterSeconds;
-      if (wait !== null) return refuse("too_many_invalid_api_keys", tooManyFailures(wait));
-      return refuse("unknown_or_revoked_api_key", new ForbiddenError());
+      if (wait !== null) return refuse(ctx, "too_many_invalid_api_keys", tooManyFailures(wait));
+      return refuse(ctx, "unknown_or_revoked_api_key", new ForbiddenError());
     }
     // Without an active subscription the inference endpoints answer 402 (a POST that makes something new:
     // inference, a batch, an upload; and the models), but the account's own completions, responses, files
@@ -76,7 +79,7 @@ export function inferenceAuth(deps: Pick<AppDeps, "keyAuth" | "clock" | "metrics
     const { accountId, keyId, rateLimits } = result.principal;
     // Set before a 402 as well: the key was valid, and the access line names it.
     stateOf(ctx).principal = { accountId, keyId, rateLimits } satisfies Principal;
-    if (result.outcome === "subscription_required" && needsSubscription(ctx)) return refuse("subscription_required", new SubscriptionRequiredError());
+    if (result.outcome === "subscription_required" && needsSubscription(ctx)) return refuse(ctx, "subscription_required", new SubscriptionRequiredError());
     deps.keyAuth.lastUsed.record(result.principal.keyId, deps.clock.now());
     await next();
   };

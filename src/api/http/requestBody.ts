@@ -7,7 +7,7 @@ import { type BodyLimits, type BodyReader, stateOf } from "./requestState.ts";
 export type { BodyLimits };
 
 /** Routes anyone may call (registration, sign-in): a few short fields, so a small body. */
-export const PUBLIC_BODY_LIMITS: BodyLimits = { maxBytes: 16 * 1024 };
+export const PUBLIC_BODY_LIMITS: BodyLimits = { maxBytes: 16 * 1024, public: true };
 
 const JSON_TYPES = ["application/json", "application/json-patch+json", "application/vnd.api+json"];
 const PARSED_METHODS = new Set(["POST", "PUT", "PATCH"]);
@@ -25,11 +25,16 @@ const DRAIN_MAX_MS = 2000;
  * of a body is dropped before the answer (bounded: DRAIN_MAX_MS, the body limit), else the answer closes
  * the connection, so nobody waits on a socket the server no longer reads.
  */
-export function requestBodies(options: { maxBytes: number; idleMs: number }) {
+export function requestBodies(options: { maxBytes: number; idleMs: number; publicDeadlineMs: number }) {
   return async function installBodyReader(ctx: Context, next: Next): Promise<void> {
     const reader: BodyReader = {
       read(limits = {}) {
-        return readJsonBody(ctx, { maxBytes: Math.min(limits.maxBytes ?? options.maxBytes, options.maxBytes), shape: limits.shape, idleMs: options.idleMs });
+        return readJsonBody(ctx, {
+          maxBytes: Math.min(limits.maxBytes ?? options.maxBytes, options.maxBytes),
+          shape: limits.shape,
+          idleMs: options.idleMs,
+          deadlineMs: limits.public ? options.publicDeadlineMs : undefined,
+        });
       },
     };
     stateOf(ctx).bodyReader = reader;
@@ -98,6 +103,11 @@ function tooLarge(maxBytes: number): ApiError {
   );
 }
 
+/** A public route's body not received whole within its deadline (dripped a byte at a time): 408, the connection closed. */
+function bodyTooSlow(deadlineMs: number): ApiError {
+  return refusedMidBody(new ApiError(408, "invalid_request_error", `The request body was not received within ${deadlineMs} ms.`, { code: "request_timeout" }));
+}
+
 /** A body that stopped arriving (a stalled or slow-loris client): 408, and the connection closes after the answer. */
 export function bodyStalled(idleMs: number): ApiError {
   return refusedMidBody(
@@ -127,7 +137,7 @@ function invalidJson(): InvalidRequestError {
 
 async function readJsonBody(
   ctx: Context,
-  { maxBytes, shape, idleMs }: { maxBytes: number; shape: JsonShapeLimits | undefined; idleMs: number },
+  { maxBytes, shape, idleMs, deadlineMs }: { maxBytes: number; shape: JsonShapeLimits | undefined; idleMs: number; deadlineMs: number | undefined },
 ): Promise<unknown> {
   if (!PARSED_METHODS.has(ctx.method) || !ctx.is(JSON_TYPES)) return undefined;
   const encoding = ctx.get("content-encoding").toLowerCase();
@@ -138,7 +148,7 @@ async function readJsonBody(
   }
   const declared = ctx.request.length;
   if (declared !== undefined && declared > maxBytes) throw tooLarge(maxBytes);
-  const { chunks, received } = await receive(ctx, maxBytes, idleMs, new JsonShapeScanner(shape ?? DEFAULT_JSON_SHAPE_LIMITS));
+  const { chunks, received } = await receive(ctx, { maxBytes, idleMs, deadlineMs }, new JsonShapeScanner(shape ?? DEFAULT_JSON_SHAPE_LIMITS));
   const text = Buffer.concat(chunks, received).toString("utf8");
   const first = text.trimStart()[0];
   if (first === undefined) return {};
@@ -182,9 +192,13 @@ function protoKeyPath(value: unknown): string | null {
 /**
  * The body's bytes, each chunk scanned as it arrives. Stops listening at the first refusal without
  * destroying the request (its answer still has to go out on that socket; `Connection: close` ends it),
- * also when nothing arrived for `idleMs`.
+ * also when nothing arrived for `idleMs`, or the whole body not within `deadlineMs` (if given).
  */
-function receive(ctx: Context, maxBytes: number, idleMs: number, scanner: JsonShapeScanner): Promise<{ chunks: Buffer[]; received: number }> {
+function receive(
+  ctx: Context,
+  { maxBytes, idleMs, deadlineMs }: { maxBytes: number; idleMs: number; deadlineMs: number | undefined },
+  scanner: JsonShapeScanner,
+): Promise<{ chunks: Buffer[]; received: number }> {
   const req = ctx.req;
   inviteBody(ctx);
   // The client went away before the body was asked for (a slow key check, say): its close came and went,
@@ -202,8 +216,10 @@ function receive(ctx: Context, maxBytes: number, idleMs: number, scanner: JsonSh
       silentChecks += 1;
       if (silentChecks >= 3) fail(bodyStalled(idleMs));
     }, idleMs / 2);
+    const deadline = deadlineMs === undefined ? undefined : setTimeout(() => fail(bodyTooSlow(deadlineMs)), deadlineMs);
     const stop = () => {
       clearInterval(idle);
+      clearTimeout(deadline);
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onError);

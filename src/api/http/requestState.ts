@@ -13,7 +13,8 @@ export type SessionState = { accountId: string; sessionToken: string; via: "bear
 export type AccessLogInference = { model: string; inputTokens?: number; outputTokens?: number };
 
 /** What a route may accept: bytes, and the shape limits checked while they arrive. */
-export type BodyLimits = { maxBytes?: number; shape?: JsonShapeLimits };
+/** `public`: a route anyone may call, whose whole body must arrive within PUBLIC_BODY_TIMEOUT_MS. */
+export type BodyLimits = { maxBytes?: number; shape?: JsonShapeLimits; public?: boolean };
 
 /** Reads the request body on demand (installed by requestBodies, used by validate). */
 export type BodyReader = { read(limits?: BodyLimits): Promise<unknown> };

@@ -124,7 +124,6 @@ export class SseResponse {
     for (const [name, value] of Object.entries(ctx.response.headers)) if (value !== undefined) ctx.res.setHeader(name, value as string | string[]);
     ctx.res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
     ctx.res.setHeader("Cache-Control", "no-store, no-transform");
-    ctx.res.setHeader("Connection", "keep-alive");
     ctx.res.setHeader("X-Accel-Buffering", "no");
     // No flushHeaders(): the headers leave with the first write, in one packet and one chunk: the
     // reconnect delay, the comments held for the opening, then whatever opened it.
