@@ -11,6 +11,7 @@ import { httpMetrics } from "./http/httpMetrics.ts";
 import { corsPolicy } from "./http/corsPolicy.ts";
 import { securityHeaders } from "./http/securityHeaders.ts";
 import { requestBodies } from "./http/requestBody.ts";
+import { clientAddress } from "./http/clientAddress.ts";
 import { RouteTemplates } from "./http/routeTemplate.ts";
 
 export type RouteFactory = (deps: AppDeps) => Router;
@@ -40,6 +41,7 @@ export function createApp(deps: AppDeps, routeFactories: RouteFactory[]): Koa {
   app.use(securityHeaders());
   app.use(corsPolicy(deps.config.cors));
   app.use(errorHandler(deps.logger));
+  app.use(clientAddress());
   // Bodies are read by the route (validate), after its authentication; never here.
   app.use(
     requestBodies({ maxBytes: deps.config.maxRequestBodyBytes, idleMs: deps.config.bodyIdleTimeoutMs, publicDeadlineMs: deps.config.publicBodyTimeoutMs }),

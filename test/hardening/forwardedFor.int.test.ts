@@ -38,4 +38,35 @@ describe("X-Forwarded-For", () => {
     for (let i = 0; i < 3; i++) expect((await register(proxied, one)).status).toBe(201);
     expectApiError(await register(proxied, one), 429, "rate_limit_exceeded", { param: null });
   });
+
+  it("counts one client's forms of its address as one (with a port, IPv4-mapped): each was an address of its own", async () => {
+    const address = forgedAddress();
+    const forms = [address, `${address}:1234`, `::ffff:${address}`, `[::ffff:${address}]:80`];
+    const models = (form: string) => proxied.request("GET", "/v1/models", { token: newApiKeySecret(), headers: { "x-forwarded-for": form } });
+    for (const form of forms.slice(0, 3)) expect((await models(form)).status).toBe(403);
+    expectApiError(await models(forms[3]!), 429, "rate_limit_exceeded", { code: "too_many_invalid_api_keys" });
+  });
+});
+
+describe("the Authorization header", () => {
+  it("sent twice is refused 400 (the first was used, a proxy in front may read the last)", async () => {
+    const { port } = new URL(direct.baseUrl);
+    const { connect } = await import("node:net");
+    const head = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1");
+      let received = "";
+      socket.setEncoding("utf8");
+      socket.on("data", (data: string) => {
+        received += data;
+        if (received.includes("\r\n\r\n")) {
+          socket.destroy();
+          resolve(received);
+        }
+      });
+      socket.on("error", reject);
+      const [one, two] = [newApiKeySecret(), newApiKeySecret()];
+      socket.write(`GET /v1/models HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${one}\r\nauthorization: Bearer ${two}\r\n\r\n`);
+    });
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+  });
 });
