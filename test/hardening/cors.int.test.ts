@@ -57,6 +57,8 @@ describe("CORS and security headers with the default configuration", () => {
     expect(res.status, await res.clone().text()).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(res.headers.get("access-control-expose-headers")).toContain("x-request-id");
+    // A browser script reads how a completion ended (x-completion-status on its GET), and the trace id.
+    for (const name of ["x-completion-id", "x-completion-status", "x-trace-id"]) expect(res.headers.get("access-control-expose-headers")).toContain(name);
     // The rate-limit headers it carries are readable too (OpenAI's names).
     const exposed = res.headers.get("access-control-expose-headers")!.split(",");
     for (const name of ["limit", "remaining", "reset"].flatMap((n) => [`x-ratelimit-${n}-requests`, `x-ratelimit-${n}-tokens`])) {

@@ -15,6 +15,9 @@ export type CorsPolicyOptions = {
 const EXPOSED_HEADERS = [
   "x-request-id",
   "x-completion-id",
+  // A GET of a cancelled or failed completion says so here (its body is the partial reply); the trace id an operator opens.
+  "x-completion-status",
+  "x-trace-id",
   "retry-after",
   "x-should-retry",
   ...["limit", "remaining", "reset"].flatMap((name) => [`x-ratelimit-${name}-requests`, `x-ratelimit-${name}-tokens`]),

@@ -40,7 +40,7 @@ export type TenantAdmitted = { priority: number; lane: Lane; counted: CountedTok
 const MESSAGES: Record<RefusalReason, (limit: string) => string> = {
   requests: (limit) => `Rate limit reached for requests per minute (${limit}). Retry after the time in Retry-After.`,
   tokens: (limit) =>
-    `Rate limit reached for tokens per minute (${limit}); a request counts its prompt and the most it may generate (max_tokens). Retry after the time in Retry-After, or ask for fewer tokens.`,
+    `Rate limit reached for tokens per minute (${limit}); a request counts its prompt and the most it may generate (max_tokens, max_completion_tokens or max_output_tokens). Retry after the time in Retry-After, or ask for fewer tokens.`,
   concurrency: (limit) => `Too many requests in progress at once (${limit}). Retry once one of them has finished.`,
   queue_share: (limit) =>
     `This account already has ${limit} requests waiting for this model, its share of the model's queue. Retry once some of them have started.`,
@@ -131,8 +131,14 @@ export class TenantAdmission {
       const limit = limitText(result.refused, limits, tokens);
       // A request larger than the tokens limit itself can never pass: retrying does not help.
       const hopeless = result.refused === "tokens" && tokens > Math.min(limits.key.tokensPerMinute, limits.account.tokensPerMinute);
-      if (!hopeless) throw new TenantRateLimitError(result.refused, limit, result.retryAfterMs, headers);
-      const message = `Rate limit reached for tokens per minute (${limit}); a request counts its prompt and the most it may generate (max_tokens), and this one alone counts more than the limit: retrying cannot help, ask for fewer tokens.`;
+      if (!hopeless) {
+        const retry =
+          result.refused === "tokens"
+            ? `Rate limit reached for tokens per minute (${limit}); ${tokensCounted(input.work)}. Retry after the time in Retry-After, or ${fewerTokens(input.work)}.`
+            : undefined;
+        throw new TenantRateLimitError(result.refused, limit, result.retryAfterMs, headers, true, retry);
+      }
+      const message = `Rate limit reached for tokens per minute (${limit}); ${tokensCounted(input.work)}, and this one alone counts more than the limit: retrying cannot help, ${fewerTokens(input.work)}.`;
       throw new TenantRateLimitError(result.refused, limit, result.retryAfterMs, headers, false, message);
     }
     return {
@@ -214,6 +220,21 @@ export class TenantAdmission {
       queueShare: this.#queueShare,
     };
   }
+}
+
+/**
+ * What a request counts against the tokens limit, in its own terms: an embeddings request generates
+ * nothing (the advice to ask for fewer `max_tokens` fitted neither it nor a Responses request, whose
+ * parameter is `max_output_tokens`).
+ */
+function tokensCounted(work: HoldableWork): string {
+  return work.kind === "embeddings"
+    ? "an embeddings request counts its input"
+    : "a request counts its prompt and the most it may generate (max_tokens, max_completion_tokens or max_output_tokens)";
+}
+
+function fewerTokens(work: HoldableWork): string {
+  return work.kind === "embeddings" ? "send shorter or fewer inputs" : "ask for fewer tokens";
 }
 
 /** The tokens a request counts at admission: its prompt's upper bound plus the most it may generate. */
