@@ -149,9 +149,21 @@ describe("an API process stopping with whole answers longer than its grace, its 
     const body = { model: MODEL, messages: [{ role: "user", content: "Count." }], max_tokens: 20 };
     const retryKey = { "idempotency-key": "waiting-in-line-at-a-shutdown" };
     const first = post(apiA, body, retryKey);
+    // A Responses create waits in line too (it stayed queued, ran later and was charged).
+    const responseBody = { model: MODEL, input: "Count.", max_output_tokens: 20 };
+    const responseKey = { "idempotency-key": "response-waiting-in-line-at-a-shutdown" };
+    const postResponse = (via: string) =>
+      fetch(`${via}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...responseKey },
+        body: JSON.stringify(responseBody),
+        signal: AbortSignal.timeout(60_000),
+      });
+    const firstResponse = postResponse(apiA);
     await new Promise((resolve) => setTimeout(resolve, 500));
-    // The SDK's retry, sent meanwhile through the other process (a client that timed out): it attaches.
+    // The SDK's retries, sent meanwhile through the other process (a client that timed out): they attach.
     const retry = post(apiB, body, retryKey);
+    const retriedResponse = postResponse(apiB);
     await new Promise((resolve) => setTimeout(resolve, 500));
     child.kill("SIGTERM");
 
@@ -166,6 +178,17 @@ describe("an API process stopping with whole answers longer than its grace, its 
     expect(retried.status, retriedText).toBe(200);
     const completion = JSON.parse(retriedText) as { id: string; choices: { message: { content: string } }[] };
     expect(completion.choices[0]!.message.content.length).toBeGreaterThan(0);
+    const stoppedResponse = await firstResponse;
+    expect(stoppedResponse.status).toBe(503);
+    expect(((await stoppedResponse.json()) as { error: { code: string } }).error.code).toBe("server_shutting_down");
+    const response = await retriedResponse;
+    const responseText = await response.text();
+    expect(response.status, responseText).toBe(200);
+    // Run anew to its max_output_tokens (it was answered the stopped one's failure, or waited on it).
+    expect(JSON.parse(responseText) as { status: string; incomplete_details: unknown }).toMatchObject({
+      status: "incomplete",
+      incomplete_details: { reason: "max_output_tokens" },
+    });
     // Every hold is settled once the streams ended: the stopped request's too, at once (it stayed held
     // until the sweeper's half hour).
     await Promise.all(draining);

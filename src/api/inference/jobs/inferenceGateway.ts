@@ -121,13 +121,17 @@ export class InferenceGateway {
     this.#waiting.set(job.completionId, { job, record });
     const unfollow = this.#followed.hold(record);
     const interruptible = job.lane !== "batch" && job.endpoint !== "responses";
+    // A Responses create's wait too (not a background one's: it waits through restarts): taken off the
+    // queue at the shutdown, its hold released, like a chat's (it stayed queued, ran later and was charged
+    // for a client told to retry).
+    const waitInterruptible = job.lane !== "batch" && job.lane !== "background";
     // Set when this process stops waiting for the job's start (interruptRelays).
     const startInterrupted = { value: false };
     const endWait = (): void => {
       startInterrupted.value = true;
       feed.close();
     };
-    const forgetWait = interruptible ? this.#interrupts.addWait(endWait) : () => undefined;
+    const forgetWait = waitInterruptible ? this.#interrupts.addWait(endWait) : () => undefined;
     /** Set once the client went before the start (clientLeft) and the record was detached then; false once started. */
     let detachedEarly: boolean | null = null;
     try {
@@ -200,7 +204,7 @@ export class InferenceGateway {
       }
       await this.#awaitStart(feed, job, record, options.startTimeoutMs, silent, options.keepQueued === true, startInterrupted);
       // Started after this process began to stop: stopped, its client (sent nothing yet) told to retry.
-      if (interruptible && this.#interrupts.interrupting) {
+      if (waitInterruptible && this.#interrupts.interrupting) {
         this.#interrupts.track(cancelLost(this.#queues, job, -1));
         throw new ServerShuttingDownError(false);
       }
