@@ -81,6 +81,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     bodyIdleTimeoutMs: e.BODY_IDLE_TIMEOUT_MS,
     publicBodyTimeoutMs: e.PUBLIC_BODY_TIMEOUT_MS,
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     rateLimits: {
       loginPerAccountAddress: { points: e.LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS, durationSeconds: 15 * 60 },
       loginPerAccount: { points: e.LOGIN_ATTEMPTS_PER_ACCOUNT, durationSeconds: 3600 },

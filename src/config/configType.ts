@@ -128,6 +128,8 @@ export type Config = {
   publicBodyTimeoutMs: number;
   /** A request's headers complete within this from its connection's start (or its previous answer): else 408, closed (HEADERS_TIMEOUT_MS). */
   headersTimeoutMs: number;
+  /** A whole request (an upload's body included) within this: 408, closed (REQUEST_TIMEOUT_MS; Node's own 5 minutes by default). */
+  requestTimeoutMs: number;
   /** Attempts per window (windows are fixed: see docs/configuration.md); over a limit: 429 with Retry-After. */
   rateLimits: {
     loginPerAccountAddress: RateLimitSetting;

@@ -172,6 +172,7 @@ export const EnvSchema = z.object({
   BODY_IDLE_TIMEOUT_MS: msFromEnv(30_000).refine((n) => n >= 100 && n <= 600_000, "must be 100 to 600000"),
   PUBLIC_BODY_TIMEOUT_MS: msFromEnv(10_000).refine((n) => n >= 100 && n <= 600_000, "must be 100 to 600000"),
   HEADERS_TIMEOUT_MS: msFromEnv(10_000).refine((n) => n >= 100 && n <= 300_000, "must be 100 to 300000"),
+  REQUEST_TIMEOUT_MS: msFromEnv(300_000).refine((n) => n >= 1_000 && n <= 86_400_000, "must be 1000 to 86400000"),
   LOGIN_ATTEMPTS_PER_ACCOUNT_ADDRESS: intFromEnv(10).refine((n) => n > 0, "must be positive"),
   LOGIN_ATTEMPTS_PER_ACCOUNT: intFromEnv(50).refine((n) => n > 0, "must be positive"),
   LOGIN_ATTEMPTS_PER_ADDRESS: intFromEnv(100).refine((n) => n > 0, "must be positive"),

@@ -57,6 +57,8 @@ describe("connections held without a valid request", () => {
   it("answers a connection that never sends its headers 408 and closes it after HEADERS_TIMEOUT_MS", async () => {
     const { received, closedAfterMs } = await hold([]);
     expect(received).toMatch(/^HTTP\/1\.1 408 /);
+    // It says the bound it has (it said "longer than a minute").
+    expect(received).toContain("its headers took longer than 1 s");
     expect(closedAfterMs).toBeLessThan(HEADERS_MS + 2_500);
   });
 

@@ -98,7 +98,7 @@ export async function startTestApp(
   };
   const app = createApp(deps, options.routes ?? routeFactories);
   const handle = app.callback();
-  const server: Server = createApiServer(handle, { headersTimeoutMs: config.headersTimeoutMs });
+  const server: Server = createApiServer(handle, { headersTimeoutMs: config.headersTimeoutMs, requestTimeoutMs: config.requestTimeoutMs });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

@@ -10,9 +10,6 @@ export const MAX_REQUEST_HEADER_BYTES = 16 * 1024;
 
 type Handle = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** Node's default bound on a whole request (an upload's body included), kept. */
-const NODE_REQUEST_TIMEOUT_MS = 300_000;
-
 /**
  * The API's HTTP server around the app's handler: requests refused by the parser (headers over 16 KiB
  * in one piece, not HTTP, too slow) answered in OpenAI's error shape; bodies invited only when read
@@ -21,7 +18,7 @@ const NODE_REQUEST_TIMEOUT_MS = 300_000;
  * ones), answered 431 before the app sees it, rather than handled without the headers past Node's count
  * (an `Authorization` past it was a 403 for a key that was sent).
  */
-export function createApiServer(handle: Handle, options: { headersTimeoutMs: number }): Server {
+export function createApiServer(handle: Handle, options: { headersTimeoutMs: number; requestTimeoutMs: number }): Server {
   const guarded: Handle = (req, res) => {
     if (headersOverLimits(req.rawHeaders)) {
       res.writeHead(HEADERS_TOO_LARGE.status, {
@@ -40,7 +37,7 @@ export function createApiServer(handle: Handle, options: { headersTimeoutMs: num
   const server = createServer(
     {
       headersTimeout: options.headersTimeoutMs,
-      requestTimeout: Math.max(NODE_REQUEST_TIMEOUT_MS, options.headersTimeoutMs),
+      requestTimeout: Math.max(options.requestTimeoutMs, options.headersTimeoutMs),
       connectionsCheckingInterval: Math.min(1_000, options.headersTimeoutMs),
     },
     guarded,
@@ -48,7 +45,7 @@ export function createApiServer(handle: Handle, options: { headersTimeoutMs: num
   // One more than allowed: a request with more is seen to have more (and refused), none is cut short.
   server.maxHeadersCount = MAX_REQUEST_HEADERS + 1;
   inviteBodiesOnlyWhenRead(server, guarded);
-  answerClientErrors(server);
+  answerClientErrors(server, { headersTimeoutMs: options.headersTimeoutMs, requestTimeoutMs: Math.max(options.requestTimeoutMs, options.headersTimeoutMs) });
   answerUnservedProtocol(server);
   return server;
 }

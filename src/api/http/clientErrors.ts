@@ -8,26 +8,34 @@ const ANSWERS: Record<string, { status: number; code: string; message: string }>
     code: "request_header_fields_too_large",
     message: "The request's headers are too large (at most 16 KiB and 256 headers in all).",
   },
-  ERR_HTTP_REQUEST_TIMEOUT: {
+};
+
+/** The parser's 408, saying the bounds this server has (HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS). */
+function requestTimeoutAnswer(timeouts: { headersTimeoutMs: number; requestTimeoutMs: number }): { status: number; code: string; message: string } {
+  const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+  return {
     status: 408,
     code: "request_timeout",
-    message: "The request did not arrive in time: its headers took longer than a minute, or headers and body together longer than five minutes.",
-  },
-};
+    message: `The request did not arrive in time: its headers took longer than ${seconds(timeouts.headersTimeoutMs)}, or the whole request longer than ${seconds(timeouts.requestTimeoutMs)}.`,
+  };
+}
 
 /**
  * Answers a request the HTTP parser refused (headers too large, a malformed request line, headers too
  * slow) with an OpenAI-shaped error body and closes the connection, where Node would write a bare status
  * line. A connection already reset or half-written to is only closed.
  */
-export function answerClientErrors(server: Server): void {
+export function answerClientErrors(server: Server, timeouts: { headersTimeoutMs: number; requestTimeoutMs: number }): void {
+  const timedOut = requestTimeoutAnswer(timeouts);
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     const code = error.code ?? "";
     if (error.code === "ECONNRESET" || !socket.writable) {
       socket.destroy();
       return;
     }
-    const answer = ANSWERS[code] ?? (code.startsWith("HPE_") ? { status: 400, code: "invalid_request", message: "The request is not valid HTTP." } : null);
+    const answer =
+      (code === "ERR_HTTP_REQUEST_TIMEOUT" ? timedOut : ANSWERS[code]) ??
+      (code.startsWith("HPE_") ? { status: 400, code: "invalid_request", message: "The request is not valid HTTP." } : null);
     if (!answer) {
       socket.destroy();
       return;
