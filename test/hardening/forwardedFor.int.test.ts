@@ -48,6 +48,17 @@ describe("X-Forwarded-For", () => {
   });
 });
 
+describe("an IPv6 client behind the proxy", () => {
+  it("counts as its /64, whatever address of it or spelling it comes from (each counted apart: no limit at all)", async () => {
+    const forms = ["2001:db8:77:1::1", "2001:DB8:77:1:0:0:0:2", "[2001:db8:77:1::3]:443", "2001:db8:77:1::4%eth0"];
+    const models = (form: string) => proxied.request("GET", "/v1/models", { token: newApiKeySecret(), headers: { "x-forwarded-for": form } });
+    for (const form of forms.slice(0, 3)) expect((await models(form)).status).toBe(403);
+    expectApiError(await models(forms[3]!), 429, "rate_limit_exceeded", { code: "too_many_invalid_api_keys" });
+    // Another /64 is another client.
+    expect((await models("2001:db8:77:2::1")).status).toBe(403);
+  });
+});
+
 describe("the Authorization header", () => {
   it("sent twice is refused 400 (the first was used, a proxy in front may read the last)", async () => {
     const { port } = new URL(direct.baseUrl);
