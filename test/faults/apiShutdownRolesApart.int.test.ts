@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../keys/keySteps.ts";
-import { completionEvents } from "../inference/inferenceSteps.ts";
+import { completionEvents, parseSse } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { freePort } from "../support/freePort.ts";
 import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
@@ -160,7 +160,12 @@ describe("an API process stopping with whole answers longer than its grace, its 
         signal: AbortSignal.timeout(60_000),
       });
     const firstResponse = postResponse(apiA);
+    // A third, whose retry streams: attached, it is told to send the request again (it was told
+    // completion_cancelled, which a client is told never to retry).
+    const streamKey = { "idempotency-key": "streamed-retry-of-a-request-waiting-at-a-shutdown" };
+    const firstOfStreamed = post(apiA, body, streamKey);
     await new Promise((resolve) => setTimeout(resolve, 500));
+    const streamedRetry = post(apiB, { ...body, stream: true }, streamKey);
     // The SDK's retries, sent meanwhile through the other process (a client that timed out): they attach.
     const retry = post(apiB, body, retryKey);
     const retriedResponse = postResponse(apiB);
@@ -178,6 +183,14 @@ describe("an API process stopping with whole answers longer than its grace, its 
     expect(retried.status, retriedText).toBe(200);
     const completion = JSON.parse(retriedText) as { id: string; choices: { message: { content: string } }[] };
     expect(completion.choices[0]!.message.content.length).toBeGreaterThan(0);
+    expect((await firstOfStreamed).status).toBe(503);
+    const streamedText = await (await streamedRetry).text();
+    const events = parseSse(streamedText).filter((event) => event.data !== "[DONE]");
+    expect(events.length, streamedText).toBeGreaterThan(0);
+    const lastEvent = JSON.parse(events.at(-1)!.data) as { error?: { code: string } };
+    // Attached before the stop: told to send it again; or attached after it: run anew, whole.
+    if (lastEvent.error) expect(lastEvent.error.code, streamedText.slice(-400)).toBe("request_stopped");
+    else expect(streamedText).toContain('"finish_reason":"length"');
     const stoppedResponse = await firstResponse;
     expect(stoppedResponse.status).toBe(503);
     expect(((await stoppedResponse.json()) as { error: { code: string } }).error.code).toBe("server_shutting_down");

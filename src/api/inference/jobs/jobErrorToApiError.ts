@@ -1,4 +1,4 @@
-import { ConflictError, InternalApiError, InvalidRequestError, ModelUnavailableError, type ApiError } from "../../http/errors.ts";
+import { ApiError, ConflictError, InternalApiError, InvalidRequestError, ModelUnavailableError } from "../../http/errors.ts";
 import type { JobError, Usage } from "../../../contracts/deltaMessage.ts";
 
 /** A cancelled completion: 409 completion_cancelled, final, with what its worker charged for it (when it said). */
@@ -7,6 +7,23 @@ export class CompletionCancelledError extends ConflictError {
   constructor(message: string, charged: Usage | null) {
     super(message, { code: "completion_cancelled", final: true });
     this.charged = charged;
+  }
+}
+
+/**
+ * A completion stopped, charging nothing, because the request that started it ended early (its API
+ * process's shutdown, its reply lost with Redis): its client was told to retry. Told to a client that
+ * attached to it (an Idempotency-Key retry, a resume through another process): a 503 to send the request
+ * again (it was a final 409 completion_cancelled, which a client is told never to retry).
+ */
+export class RequestStoppedError extends ApiError {
+  constructor() {
+    super(
+      503,
+      "service_unavailable",
+      "The request this completion belongs to was stopped before its reply reached its client (its API process stopped, or Redis lost the reply); nothing was charged for it. Send the request again.",
+      { code: "request_stopped", headers: { "retry-after": "1" } },
+    );
   }
 }
 
@@ -21,6 +38,8 @@ const UNAVAILABLE_RETRY_AFTER_S = 5;
 export function jobErrorToApiError(error: JobError, charged?: Usage): ApiError {
   if (error.kind === "invalid_request") return new InvalidRequestError(error.message, { param: error.param, code: error.code ?? "invalid_value" });
   if (error.kind === "unavailable") return new ModelUnavailableError(error.message, "model_unavailable", { retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_S });
+  if (error.kind === "cancelled" && error.code === "lost" && !(charged && charged.promptTokens + charged.completionTokens > 0))
+    return new RequestStoppedError();
   if (error.kind === "cancelled") return new CompletionCancelledError(error.message, charged ?? null);
   return new InternalApiError(error.message);
 }

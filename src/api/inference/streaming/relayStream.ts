@@ -41,7 +41,7 @@ export async function relayStream(
           sse.done();
           return;
         case "error": {
-          const error = jobErrorToApiError(message.error);
+          const error = jobErrorToApiError(message.error, message.usage);
           if (!sse.opened) throw error;
           // A cancelled stream (or one that failed after it was charged) still ends with its usage chunk
           // (what was charged) when it was asked for. The two events come of one message: the usage chunk
