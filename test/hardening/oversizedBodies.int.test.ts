@@ -135,5 +135,14 @@ describe("a body over the size limit", () => {
     expect(JSON.parse(garbled.received.slice(garbled.received.indexOf("\r\n\r\n") + 4))).toMatchObject({
       error: { type: "invalid_request_error", code: "invalid_request" },
     });
+    // An HTTP/1.1 request without Host: the same shape (Node's own check sent a bare 400, empty body).
+    const hostless = await writeThenWait("GET /v1/models HTTP/1.1\r\n\r\n", Buffer.alloc(0));
+    expect(hostless.received).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(hostless.received.slice(hostless.received.indexOf("\r\n\r\n") + 4))).toMatchObject({
+      error: { type: "invalid_request_error", code: "missing_host" },
+    });
+    // HTTP/1.0 needs none.
+    const old = await writeThenWait("GET /healthz HTTP/1.0\r\n\r\n", Buffer.alloc(0));
+    expect(old.received).toMatch(/^HTTP\/1\.1 200 /);
   });
 });

@@ -29,6 +29,11 @@ export function createApiServer(handle: Handle, options: { headersTimeoutMs: num
       res.end(HEADERS_TOO_LARGE.body);
       return;
     }
+    // HTTP/1.1 requires Host (RFC 9112 §3.2): refused here in OpenAI's shape (Node's own check sent a bare 400).
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+      refuse(res, 400, "missing_host", "An HTTP/1.1 request must have a Host header.");
+      return;
+    }
     handle(req, res);
   };
   // Headers that do not complete within headersTimeoutMs (a connection opened and left silent, or fed a
@@ -39,6 +44,7 @@ export function createApiServer(handle: Handle, options: { headersTimeoutMs: num
       headersTimeout: options.headersTimeoutMs,
       requestTimeout: Math.max(options.requestTimeoutMs, options.headersTimeoutMs),
       connectionsCheckingInterval: Math.min(1_000, options.headersTimeoutMs),
+      requireHostHeader: false,
     },
     guarded,
   );
