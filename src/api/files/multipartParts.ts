@@ -203,7 +203,12 @@ function partOf(headers: Map<string, string>): Omit<MultipartPart, "body"> {
   const params = dispositionParams(disposition);
   const name = params.get("name");
   if (name === undefined) throw new MultipartError("A multipart part has no name.");
-  return { name, filename: params.get("filename") ?? null, contentType: headers.get("content-type") ?? null };
+  const filename = params.get("filename") ?? null;
+  // A control character (NUL, CR, LF...) in a file name, sent raw or as %0D/%0A: refused, not stored
+  // mangled (NUL became U+FFFD; a raw CR LF cut the header, the name kept as a stray `"a`).
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is looked for
+  if (filename !== null && /[\u0000-\u001f\u007f]/.test(filename)) throw new MultipartError("A multipart part's filename has a control character.");
+  return { name, filename, contentType: headers.get("content-type") ?? null };
 }
 
 /** `form-data; name="file"; filename="a.jsonl"` -> {name, filename}; quoted values unescaped as browsers and undici write them. */
@@ -213,6 +218,7 @@ function dispositionParams(value: string): Map<string, string> {
   for (const match of value.matchAll(pattern)) {
     const key = (match[1] ?? "").toLowerCase();
     const quoted = match[2];
+    if (quoted === undefined && match[3]?.startsWith('"')) throw new MultipartError(`A multipart part's ${key} has a quote that is never closed.`);
     const raw = quoted !== undefined ? quoted.replace(/\\(.)/g, "$1").replace(/%22/g, '"').replace(/%0D/gi, "\r").replace(/%0A/gi, "\n") : (match[3] ?? "");
     if (!params.has(key)) params.set(key, raw);
   }

@@ -98,6 +98,21 @@ describe("multipartParts", () => {
     await expect(drain(piecesOf(body, []), { maxHeaderBytes: 1024, maxParts: 0 })).rejects.toThrow(/more than 0 parts/);
   });
 
+  it("refuses a file name with a control character (raw or as %0D%0A) or a quote never closed", async () => {
+    const boundary = "b0undary";
+    const withDisposition = (disposition: string) =>
+      Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n\r\nabc\r\n--${boundary}--\r\n`, "latin1");
+    const drain = (body: Buffer) =>
+      (async () => {
+        for await (const part of multipartParts(piecesOf(body, []), boundary, LIMITS)) for await (const _ of part.body) void _;
+      })();
+    await expect(drain(withDisposition('form-data; name="file"; filename="a\u0000b.jsonl"'))).rejects.toThrow(/control character/);
+    await expect(drain(withDisposition('form-data; name="file"; filename="a%0D%0AX-Inject: 1.jsonl"'))).rejects.toThrow(/control character/);
+    // A raw CR LF inside the quotes ends the header line there: the quote is never closed.
+    await expect(drain(withDisposition('form-data; name="file"; filename="a\r\nX-Inject: 1"'))).rejects.toThrow(/never closed/);
+    expect((await parse(piecesOf(withDisposition('form-data; name="file"; filename="a b.jsonl"'), []), boundary))[0]!.filename).toBe("a b.jsonl");
+  });
+
   it("reads the boundary of a Content-Type", () => {
     expect(multipartBoundary("multipart/form-data; boundary=abc")).toBe("abc");
     expect(multipartBoundary('Multipart/Form-Data; charset=utf-8; boundary="a b"')).toBe("a b");
