@@ -36,7 +36,11 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
   const batches = new BatchDispatcher(deps, inference, files);
   batches.start();
   const handle = app.callback();
-  const server: Server = createApiServer(handle, { headersTimeoutMs: config.headersTimeoutMs, requestTimeoutMs: config.requestTimeoutMs });
+  const server: Server = createApiServer(handle, {
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    onRefusal: (code) => metrics.http.refusals.inc({ code }),
+  });
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

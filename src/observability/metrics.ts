@@ -25,6 +25,8 @@ export type PlatformMetrics = {
   http: {
     requests: Counter<"method" | "route" | "status">;
     duration: Histogram<"method" | "route" | "status">;
+    /** Refused before the app saw a request (the HTTP parser, a header timeout, the header limits): no access line. */
+    refusals: Counter<"code">;
   };
   inference: {
     timeToFirstToken: Histogram<"model">;
@@ -86,6 +88,12 @@ export function createMetrics(options: CreateMetricsOptions = {}): PlatformMetri
         help: "Time from receiving an HTTP request to the end of its response (a stream: its last byte)",
         labelNames: ["method", "route", "status"],
         buckets: LATENCY_BUCKETS,
+        registers,
+      }),
+      refusals: new Counter({
+        name: "http_server_refusals_total",
+        help: "Requests refused before the app saw them (not valid HTTP, headers too large or too slow, no Host, an Expect or CONNECT not served), by code",
+        labelNames: ["code"],
         registers,
       }),
     },

@@ -79,6 +79,13 @@ describe("connections held without a valid request", () => {
     expect(closedAfterMs).toBeLessThan(PUBLIC_BODY_MS + 2_000 + 1_500);
   });
 
+  it("counts the refusals made before the app saw a request, by code, for operators (no access line has them)", async () => {
+    const counted = async () => (await app.deps.metrics.http.refusals.get()).values.find((v) => v.labels.code === "request_timeout")?.value ?? 0;
+    const before = await counted();
+    await hold([]);
+    expect(await counted()).toBe(before + 1);
+  });
+
   it("closes the connection of a request refused for its key once answered", async () => {
     const request = "GET /v1/models HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer sk-made-up-key-0123456789abcdef0123456789abcdef\r\n\r\n";
     const { received, closedAfterMs } = await hold([{ write: request }]);

@@ -98,7 +98,11 @@ export async function startTestApp(
   };
   const app = createApp(deps, options.routes ?? routeFactories);
   const handle = app.callback();
-  const server: Server = createApiServer(handle, { headersTimeoutMs: config.headersTimeoutMs, requestTimeoutMs: config.requestTimeoutMs });
+  const server: Server = createApiServer(handle, {
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    onRefusal: (code) => deps.metrics.http.refusals.inc({ code }),
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

@@ -18,9 +18,11 @@ type Handle = (req: IncomingMessage, res: ServerResponse) => void;
  * ones), answered 431 before the app sees it, rather than handled without the headers past Node's count
  * (an `Authorization` past it was a 403 for a key that was sent).
  */
-export function createApiServer(handle: Handle, options: { headersTimeoutMs: number; requestTimeoutMs: number }): Server {
+export function createApiServer(handle: Handle, options: { headersTimeoutMs: number; requestTimeoutMs: number; onRefusal?: (code: string) => void }): Server {
+  const refused = options.onRefusal ?? (() => undefined);
   const guarded: Handle = (req, res) => {
     if (headersOverLimits(req.rawHeaders)) {
+      refused("request_header_fields_too_large");
       res.writeHead(HEADERS_TOO_LARGE.status, {
         "content-type": "application/json; charset=utf-8",
         "content-length": Buffer.byteLength(HEADERS_TOO_LARGE.body),
@@ -31,6 +33,7 @@ export function createApiServer(handle: Handle, options: { headersTimeoutMs: num
     }
     // HTTP/1.1 requires Host (RFC 9112 §3.2): refused here in OpenAI's shape (Node's own check sent a bare 400).
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+      refused("missing_host");
       refuse(res, 400, "missing_host", "An HTTP/1.1 request must have a Host header.");
       return;
     }
@@ -51,8 +54,12 @@ export function createApiServer(handle: Handle, options: { headersTimeoutMs: num
   // One more than allowed: a request with more is seen to have more (and refused), none is cut short.
   server.maxHeadersCount = MAX_REQUEST_HEADERS + 1;
   inviteBodiesOnlyWhenRead(server, guarded);
-  answerClientErrors(server, { headersTimeoutMs: options.headersTimeoutMs, requestTimeoutMs: Math.max(options.requestTimeoutMs, options.headersTimeoutMs) });
-  answerUnservedProtocol(server);
+  answerClientErrors(
+    server,
+    { headersTimeoutMs: options.headersTimeoutMs, requestTimeoutMs: Math.max(options.requestTimeoutMs, options.headersTimeoutMs) },
+    refused,
+  );
+  answerUnservedProtocol(server, refused);
   return server;
 }
 
@@ -60,11 +67,13 @@ export function createApiServer(handle: Handle, options: { headersTimeoutMs: num
  * What Node answers on its own otherwise: an `Expect` other than `100-continue` (a bare 417) and a
  * CONNECT (the socket closed without a word), answered in OpenAI's error shape, the connection closed.
  */
-function answerUnservedProtocol(server: Server): void {
+function answerUnservedProtocol(server: Server, refused: (code: string) => void): void {
   server.on("checkExpectation", (_req: IncomingMessage, res: ServerResponse) => {
+    refused("expectation_failed");
     refuse(res, 417, "expectation_failed", "The request's Expect header asks for what this server does not do (only `100-continue` is served).");
   });
   server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
+    refused("method_not_allowed");
     const body = JSON.stringify({
       error: { message: "CONNECT is not served: this is an HTTP API, not a proxy.", type: "invalid_request_error", param: null, code: "method_not_allowed" },
     });

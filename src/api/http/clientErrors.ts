@@ -25,7 +25,11 @@ function requestTimeoutAnswer(timeouts: { headersTimeoutMs: number; requestTimeo
  * slow) with an OpenAI-shaped error body and closes the connection, where Node would write a bare status
  * line. A connection already reset or half-written to is only closed.
  */
-export function answerClientErrors(server: Server, timeouts: { headersTimeoutMs: number; requestTimeoutMs: number }): void {
+export function answerClientErrors(
+  server: Server,
+  timeouts: { headersTimeoutMs: number; requestTimeoutMs: number },
+  refused: (code: string) => void = () => undefined,
+): void {
   const timedOut = requestTimeoutAnswer(timeouts);
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     const code = error.code ?? "";
@@ -40,6 +44,7 @@ export function answerClientErrors(server: Server, timeouts: { headersTimeoutMs:
       socket.destroy();
       return;
     }
+    refused(answer.code);
     const body = errorBodyOf(answer);
     socket.end(
       `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
