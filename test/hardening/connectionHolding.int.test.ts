@@ -1,5 +1,7 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKey } from "../keys/keySteps.ts";
+import { createTestAccount } from "../support/testAccounts.ts";
 import { startTestApp, type TestApp } from "../support/testApp.ts";
 
 /**
@@ -84,6 +86,21 @@ describe("connections held without a valid request", () => {
     const before = await counted();
     await hold([]);
     expect(await counted()).toBe(before + 1);
+  });
+
+  it("records a request whose body breaks HTTP mid-way with the 400 its client got, once (it was a 499, and counted twice)", async () => {
+    const key = (await createKey(app, (await createTestAccount(app.db.pool)).sessionToken)).key;
+    const requests = async (status: string) =>
+      (await app.deps.metrics.http.requests.get()).values.find((v) => v.labels.route === "/v1/chat/completions" && v.labels.status === status)?.value ?? 0;
+    const refusals = async () => (await app.deps.metrics.http.refusals.get()).values.reduce((sum, v) => sum + v.value, 0);
+    const [before400, before499, beforeRefusals] = [await requests("400"), await requests("499"), await refusals()];
+    const head = `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n`;
+    const { received } = await hold([{ write: head, pauseMs: 100 }, { write: '5\r\n{"a":\r\nzz\r\n' }]);
+    expect(received).toMatch(/^HTTP\/1\.1 400 /);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await requests("400")).toBe(before400 + 1);
+    expect(await requests("499")).toBe(before499);
+    expect(await refusals()).toBe(beforeRefusals);
   });
 
   it("closes the connection of a request refused for its key once answered", async () => {

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { answerClientErrors, HEADERS_TOO_LARGE } from "./clientErrors.ts";
+import { handledByApp } from "./clientClosed.ts";
 import { inviteBodiesOnlyWhenRead } from "./expectContinue.ts";
 
 /** The most headers a request may have; Node would drop the ones past its own count, silently. */
@@ -37,6 +38,7 @@ export function createApiServer(handle: Handle, options: { headersTimeoutMs: num
       refuse(res, 400, "missing_host", "An HTTP/1.1 request must have a Host header.");
       return;
     }
+    handledByApp(req.socket, res);
     handle(req, res);
   };
   // Headers that do not complete within headersTimeoutMs (a connection opened and left silent, or fed a

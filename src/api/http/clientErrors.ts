@@ -1,5 +1,6 @@
 import { STATUS_CODES, type Server } from "node:http";
 import type { Duplex } from "node:stream";
+import { appHandles, markParserRefusal, parserRefusalOf } from "./clientClosed.ts";
 
 /** What Node's HTTP parser refuses before the app sees a request, answered in OpenAI's error shape. */
 const ANSWERS: Record<string, { status: number; code: string; message: string }> = {
@@ -44,7 +45,10 @@ export function answerClientErrors(
       socket.destroy();
       return;
     }
-    refused(answer.code);
+    // Mid-way through a request the app handles: its access line and metrics say this status; otherwise
+    // nothing else records it.
+    if (appHandles(socket) || parserRefusalOf(socket) !== undefined) markParserRefusal(socket, answer.status);
+    else refused(answer.code);
     const body = errorBodyOf(answer);
     socket.end(
       `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,

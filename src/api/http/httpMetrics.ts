@@ -2,7 +2,7 @@ import type { Context, Next } from "koa";
 import type { PlatformMetrics } from "../../observability/metrics.ts";
 import { type RouteTemplates, servedRoute, UNMATCHED_ROUTE } from "./routeTemplate.ts";
 
-import { CLIENT_CLOSED_REQUEST, markClientClosed } from "./clientClosed.ts";
+import { markClientClosed, statusSent } from "./clientClosed.ts";
 
 /**
  * Counts every request by method, route template and final status, and observes its duration until
@@ -17,7 +17,7 @@ export function httpMetrics(metrics: PlatformMetrics, routes: RouteTemplates) {
       if (recorded) return;
       recorded = true;
       // A client that left before the response began has no status yet (Koa's placeholder is 404): 499, as nginx logs it.
-      const status = ctx.res.headersSent ? String(ctx.status) : String(CLIENT_CLOSED_REQUEST);
+      const status = ctx.res.headersSent ? String(ctx.status) : String(statusSent(ctx));
       const labels = { method: ctx.method, route: servedRoute(routes, ctx) ?? UNMATCHED_ROUTE, status };
       metrics.http.requests.inc(labels);
       metrics.http.duration.observe(labels, Number(process.hrtime.bigint() - startedAt) / 1e9);

@@ -3,6 +3,7 @@ import { ApiError, InvalidRequestError } from "./errors.ts";
 import { bodyHeldBack, inviteBody } from "./expectContinue.ts";
 import { DEFAULT_JSON_SHAPE_LIMITS, type JsonShapeLimits, JsonShapeScanner } from "./jsonShapeBudget.ts";
 import { type BodyLimits, type BodyReader, stateOf } from "./requestState.ts";
+import { markParserRefusal } from "./clientClosed.ts";
 
 export type { BodyLimits };
 
@@ -242,7 +243,12 @@ function receive(
       stop();
       resolve({ chunks, received });
     };
-    const onError = () => fail(refusedMidBody(new InvalidRequestError("The request body was not received completely.", { code: "incomplete_body" })));
+    const onError = (error?: NodeJS.ErrnoException) => {
+      // The HTTP parser refused the body (a broken chunk): it answers 400 itself; the request's access
+      // line and metrics say so (not 499: the client did not leave).
+      if (error?.code?.startsWith("HPE_")) markParserRefusal(req.socket, 400);
+      fail(refusedMidBody(new InvalidRequestError("The request body was not received completely.", { code: "incomplete_body" })));
+    };
     const onClose = () => {
       if (!req.complete) onError();
     };
