@@ -5,6 +5,15 @@ import type { InferenceKeys } from "../../../contracts/inferenceKeys.ts";
 import type { Redis } from "../../../redis/createRedis.ts";
 import { InvalidRequestError } from "../../http/errors.ts";
 
+/** Deletes the claim if it names the completion (ARGV[1]: its id as JSON text). */
+const RELEASE_IF_NAMED = `
+local claim = redis.call('GET', KEYS[1])
+if claim and string.find(claim, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
+type ReleaseScript = { rmReleaseIdempotencyClaim(key: string, namedId: string): Promise<number> };
+
 const ClaimSchema = z.object({ completionId: z.string(), bodyHash: z.string() });
 export type IdempotencyClaim = { won: true } | { won: false; completionId: string; bodyHash: string };
 
@@ -39,11 +48,14 @@ export class IdempotencyKeys {
   readonly #redis: Redis;
   readonly #keys: InferenceKeys;
   readonly #ttlSeconds: number;
+  readonly #scripts: ReleaseScript;
 
   constructor(redis: Redis, keys: InferenceKeys, ttlSeconds: number) {
     this.#redis = redis;
     this.#keys = keys;
     this.#ttlSeconds = ttlSeconds;
+    redis.defineCommand("rmReleaseIdempotencyClaim", { numberOfKeys: 1, lua: RELEASE_IF_NAMED });
+    this.#scripts = redis as unknown as ReleaseScript;
   }
 
   async claim(keyId: string, idempotencyKey: string, bodyHash: string, completionId: string): Promise<IdempotencyClaim> {
@@ -68,11 +80,14 @@ export class IdempotencyKeys {
     }
   }
 
-  /** Gives a claim back (its request failed before its job was queued). */
+  /**
+   * Gives a claim back (its request failed before its job was queued), only while it still names that
+   * completion: one script, compare and delete. (A GET, then a DEL: two processes giving back the same
+   * claim at a shutdown, one of them re-claiming it for its new run in between, had the other delete the
+   * new claim: a third retry ran and was charged again.)
+   */
   async release(keyId: string, idempotencyKey: string, completionId: string): Promise<void> {
-    const key = this.#recordKey(keyId, idempotencyKey);
-    const existing = await this.#redis.get(key);
-    if (existing?.includes(JSON.stringify(completionId))) await this.#redis.del(key);
+    await this.#scripts.rmReleaseIdempotencyClaim(this.#recordKey(keyId, idempotencyKey), JSON.stringify(completionId));
   }
 
   /** Whether the claim still names the completion (false once given back). */
