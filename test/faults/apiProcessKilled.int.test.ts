@@ -6,13 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../keys/keySteps.ts";
 import { completionEvents, parseSse } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
-import { freePort } from "../support/freePort.ts";
 import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
 import { createTestAccount } from "../support/testAccounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { countingModel, countingToken, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
 import { requestVia } from "./processChat.ts";
-import { killChild, spawnRoles } from "./roleProcesses.ts";
+import { killChild, listModelIds, spawnRoles, startApiRole } from "./roleProcesses.ts";
 
 /**
  * An API process killed (kill -9) with the client of a running stream, in role processes of their own:
@@ -166,20 +165,10 @@ async function streamResponseUntilText(api: string): Promise<string> {
 
 /** Starts an API role process; answers its base URL once it serves. */
 async function startApi(): Promise<string> {
-  const port = await freePort();
-  const api = `http://127.0.0.1:${port}`;
-  children.push(spawnRoles(["api"], { ...env, PORT: String(port) }, logs));
-  await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 60_000).catch((error: unknown) => {
-    throw new Error(`the API did not start: ${logs.join("")}`, { cause: error });
-  });
-  return api;
+  return (await startApiRole(env, logs, children)).api;
 }
 
-async function listModels(api: string): Promise<string[]> {
-  const response = await fetch(`${api}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).catch(() => null);
-  if (response?.status !== 200) return [];
-  return ((await response.json()) as { data: { id: string }[] }).data.map((m) => m.id);
-}
+const listModels = (api: string) => listModelIds(api, key);
 
 /** Streams a chat completion through `api` until `tokens` tokens arrived; the connection stays open (its process is killed next). */
 async function streamUntil(api: string, tokens: number): Promise<{ id: string; read: string; lastEventId: string }> {

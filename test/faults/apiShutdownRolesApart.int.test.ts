@@ -6,13 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../keys/keySteps.ts";
 import { completionEvents, parseSse } from "../inference/inferenceSteps.ts";
 import { eventually } from "../support/eventually.ts";
-import { freePort } from "../support/freePort.ts";
 import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
 import { createTestAccount } from "../support/testAccounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { countingModel, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
 import { requestVia } from "./processChat.ts";
-import { killChild, spawnRoles } from "./roleProcesses.ts";
+import { killChild, listModelIds, spawnRoles, startApiRole } from "./roleProcesses.ts";
 
 /**
  * An API process told to stop (SIGTERM) while whole answers run longer than its shutdown grace, its
@@ -212,20 +211,7 @@ describe("an API process stopping with whole answers longer than its grace, its 
   }, 90_000);
 });
 
-/** Starts an API role process; answers its base URL once it serves. */
-async function startApi(): Promise<{ api: string; child: ChildProcess }> {
-  const port = await freePort();
-  const api = `http://127.0.0.1:${port}`;
-  const child = spawnRoles(["api"], { ...env, PORT: String(port) }, logs);
-  children.push(child);
-  await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 60_000).catch((error: unknown) => {
-    throw new Error(`the API did not start: ${logs.join("")}`, { cause: error });
-  });
-  return { api, child };
-}
+/** Starts an API role process; answers its base URL and process once it serves. */
+const startApi = () => startApiRole(env, logs, children);
 
-async function listModels(api: string): Promise<string[]> {
-  const response = await fetch(`${api}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).catch(() => null);
-  if (response?.status !== 200) return [];
-  return ((await response.json()) as { data: { id: string }[] }).data.map((m) => m.id);
-}
+const listModels = (api: string) => listModelIds(api, key);

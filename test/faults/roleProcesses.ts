@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { eventually } from "../support/eventually.ts";
+import { freePort } from "../support/freePort.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 
@@ -18,4 +20,23 @@ export async function killChild(child: ChildProcess): Promise<void> {
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   child.kill("SIGKILL");
   await exited;
+}
+
+/** Starts an API role process on a free port (kept in `children`); answers its base URL and process once it serves. */
+export async function startApiRole(env: Record<string, string>, logs: string[], children: ChildProcess[]): Promise<{ api: string; child: ChildProcess }> {
+  const port = await freePort();
+  const api = `http://127.0.0.1:${port}`;
+  const child = spawnRoles(["api"], { ...env, PORT: String(port) }, logs);
+  children.push(child);
+  await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 60_000).catch((error: unknown) => {
+    throw new Error(`the API did not start: ${logs.join("")}`, { cause: error });
+  });
+  return { api, child };
+}
+
+/** The ids of the models `api` lists for `key` (none while it does not answer 200: its worker not live yet). */
+export async function listModelIds(api: string, key: string): Promise<string[]> {
+  const response = await fetch(`${api}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).catch(() => null);
+  if (response?.status !== 200) return [];
+  return ((await response.json()) as { data: { id: string }[] }).data.map((m) => m.id);
 }

@@ -286,7 +286,7 @@ export function createResponseHandler(deps: AppDeps) {
         // Interrupted: a notice without an id (the client resumes after the last event it read). Else the
         // run stopped without the response's end (its job fell silent: left to a later pass, which stores
         // its end): the client is told so, not left with keep-alives for ever.
-        if (interrupted()) endInterruptedStream(sse, lastSeq);
+        if (interrupted()) endInterruptedStream(sse, lastSeq, run.builder.started);
         else endSilentStream(sse, id, lastSeq);
       }
       return;

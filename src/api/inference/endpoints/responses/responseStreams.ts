@@ -291,8 +291,9 @@ export async function settledFromReplay(inference: InferenceServices, stored: St
 }
 
 /** Ends a create's stream when this process's shutdown grace is nearly over: a notice without an id (the response goes on; the client resumes after its last event elsewhere). */
-export function endInterruptedStream(sse: SseResponse, lastSeq: number): void {
-  const notice = new ServerShuttingDownError(true);
+export function endInterruptedStream(sse: SseResponse, lastSeq: number, resumable = true): void {
+  // Not resumable: its job had not started and was taken off the queue ("stopped, retry it").
+  const notice = new ServerShuttingDownError(resumable);
   sse.namedJsonWithoutId("error", JSON.stringify({ type: "error", code: notice.code, message: notice.message, param: null, sequence_number: lastSeq }));
   sse.end();
 }
