@@ -45,6 +45,9 @@ async function startNpm(): Promise<{ npm: ChildProcess; api: string; logs: strin
   npm.stderr?.setEncoding("utf8").on("data", (text: string) => logs.push(text));
   const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
   await eventually(async () => ((await fetch(`${api}/v1/models`).catch(() => null))?.status === 403 ? true : undefined), 90_000);
+  // And its worker started: a signal to the whole group while the embedded engine still loads also
+  // reaches the child process its binding check runs, and start-up fails instead of draining.
+  await eventually(async () => (logs.join("").includes('"message":"worker ready"') ? true : undefined), 90_000);
   return { npm, api, logs, exited };
 }
 
