@@ -1,5 +1,5 @@
 import type { ChildProcess } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,7 +11,7 @@ import { createTestAccount } from "../support/testAccounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { countingModel, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
 import { requestVia } from "./processChat.ts";
-import { killChild, listModelIds, spawnRoles, startApiRole } from "./roleProcesses.ts";
+import { killChild, listModelIds, roleEnv, spawnRoles, startApiRole } from "./roleProcesses.ts";
 
 /**
  * An API process told to stop (SIGTERM) while whole answers run longer than its shutdown grace, its
@@ -42,19 +42,14 @@ beforeAll(async () => {
   // 8 s a reply: twice the grace.
   upstream = await startCountingUpstream({ totalTokens: TOKENS, tokenDelayMs: TOKEN_MS, promptTokens: 10 });
   dir = await mkdtemp(path.join(tmpdir(), "api-shutdown-apart-"));
-  const registry = path.join(dir, "registry.json");
-  await writeFile(registry, JSON.stringify({ price_table_version: "test-1", models: [countingModel(upstream, { id: MODEL, maxConcurrency: 4 })] }));
-  env = {
-    PATH: process.env.PATH ?? "",
-    DATABASE_URL: db.url,
-    REDIS_URL: redis.url,
-    REDIS_PREFIX: `test-api-shutdown-apart-${process.pid}`,
-    MODELS_CONFIG: registry,
-    SHUTDOWN_GRACE_MS: String(GRACE_MS),
-    METRICS_PORT: "0",
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "warn",
-  };
+  env = await roleEnv({
+    dir,
+    databaseUrl: db.url,
+    redisUrl: redis.url,
+    prefix: `test-api-shutdown-apart-${process.pid}`,
+    models: [countingModel(upstream, { id: MODEL, maxConcurrency: 4 })],
+    extra: { SHUTDOWN_GRACE_MS: String(GRACE_MS) },
+  });
   apiB = (await startApi()).api;
   children.push(spawnRoles(["worker"], env, logs));
   const account = await createTestAccount(db.pool, { monthlyBudgetChf: 100 });

@@ -1,4 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { fileURLToPath } from "node:url";
 import { eventually } from "../support/eventually.ts";
 import { freePort } from "../support/freePort.ts";
@@ -39,4 +42,31 @@ export async function listModelIds(api: string, key: string): Promise<string[]> 
   const response = await fetch(`${api}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).catch(() => null);
   if (response?.status !== 200) return [];
   return ((await response.json()) as { data: { id: string }[] }).data.map((m) => m.id);
+}
+
+/**
+ * The environment of role processes on one database and Redis: `models` written as the registry in `dir`,
+ * metrics off, loopback, warnings only; `extra` on top (timeouts of the test).
+ */
+export async function roleEnv(options: {
+  dir: string;
+  databaseUrl: string;
+  redisUrl: string;
+  prefix: string;
+  models: ModelEntry[];
+  extra?: Record<string, string>;
+}): Promise<Record<string, string>> {
+  const registry = path.join(options.dir, "registry.json");
+  await writeFile(registry, JSON.stringify({ price_table_version: "test-1", models: options.models }));
+  return {
+    PATH: process.env.PATH ?? "",
+    DATABASE_URL: options.databaseUrl,
+    REDIS_URL: options.redisUrl,
+    REDIS_PREFIX: options.prefix,
+    MODELS_CONFIG: registry,
+    METRICS_PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    ...options.extra,
+  };
 }
