@@ -27,6 +27,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const e = parsed.data;
   const redis = redisTarget(e, set.REDIS_URL !== undefined);
+  // A whole request's bound below its headers' would never apply as set (it was raised to them silently).
+  if (e.REQUEST_TIMEOUT_MS < e.HEADERS_TIMEOUT_MS) {
+    throw new ConfigError(
+      `Invalid environment:\n  REQUEST_TIMEOUT_MS: must be at least HEADERS_TIMEOUT_MS (${e.HEADERS_TIMEOUT_MS}), got ${e.REQUEST_TIMEOUT_MS}`,
+    );
+  }
   return {
     port: e.PORT,
     host: e.HOST,

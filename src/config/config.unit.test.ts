@@ -70,4 +70,10 @@ describe("loadConfig: limits, proxies and CORS", () => {
   it("refuses REDIS_SENTINEL_NAME without REDIS_SENTINELS (it was ignored)", () => {
     expect(() => loadConfig({ REDIS_SENTINEL_NAME: "mymaster" })).toThrow(/REDIS_SENTINEL_NAME/);
   });
+
+  it("refuses REQUEST_TIMEOUT_MS below HEADERS_TIMEOUT_MS (it was raised to it without a word)", () => {
+    expect(() => loadConfig({ REQUEST_TIMEOUT_MS: "5000" })).toThrow(/REQUEST_TIMEOUT_MS: must be at least HEADERS_TIMEOUT_MS \(10000\), got 5000/);
+    expect(() => loadConfig({ REQUEST_TIMEOUT_MS: "5000", HEADERS_TIMEOUT_MS: "6000" })).toThrow(/HEADERS_TIMEOUT_MS \(6000\)/);
+    expect(loadConfig({ REQUEST_TIMEOUT_MS: "5000", HEADERS_TIMEOUT_MS: "5000" }).requestTimeoutMs).toBe(5000);
+  });
 });
