@@ -141,6 +141,12 @@ describe("a body over the size limit", () => {
     expect(JSON.parse(hostless.received.slice(hostless.received.indexOf("\r\n\r\n") + 4))).toMatchObject({
       error: { type: "invalid_request_error", code: "missing_host" },
     });
+    // Two Host headers: a 400 too (Node used the first; a proxy in front may route by the last).
+    const twoHosts = await writeThenWait("GET /healthz HTTP/1.1\r\nHost: a.example\r\nhost: b.example\r\n\r\n", Buffer.alloc(0));
+    expect(twoHosts.received).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(twoHosts.received.slice(twoHosts.received.indexOf("\r\n\r\n") + 4))).toMatchObject({
+      error: { type: "invalid_request_error", code: "duplicate_host" },
+    });
     // HTTP/1.0 needs none.
     const old = await writeThenWait("GET /healthz HTTP/1.0\r\n\r\n", Buffer.alloc(0));
     expect(old.received).toMatch(/^HTTP\/1\.1 200 /);

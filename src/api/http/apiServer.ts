@@ -38,6 +38,12 @@ export function createApiServer(handle: Handle, options: { headersTimeoutMs: num
       refuse(res, 400, "missing_host", "An HTTP/1.1 request must have a Host header.");
       return;
     }
+    // Two Host headers (RFC 9112 §3.2: a 400): Node keeps the first, a proxy in front may route by the last.
+    if (hostHeaders(req.rawHeaders) > 1) {
+      refused("duplicate_host");
+      refuse(res, 400, "duplicate_host", "The Host header was sent more than once; send it once.");
+      return;
+    }
     handledByApp(req.socket, res);
     handle(req, res);
   };
@@ -89,6 +95,12 @@ function refuse(res: ServerResponse, status: number, code: string, message: stri
   const body = JSON.stringify({ error: { message, type: "invalid_request_error", param: null, code } });
   res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
   res.end(body);
+}
+
+function hostHeaders(raw: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === "host") count++;
+  return count;
 }
 
 /** Whether raw headers (name, value, name, value, ...) are over the count or the size in all. */
