@@ -180,7 +180,8 @@ async function readHeaders(reader: ByteReader, maxHeaderBytes: number): Promise<
     }
     const at = buffer.indexOf(HEADER_END);
     if (at !== -1 && at <= maxHeaderBytes) {
-      block = reader.take(at).toString("utf8");
+      // Strictly: a byte that is not UTF-8 (a file name in Latin-1, say) is refused, not stored as U+FFFD.
+      block = decodeHeaderBlock(reader.take(at));
       reader.take(HEADER_END.length);
       break;
     }
@@ -195,6 +196,16 @@ async function readHeaders(reader: ByteReader, maxHeaderBytes: number): Promise<
     headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
   }
   return headers;
+}
+
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+function decodeHeaderBlock(bytes: Buffer): string {
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    throw new MultipartError("A multipart part's headers are not valid UTF-8 (a file name must be sent in UTF-8).");
+  }
 }
 
 function partOf(headers: Map<string, string>): Omit<MultipartPart, "body"> {

@@ -111,6 +111,13 @@ describe("multipartParts", () => {
     // A raw CR LF inside the quotes ends the header line there: the quote is never closed.
     await expect(drain(withDisposition('form-data; name="file"; filename="a\r\nX-Inject: 1"'))).rejects.toThrow(/never closed/);
     expect((await parse(piecesOf(withDisposition('form-data; name="file"; filename="a b.jsonl"'), []), boundary))[0]!.filename).toBe("a b.jsonl");
+    // Not UTF-8 (Latin-1's é, one byte 0xE9): refused, not stored as U+FFFD; the same name in UTF-8 is kept.
+    await expect(drain(withDisposition('form-data; name="file"; filename="caf\u00e9.jsonl"'))).rejects.toThrow(/not valid UTF-8/);
+    const utf8 = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="café \u{1F600}.jsonl"\r\n\r\nabc\r\n--${boundary}--\r\n`,
+      "utf8",
+    );
+    expect((await parse(piecesOf(utf8, [60, 61, 62]), boundary))[0]!.filename).toBe("café \u{1F600}.jsonl");
   });
 
   it("reads the boundary of a Content-Type", () => {
