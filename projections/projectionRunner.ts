@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from "../src/db/createPool.ts";
 import { isDatabaseUnavailable } from "../src/db/databaseUnavailable.ts";
 import type { Logger } from "../src/observability/logger.ts";
+import { throttledWarning } from "../src/observability/throttledWarning.ts";
 import type { Projection } from "./projection.ts";
 import { PROJECTION_LOCK_SPACE } from "./projectionLocks.ts";
 import { projectNextBatch } from "./projectNextBatch.ts";
@@ -78,6 +79,8 @@ export class ProjectionRunner {
     const log = logger.child({ projection: projection.name });
     const signal = this.#stop.signal;
     const onConnectionError = (error: Error) => log.warn("projection connection lost", { error });
+    // An outage fails every retry (once a second): a line every 10 s with the count of those left out.
+    const warnUnavailable = throttledWarning(log, "projection failed: database unavailable; retrying");
     while (!signal.aborted) {
       let client: PoolClient | null = null;
       try {
@@ -118,7 +121,7 @@ export class ProjectionRunner {
       } catch (error) {
         // A lost or unreachable database is retried like any failure, but is an outage's, not a defect's:
         // a warning without a stack. Anything else (a bad event, a bug in a projection) stays an error.
-        if (isDatabaseUnavailable(error)) log.warn("projection failed: database unavailable; retrying", { cause: (error as Error).message });
+        if (isDatabaseUnavailable(error)) warnUnavailable({ cause: (error as Error).message });
         else log.error("projection failed; retrying", { error: error as Error });
         // Destroy the connection: a broken one must not return to the pool, and closing it frees the lock.
         client?.off("error", onConnectionError);

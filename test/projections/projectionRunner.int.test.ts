@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/observability/logger.ts";
+import { createLogger, silentLogger } from "../../src/observability/logger.ts";
+import { createPool } from "../../src/db/createPool.ts";
 import { UsageRecorder } from "../../workers/completion/usageRecorder.ts";
 import type { UsageRecorded } from "../../src/ledger/usageRecordedEvent.ts";
 import { allProjections } from "../../projections/allProjections.ts";
@@ -37,6 +38,26 @@ function countingRunner(options: { batchSize: number; pollIntervalMs: number }) 
 }
 
 describe("projection runner", () => {
+  it("warns of a database it cannot reach once per 10 s per projection, not at every retry (once a second)", async () => {
+    const lines: string[] = [];
+    const logger = createLogger("warn", {}, (line) => lines.push(line));
+    // Nothing listens on port 1 of the loopback: every connection is refused at once.
+    const unreachable = createPool("postgres://postgres@127.0.0.1:1/none", 2, { keepOpen: 0 });
+    unreachable.on("error", () => undefined);
+    const r = new ProjectionRunner({ pool: unreachable, logger, projections: allProjections.slice(0, 1), batchSize: 10, pollIntervalMs: 20 });
+    r.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 3_500));
+    } finally {
+      await r.stop();
+      await unreachable.end();
+    }
+    const warnings = lines.filter((line) => line.includes("database unavailable"));
+    // About four retries in 3.5 s: one line (it was a line per retry).
+    expect(warnings).toHaveLength(1);
+    expect(JSON.parse(warnings[0]!)).toMatchObject({ level: "warn", projection: allProjections[0]!.name });
+  });
+
   it("projects UsageRecorded into the key and account read models, with the figures a hand computation gives", async () => {
     const accountId = await createBudgetedAccount(db.pool, 1_000_000);
     const keyA = randomUUID();
