@@ -1,8 +1,9 @@
+import { SpanStatusCode } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTelemetry, type Telemetry } from "../../src/observability/telemetry.ts";
 import { BatchTestPlatform } from "../batches/batchTestPlatform.ts";
-import { createSameLinesBatch, waitForStatus } from "../batches/batchSteps.ts";
+import { chatLine, createSameLinesBatch, uploadBatchFile, waitForStatus } from "../batches/batchSteps.ts";
 import { eventually } from "../support/eventually.ts";
 import { TINY_CHAT } from "../support/testPlatform.ts";
 
@@ -50,5 +51,25 @@ describe("tracing of batch lines", () => {
       under("relay RunCompletion");
       under("RunCompletion");
     }
+  }, 60_000);
+
+  it("marks a failed line's span an error with the status its line got; a done line's stays unset", async () => {
+    const { platform } = batches;
+    const { key } = await platform.createKey();
+    const openai = platform.openai(key);
+    // The model is checked when the line runs: that line ends in the error file with a 400, the other is done.
+    const inputFileId = await uploadBatchFile(openai, [chatLine(0, TINY_CHAT), chatLine(1, "no-such-model")]);
+    const batch = await openai.batches.create({ input_file_id: inputFileId, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    const ended = await waitForStatus(openai, batch.id, ["completed", "failed"]);
+    expect(ended.request_counts).toMatchObject({ completed: 1, failed: 1 });
+    const lineSpans = await eventually(async () => {
+      const found = exporter.getFinishedSpans().filter((s) => s.name === "batch line" && s.attributes["batch.id"] === batch.id);
+      return found.length === 2 ? found : undefined;
+    });
+    const byLine = new Map(lineSpans.map((s) => [s.attributes["batch.line"], s]));
+    expect(byLine.get(1)!.status.code).toBe(SpanStatusCode.UNSET);
+    expect(byLine.get(1)!.attributes["http.response.status_code"]).toBe(200);
+    expect(byLine.get(2)!.status).toEqual({ code: SpanStatusCode.ERROR, message: "failed: model_not_found" });
+    expect(byLine.get(2)!.attributes["http.response.status_code"]).toBe(400);
   }, 60_000);
 });

@@ -2,7 +2,7 @@ import type { Config } from "../../config/config.ts";
 import { batchEnding, claimLinesToSettle, type LineResult, leaseLines, retryLineLater, settleLine } from "./batchLineRows.ts";
 import { EndingBatches } from "./endingBatches.ts";
 import { CompletionCancelledError } from "../inference/jobs/jobErrorToApiError.ts";
-import { SpanKind } from "@opentelemetry/api";
+import { type Span, SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { platformTracer } from "../../observability/telemetry.ts";
 import type { Pool } from "../../db/createPool.ts";
 import { NO_RATE_LIMITS, RateLimitsSchema } from "../../ledger/accounts/accountEvents.ts";
@@ -266,13 +266,14 @@ export class BatchDispatcher {
       platformTracer().startActiveSpan(
         "batch line",
         { kind: SpanKind.INTERNAL, attributes: { "batch.id": line.batch_id, "batch.line": line.line_no, "batch.attempt": line.attempts } },
-        (span) => runIt().finally(() => span.end()),
+        (span) => runIt(span).finally(() => span.end()),
       );
-    const runIt = async () => {
+    const runIt = async (span: Span) => {
       try {
         if (!endpoint) throw new Error(`no line runner for ${batch.endpoint}`);
         const result = await endpoint.run(context, line.body);
         if (this.#stopped) return;
+        span.setAttribute("http.response.status_code", 200);
         // Answered whole, so charged: the output file has it, also in a batch that expired meanwhile.
         await this.#settle(line, { status: "done", statusCode: 200, response: result.body, error: null, usage: result.usage });
       } catch (error) {
@@ -300,6 +301,10 @@ export class BatchDispatcher {
           }
         }
         const retryInMs = lineRetryDelay(api, line.attempts);
+        // The run's outcome on its span (it ended unset, a failed line's like a done one's): the status
+        // its line got or the run was retried for, an error by its code.
+        span.setAttribute("http.response.status_code", api.status);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: `${retryInMs === null ? "failed" : "run again"}: ${api.code ?? api.type}` });
         if (retryInMs !== null && api.status >= 500) {
           this.#logger.warn("batch line failed for the platform's reason: run again", {
             batchId: line.batch_id,
