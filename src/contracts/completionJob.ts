@@ -45,6 +45,11 @@ export const CompletionJobSchema = z
      * than its API process may still read it.
      */
     replayKeptAfterEndS: z.number().int().min(1).optional(),
+    /**
+     * A stand-in for a running job that Redis lost (LostJobStandIns): the runs its job had before, so that
+     * its own runs are numbered after them (ReplayFence) and it is taken as a job handed out again.
+     */
+    runsBefore: z.number().int().min(1).optional(),
     /** The BullMQ priority it was queued with (lanes.ts: lane and fair-share rank), kept for a re-enqueue. */
     priority: z.number().int().min(1).max(MAX_PRIORITY).optional(),
     /**

@@ -1,4 +1,4 @@
-import { Worker, type Job } from "bullmq";
+import { Queue, Worker, type Job } from "bullmq";
 import { throttledWarning } from "../../src/observability/throttledWarning.ts";
 import { CompletionJobSchema, type CompletionJob } from "../../src/contracts/completionJob.ts";
 import type { Redis } from "../../src/redis/createRedis.ts";
@@ -11,6 +11,7 @@ import type { TenantCounters } from "../../src/contracts/tenantCounters.ts";
 import type { Usage } from "../../src/contracts/deltaMessage.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";
 import { boundedCloseBackend } from "./boundedCloseBackend.ts";
+import { LostJobStandIns, type RunningHere } from "./lostJobStandIns.ts";
 
 /** The job runner's signal: jobs are stopped by the API's cancels (JobCancellations), not by the queue. */
 const NEVER_ABORTED = new AbortController().signal;
@@ -96,8 +97,11 @@ export class CompletionWorker {
   #running: Promise<void> | null = null;
   #closing = false;
   readonly #abandoning = new Set<Promise<void>>();
-  /** The jobs running here (restoreTenantEntries). */
-  readonly #runningJobs = new Set<CompletionJob>();
+  /** The jobs running here (restoreTenantEntries), by id with their run (stand-ins of jobs Redis lost). */
+  readonly #runningJobs = new Map<string, RunningHere>();
+  /** The queue itself, for stand-ins of running jobs that Redis lost. */
+  readonly #queue: Queue<CompletionJob>;
+  readonly #standIns: LostJobStandIns;
   readonly #warnQueueError: (error: Error) => void;
 
   constructor(options: CompletionWorkerOptions) {
@@ -111,6 +115,9 @@ export class CompletionWorker {
     // per model instead, whichever of its loops reports.
     const warn = throttledWarning(this.#logger, "queue worker error");
     this.#warnQueueError = (error) => warn({ model: this.modelId, error });
+    this.#queue = new Queue<CompletionJob>(options.keys.queueName(options.modelId), { connection: options.redis, prefix: options.keys.prefix });
+    this.#queue.on("error", this.#warnQueueError);
+    this.#standIns = new LostJobStandIns({ queue: this.#queue, delayMs: options.lockDurationMs ?? 30_000, logger: this.#logger });
     const loops = fetchLoopsFor(this.#concurrency);
     for (let i = 0; i < loops; i++) {
       // The slots split as evenly as they go (10 slots: 5 and 5; 20: 7, 7 and 6).
@@ -145,7 +152,13 @@ export class CompletionWorker {
       boundedCloseBackend(() => this.#closing),
     );
     worker.on("error", this.#warnQueueError);
-    worker.on("lockRenewalFailed", (jobIds) => this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds }));
+    worker.on("lockRenewalFailed", (jobIds) => {
+      this.#logger.warn("could not extend the lock of running jobs", { model: this.modelId, jobIds });
+      for (const id of jobIds) {
+        const running = this.#runningJobs.get(id);
+        if (running) void this.#standIns.renewalFailed(running);
+      }
+    });
     worker.on("stalled", (jobId) => {
       this.#metrics?.stalled.inc({ model: this.modelId });
       this.#logger.warn("a job's worker stopped renewing its lock: another worker continues the job", { model: this.modelId, jobId });
@@ -176,6 +189,7 @@ export class CompletionWorker {
     await Promise.all(this.#workers.map((worker) => worker.close()));
     await this.#running;
     await Promise.all(this.#abandoning);
+    await this.#queue.close();
     this.#metrics?.slots.remove({ model: this.modelId });
     this.#metrics?.slotsBusy.remove({ model: this.modelId });
   }
@@ -188,18 +202,20 @@ export class CompletionWorker {
       throw new Error("invalid job data");
     }
     // BullMQ counts the times a job was found stalled (its worker died); attempts cannot retry (attempts: 1).
-    const mode: RunMode = job.stalledCounter > 0 || job.attemptsStarted > 1 ? "redelivered" : "new";
+    // A stand-in of a job Redis lost is one handed out again too.
+    const mode: RunMode = job.stalledCounter > 0 || job.attemptsStarted > 1 || parsed.data.runsBefore !== undefined ? "redelivered" : "new";
     if (mode === "new") recordQueueWait(parsed.data, job.timestamp, Date.now());
     this.#tenantStarted(parsed.data);
-    this.#runningJobs.add(parsed.data);
+    const run = runOf(job);
+    this.#runningJobs.set(parsed.data.completionId, { job: parsed.data, run });
     const metrics = this.#metrics;
     if (!metrics) {
-      const used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode, runOf(job), this.#endsFirst(parsed.data)).catch((error: unknown) => {
-        this.#runningJobs.delete(parsed.data);
+      const used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode, run, this.#endsFirst(parsed.data)).catch(async (error: unknown) => {
+        await this.#ranHere(parsed.data, run);
         this.#tenantEnded(parsed.data);
         throw error;
       });
-      this.#runningJobs.delete(parsed.data);
+      await this.#ranHere(parsed.data, run);
       this.#tenantEnded(parsed.data, used);
       return;
     }
@@ -214,16 +230,22 @@ export class CompletionWorker {
     metrics.slotsBusy.inc(model);
     let used: Usage | null = null;
     try {
-      used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode, runOf(job), this.#endsFirst(parsed.data));
+      used = await this.#runner.run(parsed.data, NEVER_ABORTED, mode, run, this.#endsFirst(parsed.data));
       metrics.completed.inc(model);
     } catch (error) {
       metrics.failed.inc(model);
       throw error;
     } finally {
       metrics.slotsBusy.dec(model);
-      this.#runningJobs.delete(parsed.data);
+      await this.#ranHere(parsed.data, run);
       this.#tenantEnded(parsed.data, used);
     }
+  }
+
+  /** The job's run here ended: it runs here no more, and its stand-in, if Redis lost it, goes. */
+  #ranHere(job: CompletionJob, run: number): Promise<void> {
+    if (this.#runningJobs.get(job.completionId)?.run === run) this.#runningJobs.delete(job.completionId);
+    return this.#standIns.ended(job.completionId);
   }
 
   /**
@@ -235,7 +257,7 @@ export class CompletionWorker {
   restoreTenantEntries(): void {
     const tenants = this.#tenants;
     if (!tenants) return;
-    for (const job of this.#runningJobs) {
+    for (const { job } of this.#runningJobs.values()) {
       tenants.counters.restoreRunning(job, tenants.inFlightTtlMs).catch((error: unknown) => {
         this.#logger.warn("could not count a running job in its account's counters again", { jobId: job.completionId, error: error as Error });
       });
@@ -307,5 +329,5 @@ export class CompletionWorker {
 
 /** Which run of the job this is (ReplayFence): BullMQ counts every start of a job in Redis, atomically, as it hands it out. */
 function runOf(job: Job<CompletionJob, void>): number {
-  return Math.max(1, job.attemptsStarted);
+  return Math.max(1, job.attemptsStarted) + (job.data.runsBefore ?? 0);
 }
