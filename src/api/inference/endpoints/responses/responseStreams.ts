@@ -165,18 +165,26 @@ async function listenTo(inference: InferenceServices, stored: StoredResponse, re
  * runs, what the run of this process, or else its replay stream, shows so far.
  */
 export async function currentObject(inference: InferenceServices, stored: StoredResponse): Promise<ResponseObject> {
-  const builder = new ResponseEventBuilder(stored, nowSeconds);
-  if (TERMINAL_STATUSES.has(stored.state.status)) {
+  // Its owner's cancel marks it `cancelled` at once; its output and usage are written once its job has
+  // stopped, after its stream's last event: until then, what its run or replay stream shows (a GET right
+  // after that event answered `cancelled` with no output and no usage).
+  const resultPending = stored.state.status === "cancelled" && stored.state.usage === null;
+  if (TERMINAL_STATUSES.has(stored.state.status) && !resultPending) {
     return responseObject(stored, stored.state);
   }
   const run = inference.responses.run(stored.id);
-  if (run) return run.builder.object();
-  builder.begin();
-  for (const message of await inference.subscriber.replay(stored.id)) {
-    if (message.type === "started") builder.start();
-    else builder.take(message);
+  const builder = run?.builder ?? new ResponseEventBuilder(stored, nowSeconds);
+  if (!run) {
+    builder.begin();
+    for (const message of await inference.subscriber.replay(stored.id)) {
+      if (message.type === "started") builder.start();
+      else builder.take(message);
+    }
   }
-  return builder.object();
+  const object = builder.object();
+  if (!resultPending || builder.ended) return object;
+  // Its job still stopping: the output so far, cancelled; nothing to read (its replay gone): as stored.
+  return object.output.length > 0 ? { ...object, status: "cancelled" } : responseObject(stored, stored.state);
 }
 
 /** How long a cancel waits for the response's job to stop before it answers (the object as it stands then). */
