@@ -1,7 +1,7 @@
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ResponseStore } from "../../src/api/inference/endpoints/responses/responseStore.ts";
-import { countingModel, startCountingUpstream, type CountingUpstream } from "../faults/countingUpstream.ts";
+import { countingModel, startCountingUpstream, type CountingUpstream } from "./countingUpstream.ts";
 import { startTestPlatform, type TestPlatform } from "../support/testPlatform.ts";
 
 const MODEL = "counting-model";
@@ -51,14 +51,20 @@ describe("GET /v1/responses/{id} right after a cancelled stream ended (openai SD
       const final = (last as OpenAI.Responses.ResponseFailedEvent).response;
       expect(final.status).toBe("cancelled");
       expect(final.usage?.output_tokens).toBeGreaterThanOrEqual(5);
-      const finalText = final.output.flatMap((item) => (item.type === "message" ? item.content : [])).map((part) => (part.type === "output_text" ? part.text : ""));
+      const finalText = final.output
+        .flatMap((item) => (item.type === "message" ? item.content : []))
+        .map((part) => (part.type === "output_text" ? part.text : ""));
       const read = await openai.responses.retrieve(id);
       expect({ status: read.status, usage: read.usage, text: read.output_text }).toEqual({ status: "cancelled", usage: final.usage, text: finalText.join("") });
       expect(read.output_text.length).toBeGreaterThan(0);
       await cancelled;
       // Once written, the same from the row.
       const stored = await openai.responses.retrieve(id);
-      expect({ status: stored.status, usage: stored.usage, text: stored.output_text }).toEqual({ status: "cancelled", usage: final.usage, text: read.output_text });
+      expect({ status: stored.status, usage: stored.usage, text: stored.output_text }).toEqual({
+        status: "cancelled",
+        usage: final.usage,
+        text: read.output_text,
+      });
     } finally {
       store.finish = finish;
     }
