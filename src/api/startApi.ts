@@ -7,6 +7,7 @@ import { systemClock } from "../runtime/clock.ts";
 import { createRedis } from "../redis/createRedis.ts";
 import { createInferenceServices } from "./inference/inferenceServices.ts";
 import { loadModelRegistry } from "../models/loadModelRegistry.ts";
+import { publishPriceTable } from "../ledger/pricing/priceTable.ts";
 import { routeFactories } from "./routes.ts";
 import { SignIn } from "./accounts/signIn.ts";
 import type { RoleContext, RunningRole } from "../runtime/role.ts";
@@ -20,10 +21,11 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
   const unwatchRedis = metrics.sources.addRedis("api", redis);
   const keyAuth = new ApiKeyAuth({ pool, redis, redisPrefix: config.redisPrefix, logger });
   await keyAuth.start();
-  const inference = createInferenceServices(
-    { config, redis, logger, metrics, clock: systemClock, localReplies },
-    await loadModelRegistry(config.modelsConfigPath),
-  );
+  // Holds are placed at the registry's prices and jobs carry them to be charged at: published, as a
+  // worker publishes its own, so that every charge names a published version (docs/audit.md).
+  const loaded = await loadModelRegistry(config.modelsConfigPath);
+  const registry = loaded.withPriceTableVersion(await publishPriceTable(pool, loaded.priceTableVersion, loaded.prices(), systemClock.now()));
+  const inference = createInferenceServices({ config, redis, logger, metrics, clock: systemClock, localReplies }, registry);
   const accounts = { pool, changes: keyAuth.accountChanges() };
   const signIn = new SignIn(config, redis);
   const files = new PostgresFileStore({ pool, clock: systemClock, retentionDays: config.files.retentionDays });

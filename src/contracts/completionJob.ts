@@ -50,6 +50,19 @@ export const CompletionJobSchema = z
      * its own runs are numbered after them (ReplayFence) and it is taken as a job handed out again.
      */
     runsBefore: z.number().int().min(1).optional(),
+    /**
+     * The prices its budget hold was placed at (the admitting API process's registry, as published): it is
+     * charged at these, whatever registry its worker has (a worker with other prices, in a deploy, charged
+     * past the hold and the budget). Absent in jobs queued before it existed: the worker's own prices.
+     */
+    pricing: z
+      .strictObject({
+        version: z.string().min(1),
+        inputMicroChfPerMillion: z.number().int().min(0),
+        outputMicroChfPerMillion: z.number().int().min(0),
+        batchDiscountBps: z.number().int().min(0).max(10_000),
+      })
+      .optional(),
     /** The BullMQ priority it was queued with (lanes.ts: lane and fair-share rank), kept for a re-enqueue. */
     priority: z.number().int().min(1).max(MAX_PRIORITY).optional(),
     /**

@@ -9,7 +9,8 @@ import { readPriceVersions } from "../../src/ledger/pricing/priceTable.ts";
 import { KEYS_PATH } from "../keys/keySteps.ts";
 import { eventuallyTrue } from "../support/eventually.ts";
 import { operatorEdit } from "../support/operatorEdit.ts";
-import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
+import OpenAI from "openai";
+import { startSecondApi, startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -45,14 +46,21 @@ describe("auditor flow", () => {
     const client = platform.openai(key);
     await client.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hello" }], max_tokens: 8 });
 
-    // New prices under the same label: the restarted worker publishes a new version and charges at it.
+    // New prices under the same label, deployed: the API process that starts with them publishes a new
+    // version, holds at it and has its requests charged at it (the restarted worker publishes nothing more).
     const registryFile = path.join(platform.dir, "registry.json");
     const registry = JSON.parse(await readFile(registryFile, "utf8"));
     for (const model of registry.models) model.pricing = { input_per_million_chf: 2, output_per_million_chf: 5 };
     await writeFile(registryFile, JSON.stringify(registry));
+    const deployed = await startSecondApi(platform);
     await platform.stopWorker();
     await platform.startWorker();
-    await client.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Again" }], max_tokens: 8 });
+    try {
+      const again = new OpenAI({ baseURL: `${deployed.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
+      await again.chat.completions.create({ model: TINY_CHAT, messages: [{ role: "user", content: "Again" }], max_tokens: 8 });
+    } finally {
+      await deployed.close();
+    }
     const versions = await readPriceVersions(platform.deps.pool);
     expect(versions.map((v) => v.version)).toEqual(["test-1", expect.stringMatching(/^test-1\+[0-9a-f]{12}$/)]);
     const charged = await platform.deps.pool.query<{ v: string }>(

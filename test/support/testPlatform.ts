@@ -7,6 +7,7 @@ import type { AppDeps } from "../../src/api/appDeps.ts";
 import { createInferenceServices, type InferenceServices } from "../../src/api/inference/inferenceServices.ts";
 import { LocalReplyChannels } from "../../src/contracts/localReplyChannels.ts";
 import { loadModelRegistry } from "../../src/models/loadModelRegistry.ts";
+import { publishPriceTable } from "../../src/ledger/pricing/priceTable.ts";
 import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import type { RegisteredModel } from "../../src/models/modelRegistry.ts";
 import type { RedisTarget } from "../../src/redis/redisTarget.ts";
@@ -87,7 +88,9 @@ async function startInferenceApp(
  * pool, Redis connections, auth cache, reply channel and inference services.
  */
 export async function startSecondApi(platform: TestPlatform, options: Pick<NonNullable<Parameters<typeof startTestApp>[0]>, "keyAuth"> = {}): Promise<TestApp> {
-  const registry = await loadModelRegistry(platform.deps.config.modelsConfigPath);
+  // As an API role starts: its registry's prices published (its jobs are charged at them).
+  const loaded = await loadModelRegistry(platform.deps.config.modelsConfigPath);
+  const registry = loaded.withPriceTableVersion(await publishPriceTable(platform.deps.pool, loaded.priceTableVersion, loaded.prices(), new Date()));
   const { app, inference } = await startInferenceApp(registry, {
     ...options,
     shareWith: platform,

@@ -21,6 +21,9 @@ export function recordJobUsage(
   startedAt: Date,
   tracked?: TrackedJob,
 ): Promise<RecordOutcome> {
+  // The prices its hold was placed at (the job's), else (a job queued before jobs carried them) this worker's.
+  const prices = job.pricing ?? { ...deps.model, version: deps.model.priceTableVersion };
+  const discountBps = job.lane === "batch" ? prices.batchDiscountBps : 0;
   return deps.usage.record(
     {
       completionId: job.completionId,
@@ -31,13 +34,13 @@ export function recordJobUsage(
       promptTokens: charged.promptTokens,
       completionTokens: charged.completionTokens,
       reasoningTokens: charged.reasoningTokens,
-      costMicroChf: costMicroChf(charged, deps.model, job.lane === "batch" ? deps.model.batchDiscountBps : 0),
-      priceTableVersion: deps.model.priceTableVersion,
+      costMicroChf: costMicroChf(charged, prices, discountBps),
+      priceTableVersion: prices.version,
       outcome,
       startedAt: startedAt.toISOString(),
       finishedAt: deps.now().toISOString(),
       traceId: traceIdOf(job.traceparent),
-      ...(job.lane === "batch" ? { batchDiscountBps: deps.model.batchDiscountBps } : {}),
+      ...(job.lane === "batch" ? { batchDiscountBps: discountBps } : {}),
     },
     { correlationId: job.completionId, actor: "worker", ...(job.traceparent ? { traceparent: job.traceparent } : {}) },
     job.speculative

@@ -188,6 +188,13 @@ export class CompletionJobs {
       streamed: spec.stream,
       ...(spec.replayKeptAfterEndS === undefined ? {} : { replayKeptAfterEndS: spec.replayKeptAfterEndS }),
       priority: tenant.priority,
+      // Charged at the prices its hold is placed at, whatever registry its worker has.
+      pricing: {
+        version: model.priceTableVersion,
+        inputMicroChfPerMillion: model.inputMicroChfPerMillion,
+        outputMicroChfPerMillion: model.outputMicroChfPerMillion,
+        batchDiscountBps: model.batchDiscountBps,
+      },
       // What its worker gives back of them at its end: the tokens it did not use (one call, the worker's).
       countedTokens: tenant.counted,
       work,
