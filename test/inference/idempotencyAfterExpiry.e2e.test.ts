@@ -43,3 +43,38 @@ describe("an Idempotency-Key retry after its completion expired", () => {
     }
   }, 60_000);
 });
+
+describe("a Responses Idempotency-Key retry after its completion record expired", () => {
+  const create = (store: boolean, idempotencyKey: string) =>
+    fetch(`${platform.baseUrl}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": idempotencyKey },
+      body: JSON.stringify({ model: TINY_CHAT, input: "Hi", max_output_tokens: 3, store }),
+      signal: AbortSignal.timeout(20_000),
+    });
+  const recordGone = (id: string) => eventually(async () => ((await platform.inference.records.find(id)) ? undefined : true), 15_000);
+
+  it("is a final 409 at once: idempotency_response_not_stored (store: false), idempotency_response_gone (deleted)", async () => {
+    // store: false: it waited out the start timeout, then a retryable 409 `conflict`, at every retry.
+    const unstored = await create(false, "response-retried-after-expiry");
+    expect(unstored.status).toBe(200);
+    await recordGone(((await unstored.json()) as { id: string }).id);
+    const started = Date.now();
+    const retry = await create(false, "response-retried-after-expiry");
+    expect(retry.status).toBe(409);
+    expect(retry.headers.get("x-should-retry")).toBe("false");
+    expect(((await retry.json()) as { error: { code: string } }).error.code).toBe("idempotency_response_not_stored");
+    expect(Date.now() - started).toBeLessThan(3_000);
+
+    // Stored, then deleted by its owner, its record expired as well.
+    const stored = await create(true, "deleted-response-retried-after-expiry");
+    expect(stored.status).toBe(200);
+    const { id } = (await stored.json()) as { id: string };
+    const deleted = await fetch(`${platform.baseUrl}/v1/responses/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
+    expect(deleted.status).toBe(200);
+    await recordGone(id);
+    const again = await create(true, "deleted-response-retried-after-expiry");
+    expect(again.status).toBe(409);
+    expect(((await again.json()) as { error: { code: string } }).error.code).toBe("idempotency_response_gone");
+  }, 60_000);
+});

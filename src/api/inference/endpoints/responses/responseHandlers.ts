@@ -1,5 +1,6 @@
 import type { Context } from "koa";
 import { jobErrorToApiError } from "../../jobs/jobErrorToApiError.ts";
+import { chargedEarlier } from "../../jobs/chargedEarlier.ts";
 import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
 import { ApiError, ConflictError, InternalApiError, InvalidRequestError, NotFoundError, ServerShuttingDownError } from "../../../http/errors.ts";
@@ -101,6 +102,19 @@ async function responseOfClaim(
         );
       }
       goneOnce = true;
+    } else if (waited % 1000 === 0 && (await chargedEarlier(inference.holdPool, responseId))) {
+      // No record, yet the claim lasts and the response was charged: it ended and its record expired
+      // (COMPLETION_RETENTION_S shorter than IDEMPOTENCY_TTL_S). It waited out the start timeout, then a
+      // retryable 409, at every retry.
+      throw store
+        ? new ConflictError(
+            "The response of the request with this Idempotency-Key was deleted or has expired. Send another Idempotency-Key to create a new one.",
+            { code: "idempotency_response_gone", final: true },
+          )
+        : new ConflictError(
+            "The request with this Idempotency-Key was sent with store: false: its response is not kept, so it cannot be answered again. Send another Idempotency-Key to run it again.",
+            { code: "idempotency_response_not_stored", final: true },
+          );
     }
     if (waited >= inference.limits.jobStartTimeoutMs) {
       throw new ApiError(409, "invalid_request_error", "The request with this Idempotency-Key has not started yet; retry later.", {

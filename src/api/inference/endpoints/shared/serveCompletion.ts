@@ -5,11 +5,11 @@ import type { RegisteredModel } from "../../../../models/modelRegistry.ts";
 import type { AppDeps } from "../../../appDeps.ts";
 import { toApiError } from "../../../http/errorHandler.ts";
 import { ConflictError, errorBody, InternalApiError, InvalidRequestError, ServerShuttingDownError } from "../../../http/errors.ts";
-import { completionStreamId } from "../../../../ledger/usageRecordedEvent.ts";
 import type { CompletionRecord } from "../../jobs/completionRecords.ts";
 import { newCompletionId } from "../../jobs/completionId.ts";
 import { parseIdempotencyKey, requestHash } from "../../jobs/idempotencyKeys.ts";
 import { failedUncharged } from "../../jobs/failedUncharged.ts";
+import { chargedEarlier } from "../../jobs/chargedEarlier.ts";
 import type { InferenceServices } from "./requireInference.ts";
 import { principalOf } from "../../../auth/principalOf.ts";
 import { setHeader } from "../../../http/responseHeaders.ts";
@@ -292,14 +292,6 @@ function listening(job: RunningJob, onEarlyRelease: () => void, unhold: () => vo
  * The record of the completion an Idempotency-Key names, waiting while the first request is still being
  * admitted; null once that request gave its claim back (it failed before its job was queued).
  */
-/** Whether the completion's usage was recorded (it ran and ended); false when PostgreSQL does not answer. */
-async function chargedEarlier(inference: InferenceServices, completionId: string): Promise<boolean> {
-  const found = await inference.holdPool
-    .query("SELECT 1 FROM es_events WHERE stream_id = $1 AND event_type = 'UsageRecorded' LIMIT 1", [completionStreamId(completionId)])
-    .catch(() => null);
-  return (found?.rowCount ?? 0) > 0;
-}
-
 async function recordOfClaim(inference: InferenceServices, completionId: string, stillClaimed: () => Promise<boolean>): Promise<CompletionRecord | null> {
   for (let waited = 0; ; waited += 50) {
     const record = await inference.records.find(completionId);
@@ -308,7 +300,7 @@ async function recordOfClaim(inference: InferenceServices, completionId: string,
     // No record, yet the claim lasts: still being admitted, or it ended and its record expired
     // (COMPLETION_RETENTION_S shorter than IDEMPOTENCY_TTL_S), which its charge in the log tells. Such a
     // retry waited out the start timeout (10 minutes), then a 500, again at every retry.
-    if (waited % 1000 === 0 && (await chargedEarlier(inference, completionId))) {
+    if (waited % 1000 === 0 && (await chargedEarlier(inference.holdPool, completionId))) {
       throw new ConflictError(
         "The completion of the request with this Idempotency-Key has expired (it is kept COMPLETION_RETENTION_S), so it cannot be answered again. Send another Idempotency-Key to run the request again.",
         { code: "idempotency_completion_gone", final: true },
