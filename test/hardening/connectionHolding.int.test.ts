@@ -77,8 +77,9 @@ describe("connections held without a valid request", () => {
     const { received, closedAfterMs } = await hold([{ write: head }, ...drips]);
     expect(received).toMatch(/^HTTP\/1\.1 408 /);
     expect(received).toContain('"code":"request_timeout"');
-    // The deadline, then the bounded drain of the rest (2 s).
-    expect(closedAfterMs).toBeLessThan(PUBLIC_BODY_MS + 2_000 + 1_500);
+    // At the deadline: the rest of a body that came too slowly is not waited for (it was drained up to 2 s more).
+    expect(closedAfterMs).toBeGreaterThanOrEqual(PUBLIC_BODY_MS);
+    expect(closedAfterMs).toBeLessThan(PUBLIC_BODY_MS + 1_200);
   });
 
   it("counts the refusals made before the app saw a request, by code, for operators (no access line has them)", async () => {

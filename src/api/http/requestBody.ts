@@ -39,11 +39,16 @@ export function requestBodies(options: { maxBytes: number; idleMs: number; publi
       },
     };
     stateOf(ctx).bodyReader = reader;
+    let tooSlow = false;
     try {
       await next();
+    } catch (error) {
+      tooSlow = error instanceof ApiError && error.status === 408;
+      throw error;
     } finally {
-      // A client still waiting for `100 Continue` sends no body to drain: the connection closes instead.
-      if (bodyHeldBack(ctx) || !(await drain(ctx, options.maxBytes))) ctx.set("connection", "close");
+      // A client still waiting for `100 Continue` sends no body to drain, and a body that came too slowly
+      // is not waited for again (its 408 came DRAIN_MAX_MS late): the connection closes instead.
+      if (tooSlow || bodyHeldBack(ctx) || !(await drain(ctx, options.maxBytes))) ctx.set("connection", "close");
     }
   };
 }
