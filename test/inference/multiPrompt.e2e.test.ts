@@ -96,11 +96,21 @@ describe("text completions with several prompts (real HTTP API, tiny model)", ()
     expect(charged.rows[0].n).toBe(0);
   });
 
-  it("takes 20 prompts at once (LangChain's default batch of its OpenAI LLM)", async () => {
+  it("takes 20 prompts at once (LangChain's default batch of its OpenAI LLM), with no leak warning on stderr", async () => {
     expect(MAX_PROMPTS).toBeGreaterThanOrEqual(20);
-    const response = await complete({ prompt: Array.from({ length: 20 }, (_, i) => `Prompt ${i}`), max_tokens: 1 });
-    expect(response.status, response.text).toBe(200);
-    expect(response.body.choices.map((choice: { index: number }) => choice.index)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    // Node's MaxListenersExceededWarning: a plain-text line outside the JSON log (a listener per prompt).
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on("warning", onWarning);
+    try {
+      const response = await complete({ prompt: Array.from({ length: 20 }, (_, i) => `Prompt ${i}`), max_tokens: 1 });
+      expect(response.status, response.text).toBe(200);
+      expect(response.body.choices.map((choice: { index: number }) => choice.index)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(warnings).not.toContain("MaxListenersExceededWarning");
   });
 
   it("still streams a single prompt given as an array of one", async () => {

@@ -101,7 +101,7 @@ export async function serveMultiPromptCompletion(
     await refuseUnfinished(jobs);
     throw refused.reason;
   }
-  for (const job of jobs) releaseOnDisconnect(ctx, job!);
+  releaseOnDisconnect(ctx, ...(jobs as RunningJob[]));
   const collected = await Promise.allSettled(jobs.map((job) => collectReply(job!)));
   const failed = collected.find((result) => result.status === "rejected");
   if (failed) {
