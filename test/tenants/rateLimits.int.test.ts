@@ -184,6 +184,28 @@ describe("rate limits per key and per account across two API processes", () => {
     expect(((await three.json()) as { choices: unknown[] }).choices).toHaveLength(3);
   }, 60_000);
 
+  it("gives back the places of a refused multi-prompt completion's prompts at once, also those still waiting for a worker", async () => {
+    const multi = await platform.tenant();
+    expect((await platform.setRateLimits(multi.accountId, { concurrent_requests: 30 })).status).toBe(200);
+    const send = (count: number) =>
+      fetch(`${platform.apis[0]!}/v1/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${multi.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: TENANT_MODEL, prompt: Array.from({ length: count }, (_, i) => `p${i}`), max_tokens: 5 }),
+      });
+    // Four 20-prompt requests at once (4 worker slots): those refused for concurrency had prompts of their
+    // own admitted and still in line.
+    const statuses = (await Promise.all([send(20), send(20), send(20), send(20)])).map((response) => response.status);
+    expect(statuses.filter((status) => status === 429).length).toBeGreaterThan(0);
+    // Nothing of theirs stays counted: 30 prompts may be in progress at once again (the refused requests'
+    // prompts in line were held for their start timeout, 10 minutes).
+    const again = await Promise.all([send(15), send(15)]);
+    expect(await Promise.all(again.map(async (response) => `${response.status} ${response.status === 200 ? "" : await response.text()}`))).toEqual([
+      "200 ",
+      "200 ",
+    ]);
+  }, 60_000);
+
   it("tells a client whose request alone is over the tokens limit not to retry it", async () => {
     const small = await platform.tenant();
     expect((await platform.setRateLimits(small.accountId, { key_tokens_per_minute: 1000 })).status).toBe(200);

@@ -61,8 +61,10 @@ export async function serveMultiPromptCompletion(
       jobs.map(async (job, index) => {
         job?.release();
         if (finished.has(index)) return;
-        await inference.queues.cancel(model.id, ids[index]!, "refused").catch(() => undefined);
-        await inference.records.forget(ids[index]!).catch(() => undefined);
+        // Its start, if still waiting for a worker, ends now (its feed closed) and gives back what it
+        // counted against the account's limits: a prompt taken off the queue waited for its start
+        // timeout (10 minutes), its account's concurrency held all that time.
+        await inference.gateway.cancel(model.id, ids[index]!).catch(() => undefined);
       }),
     );
     await releaseHolds(deps.pool, unfinished).catch(() => undefined);
