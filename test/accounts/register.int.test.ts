@@ -101,6 +101,18 @@ describe("POST /api/v1/accounts/register", () => {
     expectApiError(none, 400, "invalid_request_error");
   });
 
+  it("says which Content-Type a JSON body needs when it came as another (it said the body was not a JSON object)", async () => {
+    const body = JSON.stringify({ email: newEmail("typed"), password: PASSWORD });
+    const plain = await app.request("POST", "/api/v1/accounts/register", { body, headers: { "content-type": "text/plain" } });
+    expectApiError(plain, 400, "invalid_request_error", { code: "invalid_json" });
+    expect(plain.body.error.message).toBe("The request body must be sent with Content-Type: application/json (it was sent as 'text/plain').");
+    const form = await app.request("POST", "/api/v1/accounts/register", { body, headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect(form.body.error.message).toContain("it was sent as 'application/x-www-form-urlencoded'");
+    // A byte order mark before the JSON is ignored, as in a batch file's lines (it was invalid_json).
+    const bom = await app.request("POST", "/api/v1/accounts/register", { body: `\ufeff${JSON.stringify({ email: newEmail("bom"), password: PASSWORD })}` });
+    expect(bom.status, bom.text).toBe(201);
+  });
+
   it("returns a request id on every response, errors included, and keeps a well-formed incoming one", async () => {
     const failed = await app.request("POST", "/api/v1/accounts/register", { body: { email: "x" } });
     expect(failed.headers.get("x-request-id")).toMatch(UUID);

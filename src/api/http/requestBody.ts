@@ -155,7 +155,9 @@ async function readJsonBody(
   const declared = ctx.request.length;
   if (declared !== undefined && declared > maxBytes) throw tooLarge(maxBytes);
   const { chunks, received } = await receive(ctx, { maxBytes, idleMs, deadlineMs }, new JsonShapeScanner(shape ?? DEFAULT_JSON_SHAPE_LIMITS));
-  const text = Buffer.concat(chunks, received).toString("utf8");
+  // A leading byte order mark is ignored (RFC 8259 allows it; a batch file's lines are read that way too).
+  const decoded = Buffer.concat(chunks, received).toString("utf8");
+  const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
   const first = text.trimStart()[0];
   if (first === undefined) return {};
   if (first !== "{" && first !== "[") throw scalarOrInvalid(text);

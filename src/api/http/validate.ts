@@ -96,6 +96,14 @@ export function validate<S extends z.ZodType>(schema: S, source: Source = "body"
   return async function validateRequest(ctx: Context, next: Next): Promise<void> {
     const input = source === "body" ? await requestBody(ctx, limits) : source === "query" ? ctx.query : (ctx as { params?: unknown }).params;
     if (source === "body" && (input === undefined || input === null || typeof input !== "object" || Array.isArray(input))) {
+      // Not read as JSON for its Content-Type (text/plain, a form, none): that is what to fix, not the body.
+      const type = ctx.request.type;
+      if (input === undefined && ctx.request.length !== 0 && ["POST", "PUT", "PATCH"].includes(ctx.method)) {
+        throw new InvalidRequestError(
+          `The request body must be sent with Content-Type: application/json (${type ? `it was sent as '${type.slice(0, 100)}'` : "it had no Content-Type"}).`,
+          { code: "invalid_json" },
+        );
+      }
       throw new InvalidRequestError("The request body must be a JSON object.", { code: "invalid_json" });
     }
     const state = stateOf(ctx);
