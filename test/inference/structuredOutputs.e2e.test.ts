@@ -92,6 +92,33 @@ describe("structured outputs: formats, numeric bounds, strict keywords and cut t
     expect(await usageEvents()).toBe(before);
   });
 
+  it.each([
+    ["minLength", { type: "string", minLength: 10_000 }],
+    ["maxItems", { type: "array", items: { type: "integer" }, maxItems: 5_000 }],
+  ])("a %s over the grammar's 2000 repetitions is a 400 of ours, before llama.cpp (it wrote its own lines to stderr)", async (keyword, property) => {
+    const schema = { type: "object", properties: { value: property }, required: ["value"] };
+    const error = await openai.chat.completions
+      .create({ model: TINY_CHAT, messages: [{ role: "user", content: "Hi" }], response_format: { type: "json_schema", json_schema: { name: "x", schema } } })
+      .catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ status: 400, param: "response_format" });
+    expect((error as Error).message).toMatch(new RegExp(`${keyword} \\d+ is more than this model's grammar takes \\(at most 2000\\)`));
+    // Refused by the worker, before anything was generated: nothing charged.
+    const charged = await platform.deps.pool.query<{ cost: string }>(
+      "SELECT coalesce(sum((data->>'costMicroChf')::bigint), 0) AS cost FROM es_events WHERE event_type = 'UsageRecorded' AND data->>'completionId' = $1",
+      [(error as { headers?: Headers }).headers?.get("x-completion-id") ?? ""],
+    );
+    expect(Number(charged.rows[0]!.cost)).toBe(0);
+    // Examples holding such a member are data, not bounds: served.
+    const constant = { type: "object", properties: { value: { type: "string", maxLength: 5, examples: [{ maxLength: 99_999 }] } }, required: ["value"] };
+    const served = await openai.chat.completions.create({
+      model: TINY_CHAT,
+      messages: [{ role: "user", content: "Hi" }],
+      response_format: { type: "json_schema", json_schema: { name: "x", schema: constant } },
+      max_tokens: 40,
+    });
+    expect(["stop", "length"]).toContain(served.choices[0]!.finish_reason);
+  });
+
   it("without strict, a keyword the grammar cannot enforce is passed on unchecked and the reply is served", async () => {
     const schema = { type: "object", properties: { value: { type: "string", pattern: "^[a-z]+$", format: "iri-reference" } }, required: ["value"] };
     const reply = await openai.chat.completions.create({

@@ -55,6 +55,14 @@ export async function chatPlan(deps: ChatPlanDeps, request: ChatRequest): Promis
 async function schemaGrammar(deps: ChatPlanDeps, schema: object, rules: ValueRules, param: string): Promise<LlamaGrammar> {
   const unsatisfiable = unsatisfiableReason(schema);
   if (unsatisfiable !== null) throw new EngineError("invalid_request", `No output can satisfy this JSON schema: ${unsatisfiable}`, param);
+  const repetition = overRepetitionLimit(schema);
+  if (repetition !== null) {
+    throw new EngineError(
+      "invalid_request",
+      `Unsupported JSON schema: ${repetition} is more than this model's grammar takes (at most ${MAX_GRAMMAR_REPETITIONS}).`,
+      param,
+    );
+  }
   let built: LlamaGrammar;
   try {
     built = await deps.llama.createGrammarForJsonSchema(schema as never);
@@ -94,4 +102,33 @@ export function sharedPrefixLength(held: readonly Token[], tokens: readonly Toke
   let index = 0;
   while (index < length && held[index] === tokens[index]) index += 1;
   return index;
+}
+
+/**
+ * llama.cpp's grammar parser takes a repetition up to this count (its MAX_REPETITION_THRESHOLD): a
+ * `minLength` of 10,000 failed in it, after it had written several lines of its own to stderr, outside
+ * the JSON log, for any client to cause. Refused before it.
+ */
+const MAX_GRAMMAR_REPETITIONS = 2000;
+const REPETITION_KEYWORDS = ["minLength", "maxLength", "minItems", "maxItems"] as const;
+/** Keywords whose values are data, not schemas: a `const` object with a `maxItems` member bounds nothing. */
+const DATA_KEYWORDS = new Set(["enum", "const", "default", "examples"]);
+
+/** The first length or item count keyword (with its value) over MAX_GRAMMAR_REPETITIONS, anywhere in the schema; null when none. */
+function overRepetitionLimit(schema: unknown): string | null {
+  const stack: unknown[] = [schema];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    if (next === null || typeof next !== "object") continue;
+    if (Array.isArray(next)) {
+      stack.push(...next);
+      continue;
+    }
+    const node = next as Record<string, unknown>;
+    for (const keyword of REPETITION_KEYWORDS) {
+      const value = node[keyword];
+      if (typeof value === "number" && value > MAX_GRAMMAR_REPETITIONS) return `${keyword} ${value}`;
+    }
+    for (const [key, value] of Object.entries(node)) if (!DATA_KEYWORDS.has(key)) stack.push(value);
+  }
+  return null;
 }
