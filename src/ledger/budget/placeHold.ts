@@ -98,8 +98,11 @@ export async function placeHold(db: Queryable, input: PlaceHoldInput): Promise<P
   });
   const row = placed.rows[0]!;
   if (Number(row.placed) === 1) return { ok: true, holdId, period, remainingMicroChf: Number(row.remaining) };
+  return refusalOf(db, accountId, period, amountMicroChf);
+}
 
-  // Refused: read the figures for the message (not part of the decision).
+/** A refused hold: the figures for its message, read after the decision (not part of it). */
+export async function refusalOf(db: Queryable, accountId: string, period: BillingPeriod, amountMicroChf: number): Promise<HoldRefused> {
   const figures = await db.query<{ subscription_status: string; budget: string; spent: string | null; held: string | null }>(
     `SELECT a.subscription_status, a.monthly_budget_micro_chf AS budget, b.spent_micro_chf AS spent,
             COALESCE(b.held_micro_chf, 0) + (${CARRIED_HOLDS_SQL}) AS held

@@ -15,9 +15,8 @@ import { ApiError } from "../../../http/errors.ts";
 import { principalOf } from "../../../auth/principalOf.ts";
 import { releaseHolds } from "../../../../ledger/budget/releaseHold.ts";
 import { budgetRefusalError } from "../../admission/budgetRefusalError.ts";
-import { placeHold } from "../../../../ledger/budget/placeHold.ts";
+import { placeHolds } from "../../../../ledger/budget/placeHolds.ts";
 import { jobHoldMicroChf, smallestHoldMicroChf } from "../../admission/jobHoldMicroChf.ts";
-import { withTransaction } from "../../../../db/withTransaction.ts";
 
 /**
  * A non-streamed text completion of several prompts (OpenAI semantics: one choice per prompt, `index`
@@ -133,9 +132,9 @@ function withFinishedNamed(error: unknown, finished: string[]): unknown {
 }
 
 /**
- * Places the hold of each prompt (careful admission: before its job is queued), in order, in one
- * transaction; the first one refused undoes those placed and answers the refusal of the request as a whole (its own holds counted
- * as its own, not as other requests' in progress: when only they are in the way, retrying cannot help).
+ * Places the hold of each prompt (careful admission: before its job is queued), all or none, in one
+ * statement (placeHolds); a refusal answers the request as a whole (its own holds counted as its own, not
+ * as other requests' in progress: when only they are in the way, retrying cannot help).
  */
 async function holdEveryPrompt(
   deps: AppDeps,
@@ -144,25 +143,15 @@ async function holdEveryPrompt(
   requests: readonly EngineChatRequest[],
   ids: readonly string[],
 ): Promise<void> {
-  const amounts = requests.map((request) => jobHoldMicroChf({ kind: "chat", request }, model));
-  const whole = amounts.reduce((sum, amount) => sum + amount, 0);
+  const holds = requests.map((request, index) => ({ holdId: ids[index]!, amountMicroChf: jobHoldMicroChf({ kind: "chat", request }, model) }));
   const smallest = Math.min(...requests.map((request) => smallestHoldMicroChf({ kind: "chat", request }, model)));
-  const now = deps.clock.now();
-  let held = 0;
-  try {
-    // All or none, in one transaction: the first hold locks the account's budget row until the commit, so
-    // requests sent at once place theirs one request after the other (placed one by one, each took part
-    // of the budget and all were refused where one fitted whole).
-    await withTransaction(deps.pool, async (client) => {
-      for (const [index, amount] of amounts.entries()) {
-        const placed = await placeHold(client, { holdId: ids[index]!, accountId, amountMicroChf: amount, now });
-        if (!placed.ok) throw budgetRefusalError(placed, { ownHoldsMicroChf: whole, ownHeldMicroChf: held, smallestMicroChf: smallest });
-        held += amount;
-      }
-    });
-  } catch (error) {
-    // Rolled back; a commit whose answer was lost may still have placed them.
+  const placed = await placeHolds(deps.pool, { accountId, holds, now: deps.clock.now() }).catch(async (error: unknown) => {
+    // A statement whose answer was lost may still have placed them.
     await releaseHolds(deps.pool, ids).catch(() => undefined);
     throw error;
-  }
+  });
+  if (placed.ok) return;
+  // Refused together: told as the request's prompts together (its largest prompt's hold, their sum).
+  const largest = Math.max(...holds.map((hold) => hold.amountMicroChf));
+  throw budgetRefusalError({ ...placed, amountMicroChf: largest }, { ownHoldsMicroChf: placed.amountMicroChf, ownHeldMicroChf: 0, smallestMicroChf: smallest });
 }
