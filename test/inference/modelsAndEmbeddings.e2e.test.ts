@@ -44,6 +44,22 @@ describe("models, embeddings and auth through the openai SDK", () => {
     expect(apiError.param).toBe("model");
   });
 
+  it("says a registry model no worker serves now is not available (it said the model did not exist, while inference said 503)", async () => {
+    await platform.stopWorker();
+    await platform.startWorker({ models: [TINY_CHAT] });
+    try {
+      const error = (await openai.models.retrieve(TINY_EMBED).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.NotFoundError>;
+      expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(error.code).toBe("model_not_found");
+      expect(error.message).toContain(`The model '${TINY_EMBED}' is not available right now (no worker serves it); retry later.`);
+      const unknown = (await openai.models.retrieve("no-such-model").catch((e: unknown) => e)) as Error;
+      expect(unknown.message).toContain("The model 'no-such-model' does not exist.");
+    } finally {
+      await platform.stopWorker();
+      await platform.startWorker();
+    }
+  });
+
   it("embeds a string and an array of strings as floats, and records input-only usage", async () => {
     const { data: one, response } = await openai.embeddings.create({ model: TINY_EMBED, input: "Hello there", encoding_format: "float" }).withResponse();
     const oneId = response.headers.get("x-completion-id");

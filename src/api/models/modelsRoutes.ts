@@ -24,7 +24,13 @@ export function modelsRoutes(deps: AppDeps): Router {
   router.get("/v1/models/*model", async (ctx) => {
     const id = ctx.params.model ?? "";
     const model = (await liveModels()).find((m) => m.id === id);
-    if (!model) throw new NotFoundError(`The model '${id}' does not exist.`, { param: "model", code: "model_not_found" });
+    if (!model) {
+      // A model of the registry whose workers are all down is not listed, but an inference request for it
+      // is a 503 "temporarily unavailable": said so here too (it said the model did not exist).
+      const known = deps.inference?.registry.get(id) !== undefined;
+      const message = known ? `The model '${id}' is not available right now (no worker serves it); retry later.` : `The model '${id}' does not exist.`;
+      throw new NotFoundError(message, { param: "model", code: "model_not_found" });
+    }
     ctx.body = modelBody(model);
   });
   return router;
