@@ -59,7 +59,9 @@ export function chatStreamFormat(head: Head): StreamFormat {
     },
     deltaChunk,
     finish(reason: FinishReason, first: boolean) {
-      return chunk([{ index: 0, delta: first ? { role: "assistant", content: "" } : {}, logprobs: null, finish_reason: reason }]);
+      // `content` on every chunk's delta, the finish's too (""): the spec's chunk has a content string, and
+      // a client that joins every `delta.content` (Python's "".join) failed on OpenAI's empty finish delta.
+      return chunk([{ index: 0, delta: first ? { role: "assistant", content: "" } : { content: "" }, logprobs: null, finish_reason: reason }]);
     },
     usage(usage: Usage) {
       return chunk([], { usage: usageBody(usage, head.reasoning) });
