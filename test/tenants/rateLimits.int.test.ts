@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TenantCounters } from "../../src/contracts/tenantCounters.ts";
 import { type Tenant, TENANT_MODEL, TenantPlatform, tenantChat } from "./tenantPlatform.ts";
 
 /**
@@ -204,6 +205,34 @@ describe("rate limits per key and per account across two API processes", () => {
       "200 ",
       "200 ",
     ]);
+  }, 60_000);
+
+  it("counts nothing in the per-minute window for a multi-prompt completion refused for concurrency at a later prompt", async () => {
+    await awayFromWindowEnd();
+    const multi = await platform.tenant();
+    expect((await platform.setRateLimits(multi.accountId, { concurrent_requests: 2, requests_per_minute: 10 })).status).toBe(200);
+    // One place of the two taken by a request in progress: a 2-prompt completion is refused at one prompt.
+    const counters = new TenantCounters(platform.redis.redis, platform.redis.prefix);
+    const wide = { requestsPerMinute: 1000, tokensPerMinute: 1_000_000, concurrentRequests: 1000 };
+    const filler = { completionId: `filler-${Date.now()}`, accountId: multi.accountId, keyId: "filler-key", model: TENANT_MODEL };
+    const limits = { account: wide, key: wide, queueShare: 1000 };
+    expect((await counters.admit({ ...filler, tokens: 0, countsAsRequest: false, limits, waitTtlMs: 60_000, runTtlMs: 60_000 })).refused).toBeNull();
+    const send = () =>
+      fetch(`${platform.apis[0]!}/v1/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${multi.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: TENANT_MODEL, prompt: ["a", "b"], max_tokens: 5 }),
+      });
+    for (let i = 0; i < 3; i++) {
+      const refused = await send();
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("concurrency");
+    }
+    await counters.release(filler);
+    // The three refusals counted nothing: this one is the window's first request (they took three of ten).
+    const served = await tenantChat(platform.apis[1]!, multi.key, { maxTokens: 5 });
+    expect(served.status).toBe(200);
+    expect(Number(served.headers.get("x-ratelimit-remaining-requests"))).toBe(9);
   }, 60_000);
 
   it("tells a client whose request alone is over the tokens limit not to retry it", async () => {

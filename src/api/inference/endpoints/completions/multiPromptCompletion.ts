@@ -69,19 +69,25 @@ export async function serveMultiPromptCompletion(
     await releaseHolds(deps.pool, unfinished).catch(() => undefined);
   };
 
-  const starts = spec.requests.map(
-    (request, index) =>
-      inference.jobs.start(ctx, {
-        model,
-        endpoint: "completions",
-        completionId: ids[index]!,
-        created,
-        work: { kind: "chat", request },
-        stream: false,
-        patient: index > 0,
-        holdPlaced: true,
-      }).started,
-  );
+  const startPrompt = (index: number) =>
+    inference.jobs.start(ctx, {
+      model,
+      endpoint: "completions",
+      completionId: ids[index]!,
+      created,
+      work: { kind: "chat", request: spec.requests[index]! },
+      stream: false,
+      patient: index > 0,
+      holdPlaced: true,
+    });
+  // The later prompts first: they count no request in the per-minute window. The first prompt, which
+  // counts the request, once they were all admitted: a request refused for a limit at any of its prompts
+  // counts nothing (the first prompt's count stayed, and refused requests used up the window).
+  const later = spec.requests.slice(1).map((_request, index) => startPrompt(index + 1));
+  const laterRefused = await firstFailure(later.map((handle) => handle.admitted));
+  const first = laterRefused ? Promise.reject(laterRefused.reason) : startPrompt(0).started;
+  first.catch(() => undefined);
+  const starts = [first, ...later.map((handle) => handle.started)];
   const jobs: (RunningJob | null)[] = starts.map(() => null);
   // The first prompt refused answers the request at once (a full queue's 503 waited for the other
   // prompts' jobs to start, one of them queued meanwhile); those still starting are stopped by their ids.
