@@ -147,6 +147,7 @@ export async function startWorker({ config, pool, logger, metrics, localReplies 
         keys,
         concurrency: EngineSet.concurrencyOf(model, loaded),
         runner,
+        replay,
         logger,
         lockDurationMs: config.workerLockMs,
         stalledIntervalMs: config.workerStalledCheckMs,

@@ -51,6 +51,18 @@ export const CompletionJobSchema = z
      */
     runsBefore: z.number().int().min(1).optional(),
     /**
+     * What the lost job's run had delivered in messages that Redis lost with it (those before the first
+     * one its replay stream still holds): charged with what the stream holds, by the run that ends it.
+     */
+    lostPrefix: z
+      .strictObject({
+        throughSeq: z.number().int().min(0),
+        tokens: z.number().int().min(0),
+        reasoning: z.string(),
+        uncounted: z.string(),
+      })
+      .optional(),
+    /**
      * The prices its budget hold was placed at (the admitting API process's registry, as published): it is
      * charged at these, whatever registry its worker has (a worker with other prices, in a deploy, charged
      * past the hold and the budget). Absent in jobs queued before it existed: the worker's own prices.

@@ -11,6 +11,7 @@ import type { Engine, EngineDelta } from "../engines/engine.ts";
 import { toJobError } from "./toJobError.ts";
 import { boundedUsage } from "./boundedUsage.ts";
 import type { DeltaPublisher } from "./deltaPublisher.ts";
+import type { SentOutput } from "./sentDeltas.ts";
 import type { AbandonedJobWatch } from "./abandonedJobWatch.ts";
 import { cancelledError, type JobCancellations, type TrackedJob } from "./jobCancellations.ts";
 import type { ReplayReader } from "./replayReader.ts";
@@ -70,6 +71,13 @@ export type CompletionJobRunnerDeps = {
  */
 export class CompletionJobRunner {
   readonly #deps: CompletionJobRunnerDeps;
+  /** The publisher of each job running here (what its run wrote: for the stand-in of a job Redis lost). */
+  readonly #publishers = new Map<string, DeltaPublisher>();
+
+  /** What the run here of a job wrote in its messages before number `seq`, or null when it does not run here. */
+  sentBefore(completionId: string, seq: number): SentOutput | null {
+    return this.#publishers.get(completionId)?.sentThrough(seq - 1) ?? null;
+  }
 
   constructor(deps: CompletionJobRunnerDeps) {
     this.#deps = deps;
@@ -110,6 +118,7 @@ export class CompletionJobRunner {
             span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
             throw error;
           } finally {
+            this.#publishers.delete(job.completionId);
             unwatch?.();
             tracked?.done();
             span.end();
@@ -163,6 +172,7 @@ export class CompletionJobRunner {
       else generated.uncounted += (delta.reasoning ?? "") + text;
     };
     const publisher = this.#deps.publisherFor(job, point.nextSeq, fence);
+    this.#publishers.set(job.completionId, publisher);
     const startedAt = this.#deps.now();
     // `started` goes out once the engine call has been made (its request is on the wire first), and in
     // any case before the job's first other message.
@@ -353,7 +363,7 @@ export class CompletionJobRunner {
   async #resume(job: CompletionJob, mode: RunMode, fence: { run?: number; onSuperseded?: () => void }): Promise<ResumePoint | null> {
     const { replay, usage, engine, logger } = this.#deps;
     const [messages, recorded] = await Promise.all([replay.read(job.completionId), usage.recorded(job.completionId)]);
-    const delivered = foldDelivered(messages);
+    const delivered = withLostPrefix(foldDelivered(messages), job.lostPrefix, messages[0]?.seq);
     const plan = planResumption(job, delivered, recorded, mode, engine.capabilities());
     const generation = plan.kind === "run" ? (plan.point.failure ? "failed" : plan.point.generation) : plan.kind;
     logger.warn("running a job whose worker died", { completionId: job.completionId, model: job.model, mode, lastSeq: delivered.lastSeq, generation });
@@ -366,4 +376,21 @@ export class CompletionJobRunner {
     }
     return null;
   }
+}
+
+/**
+ * What a job's earlier run delivered, its messages lost with Redis (a stand-in's `lostPrefix`) counted
+ * with those the stream holds when they join up (the stream's first message the one after them): the
+ * text stays lost (the reply cannot be continued), but what was sent is charged (it was charged only for
+ * the part after the loss, about half of what its client received).
+ */
+function withLostPrefix(delivered: Delivered, lost: CompletionJob["lostPrefix"], firstSeq: number | undefined): Delivered {
+  if (!lost || firstSeq !== lost.throughSeq + 1) return delivered;
+  return {
+    ...delivered,
+    started: true,
+    tokens: lost.tokens + delivered.tokens,
+    reasoning: lost.reasoning + delivered.reasoning,
+    uncounted: lost.uncounted + delivered.uncounted,
+  };
 }

@@ -11,7 +11,8 @@ import type { TenantCounters } from "../../src/contracts/tenantCounters.ts";
 import type { Usage } from "../../src/contracts/deltaMessage.ts";
 import type { CompletionJobRunner } from "./completionJobRunner.ts";
 import { boundedCloseBackend } from "./boundedCloseBackend.ts";
-import { LostJobStandIns, type RunningHere } from "./lostJobStandIns.ts";
+import { LostJobStandIns, type LostPrefixOf, type RunningHere } from "./lostJobStandIns.ts";
+import type { ReplayReader } from "./replayReader.ts";
 
 /** The job runner's signal: jobs are stopped by the API's cancels (JobCancellations), not by the queue. */
 const NEVER_ABORTED = new AbortController().signal;
@@ -46,7 +47,9 @@ export type CompletionWorkerOptions = {
   redis: Redis;
   keys: InferenceKeys;
   concurrency: number;
-  runner: Pick<CompletionJobRunner, "run">;
+  runner: Pick<CompletionJobRunner, "run"> & Partial<Pick<CompletionJobRunner, "sentBefore">>;
+  /** The replay streams (a lost job's stand-in carries what Redis lost of its messages); none: not carried. */
+  replay?: Pick<ReplayReader, "firstSeq">;
   logger: Logger;
   /** How long a job's lock lasts unless renewed (default 30 s, BullMQ's; the worker role passes WORKER_LOCK_MS). */
   lockDurationMs?: number;
@@ -117,7 +120,12 @@ export class CompletionWorker {
     this.#warnQueueError = (error) => warn({ model: this.modelId, error });
     this.#queue = new Queue<CompletionJob>(options.keys.queueName(options.modelId), { connection: options.redis, prefix: options.keys.prefix });
     this.#queue.on("error", this.#warnQueueError);
-    this.#standIns = new LostJobStandIns({ queue: this.#queue, delayMs: options.lockDurationMs ?? 30_000, logger: this.#logger });
+    this.#standIns = new LostJobStandIns({
+      queue: this.#queue,
+      delayMs: options.lockDurationMs ?? 30_000,
+      logger: this.#logger,
+      lostPrefixOf: lostPrefixOf(options.runner, options.replay),
+    });
     const loops = fetchLoopsFor(this.#concurrency);
     for (let i = 0; i < loops; i++) {
       // The slots split as evenly as they go (10 slots: 5 and 5; 20: 7, 7 and 6).
@@ -330,4 +338,20 @@ export class CompletionWorker {
 /** Which run of the job this is (ReplayFence): BullMQ counts every start of a job in Redis, atomically, as it hands it out. */
 function runOf(job: Job<CompletionJob, void>): number {
   return Math.max(1, job.attemptsStarted) + (job.data.runsBefore ?? 0);
+}
+
+/**
+ * What a job running here delivered in the messages before the first one its replay stream holds now
+ * (Redis lost them): its run's own count of them. Null while the stream holds no message yet, or nothing
+ * was lost (the stream starts with message 0).
+ */
+function lostPrefixOf(runner: CompletionWorkerOptions["runner"], replay: CompletionWorkerOptions["replay"]): LostPrefixOf | undefined {
+  if (!replay || !runner.sentBefore) return undefined;
+  const sentBefore = runner.sentBefore.bind(runner);
+  return async (job) => {
+    const first = await replay.firstSeq(job.completionId);
+    if (first === null || first === 0) return null;
+    const sent = sentBefore(job.completionId, first);
+    return sent ? { throughSeq: first - 1, tokens: sent.tokens, reasoning: sent.reasoning, uncounted: sent.uncounted } : null;
+  };
 }

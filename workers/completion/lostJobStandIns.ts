@@ -6,6 +6,9 @@ import type { Logger } from "../../src/observability/logger.ts";
 /** A job running here, as its stand-in would carry it. */
 export type RunningHere = { job: CompletionJob; run: number };
 
+/** What a running job delivered in messages Redis lost (CompletionJob's `lostPrefix`), or null while not known. */
+export type LostPrefixOf = (job: CompletionJob) => Promise<CompletionJob["lostPrefix"] | null>;
+
 /**
  * Stand-ins for running jobs that Redis lost. A Redis without persistence that restarts empty loses the
  * BullMQ job of every running completion, its lock with it: the worker goes on generating (its writes
@@ -33,10 +36,13 @@ export class LostJobStandIns {
   readonly #steps = new Map<string, Promise<void>>();
   readonly #ended = new Set<string>();
 
-  constructor(options: { queue: Queue<CompletionJob>; delayMs: number; logger: Logger }) {
+  readonly #lostPrefixOf: LostPrefixOf;
+
+  constructor(options: { queue: Queue<CompletionJob>; delayMs: number; logger: Logger; lostPrefixOf?: LostPrefixOf }) {
     this.#queue = options.queue;
     this.#delayMs = options.delayMs;
     this.#logger = options.logger;
+    this.#lostPrefixOf = options.lostPrefixOf ?? (() => Promise.resolve(null));
   }
 
   /** The lock of a job running here could not be renewed: a stand-in if BullMQ lost the job, its delay pushed back if placed. */
@@ -77,9 +83,11 @@ export class LostJobStandIns {
     if (this.#ended.has(id)) return;
     const existing = await this.#queue.getJob(id);
     if (existing === undefined) {
+      // What its messages lost with Redis delivered goes with it, to be charged by the run that ends it.
+      const lostPrefix = await this.#lostPrefixOf(job).catch(() => null);
       await this.#queue.add(
         RUN_COMPLETION,
-        { ...job, runsBefore: run },
+        { ...job, runsBefore: run, ...(lostPrefix ? { lostPrefix } : {}) },
         {
           jobId: id,
           delay: this.#delayMs,
@@ -95,6 +103,12 @@ export class LostJobStandIns {
     }
     // Our stand-in, not yet due: its delay starts over (as a lock renewed). Anything else (the job itself,
     // or a stand-in a worker took) is left alone.
-    if (existing.data.runsBefore === run && (await existing.isDelayed())) await existing.changeDelay(this.#delayMs);
+    if (existing.data.runsBefore !== run || !(await existing.isDelayed())) return;
+    await existing.changeDelay(this.#delayMs);
+    // Placed before the replay stream held a message again (what was lost was not known yet): now.
+    if (existing.data.lostPrefix === undefined) {
+      const lostPrefix = await this.#lostPrefixOf(job).catch(() => null);
+      if (lostPrefix) await existing.updateData({ ...existing.data, lostPrefix });
+    }
   }
 }

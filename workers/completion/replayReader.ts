@@ -20,4 +20,10 @@ export class ReplayReader {
   async read(completionId: string): Promise<DeltaMessage[]> {
     return decodeReplayEntries(await this.#redis.xrange(this.#keys.replayStream(completionId), "-", "+"));
   }
+
+  /** The number of the first message the replay stream holds (a run's claim is no message), or null when it holds none yet. */
+  async firstSeq(completionId: string): Promise<number | null> {
+    const entries = await this.#redis.xrange(this.#keys.replayStream(completionId), "-", "+", "COUNT", 4);
+    return decodeReplayEntries(entries)[0]?.seq ?? null;
+  }
 }
