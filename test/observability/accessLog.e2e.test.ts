@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/observability/logger.ts";
 import { startTelemetry, type Telemetry } from "../../src/observability/telemetry.ts";
 import { eventually } from "../support/eventually.ts";
+import { TEST_ADMIN_TOKEN } from "../support/testApp.ts";
 import { startTestPlatform, TINY_CHAT, type TestPlatform } from "../support/testPlatform.ts";
 
 // The access log: one JSON line per request, through the real API with tracing on, captured from the
@@ -72,6 +73,17 @@ describe("access log", () => {
     });
     expect(typeof line.time).toBe("string");
     expect(line.durationMs).toBeGreaterThan(0);
+  });
+
+  it("names the caller's address on a line of the admin API (an admin:http change's correlation id leads there)", async () => {
+    const response = await fetch(`${platform.baseUrl}/api/v1/admin/accounts?email=nobody@example.test`, {
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+    });
+    const line = await lineOf(response);
+    expect(line).toMatchObject({ route: expect.stringMatching(/^\/api\/v1\/admin\//), clientAddress: "127.0.0.1" });
+    // Not on other routes.
+    const chatLine = await lineOf(await chat({}));
+    expect(chatLine.clientAddress).toBeUndefined();
   });
 
   it("logs a stream once it ended, with its tokens", async () => {

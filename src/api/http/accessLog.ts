@@ -35,6 +35,9 @@ export function accessLog(logger: Logger, routes: RouteTemplates, now: () => num
         requestId: requestId ?? null,
         traceId: traceId ?? null,
         keyId: principal?.keyId ?? null,
+        // An operator's call of the admin API: who called, as docs/audit.md says an admin:http change's
+        // correlation id leads to (the line had no address; only a trace had it).
+        ...(isAdminPath(ctx.path) ? { clientAddress: ctx.request.ip } : {}),
         ...(inference
           ? {
               model: inference.model,
@@ -46,3 +49,5 @@ export function accessLog(logger: Logger, routes: RouteTemplates, now: () => num
     }
   };
 }
+
+const isAdminPath = (path: string) => path === "/api/v1/admin" || path.startsWith("/api/v1/admin/");
