@@ -56,7 +56,11 @@ function readInput<T>(file: string, what: string, read: () => T): T {
 
 /** Writes a file that must not exist yet (a key is never overwritten). */
 async function writeNew(file: string, text: string, mode: number): Promise<void> {
-  const handle = await open(file, "wx", mode);
+  const handle = await open(file, "wx", mode).catch((error: unknown) => {
+    // One line, not a stack: a key pair is never written over (choose another --out, or move the old one).
+    if ((error as { code?: string }).code === "EEXIST") throw new UsageError(`${file} exists already: a key is never overwritten; choose another --out.`);
+    throw error;
+  });
   try {
     await handle.writeFile(text);
   } finally {

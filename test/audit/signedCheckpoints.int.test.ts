@@ -159,7 +159,10 @@ describe("npm run audit -- keygen | heads | verify", () => {
       expect(keygen.stdout).toContain(generated.keyId);
       expect(checkpointPublicKey(await readFile(path.join(dir, "keys", "audit-public-key.pem"), "utf8")).keyId).toBe(generated.keyId);
       expect((await stat(path.join(dir, "keys", "audit-signing-key.pem"))).mode & 0o077).toBe(0);
-      expect((await cli(["keygen", "--out", path.join(dir, "keys")])).code).toBe(2);
+      const again = await cli(["keygen", "--out", path.join(dir, "keys")]);
+      expect(again.code).toBe(2);
+      // One line that says why, not a stack trace.
+      expect(again.stderr.trim()).toBe(`${path.join(dir, "keys", "audit-signing-key.pem")} exists already: a key is never overwritten; choose another --out.`);
 
       const headsFile = path.join(dir, "heads.json");
       const heads = await cli(["heads", "--out", headsFile]);
