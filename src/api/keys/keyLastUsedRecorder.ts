@@ -1,5 +1,6 @@
 import type { Queryable } from "../../ledger/eventStore/types.ts";
 import type { Logger } from "../../observability/logger.ts";
+import { throttledWarning } from "../../observability/throttledWarning.ts";
 
 export type KeyLastUsedRecorderOptions = {
   db: Queryable;
@@ -47,8 +48,10 @@ export class KeyLastUsedRecorder {
 
   start(): void {
     if (this.#timer || this.#options.flushIntervalMs <= 0) return;
+    // An outage fails every flush: a line every 10 s with the count of those left out (it was one per flush).
+    const warn = throttledWarning(this.#options.logger, "last-used flush failed");
     this.#timer = setInterval(() => {
-      this.flush().catch((error: unknown) => this.#options.logger.warn("last-used flush failed", { error: error as Error }));
+      this.flush().catch((error: unknown) => warn({ error: error as Error }));
     }, this.#options.flushIntervalMs);
     this.#timer.unref();
   }
