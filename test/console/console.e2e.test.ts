@@ -257,6 +257,47 @@ describe("web console in Chromium against the real service (API, worker, project
     expect(stored.headers.get("x-completion-status")).toBe("cancelled");
   });
 
+  it("sends one reply at a time: Ctrl+Enter while a reply streams sends nothing (it started a second stream)", async () => {
+    paceMs = 300;
+    const posts: string[] = [];
+    const onRequest = (request: { method(): string; url(): string }) => {
+      if (request.method() === "POST" && request.url().endsWith("/v1/chat/completions")) posts.push(request.url());
+    };
+    page.on("request", onRequest);
+    onTestFinished(() => {
+      paceMs = 0;
+      page.off("request", onRequest);
+    });
+    await page.getByLabel("Message").fill("Tell me a third story");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("button", { name: "Stop" }).waitFor();
+    await page.getByLabel("Message").fill("And a fourth");
+    await page.getByLabel("Message").press("Control+Enter");
+    await page.waitForTimeout(500);
+    expect(posts).toHaveLength(1);
+    await page.getByRole("button", { name: "Stop" }).dispatchEvent("click");
+    await page.getByRole("button", { name: "Stop" }).waitFor({ state: "detached", timeout: 10_000 });
+    await page.getByLabel("Message").fill("");
+  });
+
+  it("keeps what arrived, and says what happened, when a reply is cut off (the text was dropped and the message put back)", async () => {
+    paceMs = 300;
+    onTestFinished(() => {
+      paceMs = 0;
+    });
+    const answer = page.waitForResponse((response) => response.url().endsWith("/v1/chat/completions"));
+    await page.getByLabel("Message").fill("Tell me a fifth story");
+    await page.getByRole("button", { name: "Send" }).click();
+    const completionId = (await answer).headers()["x-completion-id"]!;
+    await page.locator("#pg-reply").filter({ hasText: /\S/ }).waitFor();
+    // Ended by the service, not by this page's Stop (here a cancel sent elsewhere): its stream's error event.
+    expect((await platform.request("POST", `/v1/chat/completions/${completionId}/cancel`, { token: fullKey })).status).toBe(200);
+    await expect.poll(async () => page.getByRole("alert").textContent(), { timeout: 10_000 }).toMatch(/^The reply was cut off before its end \(/);
+    const kept = await page.locator("li.turn.assistant").last().textContent();
+    expect(kept?.replace(/^Model/, "").trim().length).toBeGreaterThan(0);
+    expect(await page.getByLabel("Message").inputValue()).toBe("");
+  });
+
   it("says so when Stop's cancel is refused (the service could not take it), reads on, and a second Stop stops it", async () => {
     paceMs = 300;
     onTestFinished(() => {
@@ -544,6 +585,11 @@ describe("web console in Chromium against the real service (API, worker, project
 
   it("revokes after a confirmation; the next SDK call is refused with 403", async () => {
     await page.getByRole("link", { name: "API keys", exact: true }).click();
+    // Escape keeps the key, as a dialog closes; focus is back on its Revoke button.
+    await page.getByRole("button", { name: "Revoke laptop (old)" }).click();
+    await page.getByRole("alertdialog").waitFor();
+    await page.keyboard.press("Escape");
+    await page.getByRole("alertdialog").waitFor({ state: "detached" });
     await page.getByRole("button", { name: "Revoke laptop (old)" }).click();
     const confirm = page.getByRole("alertdialog");
     expect(await confirm.textContent()).toContain("cannot be undone");
@@ -614,6 +660,8 @@ describe("web console in Chromium against the real service (API, worker, project
     await page.getByLabel("Password").fill("wrong password here");
     await page.getByRole("button", { name: "Log in" }).click();
     await page.getByRole("alert").filter({ hasText: "Incorrect email address or password." }).waitFor();
+    // Focus is back on the password, to type it again (it had fallen to the page's body).
+    await expect.poll(() => page.evaluate(() => (globalThis as any).document.activeElement?.id)).toBe("password");
     await page.getByLabel("Password").fill(PASSWORD);
     await page.getByRole("button", { name: "Log in" }).click();
     await keyRow("laptop (old)").waitFor();

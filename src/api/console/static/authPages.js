@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useRef, useState } from "preact/hooks";
 import { html } from "./html.js";
 import { ErrorMessage } from "./widgets.js";
 
@@ -9,9 +9,11 @@ export function AuthPage({ api, mode, navigate, onLoggedIn, notice }) {
   const [password, setPassword] = useState("");
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
+  const passwordField = useRef(null);
 
   async function submit(event) {
     event.preventDefault();
+    let failed = false;
     setBusy(true);
     setError(null);
     try {
@@ -20,9 +22,12 @@ export function AuthPage({ api, mode, navigate, onLoggedIn, notice }) {
       await onLoggedIn(session.csrf_token);
     } catch (failure) {
       setError(failure);
+      // Back to the password (the focused button was disabled while busy: focus had fallen to the page).
+      failed = true;
     } finally {
       setBusy(false);
     }
+    if (failed) setTimeout(() => passwordField.current?.focus(), 0);
   }
 
   const other = signup ? { path: "/login", text: "Already have an account? Log in" } : { path: "/signup", text: "New here? Create an account" };
@@ -36,6 +41,7 @@ export function AuthPage({ api, mode, navigate, onLoggedIn, notice }) {
         <label for="password">Password</label>
         <input
           id="password"
+          ref=${passwordField}
           name="password"
           type="password"
           autocomplete=${signup ? "new-password" : "current-password"}

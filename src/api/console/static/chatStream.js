@@ -23,6 +23,10 @@ async function openStream(path, body, { apiKey, signal, onCompletionId }) {
     headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
     body: JSON.stringify(body),
     signal,
+  }).catch((failure) => {
+    // No answer at all: what that means, not the browser's "Failed to fetch" (a Stop's abort stays one).
+    if (failure?.name === "AbortError") throw failure;
+    throw new Error("The service cannot be reached. Check your connection, then try again in a moment.");
   });
   const completionId = response.headers.get("x-completion-id");
   if (completionId) onCompletionId?.(completionId);

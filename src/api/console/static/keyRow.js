@@ -82,7 +82,15 @@ export function KeyRow({ apiKey, api, keysPath, onChanged }) {
       <td class="actions">
         ${
           mode === "confirm-revoke"
-            ? html`<div role="alertdialog" aria-labelledby=${`revoke-q-${apiKey.id}`} class="confirm">
+            ? html`<div
+                role="alertdialog"
+                aria-labelledby=${`revoke-q-${apiKey.id}`}
+                class="confirm"
+                onKeyDown=${(e) => {
+                  // Escape keeps the key, as a dialog closes (it did nothing).
+                  if (e.key === "Escape") keepIt();
+                }}
+              >
                 <p id=${`revoke-q-${apiKey.id}`}>Revoke “${apiKey.name}”? Every call with it will be refused (403) at once. This cannot be undone.</p>
                 <button type="button" class="danger" onClick=${revoke}>Revoke key</button>
                 <button type="button" onClick=${keepIt} ref=${(el) => el?.focus()}>Keep it</button>

@@ -53,6 +53,9 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
 
   async function send(event) {
     event.preventDefault();
+    // One reply at a time: Ctrl+Enter submits the form past the disabled Send button (two streams wrote
+    // into one reply, and the first one's end dropped the second turn, charged all the same).
+    if (abort.current) return;
     const messages = [...turns, { role: "user", content: message }];
     setTurns(messages);
     setMessage("");
@@ -86,6 +89,12 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
         // Stopped: keep what had arrived.
         setTurns(partial ? [...messages, { role: "assistant", content: partial }] : messages);
         setEnding("Stopped: the reply ends here; what the model had generated is charged.");
+      } else if (partial) {
+        // Cut off mid-reply (the connection broke, or the service ended it with an error): what arrived
+        // stays, with what happened (it was dropped, the message put back and a bare "network error" shown).
+        setTurns([...messages, { role: "assistant", content: partial }]);
+        setError(cutOff(failure));
+        setEnding("The reply was cut off before its end.");
       } else {
         // Nothing was answered: take the message back into the box, to send again once the cause is fixed.
         setError(failure);
@@ -188,7 +197,7 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
           value=${message}
           onInput=${(e) => setMessage(e.currentTarget.value)}
           onKeyDown=${(e) => {
-            if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) e.currentTarget.form.requestSubmit();
+            if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && streaming === null) e.currentTarget.form.requestSubmit();
           }}
           aria-describedby="pg-message-hint"
         ></textarea>
@@ -201,4 +210,12 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
       </form>
     </section>
   `;
+}
+
+/** Why a reply stopped short, in words a console user can act on (the browser says only "network error"). */
+function cutOff(failure) {
+  const why = failure instanceof TypeError ? "the connection to the service broke" : failure.message;
+  return new Error(
+    `The reply was cut off before its end (${why}). What arrived is kept above; the service may still finish it, and charges what the model generated. Send again to ask anew.`,
+  );
 }
