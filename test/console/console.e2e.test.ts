@@ -98,6 +98,12 @@ describe("web console in Chromium against the real service (API, worker, project
     expect(page.url()).toBe(`${platform.baseUrl}/account`);
     expect(await page.locator("#subscription-status").textContent()).toBe("Not active");
     expect(await page.getByText("402 Payment Required").count()).toBe(1);
+    // The usage page says so too (it showed a budget of CHF 0.00 without a word).
+    await page.getByRole("link", { name: "Usage", exact: true }).click();
+    await page.locator("#usage-inactive").waitFor();
+    expect(await page.locator("#usage-inactive").textContent()).toContain("Your subscription is not active");
+    await page.getByRole("link", { name: "API keys", exact: true }).click();
+    await page.getByRole("heading", { name: "Account settings" }).waitFor();
 
     const cookies = await context.cookies();
     const session = cookies.find((c) => c.name === "console_session");

@@ -99,15 +99,23 @@ export function UsagePage({ api }) {
   useEffect(() => {
     const now = new Date();
     const last30 = `start_date=${isoDay(daysAgo(now, 29))}&end_date=${isoDay(now)}`;
-    Promise.all([api.get(`${USAGE_PATH}?${last30}&group_by=day`), api.get(`${USAGE_PATH}?group_by=key`), api.get(`${USAGE_PATH}?group_by=model`)]).then(
-      ([days, keys, models]) => setUsage({ days, keys, models }),
-      setError,
-    );
+    Promise.all([
+      api.get(`${USAGE_PATH}?${last30}&group_by=day`),
+      api.get(`${USAGE_PATH}?group_by=key`),
+      api.get(`${USAGE_PATH}?group_by=model`),
+      api.get("/api/v1/accounts/user"),
+    ]).then(([days, keys, models, user]) => setUsage({ days, keys, models, active: user.subscription.status === "active" }), setError);
   }, [api]);
   if (error) return html`<h1>Usage</h1><${ErrorMessage} error=${error} />`;
   if (!usage) return html`<h1>Usage</h1><p class="loading">Loading usage…</p>`;
   return html`
     <h1>Usage</h1>
+    ${
+      !usage.active &&
+      html`<p class="notice" role="status" id="usage-inactive">
+        Your subscription is not active: there is no budget, and every API call answers <code>402</code> until an operator activates it.
+      </p>`
+    }
     <${BudgetGauge} period=${usage.days.period} />
     <${CostChart} usage=${usage.days} />
     <${BatchSpend} total=${usage.models.total} />
