@@ -641,6 +641,14 @@ describe("web console in Chromium against the real service (API, worker, project
     await page.getByRole("link", { name: "Batches" }).click();
     await page.getByLabel("Input file (JSONL)").waitFor();
     expect(await overflowing()).toBeLessThanOrEqual(0);
+    // The Usage page's tables by key and by model are stacked cards too: every figure inside the page
+    // (six columns of 769 px kept Completion tokens, Cost and batch off-screen in a scroller).
+    await page.getByRole("link", { name: "Usage" }).click();
+    await page.locator("table.usage td").first().waitFor();
+    const usageRight = await page.evaluate(() =>
+      Math.max(...[...(globalThis as any).document.querySelectorAll("table.usage td")].map((cell: any) => cell.getBoundingClientRect().right)),
+    );
+    expect(usageRight).toBeLessThanOrEqual(390);
 
     await page.getByRole("link", { name: "API keys", exact: true }).first().click();
     await keyRow("laptop (old)").waitFor();

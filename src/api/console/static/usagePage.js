@@ -48,7 +48,7 @@ function UsageTable({ title, rows, first, firstLabel }) {
         rows.length === 0
           ? html`<p>No requests in this period yet.</p>`
           : html`<div class="table-wrap">
-              <table>
+              <table class="usage">
                 <thead>
                   <tr>
                     <th scope="col">${firstLabel}</th>
@@ -63,11 +63,11 @@ function UsageTable({ title, rows, first, firstLabel }) {
                   ${rows.map(
                     (row) => html`<tr>
                       <th scope="row">${row.label}</th>
-                      <td class="num">${count(row.requests)}</td>
-                      <td class="num">${count(row.prompt_tokens)}</td>
-                      <td class="num">${count(row.completion_tokens)}</td>
-                      <td class="num">${chf(row.cost_chf)}</td>
-                      <td class="num">${row.batch_requests ? `${chf(row.batch_cost_chf)} (${count(row.batch_requests)} lines)` : "–"}</td>
+                      <td class="num" data-label="Requests">${count(row.requests)}</td>
+                      <td class="num" data-label="Prompt tokens">${count(row.prompt_tokens)}</td>
+                      <td class="num" data-label="Completion tokens">${count(row.completion_tokens)}</td>
+                      <td class="num" data-label="Cost">${chf(row.cost_chf)}</td>
+                      <td class="num" data-label="Of which batch">${row.batch_requests ? `${chf(row.batch_cost_chf)} (${count(row.batch_requests)} lines)` : "–"}</td>
                     </tr>`,
                   )}
                 </tbody>
