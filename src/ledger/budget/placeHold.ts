@@ -42,7 +42,12 @@ export type PlaceHoldResult = HoldPlaced | HoldRefused;
  */
 export const CARRIED_HOLDS_SQL = "SELECT COALESCE(sum(amount_micro_chf), 0)::bigint FROM budget_holds WHERE account_id = $1::uuid AND period_start < $2::date";
 
-const PLACE_HOLD_SQL = `WITH carried AS (SELECT (${CARRIED_HOLDS_SQL}) AS amount), admitted AS (
+/**
+ * The carried holds and the conditional hold of `$3` micro-CHF on the account's budget row of the period
+ * (`carried` and `admitted` CTEs; `returning`: what `admitted` returns): one placement's or several's.
+ */
+export function admitToBudgetSql(returning: string): string {
+  return `WITH carried AS (SELECT (${CARRIED_HOLDS_SQL}) AS amount), admitted AS (
     INSERT INTO rm_budget AS b (account_id, period_start, budget_micro_chf, spent_micro_chf, held_micro_chf, updated_at)
     SELECT a.account_id, $2::date, a.monthly_budget_micro_chf, 0, $3::bigint, $4::timestamptz
       FROM rm_accounts a
@@ -54,8 +59,11 @@ const PLACE_HOLD_SQL = `WITH carried AS (SELECT (${CARRIED_HOLDS_SQL}) AS amount
            budget_micro_chf = EXCLUDED.budget_micro_chf,
            updated_at = EXCLUDED.updated_at
      WHERE b.spent_micro_chf + b.held_micro_chf + EXCLUDED.held_micro_chf + (SELECT amount FROM carried) <= EXCLUDED.budget_micro_chf
-    RETURNING b.account_id, b.period_start, b.budget_micro_chf - b.spent_micro_chf - b.held_micro_chf - (SELECT amount FROM carried) AS remaining
-  ), placed AS (
+    RETURNING ${returning}
+`;
+}
+
+const PLACE_HOLD_SQL = `${admitToBudgetSql("b.account_id, b.period_start, b.budget_micro_chf - b.spent_micro_chf - b.held_micro_chf - (SELECT amount FROM carried) AS remaining")}  ), placed AS (
     INSERT INTO budget_holds (hold_id, account_id, period_start, amount_micro_chf, created_at)
     SELECT $5, account_id, period_start, $3::bigint, $4::timestamptz FROM admitted
     RETURNING hold_id

@@ -1,6 +1,6 @@
 import type { Queryable } from "../eventStore/types.ts";
 import { billingPeriod } from "./billingPeriod.ts";
-import { CARRIED_HOLDS_SQL, type HoldRefused, refusalOf } from "./placeHold.ts";
+import { admitToBudgetSql, type HoldRefused, refusalOf } from "./placeHold.ts";
 
 export type PlaceHoldsInput = {
   accountId: string;
@@ -12,20 +12,7 @@ export type PlaceHoldsInput = {
 /** Every hold placed, or none: the refusal of them together (its amount their sum). */
 export type PlaceHoldsResult = { ok: true } | HoldRefused;
 
-const PLACE_HOLDS_SQL = `WITH carried AS (SELECT (${CARRIED_HOLDS_SQL}) AS amount), admitted AS (
-    INSERT INTO rm_budget AS b (account_id, period_start, budget_micro_chf, spent_micro_chf, held_micro_chf, updated_at)
-    SELECT a.account_id, $2::date, a.monthly_budget_micro_chf, 0, $3::bigint, $4::timestamptz
-      FROM rm_accounts a
-     WHERE a.account_id = $1::uuid
-       AND a.subscription_status = 'active'
-       AND $3::bigint + (SELECT amount FROM carried) <= a.monthly_budget_micro_chf
-    ON CONFLICT (account_id, period_start) DO UPDATE
-       SET held_micro_chf = b.held_micro_chf + EXCLUDED.held_micro_chf,
-           budget_micro_chf = EXCLUDED.budget_micro_chf,
-           updated_at = EXCLUDED.updated_at
-     WHERE b.spent_micro_chf + b.held_micro_chf + EXCLUDED.held_micro_chf + (SELECT amount FROM carried) <= EXCLUDED.budget_micro_chf
-    RETURNING b.account_id, b.period_start
-  ), placed AS (
+const PLACE_HOLDS_SQL = `${admitToBudgetSql("b.account_id, b.period_start")}  ), placed AS (
     INSERT INTO budget_holds (hold_id, account_id, period_start, amount_micro_chf, created_at)
     SELECT h.hold_id, admitted.account_id, admitted.period_start, h.amount, $4::timestamptz
       FROM admitted, unnest($5::text[], $6::bigint[]) AS h(hold_id, amount)
