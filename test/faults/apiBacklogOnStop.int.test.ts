@@ -1,35 +1,19 @@
-import type { ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
-import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { countingModel } from "./countingUpstream.ts";
-import { killChild, roleEnv, startApiRole } from "./roleProcesses.ts";
+import { type RoleFixture, roleEnv, startApiRole, startRoleFixture } from "./roleProcesses.ts";
 
 /**
  * An API process told to stop (SIGTERM) right after a burst of connections: those its event loop had not
  * accepted yet were reset by the kernel when it closed its listener at once (a probe: 87 of 150 streamed
  * chats got no answer at all). It accepts them for a moment first, and each gets an answer.
  */
-let db: TestDatabase;
-let redis: RedisServer;
-let dir: string;
-const children: ChildProcess[] = [];
-const logs: string[] = [];
-
+let fixture: RoleFixture;
 beforeAll(async () => {
-  db = await createTestDatabase();
-  redis = await startRedisServer();
-  dir = await mkdtemp(path.join(tmpdir(), "api-backlog-"));
+  fixture = await startRoleFixture("api-backlog");
 }, 60_000);
 afterAll(async () => {
-  await Promise.all(children.map(killChild));
-  await redis?.stop();
-  await db?.drop();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await fixture?.stop();
 }, 60_000);
 
 /** Opens a connection and sends one request at once; answers whether any response came before the connection ended. */
@@ -49,6 +33,7 @@ function requestOnce(port: number): Promise<boolean> {
 
 describe("an API process stopped right after a burst of connections", () => {
   it("answers every connection that reached it, none reset unanswered", async () => {
+    const { dir, db, redis, logs, children } = fixture;
     const env = await roleEnv({
       dir,
       databaseUrl: db.url,

@@ -1,18 +1,14 @@
-import type { ChildProcess } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { costMicroChf } from "../../src/ledger/pricing/costMicroChf.ts";
 import { readPriceVersions } from "../../src/ledger/pricing/priceTable.ts";
 import { createKey } from "../keys/keySteps.ts";
 import { eventually } from "../support/eventually.ts";
-import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
 import { createTestAccount } from "../support/testAccounts.ts";
-import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 import { countingModel, type CountingUpstream, startCountingUpstream } from "./countingUpstream.ts";
 import { requestVia } from "./processChat.ts";
-import { killChild, listModelIds, roleEnv, spawnRoles, startApiRole } from "./roleProcesses.ts";
+import { listModelIds, type RoleFixture, roleEnv, spawnRoles, startApiRole, startRoleFixture } from "./roleProcesses.ts";
 
 /**
  * A deploy that gave a worker a registry with other prices than its API process's (roles apart): the API
@@ -23,19 +19,14 @@ import { killChild, listModelIds, roleEnv, spawnRoles, startApiRole } from "./ro
 const MODEL = "counting-model";
 const BUDGET_CHF = 0.001;
 
-let db: TestDatabase;
-let redis: RedisServer;
+let fixture: RoleFixture;
 let upstream: CountingUpstream;
-let dir: string;
 let api: string;
-const children: ChildProcess[] = [];
-const logs: string[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  redis = await startRedisServer();
+  fixture = await startRoleFixture("price-skew");
+  const { dir, db, redis, logs, children } = fixture;
   upstream = await startCountingUpstream({ totalTokens: 20, tokenDelayMs: 5, promptTokens: 10 });
-  dir = await mkdtemp(path.join(tmpdir(), "price-skew-"));
   const model = countingModel(upstream, { id: MODEL, maxConcurrency: 16 });
   const env = await roleEnv({ dir, databaseUrl: db.url, redisUrl: redis.url, prefix: `test-price-skew-${process.pid}`, models: [model] });
   api = (await startApiRole(env, logs, children)).api;
@@ -47,15 +38,13 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all(children.map(killChild));
+  await fixture?.stop();
   await upstream?.close();
-  await redis?.stop();
-  await db?.drop();
-  if (dir) await rm(dir, { recursive: true, force: true });
 }, 60_000);
 
 describe("a worker whose registry has other prices than its API process's", () => {
   it("charges each request at the prices its hold was placed at (the API's, published): the budget is never passed", async () => {
+    const { db, logs } = fixture;
     const account = await createTestAccount(db.pool, { monthlyBudgetChf: BUDGET_CHF });
     const { key } = await createKey({ request: requestVia(api) } as Parameters<typeof createKey>[0], account.sessionToken);
     await eventually(async () => ((await listModelIds(api, key)).includes(MODEL) ? true : undefined), 60_000).catch((error: unknown) => {

@@ -1,10 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ModelEntry } from "../../src/models/modelRegistrySchema.ts";
 import { fileURLToPath } from "node:url";
 import { eventually } from "../support/eventually.ts";
 import { freePort } from "../support/freePort.ts";
+import { type RedisServer, startRedisServer } from "../support/redisServer.ts";
+import { createTestDatabase, type TestDatabase } from "../support/testDatabase.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 
@@ -68,5 +71,29 @@ export async function roleEnv(options: {
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
     ...options.extra,
+  };
+}
+
+/** What role processes of a test run on: a fresh database, a private Redis, a folder; the processes started and their output. */
+export type RoleFixture = { db: TestDatabase; redis: RedisServer; dir: string; children: ChildProcess[]; logs: string[]; stop(): Promise<void> };
+
+/** A RoleFixture; `stop()` kills the processes started on it and removes the rest. */
+export async function startRoleFixture(name: string): Promise<RoleFixture> {
+  const db = await createTestDatabase();
+  const redis = await startRedisServer();
+  const dir = await mkdtemp(path.join(tmpdir(), `${name}-`));
+  const children: ChildProcess[] = [];
+  return {
+    db,
+    redis,
+    dir,
+    children,
+    logs: [],
+    async stop() {
+      await Promise.all(children.map(killChild));
+      await redis.stop();
+      await db.drop();
+      await rm(dir, { recursive: true, force: true });
+    },
   };
 }
