@@ -62,10 +62,10 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
         const interrupted = inference.interruptRelays();
         if (interrupted > 0) logger.warn("shutdown grace nearly over: replies still relayed ended with server_shutting_down", { interrupted });
       }, relayNoticeMs(config.shutdownGraceMs));
-      // The listener stays open a moment (BACKLOG_ACCEPT_MS, at most a quarter of the grace): connections a
-      // client had opened but this process had not accepted yet (a burst just before the signal) are taken
-      // and answered; closed at once, the kernel reset them (a probe: 87 of 150 got no answer at all).
-      await new Promise((resolve) => setTimeout(resolve, Math.min(BACKLOG_ACCEPT_MS, Math.floor(config.shutdownGraceMs / 4))));
+      // The listener stays open until connections stop coming (acceptedUntilQuiet): those a client had
+      // opened but this process had not accepted yet (a burst just before the signal) are taken and
+      // answered; closed at once, the kernel reset them (a probe: 87 of 150 got no answer at all).
+      await acceptedUntilQuiet(server, Math.min(BACKLOG_ACCEPT_MAX_MS, Math.floor(config.shutdownGraceMs / 4)));
       await new Promise<void>((resolve) => server.close(() => resolve())).finally(() => {
         clearInterval(idle);
         clearTimeout(notice);
@@ -81,8 +81,34 @@ export async function startApi({ config, pool, logger, metrics, localReplies }: 
   };
 }
 
-/** How long a stopping API process still accepts the connections that were waiting to be accepted. */
-const BACKLOG_ACCEPT_MS = 1_000;
+/** How long no connection must have come before a stopping API process closes its listener; and the most it waits. */
+const BACKLOG_QUIET_MS = 250;
+const BACKLOG_ACCEPT_MAX_MS = 5_000;
+
+/**
+ * Resolves once no connection was accepted for BACKLOG_QUIET_MS, checked after the event loop's poll phase
+ * (a timer fires before the accepts waiting in that phase: a loop busy with a burst took the connections
+ * still waiting for longer than a fixed second, and a probe saw a few reset), or after `maxMs`.
+ */
+async function acceptedUntilQuiet(server: Server, maxMs: number): Promise<void> {
+  const started = performance.now();
+  let last = started;
+  const accepted = () => {
+    last = performance.now();
+  };
+  server.on("connection", accepted);
+  try {
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, BACKLOG_QUIET_MS));
+      // One turn through the poll phase: connections the kernel holds for this listener are accepted now.
+      await new Promise((resolve) => setImmediate(resolve));
+      const now = performance.now();
+      if (now - started >= maxMs || now - last >= BACKLOG_QUIET_MS) return;
+    }
+  } finally {
+    server.off("connection", accepted);
+  }
+}
 
 /**
  * When, into the shutdown grace, the API ends the replies it still relays: 5 s before the grace is over
