@@ -298,7 +298,9 @@ describe("web console in Chromium against the real service (API, worker, project
     await page.locator("#pg-reply").filter({ hasText: /\S/ }).waitFor();
     // Ended by the service, not by this page's Stop (here a cancel sent elsewhere): its stream's error event.
     expect((await platform.request("POST", `/v1/chat/completions/${completionId}/cancel`, { token: fullKey })).status).toBe(200);
-    await expect.poll(async () => page.getByRole("alert").textContent(), { timeout: 10_000 }).toMatch(/^The reply was cut off before its end \(/);
+    await expect
+      .poll(async () => page.getByRole("alert").textContent(), { timeout: 10_000 })
+      .toMatch(/^The reply was cut off before its end: .*cancelled.*\. What arrived is kept above, and what the model generated is charged\./);
     const kept = await page.locator("li.turn.assistant").last().textContent();
     expect(kept?.replace(/^Model/, "").trim().length).toBeGreaterThan(0);
     expect(await page.getByLabel("Message").inputValue()).toBe("");

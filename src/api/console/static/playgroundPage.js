@@ -214,8 +214,14 @@ export function PlaygroundPage({ api, playgroundKey, setPlaygroundKey, navigate 
 
 /** Why a reply stopped short, in words a console user can act on (the browser says only "network error"). */
 function cutOff(failure) {
-  const why = failure instanceof TypeError ? "the connection to the service broke" : failure.message;
+  if (failure instanceof TypeError) {
+    return new Error(
+      "The reply was cut off before its end: the connection to the service broke. What arrived is kept above; the service may still finish it, and charges what the model generated. Send again to ask anew.",
+    );
+  }
+  // The service ended it (cancelled elsewhere, the model failed): its own words, then what stays.
+  const said = failure.message.replace(/[.\s]+$/, "");
   return new Error(
-    `The reply was cut off before its end (${why}). What arrived is kept above; the service may still finish it, and charges what the model generated. Send again to ask anew.`,
+    `The reply was cut off before its end: ${said}. What arrived is kept above, and what the model generated is charged. Send again to ask anew.`,
   );
 }
