@@ -44,6 +44,8 @@ export class ApiKeyAuth {
   readonly #subscriber: AuthInvalidationSubscriber;
   /** Key hashes whose background refresh is in flight (one at a time per key). */
   readonly #refreshing = new Set<string>();
+  /** The lookup in flight per key hash, with the cache generation it began in: concurrent misses share it. */
+  readonly #lookups = new Map<string, { generation: number; result: Promise<ApiKeyAuthResult> }>();
 
   constructor(options: ApiKeyAuthOptions) {
     this.#options = options;
@@ -87,7 +89,17 @@ export class ApiKeyAuth {
       return { outcome: "authorized", principal: cached };
     }
     if (this.refused.has(keyHash)) return { outcome: "forbidden" };
-    return this.#lookup(keyHash);
+    // One lookup for the requests that miss together (a burst on a key whose entry expired: each queried,
+    // the pool's wait ran past its connect timeout, 503 database_unavailable with PostgreSQL healthy);
+    // joined only within the cache generation it began in (a revocation since then is not missed).
+    const generation = this.cache.generation();
+    const pending = this.#lookups.get(keyHash);
+    if (pending && pending.generation === generation) return pending.result;
+    const result = this.#lookup(keyHash).finally(() => {
+      if (this.#lookups.get(keyHash)?.result === result) this.#lookups.delete(keyHash);
+    });
+    this.#lookups.set(keyHash, { generation, result });
+    return result;
   }
 
   async #lookup(keyHash: string): Promise<ApiKeyAuthResult> {
